@@ -1,0 +1,110 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { CacheWriteError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
+import { readFileIfExists, writeFileAtomic } from '../util/atomic-write.js';
+import { jsonEqual } from '../util/json-equal.js';
+import { pythonJsonDumps } from '../util/python-json.js';
+import { checkFileName } from '../util/safe-name.js';
+
+// The os-collect-config cache, file for file:
+//   <key>.json        latest value (1-space indent, ASCII-escaped, no final newline), mode 0600
+//   <key>.json.orig   the first value ever stored for the key
+//   <key>.json.last   the last value a successful cycle committed; "changed" means differs from this
+//   os_config_files.json  the cache paths of the latest changed cycle, in order
+// Differences from upstream: a corrupt .last counts as "changed" instead of crashing, an unchanged value is not
+// rewritten, and every write is atomic with fsync.
+
+export const META_LIST_FILE = 'os_config_files.json';
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
+
+export interface StoreResult {
+  changed: boolean;
+  path: string;
+}
+
+export class MetadataCache {
+  constructor(
+    readonly dir: string,
+    private readonly log: Logger,
+  ) {}
+
+  pathOf(key: string): string {
+    return path.join(this.dir, `${checkFileName('cache key', key)}.json`);
+  }
+
+  async ensureDir(): Promise<void> {
+    try {
+      await fs.mkdir(this.dir, { recursive: true, mode: DIR_MODE });
+    } catch (err) {
+      throw new CacheWriteError(`cannot create cache directory ${this.dir}: ${(err as NodeJS.ErrnoException).code ?? err}; check the path and its permissions`, { cause: err });
+    }
+  }
+
+  /** Store a value; report whether it differs from the last committed one. */
+  async store(key: string, value: unknown): Promise<StoreResult> {
+    const file = this.pathOf(key);
+    const text = pythonJsonDumps(value, { indent: 1 });
+    let changed = false;
+    try {
+      await this.ensureDir();
+      const current = await readFileIfExists(file);
+      if (current !== text) await writeFileAtomic(file, text, { mode: FILE_MODE });
+      if ((await readFileIfExists(`${file}.orig`)) === undefined) {
+        await writeFileAtomic(`${file}.orig`, text, { mode: FILE_MODE });
+        changed = true;
+      }
+    } catch (err) {
+      if (err instanceof CacheWriteError) throw err;
+      throw new CacheWriteError(`cannot write cache file ${file}: ${(err as NodeJS.ErrnoException).code ?? err}; the last good cache is kept`, { cause: err });
+    }
+    if (!changed) changed = !(await this.matchesLast(key, file, value));
+    return { changed, path: file };
+  }
+
+  /** Whether the last committed value of a key equals `value`. */
+  private async matchesLast(key: string, file: string, value: unknown): Promise<boolean> {
+    const last = await readFileIfExists(`${file}.last`).catch(() => undefined);
+    if (last === undefined) return false;
+    try {
+      return jsonEqual(JSON.parse(last), value);
+    } catch {
+      this.log.warn({ key, file: `${file}.last` }, 'committed cache file is not valid JSON; treating the key as changed');
+      return false;
+    }
+  }
+
+  /** Mark a key's current value as applied: copy <key>.json to <key>.json.last. */
+  async commit(key: string): Promise<void> {
+    const file = this.pathOf(key);
+    const text = await readFileIfExists(file);
+    if (text === undefined) return;
+    try {
+      await writeFileAtomic(`${file}.last`, text, { mode: FILE_MODE });
+    } catch (err) {
+      throw new CacheWriteError(`cannot commit cache file ${file}.last: ${(err as NodeJS.ErrnoException).code ?? err}`, { cause: err });
+    }
+  }
+
+  /** Write os_config_files.json: the cache paths in collection order, compact, as upstream. */
+  async storeMetaList(files: readonly string[]): Promise<string> {
+    const target = path.join(this.dir, META_LIST_FILE);
+    try {
+      await writeFileAtomic(target, pythonJsonDumps(files), { mode: FILE_MODE });
+    } catch (err) {
+      throw new CacheWriteError(`cannot write ${target}: ${(err as NodeJS.ErrnoException).code ?? err}`, { cause: err });
+    }
+    return target;
+  }
+
+  /** Replace backupDir with a copy of the cache directory (taken before the command runs, as upstream). */
+  async backup(backupDir: string): Promise<void> {
+    const staging = `${backupDir}.tmp-${process.pid}`;
+    await fs.rm(staging, { recursive: true, force: true });
+    await fs.mkdir(path.dirname(backupDir), { recursive: true });
+    await fs.cp(this.dir, staging, { recursive: true, filter: (src) => !path.basename(src).startsWith('.') || src === this.dir });
+    await fs.rm(backupDir, { recursive: true, force: true });
+    await fs.rename(staging, backupDir);
+  }
+}

@@ -1,0 +1,61 @@
+import path from 'node:path';
+import { Command, CommanderError } from 'commander';
+import { AgentError } from '../errors.js';
+import { VERSION } from '../version.js';
+import { normaliseArgv } from './argv-normalise.js';
+import { defineCollectCommand } from './collect-command.js';
+import { defineRunCommand } from './run-command.js';
+
+// Entry point. One bundle serves every command name: `os-config-agent <subcommand>` and the compatibility names
+// os-collect-config, os-apply-config and os-refresh-config (chosen by the name the program was started as).
+
+export type ProgramName = 'os-config-agent' | 'os-collect-config' | 'os-apply-config' | 'os-refresh-config';
+
+export function programNameFrom(argv1: string | undefined): ProgramName {
+  const base = path.basename(argv1 ?? '').replace(/\.(m?js|cjs)$/, '');
+  if (base === 'os-collect-config' || base === 'os-apply-config' || base === 'os-refresh-config') return base;
+  return 'os-config-agent';
+}
+
+export async function main(args: readonly string[], name: ProgramName): Promise<number> {
+  let exitCode = 0;
+  const setExit = (code: number) => {
+    exitCode = code;
+  };
+  const program = new Command(name).version(VERSION, '--version').exitOverride().configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  program.showHelpAfterError();
+
+  if (name === 'os-collect-config') {
+    program.description('Collect metadata from cloud sources and run a command when it changes (os-collect-config compatible).');
+    defineCollectCommand(program, { strictExit: false, setExit });
+  } else if (name === 'os-apply-config' || name === 'os-refresh-config') {
+    program.allowUnknownOption().allowExcessArguments().action(() => {
+      process.stderr.write(`${name}: not available yet in this build of os-config-agent ${VERSION}\n`);
+      setExit(1);
+    });
+  } else {
+    program.description('In-instance agent for OpenStack Heat software configuration.');
+    defineCollectCommand(program.command('collect').description('collect metadata; print it, or run the configured command on change'), {
+      strictExit: true,
+      setExit,
+    });
+    defineRunCommand(program.command('run').description('the daemon: collect, apply, deploy, signal; loops unless --one-time'), setExit);
+    // subcommands: apply, refresh, deploy, status (one line each)
+  }
+
+  try {
+    await program.parseAsync(normaliseArgv(args), { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version exit 0; usage errors exit 2 like argparse/oslo.
+      return err.exitCode === 0 ? 0 : 2;
+    }
+    if (err instanceof AgentError) {
+      process.stderr.write(`${name}: ${err.message} [${err.code}]\n`);
+      return 1;
+    }
+    process.stderr.write(`${name}: ${(err as Error).message}\n`);
+    return 1;
+  }
+  return exitCode;
+}

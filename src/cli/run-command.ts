@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import { createLogger, parseLogLevel } from '../log/logger.js';
+import { buildAgent } from './agent-factory.js';
+import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './collect-command.js';
+import { addConfigOptions, readConfigOverrides } from './config-options.js';
+import { installSignalHandlers } from './process-signals.js';
+
+// `os-config-agent run`: the daemon systemd starts. Logs JSON lines on stdout for journald.
+export function defineRunCommand(cmd: Command, setExit: (code: number) => void): Command {
+  addCommonFlags(cmd);
+  const bindings = addConfigOptions(cmd);
+  cmd.action(async () => {
+    const flags = cmd.opts<CommonFlags>();
+    if (flags.logLevel) parseLogLevel(flags.logLevel);
+    const log = createLogger({ level: flags.debug ? 'debug' : 'info', destination: 'stdout' });
+    const agent = await buildAgent(configSources(flags, readConfigOverrides(cmd, bindings)), log, 'run', true);
+    log.level = chooseLogLevel(flags, agent.loaded.config.agent.log_level);
+    const handlers = installSignalHandlers(log, () => agent.requestReload());
+    log.info({ root: agent.loaded.paths.root, collectors: agent.loaded.config.DEFAULT.collectors, oneTime: agent.loaded.config.DEFAULT.one_time }, 'agent starting');
+    try {
+      setExit(await agent.run(handlers.signal));
+    } finally {
+      handlers.dispose();
+    }
+  });
+  return cmd;
+}

@@ -1,0 +1,82 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { SourceUnavailableError } from '../errors.js';
+import { readJsonFile } from '../util/read-json-file.js';
+import { isSafeFileName } from '../util/safe-name.js';
+import type { CollectContext, CollectedPair, Collector, CollectResult } from './types.js';
+
+// `local`: every non-hidden regular file directly inside each configured directory is one pair, keyed by its file
+// name (extension included, so 10-base.json is cached as 10-base.json.json), all directories sorted together by
+// byte order. Permission rules as upstream: a directory owned by another user or world-writable, or a
+// world-writable file, makes the whole source unavailable (anyone could inject configuration). Group-writable files
+// are accepted as upstream does, with a warning.
+
+const WORLD_WRITABLE = 0o002;
+const GROUP_WRITABLE = 0o020;
+
+export const localCollector: Collector = {
+  name: 'local',
+  watchPaths: (config) => config.local.path,
+  async collect(ctx: CollectContext): Promise<CollectResult> {
+    const dirs = ctx.config.local.path;
+    if (dirs.length === 0) throw new SourceUnavailableError('local', 'no local.path directories are configured');
+    const uid = process.getuid?.() ?? 0;
+    const pairs: CollectedPair[] = [];
+    for (const dir of dirs) {
+      let st;
+      try {
+        st = await fs.stat(dir);
+      } catch {
+        ctx.log.warn({ dir }, 'local data directory not found; skipping');
+        continue;
+      }
+      if (!st.isDirectory()) {
+        ctx.log.warn({ dir }, 'local data path is not a directory; skipping');
+        continue;
+      }
+      if (st.uid !== uid) {
+        throw new SourceUnavailableError('local', `${dir} is owned by uid ${st.uid}, not by the agent's uid ${uid}: a security risk; fix its owner`, { code: 'ERR_SOURCE_INSECURE' });
+      }
+      if (st.mode & WORLD_WRITABLE) {
+        throw new SourceUnavailableError('local', `${dir} is world writable: a security risk; chmod o-w it`, { code: 'ERR_SOURCE_INSECURE' });
+      }
+      let names: string[];
+      try {
+        names = await fs.readdir(dir);
+      } catch (err) {
+        // The directory vanished or became unreadable between stat and readdir.
+        ctx.log.warn({ dir, code: (err as NodeJS.ErrnoException).code }, 'local data directory could not be listed; skipping');
+        continue;
+      }
+      for (const name of names) {
+        if (name.startsWith('.')) continue;
+        const file = path.join(dir, name);
+        let fst;
+        try {
+          fst = await fs.stat(file);
+        } catch {
+          continue; // removed mid-scan
+        }
+        if (fst.isDirectory()) continue;
+        if (fst.mode & WORLD_WRITABLE) {
+          throw new SourceUnavailableError('local', `${file} is world writable: a security risk; chmod o-w it`, { code: 'ERR_SOURCE_INSECURE' });
+        }
+        if (fst.mode & GROUP_WRITABLE) ctx.log.warn({ file }, 'local data file is group writable; accepted as upstream does, but consider chmod g-w');
+        if (!isSafeFileName(name)) {
+          ctx.log.warn({ file }, 'local data file name cannot be a cache key; skipping');
+          continue;
+        }
+        const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
+        if (!read.ok) {
+          if (read.reason === 'missing') continue;
+          throw new SourceUnavailableError('local', `${file}: ${read.reason === 'invalid-json' ? `is not valid JSON (${read.detail})` : read.detail}`, { code: 'ERR_SOURCE_INVALID_DATA' });
+        }
+        pairs.push({ key: name, value: read.value });
+      }
+    }
+    if (pairs.length === 0) ctx.log.info({ dirs }, 'no local metadata found');
+    // Upstream sorts with strxfrm in the C locale: plain byte order.
+    pairs.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
+    return { pairs };
+  },
+};

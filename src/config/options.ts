@@ -1,0 +1,168 @@
+// The agent's configuration schema: every section and option of os-collect-config 12.0.0 with its upstream default,
+// plus the agent's own sections ([agent], [apply], [refresh], [deploy]) that upstream ignores as unknown groups.
+// The AgentConfig type is derived from this table, so an option exists in exactly one place.
+
+export type OptionKind = 'str' | 'multi' | 'float' | 'int' | 'bool';
+
+export interface OptionSpec<T> {
+  readonly kind: OptionKind;
+  readonly default: T;
+  readonly help: string;
+  /** Credential: registered for log scrubbing, never printed. */
+  readonly secret?: boolean;
+  /** An absolute filesystem path: mapped under --root. */
+  readonly path?: boolean;
+  /** Short command-line alias (upstream: -c, -i). */
+  readonly short?: string;
+  /** Command-line flag name when it differs from the derived one (upstream: --print for print_only). */
+  readonly flag?: string;
+  /** Not offered on the command line. */
+  readonly fileOnly?: boolean;
+  /** Lower bound for numbers. */
+  readonly min?: number;
+}
+
+function str(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;
+function str(def: undefined, help: string, extra?: Partial<OptionSpec<string | undefined>>): OptionSpec<string | undefined>;
+function str(def: string | undefined, help: string, extra: Partial<OptionSpec<string | undefined>> = {}): OptionSpec<string | undefined> {
+  return { kind: 'str', default: def, help, ...extra };
+}
+function path(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;
+function path(def: undefined, help: string, extra?: Partial<OptionSpec<string | undefined>>): OptionSpec<string | undefined>;
+function path(def: string | undefined, help: string, extra: Partial<OptionSpec<string | undefined>> = {}): OptionSpec<string | undefined> {
+  return { kind: 'str', default: def, help, path: true, ...extra };
+}
+const secret = (help: string): OptionSpec<string | undefined> => ({ kind: 'str', default: undefined, help, secret: true });
+const multi = (def: readonly string[], help: string, extra: Partial<OptionSpec<readonly string[]>> = {}): OptionSpec<readonly string[]> => ({
+  kind: 'multi',
+  default: def,
+  help,
+  ...extra,
+});
+const float = (def: number, help: string, extra: Partial<OptionSpec<number>> = {}): OptionSpec<number> => ({ kind: 'float', default: def, help, min: 0, ...extra });
+const int = (def: number, help: string, extra: Partial<OptionSpec<number>> = {}): OptionSpec<number> => ({ kind: 'int', default: def, help, min: 0, ...extra });
+const bool = (def: boolean, help: string, extra: Partial<OptionSpec<boolean>> = {}): OptionSpec<boolean> => ({ kind: 'bool', default: def, help, ...extra });
+
+/** Collector names upstream accepts, in upstream's default order. */
+export const DEFAULT_COLLECTORS = ['heat_local', 'ec2', 'cfn', 'heat', 'request', 'local', 'zaqar'] as const;
+
+export const SCHEMA = {
+  DEFAULT: {
+    command: str(undefined, 'Command to run when metadata changes (run through /bin/sh -c, with OS_CONFIG_FILES set).', { short: 'c' }),
+    cachedir: path('/var/lib/os-collect-config', 'Directory holding the metadata cache.'),
+    backup_cachedir: path('/var/run/os-collect-config', 'Mirror of the cache directory, refreshed before the command runs.'),
+    collectors: multi(DEFAULT_COLLECTORS, 'Collectors to use, in order (positional arguments on the command line).', { fileOnly: true }),
+    one_time: bool(false, 'Do one cycle and exit.'),
+    min_polling_interval: float(1, 'First sleep between polls, in seconds; doubles every cycle up to polling_interval.'),
+    polling_interval: float(30, 'Longest sleep between polls, in seconds.', { short: 'i' }),
+    print_cachedir: bool(false, 'Print the cache directory and exit.'),
+    force: bool(false, 'Run the command even if nothing changed (implies --one-time).'),
+    print_only: bool(false, 'Collect, print the merged metadata as JSON and exit; run nothing.', { flag: 'print' }),
+    deployment_key: multi(['deployments'], 'Top-level keys whose deployment lists are exploded into extra cache entries.'),
+    splay: float(0, 'Sleep a random whole number of seconds below this before the first poll (daemon mode).'),
+  },
+  ec2: {
+    metadata_url: str('http://169.254.169.254/latest/meta-data', 'EC2 metadata service URL.'),
+    timeout: float(10, 'Seconds to wait for each request.'),
+  },
+  cfn: {
+    metadata_url: str(undefined, 'heat-api-cfn URL (defaults to the contents of heat_metadata_hint plus /v1/).'),
+    heat_metadata_hint: path('/var/lib/heat-cfntools/cfn-metadata-server', 'File whose contents name the CFN metadata server.'),
+    ca_certificate: path(undefined, 'CA certificate file to verify the CFN server with.'),
+    stack_name: str(undefined, 'Stack name to describe.'),
+    path: multi([], 'Resource.Metadata[.key...] paths to fetch, in order.'),
+    secret_access_key: secret('Secret key used to sign requests.'),
+    access_key_id: str(undefined, 'Access key id used to sign requests.'),
+    deployment_key: multi(['deployments'], 'Deployment keys exploded by the cfn collector (upstream keeps this per-section key).'),
+    timeout: float(10, 'Seconds to wait for each request.'),
+  },
+  heat: {
+    user_id: str(undefined, 'Keystone user id.'),
+    password: secret('Keystone password.'),
+    project_id: str(undefined, 'Keystone project id.'),
+    auth_url: str(undefined, 'Keystone URL.'),
+    stack_id: str(undefined, 'Stack id (name/id).'),
+    resource_name: str(undefined, 'Server resource name.'),
+    region_name: str(undefined, 'Region of the orchestration endpoint.'),
+    timeout: float(10, 'Seconds to wait for each request (upstream had none).'),
+  },
+  heat_local: {
+    path: multi(['/var/lib/heat-cfntools/cfn-init-data'], 'Local files with Heat metadata, merged shallowly in order.', { path: true }),
+  },
+  local: {
+    path: multi(['/var/lib/os-collect-config/local-data'], 'Directories of JSON files.', { path: true }),
+  },
+  request: {
+    metadata_url: str(undefined, 'URL to fetch metadata from (for example a Swift TempURL).'),
+    timeout: float(10, 'Seconds to wait for each request.'),
+  },
+  keystone: {
+    cache_dir: path(undefined, 'Directory for the Keystone token cache.'),
+    cache_ttl: int(1800, 'Seconds a cached token is reused at most.'),
+  },
+  zaqar: {
+    user_id: str(undefined, 'Keystone user id.'),
+    password: secret('Keystone password.'),
+    project_id: str(undefined, 'Keystone project id.'),
+    auth_url: str(undefined, 'Keystone URL.'),
+    queue_id: str(undefined, 'Zaqar queue to consume.'),
+    use_websockets: bool(false, 'Use the websocket API.'),
+    region_name: str(undefined, 'Region of the messaging endpoint.'),
+    ssl_certificate_validation: bool(false, 'Verify the Zaqar TLS certificate.'),
+    ca_file: path(undefined, 'CA file for Zaqar TLS.'),
+    timeout: float(10, 'Seconds to wait for each request (upstream had none).'),
+  },
+  agent: {
+    log_level: str('info', 'Log level: fatal, error, warn, info, debug, trace.'),
+    native_pipeline: bool(true, 'In `run`, apply templates and run deployments in-process (false: run `command` like upstream).'),
+    state_dir: path('/var/lib/os-config-agent', 'Directory for the agent\'s own state.'),
+    config_target: path('/etc/os-collect-config.conf', 'Config file the agent rewrites from Heat\'s os-collect-config metadata (empty: never).'),
+    watch: bool(true, 'Watch local sources and start a cycle as soon as they change.'),
+    watch_debounce: float(0.02, 'Seconds to wait for a burst of local changes to settle.'),
+    poll_jitter: float(0.1, 'Random fraction (0-1) added to each sleep so a fleet does not poll in lockstep.'),
+    http_max_bytes: int(16 * 1024 * 1024, 'Largest metadata response accepted, in bytes.'),
+    http_retries: int(2, 'Retries of a failed request within one poll (5xx and network errors only).'),
+    max_source_bytes: int(16 * 1024 * 1024, 'Largest local metadata file accepted, in bytes.'),
+  },
+  apply: {
+    templates: path(undefined, 'Template root (default as os-apply-config: $OS_CONFIG_APPLIER_TEMPLATES or /usr/libexec/os-apply-config/templates).'),
+    output: path('/', 'Output root for rendered files.'),
+    strict: bool(false, 'Fail the render when a template names a missing key (default: warn and render empty, as upstream).'),
+    legacy_log_file: bool(false, 'Also append to /var/log/os-apply-config.log when running as root (upstream behaviour).'),
+  },
+  refresh: {
+    base_dir: path(undefined, 'Phase script base directory (default as os-refresh-config: $OS_REFRESH_CONFIG_BASE_DIR or /usr/libexec/os-refresh-config).'),
+    lockfile: path('/var/run/os-refresh-config.lock', 'Lock file held while phases run.'),
+    timeout: int(0, 'Seconds before all phase scripts are killed (0: no limit).'),
+  },
+  deploy: {
+    hooks_dir: multi(['/var/lib/heat-config/hooks', '/usr/libexec/heat-config/hooks'], 'Directories searched for hooks, in order.', { path: true }),
+    deployed_dir: path('/var/lib/heat-config/deployed', 'Deployment state directory (upstream file names).'),
+    heat_config_file: path('/var/run/heat-config/heat-config', 'Deployments file written for upstream tools.'),
+    hook_timeout: int(3600, 'Seconds a hook may run before its process group is killed (0: no limit).'),
+    signal_timeout: float(30, 'Seconds to wait for one signal request.'),
+    signal_max_backoff: float(300, 'Longest wait between signal retries, in seconds.'),
+    signal_max_attempts: int(50, 'Signal attempts before a deployment\'s signal is given up (a 4xx ends it at once).'),
+    prune_after: float(30, 'Days after which records of removed deployments are deleted.'),
+  },
+} as const;
+
+export type Schema = typeof SCHEMA;
+export type SectionName = keyof Schema;
+type ValueOf<O> = O extends OptionSpec<infer T> ? T : never;
+export type AgentConfig = {
+  readonly [S in SectionName]: { readonly [K in keyof Schema[S]]: ValueOf<Schema[S][K]> };
+};
+
+export const SECTION_NAMES = Object.keys(SCHEMA) as SectionName[];
+
+export function sectionSpecs(section: SectionName): Record<string, OptionSpec<unknown>> {
+  return SCHEMA[section] as unknown as Record<string, OptionSpec<unknown>>;
+}
+
+/** The command-line flag of an option: `--name` in DEFAULT, `--section-name` elsewhere, dashes for underscores. */
+export function flagName(section: SectionName, name: string, spec: OptionSpec<unknown>): string {
+  const base = spec.flag ?? name;
+  const full = section === 'DEFAULT' ? base : `${section}-${base}`;
+  return full.replace(/_/g, '-');
+}

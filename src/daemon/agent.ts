@@ -1,0 +1,247 @@
+import { MetadataCache } from '../cache/metadata-cache.js';
+import { findCollector } from '../collectors/registry.js';
+import { hashConfigFiles, loadConfig, type ConfigSources, type LoadedConfig } from '../config/load.js';
+import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
+import type { HttpClient } from '../http/types.js';
+import type { Logger } from '../log/logger.js';
+import { collectAll, type CollectionOutcome } from './collect-all.js';
+import { createCommandPipeline } from './command-pipeline.js';
+import type { Pipeline } from './pipeline.js';
+import { nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
+import { Waker } from './waker.js';
+import { watchSources, type SourceWatcher } from './watch.js';
+
+// The agent's reconcile loop: collect -> (self-configure) -> run the pipeline if anything changed -> commit.
+// `collect` mode is os-collect-config (the configured command is the pipeline); `run` mode uses the native pipeline
+// when it is enabled and available.
+
+export type AgentMode = 'collect' | 'run';
+
+export interface AfterCollectContext {
+  readonly loaded: LoadedConfig;
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+}
+
+/** Runs after each collection; returning reload=true reloads the configuration and collects again in this cycle. */
+export type AfterCollectHook = (outcome: CollectionOutcome, ctx: AfterCollectContext) => Promise<{ reload: boolean }>;
+
+export interface AgentDeps {
+  readonly sources: ConfigSources;
+  readonly log: Logger;
+  readonly mode: AgentMode;
+  readonly createHttp: (loaded: LoadedConfig, log: Logger) => HttpClient;
+  /** Builds the in-process pipeline for `run` mode (apply + deployments), when this build has one. */
+  readonly nativePipeline?: (loaded: LoadedConfig, log: Logger) => Pipeline;
+  readonly afterCollect?: readonly AfterCollectHook[];
+  /** Non-zero exit in one-time mode when a source held bad data (not for the upstream-compatible command). */
+  readonly strictExit?: boolean;
+  readonly random?: () => number;
+}
+
+export interface CycleReport {
+  readonly changedKeys: readonly string[];
+  readonly ran: boolean;
+  readonly exitCode: number;
+  readonly failures: CollectionOutcome['failures'];
+}
+
+const BAD_INPUT_CODES = new Set(['ERR_SOURCE_INVALID_DATA', 'ERR_SOURCE_INSECURE', 'ERR_HTTP_TOO_LARGE', 'ERR_SOURCE_UNEXPECTED']);
+
+export class Agent {
+  private loadedConfig: LoadedConfig;
+  private http: HttpClient;
+  private readonly memory = new Map<string, Map<string, unknown>>();
+  private readonly failing = new Set<string>();
+  private readonly waker = new Waker();
+  private reloadRequested = false;
+  private watcher: SourceWatcher | undefined;
+
+  private constructor(
+    private readonly deps: AgentDeps,
+    loaded: LoadedConfig,
+  ) {
+    this.loadedConfig = loaded;
+    this.http = deps.createHttp(loaded, deps.log.child({ component: 'http' }));
+  }
+
+  static async create(deps: AgentDeps): Promise<Agent> {
+    const loaded = await loadConfig(deps.sources);
+    logProblems(loaded, deps.log);
+    return new Agent(deps, loaded);
+  }
+
+  get loaded(): LoadedConfig {
+    return this.loadedConfig;
+  }
+
+  /** Ask the loop to reload its configuration before the next cycle (SIGHUP). */
+  requestReload(): void {
+    this.reloadRequested = true;
+    this.waker.wake();
+  }
+
+  async reload(): Promise<void> {
+    try {
+      const next = await loadConfig(this.deps.sources);
+      logProblems(next, this.deps.log);
+      this.loadedConfig = next;
+      this.http = this.deps.createHttp(next, this.deps.log.child({ component: 'http' }));
+      this.deps.log.info({ files: next.files.map((f) => next.paths.unmap(f)) }, 'configuration reloaded');
+    } catch (err) {
+      this.deps.log.error({ err }, 'configuration reload failed; keeping the previous configuration');
+    }
+  }
+
+  /** Collect without storing: the merged view `--print` shows. */
+  async collectOnly(signal: AbortSignal): Promise<CollectionOutcome> {
+    return collectAll(this.collectDeps(signal), undefined);
+  }
+
+  /** One full cycle. Never throws for source or pipeline failures: they are in the report. */
+  async cycle(signal: AbortSignal, force = false): Promise<CycleReport> {
+    const log = this.deps.log;
+    const cache = new MetadataCache(this.loadedConfig.config.DEFAULT.cachedir, log.child({ component: 'cache' }));
+    let outcome = await collectAll(this.collectDeps(signal), cache);
+    for (const hook of this.deps.afterCollect ?? []) {
+      const { reload } = await hook(outcome, { loaded: this.loadedConfig, log, signal });
+      if (reload) {
+        await this.reload();
+        // The new configuration is used in this same cycle (no second loop, no restart).
+        outcome = await collectAll(this.collectDeps(signal), new MetadataCache(this.loadedConfig.config.DEFAULT.cachedir, log.child({ component: 'cache' })));
+        break;
+      }
+    }
+    const badInput = outcome.failures.some((f) => BAD_INPUT_CODES.has(f.code));
+    const failureExit = this.deps.strictExit && badInput ? 1 : 0;
+    if (outcome.changedKeys.length === 0 && !force) {
+      log.debug('no changes detected');
+      return { changedKeys: [], ran: false, exitCode: failureExit, failures: outcome.failures };
+    }
+    const config = this.loadedConfig.config;
+    const activeCache = new MetadataCache(config.DEFAULT.cachedir, log.child({ component: 'cache' }));
+    try {
+      await activeCache.storeMetaList(outcome.files);
+      await activeCache.backup(config.DEFAULT.backup_cachedir).catch((err: unknown) =>
+        log.warn({ dir: config.DEFAULT.backup_cachedir, reason: errorMessage(err) }, 'could not refresh the backup cache directory'),
+      );
+    } catch (err) {
+      log.error({ code: (err as AgentError).code, reason: errorMessage(err) }, 'cache write failed; nothing run or committed');
+      return { changedKeys: outcome.changedKeys, ran: false, exitCode: 1, failures: outcome.failures };
+    }
+    const hashBefore = await hashConfigFiles(this.loadedConfig.hashedFiles);
+    const pipeline = this.choosePipeline();
+    let exitCode = 0;
+    if (pipeline) {
+      try {
+        log.info({ pipeline: pipeline.name, changed: outcome.changedKeys, force }, 'metadata changed; running pipeline');
+        await pipeline.run({
+          loaded: this.loadedConfig,
+          log: log.child({ component: pipeline.name }),
+          signal,
+          configFiles: outcome.files,
+          pairs: outcome.pairs,
+          changedKeys: outcome.changedKeys,
+          force,
+        });
+      } catch (err) {
+        exitCode = err instanceof CommandFailedError ? err.exitCode : 1;
+        log.error({ code: err instanceof AgentError ? err.code : undefined, reason: errorMessage(err), exitCode }, 'pipeline failed; new data not committed');
+      }
+    }
+    if (exitCode === 0 && !signal.aborted) {
+      for (const key of outcome.changedKeys) await activeCache.commit(key);
+      log.info({ committed: outcome.changedKeys.length }, 'cycle complete; cache committed');
+    } else if (exitCode === 0) {
+      log.info('shutdown during the cycle; new data not committed');
+    }
+    // Upstream re-execs when the config files changed after a command run; here: reload in-process.
+    if ((await hashConfigFiles(this.loadedConfig.hashedFiles)) !== hashBefore) this.reloadRequested = true;
+    return { changedKeys: outcome.changedKeys, ran: pipeline !== undefined, exitCode: exitCode || failureExit, failures: outcome.failures };
+  }
+
+  /** The daemon loop (or one cycle with one_time). Returns the process exit code. */
+  async run(signal: AbortSignal): Promise<number> {
+    const log = this.deps.log;
+    const random = this.deps.random ?? Math.random;
+    let config = this.loadedConfig.config;
+    if (config.DEFAULT.one_time) {
+      const report = await this.cycle(signal, config.DEFAULT.force);
+      return report.exitCode;
+    }
+    this.startWatching();
+    if (config.DEFAULT.splay > 0) {
+      const delay = splaySeconds(config.DEFAULT.splay, random());
+      log.info({ seconds: delay }, 'splay: delaying the first poll');
+      await this.waker.wait(delay * 1000, signal);
+    }
+    let sleep: number | undefined;
+    while (!signal.aborted) {
+      if (this.reloadRequested) {
+        this.reloadRequested = false;
+        await this.reload();
+        config = this.loadedConfig.config;
+        sleep = undefined;
+        await this.restartWatching();
+      }
+      await this.cycle(signal, false);
+      if (signal.aborted) break;
+      if (this.reloadRequested) continue;
+      sleep = nextSleepSeconds(sleep, config.DEFAULT.min_polling_interval, config.DEFAULT.polling_interval);
+      const seconds = withJitter(sleep, config.agent.poll_jitter, random());
+      log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
+      const reason = await this.waker.wait(seconds * 1000, signal);
+      if (reason === 'woken') log.debug('woken early');
+    }
+    await this.watcher?.close();
+    log.info('stopped');
+    return 0;
+  }
+
+  private choosePipeline(): Pipeline | undefined {
+    const config = this.loadedConfig.config;
+    const childLog = this.deps.log.child({ component: 'pipeline' });
+    if (this.deps.mode === 'run' && config.agent.native_pipeline && this.deps.nativePipeline) {
+      return this.deps.nativePipeline(this.loadedConfig, childLog);
+    }
+    if (config.DEFAULT.command) return createCommandPipeline(config.DEFAULT.command);
+    return undefined;
+  }
+
+  private collectDeps(signal: AbortSignal) {
+    return {
+      config: this.loadedConfig.config,
+      paths: this.loadedConfig.paths,
+      log: this.deps.log,
+      http: this.http,
+      signal,
+      memory: this.memory,
+      failing: this.failing,
+    };
+  }
+
+  private startWatching(): void {
+    const config = this.loadedConfig.config;
+    if (!config.agent.watch) return;
+    const paths = new Set<string>();
+    for (const name of config.DEFAULT.collectors) {
+      const collector = findCollector(name as Parameters<typeof findCollector>[0]);
+      for (const p of collector?.watchPaths?.(config) ?? []) paths.add(p);
+    }
+    this.watcher = watchSources([...paths], config.agent.watch_debounce * 1000, () => this.waker.wake(), this.deps.log.child({ component: 'watch' }));
+  }
+
+  private async restartWatching(): Promise<void> {
+    await this.watcher?.close();
+    this.watcher = undefined;
+    this.startWatching();
+  }
+}
+
+export function logProblems(loaded: LoadedConfig, log: Logger): void {
+  for (const p of loaded.problems) {
+    const fields = { file: p.file ? loaded.paths.unmap(p.file) : undefined, line: p.line, section: p.section, option: p.option, problem: p.message };
+    if (p.severity === 'error') log.error(fields, 'configuration problem');
+    else log.warn(fields, 'configuration problem');
+  }
+}

@@ -1,0 +1,128 @@
+import type { MetadataCache } from '../cache/metadata-cache.js';
+import { findCollector } from '../collectors/registry.js';
+import type { CollectContext, CollectedPair, CollectorName } from '../collectors/types.js';
+import type { AgentConfig } from '../config/options.js';
+import { AgentError, errorMessage, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
+import type { HttpClient } from '../http/types.js';
+import type { Logger } from '../log/logger.js';
+import { isSafeFileName } from '../util/safe-name.js';
+import type { PathMapper } from '../util/rooted-path.js';
+import { shallowMerge, type JsonObject } from '../util/json-merge.js';
+
+// One pass over the configured collectors, in order (upstream collect_all). Differences from upstream, each to keep
+// the last good state: an unavailable source contributes its last good pairs (so its files stay in OS_CONFIG_FILES,
+// B13); a collector bug is logged and treated as unavailable instead of killing the daemon (B8); a key produced
+// twice in one pass is kept once, at its last position with its last value (B6); unsafe keys are dropped (B7).
+
+export interface CollectorFailure {
+  readonly collector: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+export interface CollectionOutcome {
+  readonly pairs: readonly CollectedPair[];
+  /** Cache paths of the pairs, in order (empty when not storing). */
+  readonly files: readonly string[];
+  readonly changedKeys: readonly string[];
+  readonly failures: readonly CollectorFailure[];
+  /** Collectors that produced data this pass (fresh or unchanged). */
+  readonly available: readonly string[];
+}
+
+export interface CollectDeps {
+  readonly config: AgentConfig;
+  readonly paths: PathMapper;
+  readonly log: Logger;
+  readonly http: HttpClient;
+  readonly signal: AbortSignal;
+  /** Per-collector memory, kept by the caller across passes. */
+  readonly memory: Map<string, Map<string, unknown>>;
+  /** Collectors whose last pass failed, to log a failure once per transition. */
+  readonly failing: Set<string>;
+  readonly now?: () => number;
+}
+
+const LAST_PAIRS = Symbol.for('os-config-agent.lastPairs');
+
+export async function collectAll(deps: CollectDeps, cache: MetadataCache | undefined): Promise<CollectionOutcome> {
+  const ordered: CollectedPair[] = [];
+  const failures: CollectorFailure[] = [];
+  const available: string[] = [];
+
+  for (const name of deps.config.DEFAULT.collectors) {
+    if (deps.signal.aborted) break;
+    const log = deps.log.child({ collector: name });
+    const collector = findCollector(name as CollectorName);
+    if (!collector) {
+      log.debug('collector is not part of this build; skipped');
+      continue;
+    }
+    let memory = deps.memory.get(name);
+    if (!memory) {
+      memory = new Map();
+      deps.memory.set(name, memory);
+    }
+    const ctx: CollectContext = { config: deps.config, paths: deps.paths, log, http: deps.http, signal: deps.signal, memory, now: deps.now ?? Date.now };
+    try {
+      const result = await collector.collect(ctx);
+      const pairs = result.pairs.filter((p) => {
+        if (isSafeFileName(p.key)) return true;
+        log.warn({ key: String(p.key).slice(0, 80) }, 'key is not a safe file name; dropped');
+        return false;
+      });
+      memory.set(LAST_PAIRS as unknown as string, pairs);
+      ordered.push(...pairs);
+      available.push(name);
+      if (deps.failing.delete(name)) log.info('source available again');
+    } catch (err) {
+      if (err instanceof SourceNotConfiguredError) {
+        log.debug({ reason: err.message }, 'source not configured');
+        continue;
+      }
+      const code = err instanceof AgentError ? err.code : 'ERR_SOURCE_UNEXPECTED';
+      const message = errorMessage(err);
+      failures.push({ collector: name, code, message });
+      const first = !deps.failing.has(name);
+      deps.failing.add(name);
+      if (err instanceof SourceUnavailableError) {
+        // Log once per transition at warn; repeats at debug so a down source does not flood the journal.
+        log[first ? 'warn' : 'debug']({ code, reason: message }, 'source unavailable');
+      } else {
+        log.error({ code, err }, 'collector failed unexpectedly; treating the source as unavailable');
+      }
+      const last = memory.get(LAST_PAIRS as unknown as string) as CollectedPair[] | undefined;
+      if (last) ordered.push(...last);
+    }
+  }
+
+  const pairs = dedupe(ordered, deps.log);
+  if (!cache) return { pairs, files: [], changedKeys: [], failures, available };
+
+  const files: string[] = [];
+  const changedKeys: string[] = [];
+  for (const pair of pairs) {
+    const stored = await cache.store(pair.key, pair.value);
+    files.push(stored.path);
+    if (stored.changed) changedKeys.push(pair.key);
+  }
+  return { pairs, files, changedKeys, failures, available };
+}
+
+function dedupe(pairs: readonly CollectedPair[], log: Logger): CollectedPair[] {
+  const lastIndex = new Map<string, number>();
+  pairs.forEach((p, i) => lastIndex.set(p.key, i));
+  const out: CollectedPair[] = [];
+  pairs.forEach((p, i) => {
+    if (lastIndex.get(p.key) === i) out.push(p);
+    else log.warn({ key: p.key }, 'two sources produced the same cache key; the later one wins');
+  });
+  return out;
+}
+
+/** The merged document `--print` shows: every pair as a top-level key, later pairs replacing earlier ones. */
+export function mergePairs(pairs: readonly CollectedPair[]): JsonObject {
+  const out: JsonObject = {};
+  for (const p of pairs) shallowMerge(out, { [p.key]: p.value } as JsonObject);
+  return out;
+}

@@ -1,0 +1,38 @@
+// Pure timing functions of the poll loop: no timers, no clock, so tests check exact sequences.
+
+/**
+ * Sleep after a cycle, as upstream: the first sleep is min_polling_interval, every later one doubles the previous,
+ * capped at polling_interval, and the sequence never shrinks (it restarts only on reload, like upstream's re-exec).
+ * If min > max the first sleep is min and every later one is max (upstream's test_main_min_polling_interval).
+ */
+export function nextSleepSeconds(previous: number | undefined, min: number, max: number): number {
+  if (previous === undefined) return min;
+  return Math.min(previous * 2, max);
+}
+
+/** The first n sleeps of a fresh loop. */
+export function sleepSequence(min: number, max: number, n: number): number[] {
+  const out: number[] = [];
+  let prev: number | undefined;
+  for (let i = 0; i < n; i++) {
+    prev = nextSleepSeconds(prev, min, max);
+    out.push(prev);
+  }
+  return out;
+}
+
+/** Spread a fleet: add up to `fraction` of the sleep, chosen by `random` in [0, 1). */
+export function withJitter(seconds: number, fraction: number, random: number): number {
+  const f = Math.min(Math.max(fraction, 0), 1);
+  return seconds * (1 + f * random);
+}
+
+/**
+ * Initial splay: a whole number of seconds in [0, splay), as upstream's randrange(0, splay) intends. Upstream
+ * crashes on a non-integer splay (and on any float under Python 3.12, B9); here the value is floored instead.
+ */
+export function splaySeconds(splay: number, random: number): number {
+  const whole = Math.floor(splay);
+  if (whole <= 0) return 0;
+  return Math.min(Math.floor(random * whole), whole - 1);
+}

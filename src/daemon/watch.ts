@@ -1,0 +1,36 @@
+import { watch, type FSWatcher } from 'chokidar';
+import type { Logger } from '../log/logger.js';
+
+// Watches local sources (local directories, heat_local files) so a change starts a cycle at once instead of at the
+// next poll. A burst of events within `debounceMs` produces one wake-up.
+
+export interface SourceWatcher {
+  close(): Promise<void>;
+}
+
+export function watchSources(paths: readonly string[], debounceMs: number, onChange: () => void, log: Logger): SourceWatcher {
+  if (paths.length === 0) return { close: async () => undefined };
+  let timer: NodeJS.Timeout | undefined;
+  const watcher: FSWatcher = watch([...paths], {
+    ignoreInitial: true,
+    depth: 0,
+    // Polling-free: inotify on Linux.
+    usePolling: false,
+  });
+  const fire = (event: string, file: string) => {
+    log.debug({ event, file }, 'local source changed');
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      onChange();
+    }, debounceMs);
+  };
+  watcher.on('all', fire);
+  watcher.on('error', (err) => log.warn({ err }, 'watching local sources failed; polling continues'));
+  return {
+    async close() {
+      if (timer) clearTimeout(timer);
+      await watcher.close();
+    },
+  };
+}

@@ -1,0 +1,111 @@
+// Every failure the agent reports is one of these classes. `code` is stable (scripts and tests match on it) and the
+// message says what failed and what the operator can do. Messages never contain secrets: callers pass URLs through
+// redactUrl() and never interpolate credential values.
+
+export type ErrorCode =
+  | 'ERR_CONFIG_INVALID'
+  | 'ERR_CONFIG_UNREADABLE'
+  | 'ERR_SOURCE_NOT_CONFIGURED'
+  | 'ERR_SOURCE_UNAVAILABLE'
+  | 'ERR_SOURCE_INSECURE'
+  | 'ERR_SOURCE_INVALID_DATA'
+  | 'ERR_CACHE_WRITE'
+  | 'ERR_CACHE_CORRUPT'
+  | 'ERR_COMMAND_FAILED'
+  | 'ERR_UNSAFE_NAME'
+  | 'ERR_UNSAFE_PATH'
+  | 'ERR_NOT_AVAILABLE'
+  | 'ERR_HTTP'
+  | 'ERR_HTTP_TOO_LARGE'
+  | 'ERR_TEMPLATE'
+  | 'ERR_CONTROL_FILE'
+  | 'ERR_METADATA'
+  | 'ERR_PHASE_FAILED'
+  | 'ERR_LOCKED'
+  | 'ERR_HOOK'
+  | 'ERR_SIGNAL'
+  | 'ERR_DEPLOYMENT_STATE';
+
+/** Base class: anything the agent throws on purpose. */
+export class AgentError extends Error {
+  override name = 'AgentError';
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** A configuration file or flag has a bad value or unknown option. */
+export class ConfigError extends AgentError {
+  override name = 'ConfigError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_CONFIG_INVALID', message, options);
+  }
+}
+
+/** A collector has no configuration to work with (skipped quietly, as upstream does). */
+export class SourceNotConfiguredError extends AgentError {
+  override name = 'SourceNotConfiguredError';
+  constructor(readonly collector: string, message: string) {
+    super('ERR_SOURCE_NOT_CONFIGURED', message);
+  }
+}
+
+/** A configured collector could not produce data this cycle; its last good data is kept. */
+export class SourceUnavailableError extends AgentError {
+  override name = 'SourceUnavailableError';
+  constructor(
+    readonly collector: string,
+    message: string,
+    options?: { cause?: unknown; code?: 'ERR_SOURCE_UNAVAILABLE' | 'ERR_SOURCE_INSECURE' | 'ERR_SOURCE_INVALID_DATA' | 'ERR_HTTP' | 'ERR_HTTP_TOO_LARGE' },
+  ) {
+    super(options?.code ?? 'ERR_SOURCE_UNAVAILABLE', message, options);
+  }
+}
+
+/** Writing the metadata cache failed (disk full, read-only, permissions). */
+export class CacheWriteError extends AgentError {
+  override name = 'CacheWriteError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('ERR_CACHE_WRITE', message, options);
+  }
+}
+
+/** The configured command exited non-zero or was killed; nothing was committed. */
+export class CommandFailedError extends AgentError {
+  override name = 'CommandFailedError';
+  constructor(message: string, readonly exitCode: number) {
+    super('ERR_COMMAND_FAILED', message);
+  }
+}
+
+/** A name that would be used as a file name (cache key, hook group, deployment id) is unsafe. */
+export class UnsafeNameError extends AgentError {
+  override name = 'UnsafeNameError';
+  constructor(message: string) {
+    super('ERR_UNSAFE_NAME', message);
+  }
+}
+
+/** A path escapes the directory it must stay in. */
+export class UnsafePathError extends AgentError {
+  override name = 'UnsafePathError';
+  constructor(message: string) {
+    super('ERR_UNSAFE_PATH', message);
+  }
+}
+
+/** Helper for code that must report an unknown thrown value. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+export function errorCode(err: unknown): string | undefined {
+  if (err instanceof AgentError) return err.code;
+  if (err && typeof err === 'object' && 'code' in err && typeof (err as { code: unknown }).code === 'string') {
+    return (err as { code: string }).code;
+  }
+  return undefined;
+}

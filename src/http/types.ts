@@ -1,0 +1,33 @@
+// The one HTTP client shape every collector and signal transport uses. Only src/http/ imports got; everything else
+// depends on this interface, so tests and callers never see the library.
+
+export interface HttpRequest {
+  url: string;
+  method?: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE';
+  headers?: Record<string, string>;
+  body?: string | Uint8Array;
+  /** Seconds for connect and for each response read (upstream `timeout` options). */
+  timeoutSeconds?: number;
+  /** Retries after a network error or 5xx (never after a 4xx). */
+  retries?: number;
+  /** Response body cap in bytes; larger answers fail with ERR_HTTP_TOO_LARGE. */
+  maxBytes?: number;
+  /** PEM CA bundle file to verify TLS with (upstream ca_certificate / ca_file). */
+  caFile?: string;
+  /** Skip TLS verification (zaqar's upstream default). */
+  insecure?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface HttpResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  /** Final URL, redacted for logging. */
+  redactedUrl: string;
+}
+
+export interface HttpClient {
+  /** Resolves for every HTTP status (the caller decides what a 304 or 404 means); rejects on transport failure. */
+  request(req: HttpRequest): Promise<HttpResponse>;
+}

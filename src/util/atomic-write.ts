@@ -1,0 +1,63 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+
+export interface AtomicWriteOptions {
+  /** Permission bits of the new file (default 0600: most of what the agent writes holds credentials). */
+  mode?: number;
+  uid?: number;
+  gid?: number;
+  /** Create missing parent directories with this mode (default: do not create). */
+  mkdirMode?: number;
+}
+
+// Temp file in the same directory, write, fsync, chmod/chown, rename, fsync the directory: a reader sees the old
+// file or the new one, never a torn one, and a power cut after return keeps the new one. The temp file is removed
+// if any step fails, so a full disk leaves no debris.
+export async function writeFileAtomic(target: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+  const dir = path.dirname(target);
+  if (options.mkdirMode !== undefined) await fs.mkdir(dir, { recursive: true, mode: options.mkdirMode });
+  const tmp = path.join(dir, `.${path.basename(target)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const mode = options.mode ?? 0o600;
+  let handle: fs.FileHandle | undefined;
+  try {
+    handle = await fs.open(tmp, 'wx', mode);
+    await handle.writeFile(data);
+    await handle.sync();
+    // open() honours the umask; chmod makes the mode exact.
+    await handle.chmod(mode);
+    if (options.uid !== undefined || options.gid !== undefined) {
+      await handle.chown(options.uid ?? -1, options.gid ?? -1);
+    }
+    await handle.close();
+    handle = undefined;
+    await fs.rename(tmp, target);
+  } catch (err) {
+    if (handle) await handle.close().catch(() => undefined);
+    await fs.rm(tmp, { force: true }).catch(() => undefined);
+    throw err;
+  }
+  await syncDirectory(dir);
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  let handle: fs.FileHandle | undefined;
+  try {
+    handle = await fs.open(dir, 'r');
+    await handle.sync();
+  } catch {
+    // Some filesystems refuse fsync on directories; the rename is still atomic there.
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+/** Read a file, or undefined when it does not exist. Other errors propagate. */
+export async function readFileIfExists(file: string): Promise<string | undefined> {
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}

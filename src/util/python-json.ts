@@ -1,0 +1,75 @@
+// Byte-compatible output of Python's json.dumps, so cache files and printed metadata match os-collect-config's:
+// ensure_ascii escaping (\uXXXX, surrogate pairs for astral characters), ", " / ": " separators when compact,
+// "," at line ends when indented, and "[]" / "{}" for empty containers.
+//
+// Known limit: JavaScript numbers cannot tell 1 from 1.0, so a float with a zero fraction prints as an integer.
+
+export interface PythonJsonOptions {
+  /** Spaces per level; undefined means compact single-line output. */
+  indent?: number;
+  /** Python's ensure_ascii (default true). */
+  ensureAscii?: boolean;
+}
+
+export function pythonJsonDumps(value: unknown, options: PythonJsonOptions = {}): string {
+  const ensureAscii = options.ensureAscii ?? true;
+  return dump(value, options.indent, 0, ensureAscii);
+}
+
+function dump(value: unknown, indent: number | undefined, depth: number, ascii: boolean): string {
+  if (value === null || value === undefined) return 'null';
+  if (typeof value === 'string') return quote(value, ascii);
+  if (typeof value === 'number') return formatNumber(value);
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (Array.isArray(value)) {
+    if (value.length === 0) return '[]';
+    const items = value.map((v) => dump(v, indent, depth + 1, ascii));
+    return wrap('[', ']', items, indent, depth);
+  }
+  if (typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>);
+    if (entries.length === 0) return '{}';
+    const items = entries.map(([k, v]) => `${quote(k, ascii)}: ${dump(v, indent, depth + 1, ascii)}`);
+    return wrap('{', '}', items, indent, depth);
+  }
+  return 'null';
+}
+
+function wrap(open: string, close: string, items: string[], indent: number | undefined, depth: number): string {
+  if (indent === undefined) return `${open}${items.join(', ')}${close}`;
+  const inner = ' '.repeat(indent * (depth + 1));
+  const outer = ' '.repeat(indent * depth);
+  return `${open}\n${inner}${items.join(`,\n${inner}`)}\n${outer}${close}`;
+}
+
+function formatNumber(n: number): string {
+  if (Number.isNaN(n)) return 'NaN';
+  if (n === Infinity) return 'Infinity';
+  if (n === -Infinity) return '-Infinity';
+  if (Number.isInteger(n) && Math.abs(n) < 1e21) return n.toFixed(0);
+  // Python's float repr writes at least two exponent digits (1.5e-07); JavaScript writes one.
+  return String(n).replace(/e([+-])(\d)$/, (_m, sign: string, digit: string) => `e${sign}0${digit}`);
+}
+
+const SIMPLE_ESCAPES: Record<string, string> = {
+  '"': '\\"',
+  '\\': '\\\\',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+};
+
+function quote(s: string, ascii: boolean): string {
+  let out = '"';
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i] as string;
+    const code = s.charCodeAt(i);
+    const simple = SIMPLE_ESCAPES[ch];
+    if (simple !== undefined) out += simple;
+    else if (code < 0x20 || (ascii && code > 0x7e)) out += `\\u${code.toString(16).padStart(4, '0')}`;
+    else out += ch;
+  }
+  return out + '"';
+}

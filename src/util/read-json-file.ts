@@ -1,0 +1,39 @@
+import { promises as fs } from 'node:fs';
+
+export type JsonFileResult =
+  | { ok: true; value: unknown; size: number }
+  | { ok: false; reason: 'missing' | 'too-large' | 'unreadable' | 'invalid-json' | 'not-a-file'; detail: string };
+
+/** Read and parse a JSON file with a size cap, reporting each failure as a value (callers decide severity). */
+export async function readJsonFile(file: string, maxBytes: number): Promise<JsonFileResult> {
+  let handle: fs.FileHandle | undefined;
+  try {
+    handle = await fs.open(file, 'r');
+    const st = await handle.stat();
+    if (!st.isFile()) return { ok: false, reason: 'not-a-file', detail: 'not a regular file' };
+    if (st.size > maxBytes) return { ok: false, reason: 'too-large', detail: `${st.size} bytes is over the ${maxBytes}-byte limit` };
+    // Read at most maxBytes + 1 so a file growing under us cannot blow the cap.
+    const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
+    let total = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buf, total, buf.length - total, total);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total >= buf.length) break;
+    }
+    if (total > maxBytes) return { ok: false, reason: 'too-large', detail: `over the ${maxBytes}-byte limit` };
+    const text = buf.subarray(0, total).toString('utf8');
+    try {
+      return { ok: true, value: JSON.parse(text), size: total };
+    } catch (err) {
+      return { ok: false, reason: 'invalid-json', detail: (err as Error).message };
+    }
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { ok: false, reason: 'missing', detail: 'does not exist' };
+    if (code === 'EISDIR') return { ok: false, reason: 'not-a-file', detail: 'is a directory' };
+    return { ok: false, reason: 'unreadable', detail: code ?? String(err) };
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,39 @@
+import path from 'node:path';
+
+// Every absolute path the agent touches goes through here, so `--root DIR` relocates the whole agent (tests, the
+// demo, image builds) without a single real /etc or /var/lib access.
+export interface PathMapper {
+  /** The root prefix ('/' on a real instance). */
+  readonly root: string;
+  /** Map an absolute system path (e.g. /var/lib/os-collect-config) under the root; relative paths stay relative. */
+  map(p: string): string;
+  /** Undo map() for display: the path as the instance sees it. */
+  unmap(p: string): string;
+}
+
+export function createPathMapper(root: string | undefined): PathMapper {
+  const base = path.resolve(root ?? '/');
+  return {
+    root: base,
+    map(p: string): string {
+      if (!path.isAbsolute(p)) return p;
+      if (base === '/') return path.normalize(p);
+      const normal = path.normalize(p);
+      // Already mapped (e.g. a path read back from a cache list): keep it as is.
+      if (normal === base || normal.startsWith(base + path.sep)) return normal;
+      return path.join(base, normal);
+    },
+    unmap(p: string): string {
+      if (base === '/') return p;
+      if (p === base) return '/';
+      if (p.startsWith(base + path.sep)) return p.slice(base.length);
+      return p;
+    },
+  };
+}
+
+/** True when `child` is `parent` or lies inside it, after resolving `..` segments (no symlink resolution). */
+export function isInside(parent: string, child: string): boolean {
+  const rel = path.relative(path.resolve(parent), path.resolve(child));
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
