@@ -1,0 +1,89 @@
+import { spawn } from 'node:child_process';
+import { readFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { requireBundle } from '../helpers/bundle.js';
+import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
+
+// The daemon as systemd runs it: a real process, JSON log lines on stdout, SIGHUP reloads, SIGTERM exits 0.
+
+interface Daemon {
+  lines: Array<Record<string, unknown>>;
+  waitForLine(pred: (l: Record<string, unknown>) => boolean, ms?: number): Promise<Record<string, unknown>>;
+  kill(sig: NodeJS.Signals): void;
+  exit: Promise<number | null>;
+}
+
+function startDaemon(args: string[]): Daemon {
+  const child = spawn(process.execPath, [requireBundle(), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: Array<Record<string, unknown>> = [];
+  let buf = '';
+  const waiters: Array<() => void> = [];
+  child.stdout.on('data', (chunk: Buffer) => {
+    buf += chunk.toString();
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line.trim()) lines.push(JSON.parse(line) as Record<string, unknown>);
+    }
+    for (const w of waiters.splice(0)) w();
+  });
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    lines,
+    kill: (sig) => child.kill(sig),
+    exit,
+    async waitForLine(pred, ms = 10_000) {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const found = lines.find(pred);
+        if (found) return found;
+        if (Date.now() > deadline) {
+          child.kill('SIGKILL');
+          throw new Error(`log line not seen; got: ${lines.map((l) => l.msg).join(' | ')}`);
+        }
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 50);
+        });
+      }
+    },
+  };
+}
+
+t.test('run: logs JSON to stdout, reloads on SIGHUP, exits 0 on SIGTERM', async (t) => {
+  const dir = t.testdir();
+  const cmd = recordingCommand(dir);
+  const root = makeAgentRoot(path.join(dir, 'root'), `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\npolling_interval = 600\nmin_polling_interval = 600\n[agent]\nnative_pipeline = false\nwatch = false\n`);
+  root.writeLocal('a', { v: 1 });
+  const d = startDaemon(['run', '--root', root.root]);
+  await d.waitForLine((l) => l.msg === 'agent starting');
+  await d.waitForLine((l) => l.msg === 'cycle complete; cache committed');
+  t.ok(existsSync(cmd.record), 'the command ran');
+
+  // Upstream ignored SIGHUP after its first command run (B2): here it reloads at any time.
+  root.writeConfig(`[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\ncollectors = heat_local\npolling_interval = 600\nmin_polling_interval = 600\n[agent]\nnative_pipeline = false\nwatch = false\n`);
+  d.kill('SIGHUP');
+  await d.waitForLine((l) => l.msg === 'configuration reloaded');
+  d.kill('SIGTERM');
+  t.equal(await d.exit, 0, 'SIGTERM is a clean exit');
+  t.ok(d.lines.some((l) => l.msg === 'stopped'));
+  for (const l of d.lines) {
+    t.type(l.msg, 'string');
+    t.type(l.time, 'string');
+  }
+  t.equal(readFileSync(cmd.record, 'utf8').trim().split('\n').length, 1, 'one run: nothing changed after the reload');
+});
+
+t.test('run --one-time exits with the failing command status', async (t) => {
+  const dir = t.testdir();
+  const cmd = recordingCommand(dir);
+  const root = makeAgentRoot(path.join(dir, 'root'), `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\n[agent]\nnative_pipeline = false\n`);
+  root.writeLocal('a', { v: 1 });
+  const { writeFileSync } = await import('node:fs');
+  writeFileSync(cmd.exitFile, '4');
+  const d = startDaemon(['run', '--root', root.root, '--one-time']);
+  t.equal(await d.exit, 4);
+  t.ok(d.lines.some((l) => l.msg === 'pipeline failed; new data not committed' && l.exitCode === 4));
+});
