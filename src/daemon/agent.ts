@@ -129,12 +129,13 @@ export class Agent {
       log.error({ code: (err as AgentError).code, reason: errorMessage(err) }, 'cache write failed; nothing run or committed');
       return { changedKeys: outcome.changedKeys, ran: false, exitCode: 1, failures: outcome.failures };
     }
+    log.info({ changed: outcome.changedKeys, force }, 'metadata changed');
     const hashBefore = await hashConfigFiles(this.loadedConfig.hashedFiles);
     const pipeline = this.choosePipeline();
     let exitCode = 0;
     if (pipeline) {
       try {
-        log.info({ pipeline: pipeline.name, changed: outcome.changedKeys, force }, 'metadata changed; running pipeline');
+        log.info({ pipeline: pipeline.name }, 'running pipeline');
         await pipeline.run({
           loaded: this.loadedConfig,
           log: log.child({ component: pipeline.name }),
@@ -169,7 +170,7 @@ export class Agent {
       const report = await this.cycle(signal, config.DEFAULT.force);
       return report.exitCode;
     }
-    this.startWatching();
+    await this.startWatching();
     if (config.DEFAULT.splay > 0) {
       const delay = splaySeconds(config.DEFAULT.splay, random());
       log.info({ seconds: delay }, 'splay: delaying the first poll');
@@ -220,7 +221,7 @@ export class Agent {
     };
   }
 
-  private startWatching(): void {
+  private async startWatching(): Promise<void> {
     const config = this.loadedConfig.config;
     if (!config.agent.watch) return;
     const paths = new Set<string>();
@@ -228,13 +229,13 @@ export class Agent {
       const collector = findCollector(name as Parameters<typeof findCollector>[0]);
       for (const p of collector?.watchPaths?.(config) ?? []) paths.add(p);
     }
-    this.watcher = watchSources([...paths], config.agent.watch_debounce * 1000, () => this.waker.wake(), this.deps.log.child({ component: 'watch' }));
+    this.watcher = await watchSources([...paths], config.agent.watch_debounce * 1000, () => this.waker.wake(), this.deps.log.child({ component: 'watch' }));
   }
 
   private async restartWatching(): Promise<void> {
     await this.watcher?.close();
     this.watcher = undefined;
-    this.startWatching();
+    await this.startWatching();
   }
 }
 

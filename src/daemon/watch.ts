@@ -1,4 +1,4 @@
-import { watch, type FSWatcher } from 'chokidar';
+import type { FSWatcher } from 'chokidar';
 import type { Logger } from '../log/logger.js';
 
 // Watches local sources (local directories, heat_local files) so a change starts a cycle at once instead of at the
@@ -8,8 +8,10 @@ export interface SourceWatcher {
   close(): Promise<void>;
 }
 
-export function watchSources(paths: readonly string[], debounceMs: number, onChange: () => void, log: Logger): SourceWatcher {
+export async function watchSources(paths: readonly string[], debounceMs: number, onChange: () => void, log: Logger): Promise<SourceWatcher> {
   if (paths.length === 0) return { close: async () => undefined };
+  // Loaded on first use: one-shot commands never pay for it.
+  const { watch } = await import('chokidar');
   let timer: NodeJS.Timeout | undefined;
   const watcher: FSWatcher = watch([...paths], {
     ignoreInitial: true,

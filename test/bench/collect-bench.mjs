@@ -1,0 +1,60 @@
+// Benchmark (issue 2): one-shot collect of 5 local sources, ours vs Debian's os-collect-config on the same input in
+// the same run; then the idle daemon's RSS after IDLE_SECONDS (default 600) of 1 s polling.
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { measure, repeat } from './measure.mjs';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 5);
+const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 600);
+const UPSTREAM = '/usr/bin/os-collect-config';
+const bundle = path.resolve('dist/os-config-agent.mjs');
+
+const base = mkdtempSync(path.join(os.tmpdir(), 'oca-bench-collect-'));
+const local = path.join(base, 'local');
+mkdirSync(local, { mode: 0o700 });
+chmodSync(local, 0o700);
+for (let i = 0; i < 5; i++) {
+  const doc = { [`source${i}`]: { items: Array.from({ length: 50 }, (_, j) => ({ id: j, name: `item-${i}-${j}`, tags: ['a', 'b'] })) } };
+  writeFileSync(path.join(local, `${i}0-source.json`), JSON.stringify(doc), { mode: 0o600 });
+}
+writeFileSync(path.join(base, 'occ.conf'), '[DEFAULT]\n');
+
+function args(side, i) {
+  const dir = path.join(base, `${side}-${i}`);
+  return ['--config-file', path.join(base, 'occ.conf'), '--cachedir', path.join(dir, 'cache'), '--backup-cachedir', path.join(dir, 'backup'),
+    '--local-path', local, '--command', 'true', '--one-time', 'local'];
+}
+
+const ours = repeat(RUNS, (i) => measure([process.execPath, bundle, 'collect', ...args('ours', i)]));
+const upstream = repeat(RUNS, (i) => measure([UPSTREAM, ...args('up', i)]));
+const result = {
+  bench: 'collect-one-shot-5-local-sources',
+  runs: RUNS,
+  ours: { wallS: +ours.wall.toFixed(3), peakRssMb: +(ours.rssKb / 1024).toFixed(1), cpuS: +ours.cpu.toFixed(3), statuses: ours.statuses },
+  upstream: { wallS: +upstream.wall.toFixed(3), peakRssMb: +(upstream.rssKb / 1024).toFixed(1), cpuS: +upstream.cpu.toFixed(3), statuses: upstream.statuses },
+  speedup: +(upstream.wall / ours.wall).toFixed(2),
+};
+console.log(JSON.stringify(result));
+
+// Idle daemon: 1 s polling of the same sources, nothing changes; sample RSS at the end.
+if (IDLE_SECONDS > 0) {
+  const root = path.join(base, 'idle-root');
+  mkdirSync(path.join(root, 'etc'), { recursive: true });
+  writeFileSync(path.join(root, 'etc/os-collect-config.conf'),
+    `[DEFAULT]\ncommand = true\ncollectors = local\nmin_polling_interval = 1\npolling_interval = 1\n[local]\npath = ${local}\n[agent]\nnative_pipeline = false\nlog_level = warn\n`);
+  const child = spawn(process.execPath, [bundle, 'run', '--root', root], { stdio: 'ignore' });
+  const rss = () => {
+    const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+    const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+    return { rssMb: +(kb('VmRSS') / 1024).toFixed(1), hwmMb: +(kb('VmHWM') / 1024).toFixed(1) };
+  };
+  await new Promise((r) => setTimeout(r, 5000));
+  const early = rss();
+  await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
+  const late = rss();
+  child.kill('SIGTERM');
+  console.log(JSON.stringify({ bench: 'idle-daemon-1s-polling', seconds: IDLE_SECONDS, after5s: early, end: late, growthMb: +(late.rssMb - early.rssMb).toFixed(1) }));
+}
+rmSync(base, { recursive: true, force: true });

@@ -1,0 +1,49 @@
+// Shared measurement for benchmarks: run a command, return wall seconds, peak RSS (KB) and CPU seconds of the
+// child, read from GNU time (Debian package `time`) when present, else from getrusage via python3.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+const GNU_TIME = '/usr/bin/time';
+
+export function measure(argv, options = {}) {
+  const started = process.hrtime.bigint();
+  let res;
+  let rssKb;
+  let cpu;
+  if (existsSync(GNU_TIME)) {
+    res = spawnSync(GNU_TIME, ['-f', '__MEASURE__ %M %U %S', ...argv], { encoding: 'utf8', ...options });
+    const m = /__MEASURE__ (\d+) ([\d.]+) ([\d.]+)/.exec(res.stderr ?? '');
+    if (m) {
+      rssKb = Number(m[1]);
+      cpu = Number(m[2]) + Number(m[3]);
+    }
+  } else {
+    const py = 'import resource,subprocess,sys\nr=subprocess.run(sys.argv[1:])\nu=resource.getrusage(resource.RUSAGE_CHILDREN)\nprint("__MEASURE__",u.ru_maxrss,u.ru_utime,u.ru_stime,file=sys.stderr)\nsys.exit(r.returncode)';
+    res = spawnSync('python3', ['-c', py, ...argv], { encoding: 'utf8', ...options });
+    const m = /__MEASURE__ (\d+) ([\d.]+) ([\d.]+)/.exec(res.stderr ?? '');
+    if (m) {
+      rssKb = Number(m[1]);
+      cpu = Number(m[2]) + Number(m[3]);
+    }
+  }
+  const wall = Number(process.hrtime.bigint() - started) / 1e9;
+  return { wall, rssKb, cpu, status: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+export function median(values) {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/** Run `fn` `n` times and summarise. */
+export function repeat(n, fn) {
+  const runs = [];
+  for (let i = 0; i < n; i++) runs.push(fn(i));
+  return {
+    wall: median(runs.map((r) => r.wall)),
+    rssKb: Math.max(...runs.map((r) => r.rssKb ?? 0)),
+    cpu: median(runs.map((r) => r.cpu ?? 0)),
+    statuses: [...new Set(runs.map((r) => r.status))],
+  };
+}
