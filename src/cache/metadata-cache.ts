@@ -13,7 +13,8 @@ import { checkFileName } from '../util/safe-name.js';
 //   <key>.json.last   the last value a successful cycle committed; "changed" means differs from this
 //   os_config_files.json  the cache paths of the latest changed cycle, in order
 // Differences from upstream: a corrupt .last counts as "changed" instead of crashing, an unchanged value is not
-// rewritten, and every write is atomic with fsync.
+// rewritten, every write is atomic with fsync, and a missing cache directory is created with its parents, mode 0700
+// (upstream: one level, 0755; the files in it are 0600 either way).
 
 export const META_LIST_FILE = 'os_config_files.json';
 const FILE_MODE = 0o600;
@@ -78,9 +79,9 @@ export class MetadataCache {
   /** Mark a key's current value as applied: copy <key>.json to <key>.json.last. */
   async commit(key: string): Promise<void> {
     const file = this.pathOf(key);
-    const text = await readFileIfExists(file);
-    if (text === undefined) return;
     try {
+      const text = await readFileIfExists(file);
+      if (text === undefined) return;
       await writeFileAtomic(`${file}.last`, text, { mode: FILE_MODE });
     } catch (err) {
       throw new CacheWriteError(`cannot commit cache file ${file}.last: ${(err as NodeJS.ErrnoException).code ?? err}`, { cause: err });
@@ -98,13 +99,35 @@ export class MetadataCache {
     return target;
   }
 
-  /** Replace backupDir with a copy of the cache directory (taken before the command runs, as upstream). */
+  /**
+   * Replace backupDir with a copy of the cache directory (taken before the command runs, as upstream). The copy is
+   * built beside the target and swapped in, so a failed copy leaves the previous backup in place. Without a cache
+   * directory the backup is removed, as upstream does.
+   */
   async backup(backupDir: string): Promise<void> {
     const staging = `${backupDir}.tmp-${process.pid}`;
-    await fs.rm(staging, { recursive: true, force: true });
-    await fs.mkdir(path.dirname(backupDir), { recursive: true });
-    await fs.cp(this.dir, staging, { recursive: true, filter: (src) => !path.basename(src).startsWith('.') || src === this.dir });
-    await fs.rm(backupDir, { recursive: true, force: true });
-    await fs.rename(staging, backupDir);
+    try {
+      await fs.rm(staging, { recursive: true, force: true });
+      if (!(await isDirectory(this.dir))) {
+        await fs.rm(backupDir, { recursive: true, force: true });
+        return;
+      }
+      await fs.mkdir(path.dirname(backupDir), { recursive: true });
+      // Temp files of in-flight atomic writes start with "."; they are not part of the cache.
+      await fs.cp(this.dir, staging, { recursive: true, filter: (src) => src === this.dir || !path.basename(src).startsWith('.') });
+      await fs.rm(backupDir, { recursive: true, force: true });
+      await fs.rename(staging, backupDir);
+    } catch (err) {
+      await fs.rm(staging, { recursive: true, force: true }).catch(() => undefined);
+      throw new CacheWriteError(`cannot refresh the backup cache directory ${backupDir}: ${(err as NodeJS.ErrnoException).code ?? err}`, { cause: err });
+    }
+  }
+}
+
+async function isDirectory(dir: string): Promise<boolean> {
+  try {
+    return (await fs.stat(dir)).isDirectory();
+  } catch {
+    return false;
   }
 }

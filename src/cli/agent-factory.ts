@@ -1,6 +1,6 @@
 import type { ConfigSources } from '../config/load.js';
 import { Agent, type AgentMode } from '../daemon/agent.js';
-import { createHttpClient } from '../http/client.js';
+import { createLazyHttpClient } from '../http/lazy-client.js';
 import type { Logger } from '../log/logger.js';
 
 // The one place where the agent's parts are put together for the command line.
@@ -11,6 +11,6 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     mode,
     strictExit,
     createHttp: (loaded) =>
-      createHttpClient({ defaultMaxBytes: loaded.config.agent.http_max_bytes, defaultRetries: loaded.config.agent.http_retries }),
+      createLazyHttpClient({ defaultMaxBytes: loaded.config.agent.http_max_bytes, defaultRetries: loaded.config.agent.http_retries }),
   });
 }

@@ -9,7 +9,8 @@ import type { CollectContext, CollectedPair, Collector, CollectResult } from './
 // name (extension included, so 10-base.json is cached as 10-base.json.json), all directories sorted together by
 // byte order. Permission rules as upstream: a directory owned by another user or world-writable, or a
 // world-writable file, makes the whole source unavailable (anyone could inject configuration). Group-writable files
-// are accepted as upstream does, with a warning.
+// are accepted as upstream does, with a warning. Difference from upstream: entries that are neither files nor
+// directories (FIFOs, sockets, devices) are skipped with a warning; upstream would block reading a FIFO.
 
 const WORLD_WRITABLE = 0o002;
 const GROUP_WRITABLE = 0o020;
@@ -27,9 +28,13 @@ export const localCollector: Collector = {
       try {
         st = await fs.stat(dir);
       } catch {
-        ctx.log.warn({ dir }, 'local data directory not found; skipping');
+        // Upstream warns on every poll; once per directory is enough for the journal (repeats at debug).
+        const key = `missing:${dir}`;
+        ctx.log[ctx.memory.has(key) ? 'debug' : 'warn']({ dir }, 'local data directory not found; skipping');
+        ctx.memory.set(key, true);
         continue;
       }
+      ctx.memory.delete(`missing:${dir}`);
       if (!st.isDirectory()) {
         ctx.log.warn({ dir }, 'local data path is not a directory; skipping');
         continue;
@@ -58,6 +63,10 @@ export const localCollector: Collector = {
           continue; // removed mid-scan
         }
         if (fst.isDirectory()) continue;
+        if (!fst.isFile()) {
+          ctx.log.warn({ file }, 'local data entry is not a regular file; skipping');
+          continue;
+        }
         if (fst.mode & WORLD_WRITABLE) {
           throw new SourceUnavailableError('local', `${file} is world writable: a security risk; chmod o-w it`, { code: 'ERR_SOURCE_INSECURE' });
         }
@@ -68,8 +77,8 @@ export const localCollector: Collector = {
         }
         const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
         if (!read.ok) {
-          if (read.reason === 'missing') continue;
-          throw new SourceUnavailableError('local', `${file}: ${read.reason === 'invalid-json' ? `is not valid JSON (${read.detail})` : read.detail}`, { code: 'ERR_SOURCE_INVALID_DATA' });
+          if (read.reason === 'missing') continue; // removed mid-scan
+          throw new SourceUnavailableError('local', describeFailure(file, read.reason, read.detail), { code: 'ERR_SOURCE_INVALID_DATA' });
         }
         pairs.push({ key: name, value: read.value });
       }
@@ -80,3 +89,16 @@ export const localCollector: Collector = {
     return { pairs };
   },
 };
+
+function describeFailure(file: string, reason: string, detail: string): string {
+  switch (reason) {
+    case 'invalid-json':
+      return `${file} is not valid JSON (${detail}); fix or remove it`;
+    case 'too-large':
+      return `${file} is too large: ${detail}; shrink it or raise [agent] max_source_bytes`;
+    case 'not-a-file':
+      return `${file} is not a regular file (${detail})`;
+    default:
+      return `${file} cannot be read (${detail})`;
+  }
+}

@@ -9,7 +9,9 @@ import { DEFAULT_COLLECTORS, SCHEMA, SECTION_NAMES, sectionSpecs, type AgentConf
 
 // Configuration is built once per (re)load, in layers, later wins:
 //   built-in defaults < config files (in order) < command-line flags.
-// The result is deeply frozen and handed to every component; nothing reads a global.
+// As in oslo.config, a multi-valued option adds up across files (the command line replaces it), and `$name`
+// references resolve to the referenced option's final value. The result is deeply frozen and handed to every
+// component; nothing reads a global.
 
 export type CliValue = string | number | boolean | readonly string[];
 export type CliOverrides = Partial<Record<SectionName, Record<string, CliValue>>>;
@@ -67,18 +69,24 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
     }
     const { doc, problems: parseProblems } = parseOsloIni(text);
     for (const p of parseProblems) problems.push({ severity: 'error', file, line: p.line, message: p.message });
-    docs.push({ file, doc });
+    docs.push({ file, doc: normaliseSections(doc) });
   }
-  for (const { file, doc } of docs) applyDocument(file, doc, raw, problems);
+  const cli = validCli(sources.cli);
+  const resolve = createResolver(docs, cli);
+  // oslo.config concatenates a multi-valued option across files (the first file's values replace the default).
+  const multiFromFiles = new Set<string>();
+  for (const { file, doc } of docs) applyDocument(file, doc, raw, problems, resolve, multiFromFiles);
 
-  // Command-line layer.
-  for (const [section, values] of Object.entries(sources.cli ?? {}) as Array<[SectionName, Record<string, CliValue>]>) {
+  // Command-line layer: replaces file values (multi-valued options too); values are interpolated as oslo does.
+  for (const [section, values] of Object.entries(cli) as Array<[SectionName, Record<string, CliValue>]>) {
     for (const [name, value] of Object.entries(values)) {
-      const spec = sectionSpecs(section)[name];
+      const spec = specOf(section, name);
       if (!spec || value === undefined) continue;
-      const converted = convert(spec, Array.isArray(value) ? (value as string[]).map(String) : [String(value)]);
+      const strings = Array.isArray(value) ? (value as readonly unknown[]).map(String) : [String(value)];
+      const expanded = strings.map((v) => resolve.expand(v, section, (message) => problems.push({ severity: 'warning', section, option: name, message: `command line: ${message}` })));
+      const converted = convert(spec, expanded);
       if (converted.ok) raw[section]![name] = converted.value;
-      else problems.push({ severity: 'error', section, option: name, message: `command line: ${converted.error}` });
+      else problems.push({ severity: 'error', section, option: name, message: `command line: ${converted.error}; keeping ${describe(raw[section]![name])}` });
     }
   }
 
@@ -107,44 +115,95 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
   };
 }
 
+// Own-property lookups only: a section or option named "constructor" or "__proto__" is unknown, not Object's.
+function isSection(name: string): name is SectionName {
+  return Object.hasOwn(SCHEMA, name);
+}
+
+function specOf(section: SectionName, name: string): OptionSpec<unknown> | undefined {
+  const specs = sectionSpecs(section);
+  return Object.hasOwn(specs, name) ? specs[name] : undefined;
+}
+
+function validCli(cli: CliOverrides | undefined): CliOverrides {
+  const out: CliOverrides = {};
+  for (const [section, values] of Object.entries(cli ?? {})) if (isSection(section) && values) out[section] = values;
+  return out;
+}
+
+/** oslo.config reads group names case-insensitively ([Heat] is [heat]); only DEFAULT must be upper case. */
+function normaliseSections(doc: IniDocument): IniDocument {
+  const out: IniDocument = new Map();
+  for (const [name, options] of doc) {
+    const key = name === 'DEFAULT' ? name : name.toLowerCase();
+    const target = out.get(key) ?? new Map<string, string[]>();
+    out.set(key, target);
+    for (const [option, values] of options) target.set(option, [...(target.get(option) ?? []), ...values]);
+  }
+  return out;
+}
+
 async function discoverFiles(
   sources: ConfigSources,
   paths: PathMapper,
   problems: ConfigProblem[],
 ): Promise<{ all: string[]; hashed: string[] }> {
   const all: string[] = [];
-  let hashed: string[] = [];
+  // oslo.config's defaults when no project is given: the first of ~/os-collect-config.conf and
+  // /etc/os-collect-config.conf, and, separately, the first existing os-collect-config.conf.d in the same places.
+  // --config-file replaces the default file and --config-dir the default directory, each independently.
+  const searchDirs = [os.homedir(), path.dirname(DEFAULT_CONFIG_FILE)];
+  const base = path.basename(DEFAULT_CONFIG_FILE);
   if (sources.configFiles && sources.configFiles.length > 0) {
     for (const f of sources.configFiles) {
       const mapped = paths.map(path.resolve(f));
       if (await isFile(mapped)) all.push(mapped);
       else problems.push({ severity: 'error', file: mapped, message: 'config file not found' });
     }
-    hashed = [...all];
   } else {
-    // oslo.config's default search when no project is given: ~/os-collect-config.conf, then /etc.
-    const candidates = [path.join(os.homedir(), 'os-collect-config.conf'), DEFAULT_CONFIG_FILE].map((f) => paths.map(f));
-    for (const candidate of candidates) {
+    for (const dir of searchDirs) {
+      const candidate = paths.map(path.join(dir, base));
       if (await isFile(candidate)) {
         all.push(candidate);
-        hashed = [candidate];
-        const confD = `${candidate}.d`;
-        all.push(...(await confFilesIn(confD)));
         break;
       }
     }
   }
-  for (const dir of sources.configDirs ?? []) all.push(...(await confFilesIn(paths.map(path.resolve(dir)))));
+  // Upstream hashes only the config files (not directories) to decide a re-exec.
+  const hashed = [...all];
+  if (sources.configDirs && sources.configDirs.length > 0) {
+    for (const dir of sources.configDirs) {
+      const mapped = paths.map(path.resolve(dir));
+      const found = await confFilesIn(mapped);
+      if (found) all.push(...found);
+      else problems.push({ severity: 'error', file: mapped, message: 'config directory not found' });
+    }
+  } else {
+    for (const dir of searchDirs) {
+      const found = await confFilesIn(paths.map(path.join(dir, `${base}.d`)));
+      if (found) {
+        all.push(...found);
+        break;
+      }
+    }
+  }
   return { all, hashed };
 }
 
-async function confFilesIn(dir: string): Promise<string[]> {
+/** The *.conf files of a directory, sorted; undefined when it is not a readable directory. */
+async function confFilesIn(dir: string): Promise<string[] | undefined> {
+  let names: string[];
   try {
-    const names = await fs.readdir(dir);
-    return names.filter((n) => n.endsWith('.conf')).sort().map((n) => path.join(dir, n));
+    names = await fs.readdir(dir);
   } catch {
-    return [];
+    return undefined;
   }
+  const out: string[] = [];
+  for (const name of names.filter((n) => n.endsWith('.conf')).sort()) {
+    const file = path.join(dir, name);
+    if (await isFile(file)) out.push(file);
+  }
+  return out;
 }
 
 async function isFile(p: string): Promise<boolean> {
@@ -155,34 +214,93 @@ async function isFile(p: string): Promise<boolean> {
   }
 }
 
-function applyDocument(file: string, doc: IniDocument, raw: Record<string, Record<string, unknown>>, problems: ConfigProblem[]): void {
-  const lookupIn = (section: string) => (name: string) => {
-    const own = doc.get(section)?.get(name);
-    const fallback = doc.get('DEFAULT')?.get(name);
-    const values = own ?? fallback;
-    return values ? values[values.length - 1] : undefined;
+interface Resolver {
+  /** Interpolate `$name` references in a value read for `section`; report each unresolvable name. */
+  expand(value: string, section: SectionName, report: (message: string) => void): string;
+}
+
+const MAX_INTERPOLATION_DEPTH = 10;
+
+/**
+ * oslo.config substitutes an option's final value: the command line, else the last file that sets it, else its
+ * default, itself interpolated. A plain name means the option of the same section, else the [DEFAULT] option of that
+ * name; `group.name` names another section. Unset options and cycles are reported and left as written.
+ */
+function createResolver(docs: ReadonlyArray<{ doc: IniDocument }>, cli: CliOverrides): Resolver {
+  const rawValue = (section: SectionName, name: string): string | undefined => {
+    const fromCli = cli[section]?.[name];
+    if (fromCli !== undefined) return Array.isArray(fromCli) ? (fromCli as readonly unknown[]).map(String).at(-1) : String(fromCli);
+    for (let i = docs.length - 1; i >= 0; i--) {
+      const values = docs[i]?.doc.get(section)?.get(name);
+      if (values && values.length > 0) return values[values.length - 1];
+    }
+    const def = specOf(section, name)?.default;
+    if (def === undefined) return undefined;
+    return Array.isArray(def) ? (def as readonly unknown[]).map(String).at(-1) : String(def);
   };
+  const target = (section: SectionName, ref: string): [SectionName, string] | undefined => {
+    const dot = ref.indexOf('.');
+    if (dot !== -1) {
+      const group = ref.slice(0, dot);
+      const normal = group === 'DEFAULT' ? group : group.toLowerCase();
+      const option = ref.slice(dot + 1);
+      return isSection(normal) && specOf(normal, option) ? [normal, option] : undefined;
+    }
+    if (specOf(section, ref)) return [section, ref];
+    if (specOf('DEFAULT', ref)) return ['DEFAULT', ref];
+    return undefined;
+  };
+  const expand = (value: string, section: SectionName, report: (message: string) => void, depth: number): string =>
+    interpolate(
+      value,
+      (ref) => {
+        const found = target(section, ref);
+        if (!found) return undefined;
+        const text = rawValue(found[0], found[1]);
+        if (text === undefined || depth >= MAX_INTERPOLATION_DEPTH) return undefined;
+        return expand(text, found[0], report, depth + 1);
+      },
+      (ref) => report(`"$${ref}" names no option with a value (or refers to itself) and is kept literally (write $$ for a literal $)`),
+    );
+  return { expand: (value, section, report) => expand(value, section, report, 0) };
+}
+
+function applyDocument(
+  file: string,
+  doc: IniDocument,
+  raw: Record<string, Record<string, unknown>>,
+  problems: ConfigProblem[],
+  resolve: Resolver,
+  multiFromFiles: Set<string>,
+): void {
   for (const [sectionName, options] of doc) {
-    if (!(sectionName in SCHEMA)) {
+    if (!isSection(sectionName)) {
       problems.push({ severity: 'warning', file, section: sectionName, message: `unknown section [${sectionName}] ignored` });
       continue;
     }
-    const section = sectionName as SectionName;
+    const section = sectionName;
     for (const [name, values] of options) {
-      const spec = sectionSpecs(section)[name];
+      const spec = specOf(section, name);
       if (!spec) {
-        const hint = name.includes('-') && sectionSpecs(section)[name.replace(/-/g, '_')] ? ` (write "${name.replace(/-/g, '_')}")` : '';
+        const underscored = name.replace(/-/g, '_');
+        // Upstream silently ignores dashed keys; here they are still ignored (same behaviour) but named.
+        const hint = underscored !== name && specOf(section, underscored) ? `; the option is spelled "${underscored}" in files` : '';
         problems.push({ severity: 'warning', file, section, option: name, message: `unknown option ignored${hint}` });
         continue;
       }
-      const expanded = values.map((v) =>
-        interpolate(v, lookupIn(section), (unknown) =>
-          problems.push({ severity: 'warning', file, section, option: name, message: `"$${unknown}" names no option and is kept literally (write $$ for a literal $)` }),
-        ),
-      );
+      const expanded = values.map((v) => resolve.expand(v, section, (message) => problems.push({ severity: 'warning', file, section, option: name, message })));
       const converted = convert(spec, expanded);
-      if (converted.ok) raw[section]![name] = converted.value;
-      else problems.push({ severity: 'error', file, section, option: name, message: `${converted.error}; keeping ${describe(raw[section]![name])}` });
+      if (!converted.ok) {
+        problems.push({ severity: 'error', file, section, option: name, message: `${converted.error}; keeping ${describe(raw[section]![name])}` });
+        continue;
+      }
+      const key = `${section}.${name}`;
+      if (spec.kind === 'multi' && multiFromFiles.has(key)) {
+        raw[section]![name] = [...(raw[section]![name] as readonly string[]), ...(converted.value as string[])];
+      } else {
+        raw[section]![name] = converted.value;
+      }
+      if (spec.kind === 'multi') multiFromFiles.add(key);
     }
   }
 }

@@ -29,7 +29,11 @@ export function parseOsloIni(text: string): IniParseResult {
       lastValues = undefined;
       continue;
     }
-    if (/^[#;]/.test(raw)) continue;
+    // A comment line ends the value above it, as in oslo.config (an indented line after it is not a continuation).
+    if (/^[#;]/.test(raw)) {
+      lastValues = undefined;
+      continue;
+    }
     // Continuation line: indented text extends the previous value.
     if (/^\s/.test(raw) && lastValues && lastValues.length > 0) {
       lastValues[lastValues.length - 1] += `\n${raw.trim()}`;
@@ -66,7 +70,8 @@ export function parseOsloIni(text: string): IniParseResult {
     }
     const key = line.slice(0, idx).trim();
     let value = line.slice(idx + 1).trim();
-    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value[0] === value[value.length - 1]) {
+    // oslo.config strips one pair of matching quotes; a lone quote character becomes the empty string there too.
+    if (value.length >= 1 && (value[0] === '"' || value[0] === "'") && value[0] === value[value.length - 1]) {
       value = value.slice(1, -1);
     }
     let values = section.get(key);
@@ -101,6 +106,7 @@ export function stringifyOsloIni(sections: ReadonlyArray<[string, ReadonlyArray<
   return `${out.join('\n')}\n`;
 }
 
+// Limit shared with oslo.config: a backslash directly before "$" cannot be written at all (oslo reads "\$" as "$").
 function encodeValue(value: string): string {
   const single = value.replace(/\r?\n/g, ' ').replace(/\$/g, '$$$$');
   const needsQuotes = single !== single.trim() || /^["']/.test(single);
@@ -108,12 +114,14 @@ function encodeValue(value: string): string {
 }
 
 /**
- * oslo.config string interpolation: `$name` and `${name}` take the value of another option of the same section
- * (then [DEFAULT]); `$$` is a literal `$`. Unknown names are left as written (upstream aborts startup there).
+ * oslo.config string interpolation: `$name` and `${name}` take the value of another option (the caller's lookup
+ * decides which: same section, then [DEFAULT]; `group.name` names another section); `$$` and `\$` are a literal `$`.
+ * Names follow oslo's pattern: a letter or `_`, then letters, digits, `_` and `.`, any case. Unknown names are left as
+ * written and reported (upstream aborts startup there).
  */
 export function interpolate(value: string, lookup: (name: string) => string | undefined, onUnknown: (name: string) => void): string {
-  return value.replace(/\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))/g, (whole, _all: string, braced?: string, bare?: string) => {
-    if (whole === '$$') return '$';
+  return value.replace(/\\\$|\$(\$|\{([A-Za-z_][A-Za-z0-9_.]*)\}|([A-Za-z_][A-Za-z0-9_.]*))/g, (whole, _all: string, braced?: string, bare?: string) => {
+    if (whole === '$$' || whole === '\\$') return '$';
     const name = braced ?? bare ?? '';
     const found = lookup(name);
     if (found === undefined) {

@@ -185,8 +185,10 @@ export class Agent {
         sleep = undefined;
         await this.restartWatching();
       }
-      await this.cycle(signal, false);
+      const report = await this.cycle(signal, false);
       if (signal.aborted) break;
+      const mem = process.memoryUsage();
+      log.debug({ changed: report.changedKeys.length, exitCode: report.exitCode, rssMb: mb(mem.rss), heapUsedMb: mb(mem.heapUsed), heapTotalMb: mb(mem.heapTotal) }, 'cycle finished');
       if (this.reloadRequested) continue;
       sleep = nextSleepSeconds(sleep, config.DEFAULT.min_polling_interval, config.DEFAULT.polling_interval);
       const seconds = withJitter(sleep, config.agent.poll_jitter, random());
@@ -237,6 +239,10 @@ export class Agent {
     this.watcher = undefined;
     await this.startWatching();
   }
+}
+
+function mb(bytes: number): number {
+  return Math.round((bytes / 1048576) * 10) / 10;
 }
 
 export function logProblems(loaded: LoadedConfig, log: Logger): void {

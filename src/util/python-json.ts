@@ -2,7 +2,8 @@
 // ensure_ascii escaping (\uXXXX, surrogate pairs for astral characters), ", " / ": " separators when compact,
 // "," at line ends when indented, and "[]" / "{}" for empty containers.
 //
-// Known limit: JavaScript numbers cannot tell 1 from 1.0, so a float with a zero fraction prints as an integer.
+// Known limits: JavaScript numbers cannot tell 1 from 1.0, so a float with a zero fraction prints as an integer; and
+// JSON.parse puts integer-like object keys ("2") before the others, so only such keys can come out reordered.
 
 export interface PythonJsonOptions {
   /** Spaces per level; undefined means compact single-line output. */
@@ -47,8 +48,10 @@ function formatNumber(n: number): string {
   if (n === Infinity) return 'Infinity';
   if (n === -Infinity) return '-Infinity';
   if (Number.isInteger(n) && Math.abs(n) < 1e21) return n.toFixed(0);
-  // Python's float repr writes at least two exponent digits (1.5e-07); JavaScript writes one.
-  return String(n).replace(/e([+-])(\d)$/, (_m, sign: string, digit: string) => `e${sign}0${digit}`);
+  // Python's float repr switches to exponent notation below 1e-4 (JavaScript only below 1e-6) and writes at least two
+  // exponent digits (1.5e-07, JavaScript 1.5e-7). Both print the shortest digits that read back as the same float.
+  const text = Math.abs(n) < 1e-4 ? n.toExponential() : String(n);
+  return text.replace(/e([+-])(\d)$/, (_m, sign: string, digit: string) => `e${sign}0${digit}`);
 }
 
 const SIMPLE_ESCAPES: Record<string, string> = {

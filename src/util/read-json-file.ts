@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { constants as fsConstants, promises as fs } from 'node:fs';
 
 export type JsonFileResult =
   | { ok: true; value: unknown; size: number }
@@ -8,7 +8,8 @@ export type JsonFileResult =
 export async function readJsonFile(file: string, maxBytes: number): Promise<JsonFileResult> {
   let handle: fs.FileHandle | undefined;
   try {
-    handle = await fs.open(file, 'r');
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the stat below rejects it.
+    handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
     const st = await handle.stat();
     if (!st.isFile()) return { ok: false, reason: 'not-a-file', detail: 'not a regular file' };
     if (st.size > maxBytes) return { ok: false, reason: 'too-large', detail: `${st.size} bytes is over the ${maxBytes}-byte limit` };

@@ -21,7 +21,8 @@ export function createPathMapper(root: string | undefined): PathMapper {
       const normal = path.normalize(p);
       // Already mapped (e.g. a path read back from a cache list): keep it as is.
       if (normal === base || normal.startsWith(base + path.sep)) return normal;
-      return path.join(base, normal);
+      // "/" itself is the root (not "<root>/"), so unmap() and equality checks see one spelling.
+      return normal === path.sep ? base : path.join(base, normal);
     },
     unmap(p: string): string {
       if (base === '/') return p;
@@ -35,5 +36,6 @@ export function createPathMapper(root: string | undefined): PathMapper {
 /** True when `child` is `parent` or lies inside it, after resolving `..` segments (no symlink resolution). */
 export function isInside(parent: string, child: string): boolean {
   const rel = path.relative(path.resolve(parent), path.resolve(child));
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+  // Only a leading ".." segment leaves the parent; a child named "..data" stays inside.
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }

@@ -1,7 +1,7 @@
 // Benchmark (issue 2): one-shot collect of 5 local sources, ours vs Debian's os-collect-config on the same input in
 // the same run; then the idle daemon's RSS after IDLE_SECONDS (default 600) of 1 s polling.
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { measure, repeat } from './measure.mjs';
@@ -23,6 +23,8 @@ writeFileSync(path.join(base, 'occ.conf'), '[DEFAULT]\n');
 
 function args(side, i) {
   const dir = path.join(base, `${side}-${i}`);
+  // Upstream creates only the last level of cachedir.
+  mkdirSync(dir, { recursive: true });
   return ['--config-file', path.join(base, 'occ.conf'), '--cachedir', path.join(dir, 'cache'), '--backup-cachedir', path.join(dir, 'backup'),
     '--local-path', local, '--command', 'true', '--one-time', 'local'];
 }
@@ -42,8 +44,12 @@ console.log(JSON.stringify(result));
 if (IDLE_SECONDS > 0) {
   const root = path.join(base, 'idle-root');
   mkdirSync(path.join(root, 'etc'), { recursive: true });
+  // Paths in the config are instance paths, mapped under --root: the sources go to the default local.path there.
+  const rootLocal = path.join(root, 'var/lib/os-collect-config/local-data');
+  mkdirSync(rootLocal, { recursive: true, mode: 0o700 });
+  cpSync(local, rootLocal, { recursive: true });
   writeFileSync(path.join(root, 'etc/os-collect-config.conf'),
-    `[DEFAULT]\ncommand = true\ncollectors = local\nmin_polling_interval = 1\npolling_interval = 1\n[local]\npath = ${local}\n[agent]\nnative_pipeline = false\nlog_level = warn\n`);
+    `[DEFAULT]\ncommand = true\ncollectors = local\nmin_polling_interval = 1\npolling_interval = 1\n[agent]\nnative_pipeline = false\nlog_level = warn\n`);
   const child = spawn(process.execPath, [bundle, 'run', '--root', root], { stdio: 'ignore' });
   const rss = () => {
     const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');

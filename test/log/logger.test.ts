@@ -1,0 +1,101 @@
+import { Writable } from 'node:stream';
+import t from 'tap';
+import { createLogger, LOG_LEVELS, parseLogLevel } from '../../src/log/logger.js';
+import { clearRegisteredSecrets, registerSecret } from '../../src/log/redact.js';
+
+// createLogger with a destination stream, exactly as production builds it; the raw lines are checked as written.
+function capture(level?: 'debug' | 'info' | 'trace') {
+  const raw: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      for (const line of String(chunk).split('\n')) if (line !== '') raw.push(line);
+      cb();
+    },
+  });
+  const log = createLogger({ destination: stream, ...(level ? { level } : {}) });
+  return { log, raw, lines: () => raw.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+t.afterEach(() => clearRegisteredSecrets());
+
+t.test('lines are JSON with level label, name, ISO time, message and fields', async (t) => {
+  const { log, lines } = capture();
+  log.child({ component: 'collector', collector: 'local' }).info({ dir: '/x' }, 'local data directory not found; skipping');
+  const [line] = lines();
+  t.match(line, {
+    level: 'info',
+    name: 'os-config-agent',
+    component: 'collector',
+    collector: 'local',
+    dir: '/x',
+    msg: 'local data directory not found; skipping',
+  });
+  t.match(line?.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+});
+
+t.test('level filtering: info by default, debug when asked', async (t) => {
+  const info = capture();
+  info.log.debug('hidden');
+  info.log.info('shown');
+  t.same(info.lines().map((l) => l.msg), ['shown']);
+  const debug = capture('debug');
+  debug.log.debug('now shown');
+  t.same(debug.lines().map((l) => l.msg), ['now shown']);
+});
+
+t.test('a registered secret never reaches a line: message, field, nested field, URL, Error', async (t) => {
+  const secret = 'Sup3r $ecret/"pw"(x)';
+  registerSecret(secret);
+  const { log, raw } = capture('trace');
+  log.info(`interpolated ${secret} into a message`);
+  log.info({ detail: secret }, 'as a field');
+  log.warn({ config: { heat: { auth: { value: secret } } } }, 'nested deeply');
+  log.info({ url: `https://keystone/v3?x=${encodeURIComponent(secret)}` }, 'inside a URL');
+  log.info({ form: new URLSearchParams({ pw: secret }).toString() }, 'form-encoded');
+  log.error({ err: new Error(`login failed for password ${secret}`) }, 'as an Error message and stack');
+  log.error(new Error(`bare error ${secret}`));
+  log.debug({ list: [secret, { k: secret }] }, 'in a list');
+  t.equal(raw.length, 8);
+  for (const line of raw) {
+    t.notOk(line.includes('Sup3r'), `no trace of the secret: ${line.slice(0, 80)}`);
+    t.doesNotThrow(() => JSON.parse(line), 'still valid JSON');
+  }
+  t.match(raw.join('\n'), /\[REDACTED\]/);
+});
+
+t.test('credential fields are redacted by name even when not registered', async (t) => {
+  const { log, lines } = capture();
+  log.info({ password: 'p1', heat: { password: 'p2' }, cfn: { secret_access_key: 'k1' }, token: 't1', headers: { authorization: 'Bearer x', 'x-auth-token': 'tok' } }, 'creds');
+  const [line] = lines() as Array<Record<string, never>>;
+  t.equal(line?.password, '[REDACTED]');
+  t.same(line?.heat, { password: '[REDACTED]' });
+  t.same(line?.cfn, { secret_access_key: '[REDACTED]' });
+  t.equal(line?.token, '[REDACTED]');
+  t.same(line?.headers, { authorization: '[REDACTED]', 'x-auth-token': '[REDACTED]' });
+});
+
+t.test('signed URLs logged by careless code are scrubbed by shape', async (t) => {
+  const { log, raw } = capture();
+  log.info({ url: 'http://h:8000/v1/signal/x?Signature=c2lnbmF0dXJl&Timestamp=1' }, 'signal');
+  log.info({ url: 'https://admin:adminpw@keystone:5000/v3' }, 'userinfo');
+  t.notOk(raw.join('\n').includes('c2lnbmF0dXJl'));
+  t.notOk(raw.join('\n').includes('adminpw'));
+});
+
+t.test('createLogger with the standard streams', async (t) => {
+  t.equal(createLogger().level, 'info');
+  t.equal(createLogger({ level: 'warn', destination: 'stderr' }).level, 'warn');
+  t.equal(createLogger({ level: 'silent', destination: 'stdout' }).level, 'silent');
+});
+
+t.test('parseLogLevel', async (t) => {
+  for (const level of LOG_LEVELS) t.equal(parseLogLevel(level), level);
+  t.equal(parseLogLevel('DEBUG'), 'debug');
+  t.equal(parseLogLevel('Info'), 'info');
+  t.equal(parseLogLevel('warning'), 'warn', 'Python logging spelling');
+  t.equal(parseLogLevel('WARNING'), 'warn');
+  t.equal(parseLogLevel('critical'), 'fatal');
+  t.throws(() => parseLogLevel('verbose'), { message: /unknown log level "verbose": use one of fatal, error, warn, info, debug, trace, silent/ });
+  t.throws(() => parseLogLevel(''), /unknown log level/);
+  t.throws(() => parseLogLevel('constructor'), /unknown log level/);
+});

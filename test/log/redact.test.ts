@@ -1,0 +1,95 @@
+import t from 'tap';
+import { clearRegisteredSecrets, redactUrl, registerSecret, scrubText } from '../../src/log/redact.js';
+
+t.afterEach(() => clearRegisteredSecrets());
+
+t.test('a registered secret is scrubbed in plain, JSON-escaped, URL-encoded and form-encoded forms', async (t) => {
+  const secret = 'p@ss "w/ord"+ ü&=\\';
+  registerSecret(secret);
+  t.equal(scrubText(`plain ${secret} end`), 'plain [REDACTED] end');
+  const jsonLine = JSON.stringify({ msg: 'x', detail: `value=${secret}` });
+  t.notOk(scrubText(jsonLine).includes(JSON.stringify(secret).slice(1, -1)));
+  t.match(scrubText(jsonLine), /\[REDACTED\]/);
+  t.equal(scrubText(`?q=${encodeURIComponent(secret)}&x=1`), '?q=[REDACTED]&x=1');
+  t.equal(scrubText(new URLSearchParams({ q: secret }).toString()), 'q=[REDACTED]');
+  t.equal(JSON.parse(scrubText(jsonLine)).detail, 'value=[REDACTED]', 'the line is still valid JSON');
+});
+
+t.test('every occurrence is scrubbed, and an unregistered string is left alone', async (t) => {
+  registerSecret('hunter22');
+  t.equal(scrubText('hunter22 and hunter22'), '[REDACTED] and [REDACTED]');
+  t.equal(scrubText('nothing secret here'), 'nothing secret here');
+});
+
+t.test('a secret containing another one is removed whole', async (t) => {
+  registerSecret('abcd');
+  registerSecret('abcdefgh');
+  t.equal(scrubText('x abcdefgh y'), 'x [REDACTED] y', 'no tail of the longer secret is left');
+  t.equal(scrubText('x abcd y'), 'x [REDACTED] y');
+});
+
+t.test('empty, short and non-string values are not registered', async (t) => {
+  registerSecret(undefined);
+  registerSecret(null);
+  registerSecret('');
+  registerSecret('abc');
+  t.equal(scrubText('abc a b c'), 'abc a b c', 'three characters would redact too much ordinary text');
+  registerSecret('abcd');
+  t.equal(scrubText('abcd'), '[REDACTED]');
+});
+
+t.test('clearRegisteredSecrets forgets everything', async (t) => {
+  registerSecret('topsecret');
+  clearRegisteredSecrets();
+  t.equal(scrubText('topsecret'), 'topsecret');
+});
+
+t.test('signature-like query parameters are scrubbed without registration', async (t) => {
+  t.equal(
+    scrubText('GET http://h:8000/v1/signal/arn?Timestamp=1&SignatureMethod=HmacSHA256&AWSAccessKeyId=AK&SignatureVersion=2&Signature=abc%2Bdef%3D'),
+    'GET http://h:8000/v1/signal/arn?Timestamp=1&SignatureMethod=HmacSHA256&AWSAccessKeyId=AK&SignatureVersion=2&Signature=[REDACTED]',
+  );
+  t.equal(
+    scrubText('https://swift/v1/AUTH_x/c/o?temp_url_sig=0123456789abcdef&temp_url_expires=2000000000'),
+    'https://swift/v1/AUTH_x/c/o?temp_url_sig=[REDACTED]&temp_url_expires=2000000000',
+  );
+  t.equal(scrubText('"url":"https://s3/o?X-Amz-Signature=ff00&X-Amz-Security-Token=tok"'), '"url":"https://s3/o?X-Amz-Signature=[REDACTED]&X-Amz-Security-Token=[REDACTED]"');
+  t.equal(scrubText('http://h/?token=t1&password=p1&secret_access_key=k1'), 'http://h/?token=[REDACTED]&password=[REDACTED]&secret_access_key=[REDACTED]');
+  t.equal(scrubText('http://h/?SIGNATURE=zz'), 'http://h/?SIGNATURE=[REDACTED]', 'parameter names match in any case');
+  t.equal(scrubText('http://h/?SignatureMethod=HmacSHA256'), 'http://h/?SignatureMethod=HmacSHA256', 'only the exact parameter name');
+});
+
+t.test('credential-named JSON fields are scrubbed at any depth', async (t) => {
+  const line = JSON.stringify({ a: { b: { password: 'pw "q"', secret_access_key: 'sk', deploy_signal_id: 'http://x?y', keep: 'visible' } }, token: 't' });
+  const out = JSON.parse(scrubText(line)) as { a: { b: Record<string, string> }; token: string };
+  t.same(out.a.b, { password: '[REDACTED]', secret_access_key: '[REDACTED]', deploy_signal_id: '[REDACTED]', keep: 'visible' });
+  t.equal(out.token, '[REDACTED]');
+  t.equal(scrubText('{"password":"[REDACTED]"}'), '{"password":"[REDACTED]"}', 'already redacted fields are left as they are');
+});
+
+t.test('userinfo in URLs is scrubbed', async (t) => {
+  t.equal(scrubText('fetching https://user:pa55@example.com/path now'), 'fetching https://[REDACTED]@example.com/path now');
+  t.equal(scrubText('"http://admin@h:5000/v3"'), '"http://[REDACTED]@h:5000/v3"');
+  t.equal(scrubText('http://h/path?mail=a@b.c'), 'http://h/path?mail=a@b.c', 'an @ after the host is not userinfo');
+  t.equal(scrubText('mail me at a@b.c'), 'mail me at a@b.c');
+});
+
+t.test('redactUrl', async (t) => {
+  t.equal(redactUrl('https://user:pw@example.com:8080/a/b?x=1'), 'https://example.com:8080/a/b?x=1');
+  t.equal(redactUrl('http://h/o?temp_url_sig=abc&temp_url_expires=9'), 'http://h/o?temp_url_sig=[REDACTED]&temp_url_expires=9');
+  t.equal(redactUrl('http://h/s?Signature=a%2Bb&SignatureMethod=HmacSHA256'), 'http://h/s?Signature=[REDACTED]&SignatureMethod=HmacSHA256');
+  t.equal(redactUrl('http://h/s?signature=1&TOKEN=2'), 'http://h/s?signature=[REDACTED]&TOKEN=[REDACTED]');
+  t.equal(redactUrl('http://169.254.169.254/latest/meta-data'), 'http://169.254.169.254/latest/meta-data', 'an ordinary URL is unchanged');
+  t.notOk(redactUrl('http://h/o?temp_url_sig=abc').includes('abc'));
+});
+
+t.test('redactUrl also removes registered secrets found elsewhere in the URL', async (t) => {
+  registerSecret('s3cr3t-path');
+  t.equal(redactUrl('http://h/v1/s3cr3t-path/x?a=s3cr3t-path'), 'http://h/v1/[REDACTED]/x?a=[REDACTED]');
+});
+
+t.test('redactUrl on something that is not a URL falls back to text scrubbing', async (t) => {
+  registerSecret('zzzz-secret');
+  t.equal(redactUrl('not a url zzzz-secret ?Signature=abc'), 'not a url [REDACTED] ?Signature=[REDACTED]');
+  t.equal(redactUrl('plain words'), 'plain words');
+});

@@ -1,0 +1,102 @@
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { readFileIfExists, writeFileAtomic } from '../../src/util/atomic-write.js';
+
+const modeOf = (file: string) => statSync(file).mode & 0o7777;
+
+t.test('writes the contents with mode 0600 by default', async (t) => {
+  const dir = t.testdir();
+  const file = path.join(dir, 'out.json');
+  await writeFileAtomic(file, '{"a": 1}');
+  t.equal(readFileSync(file, 'utf8'), '{"a": 1}');
+  t.equal(modeOf(file), 0o600);
+  t.same(readdirSync(dir), ['out.json'], 'no temp file left behind');
+});
+
+t.test('the mode is exact whatever the umask', async (t) => {
+  const old = process.umask(0o077);
+  t.teardown(() => void process.umask(old));
+  const dir = t.testdir();
+  await writeFileAtomic(path.join(dir, 'wide'), 'x', { mode: 0o644 });
+  t.equal(modeOf(path.join(dir, 'wide')), 0o644, 'umask 077 did not narrow 0644');
+  process.umask(0o022);
+  await writeFileAtomic(path.join(dir, 'group'), 'x', { mode: 0o660 });
+  t.equal(modeOf(path.join(dir, 'group')), 0o660, 'umask 022 did not clear group write');
+  await writeFileAtomic(path.join(dir, 'exec'), 'x', { mode: 0o750 });
+  t.equal(modeOf(path.join(dir, 'exec')), 0o750);
+});
+
+t.test('replacing a file takes the new contents and the new mode', async (t) => {
+  const dir = t.testdir({ target: 'old contents that are longer than the new ones' });
+  const file = path.join(dir, 'target');
+  await writeFileAtomic(file, 'new', { mode: 0o640 });
+  t.equal(readFileSync(file, 'utf8'), 'new');
+  t.equal(modeOf(file), 0o640);
+  t.same(readdirSync(dir), ['target']);
+});
+
+t.test('binary data is written byte for byte', async (t) => {
+  const dir = t.testdir();
+  const file = path.join(dir, 'bin');
+  const bytes = new Uint8Array([0, 1, 2, 255, 254, 10, 13]);
+  await writeFileAtomic(file, bytes);
+  t.same([...readFileSync(file)], [...bytes]);
+});
+
+t.test('uid and gid are applied (running as root)', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
+  const dir = t.testdir();
+  const file = path.join(dir, 'owned');
+  await writeFileAtomic(file, 'x', { uid: 65534, gid: 65534 });
+  t.equal(statSync(file).uid, 65534);
+  t.equal(statSync(file).gid, 65534);
+  await writeFileAtomic(file, 'y', { gid: 0 });
+  t.equal(statSync(file).uid, 0, 'a new file is owned by the writer unless uid is given');
+  t.equal(statSync(file).gid, 0);
+});
+
+t.test('a missing directory fails without creating anything, unless mkdirMode is given', async (t) => {
+  const dir = t.testdir();
+  const file = path.join(dir, 'missing/sub/file');
+  await t.rejects(writeFileAtomic(file, 'x'), { code: 'ENOENT' });
+  t.same(readdirSync(dir), []);
+  await writeFileAtomic(file, 'x', { mkdirMode: 0o700 });
+  t.equal(readFileSync(file, 'utf8'), 'x');
+  t.equal(modeOf(path.join(dir, 'missing')), 0o700);
+  t.equal(modeOf(path.join(dir, 'missing/sub')), 0o700);
+});
+
+t.test('a path under a regular file fails with ENOTDIR and leaves no debris', async (t) => {
+  const dir = t.testdir({ plain: 'i am a file' });
+  await t.rejects(writeFileAtomic(path.join(dir, 'plain/file'), 'x'), { code: 'ENOTDIR' });
+  t.same(readdirSync(dir), ['plain']);
+  t.equal(readFileSync(path.join(dir, 'plain'), 'utf8'), 'i am a file');
+});
+
+t.test('a failure after the temp file exists removes the temp file', async (t) => {
+  // The target is a non-empty directory: the temp file is written, then rename() fails.
+  const dir = t.testdir({ target: { inside: 'x' } });
+  await t.rejects(writeFileAtomic(path.join(dir, 'target'), 'data'));
+  t.same(readdirSync(dir), ['target'], 'only the directory remains');
+  t.same(readdirSync(path.join(dir, 'target')), ['inside']);
+});
+
+t.test('concurrent writers never leave a torn file or temp debris', async (t) => {
+  const dir = t.testdir();
+  const file = path.join(dir, 'race');
+  const payloads = Array.from({ length: 20 }, (_, i) => `${String(i).repeat(1000)}`);
+  await Promise.all(payloads.map((p) => writeFileAtomic(file, p)));
+  t.ok(payloads.includes(readFileSync(file, 'utf8')), 'the file holds exactly one writer’s data');
+  t.same(readdirSync(dir), ['race']);
+});
+
+t.test('readFileIfExists', async (t) => {
+  const dir = t.testdir({ present: 'héllo', sub: {} });
+  t.equal(await readFileIfExists(path.join(dir, 'present')), 'héllo');
+  t.equal(await readFileIfExists(path.join(dir, 'absent')), undefined, 'missing file is undefined');
+  await t.rejects(readFileIfExists(path.join(dir, 'sub')), { code: 'EISDIR' }, 'other errors propagate');
+  writeFileSync(path.join(dir, 'empty'), '');
+  t.equal(await readFileIfExists(path.join(dir, 'empty')), '', 'an empty file is the empty string, not undefined');
+  mkdirSync(path.join(dir, 'd'));
+  t.equal(await readFileIfExists(path.join(dir, 'd/absent')), undefined);
+});
