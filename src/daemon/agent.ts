@@ -167,8 +167,12 @@ export class Agent {
     const random = this.deps.random ?? Math.random;
     let config = this.loadedConfig.config;
     if (config.DEFAULT.one_time) {
-      const report = await this.cycle(signal, config.DEFAULT.force);
-      return report.exitCode;
+      try {
+        return (await this.cycle(signal, config.DEFAULT.force)).exitCode;
+      } catch (err) {
+        log.error({ err, code: err instanceof AgentError ? err.code : undefined }, 'cycle failed; nothing committed');
+        return 1;
+      }
     }
     await this.startWatching();
     if (config.DEFAULT.splay > 0) {
@@ -185,7 +189,14 @@ export class Agent {
         sleep = undefined;
         await this.restartWatching();
       }
-      const report = await this.cycle(signal, false);
+      let report: CycleReport;
+      try {
+        report = await this.cycle(signal, false);
+      } catch (err) {
+        // A cycle must never take the daemon down: log it, keep the last good state, try again after the sleep.
+        log.error({ err, code: err instanceof AgentError ? err.code : undefined }, 'cycle failed unexpectedly; nothing committed');
+        report = { changedKeys: [], ran: false, exitCode: 1, failures: [] };
+      }
       if (signal.aborted) break;
       const mem = process.memoryUsage();
       log.debug({ changed: report.changedKeys.length, exitCode: report.exitCode, rssMb: mb(mem.rss), heapUsedMb: mb(mem.heapUsed), heapTotalMb: mb(mem.heapTotal) }, 'cycle finished');

@@ -8,6 +8,7 @@ import type { Logger } from '../log/logger.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { shallowMerge, type JsonObject } from '../util/json-merge.js';
+import { MAX_JSON_DEPTH, jsonDepth } from '../util/json-depth.js';
 
 // One pass over the configured collectors, in order (upstream collect_all). Differences from upstream, each to keep
 // the last good state: an unavailable source contributes its last good pairs (so its files stay in OS_CONFIG_FILES,
@@ -66,6 +67,11 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
     const ctx: CollectContext = { config: deps.config, paths: deps.paths, log, http: deps.http, signal: deps.signal, memory, now: deps.now ?? Date.now };
     try {
       const result = await collector.collect(ctx);
+      for (const p of result.pairs) {
+        if (jsonDepth(p.value) > MAX_JSON_DEPTH) {
+          throw new SourceUnavailableError(name, `data for "${String(p.key).slice(0, 80)}" is nested deeper than ${MAX_JSON_DEPTH} levels; refused`, { code: 'ERR_SOURCE_INVALID_DATA' });
+        }
+      }
       const pairs = result.pairs.filter((p) => {
         if (isSafeFileName(p.key)) return true;
         log.warn({ key: String(p.key).slice(0, 80) }, 'key is not a safe file name; dropped');

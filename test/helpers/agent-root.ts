@@ -37,7 +37,7 @@ export function makeAgentRoot(root: string, config: string): AgentRoot {
       chmodSync(file, 0o600);
     },
     writeHeatLocal(value) {
-      writeFileSync(cfnInitData, JSON.stringify(value), { mode: 0o600 });
+      writeFileSync(cfnInitData, typeof value === 'string' ? value : JSON.stringify(value), { mode: 0o600 });
     },
     writeConfig,
   };
