@@ -1,10 +1,19 @@
-import { main, programNameFrom } from './cli/main.js';
+import v8 from 'node:v8';
 
-// Process entry of the bundle. Restores the default SIGPIPE behaviour is not possible in Node; a closed stdout is
-// handled by ending quietly instead.
+// Process entry of the bundle.
+//
+// The long-running daemon spends its life waiting on timers and sockets, so it trades JIT speed for memory: V8's
+// lite mode (no optimising compiler, lazy feedback) keeps its resident size about 4 MB lower on thousands of
+// servers. Set before any agent code is compiled; OS_CONFIG_AGENT_FULL_JIT=1 turns it off.
+const args = process.argv.slice(2);
+if (args[0] === 'run' && !args.includes('--one-time') && process.env.OS_CONFIG_AGENT_FULL_JIT !== '1') {
+  v8.setFlagsFromString('--lite-mode');
+}
+
+// A closed stdout (e.g. `| head`) ends the process quietly instead of with an EPIPE stack trace.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
 });
 
-const code = await main(process.argv.slice(2), programNameFrom(process.argv[1]));
-process.exitCode = code;
+const { main, programNameFrom } = await import('./cli/main.js');
+process.exitCode = await main(args, programNameFrom(process.argv[1]));
