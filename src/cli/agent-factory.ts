@@ -2,6 +2,7 @@ import type { ConfigSources } from '../config/load.js';
 import { Agent, type AgentMode } from '../daemon/agent.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import type { Logger } from '../log/logger.js';
+import { selfConfigHook } from '../self-config/self-config-hook.js';
 
 // The one place where the agent's parts are put together for the command line.
 export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode, strictExit: boolean): Promise<Agent> {
@@ -10,6 +11,9 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     log,
     mode,
     strictExit,
+    // In `run`, Heat's os-collect-config metadata reconfigures the agent in the same cycle. `collect` keeps
+    // upstream's division of labour: there the command (os-refresh-config -> os-apply-config) writes the file.
+    afterCollect: mode === 'run' ? [selfConfigHook] : [],
     createHttp: (loaded) =>
       createLazyHttpClient({ defaultMaxBytes: loaded.config.agent.http_max_bytes, defaultRetries: loaded.config.agent.http_retries }),
   });

@@ -1,102 +1,141 @@
 import { readFileSync } from 'node:fs';
-import got, { type Got } from 'got';
+import got, { type Got, type Response } from 'got';
 import { AgentError } from '../errors.js';
+import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
 import type { HttpClient, HttpRequest, HttpResponse } from './types.js';
 
-// The agent's one HTTP client (got underneath): per-request timeouts, bounded retries of network errors and 5xx
-// only, a response size cap, CA bundles, and an AbortSignal for prompt shutdown. Errors carry redacted URLs only.
+// The agent's one HTTP client (got underneath, promise API so got's own retry machinery runs): per-request
+// connect/response/idle timeouts, bounded retries with jitter after network errors and 5xx only, a response size cap
+// (the download is cancelled as soon as it crosses the cap), CA bundles, and an AbortSignal for prompt shutdown.
+// Errors carry redacted URLs only.
 
 export interface HttpClientOptions {
   readonly defaultMaxBytes: number;
   readonly defaultRetries: number;
   readonly userAgent?: string;
+  /** First retry delay in ms before jitter (default 500; tests use a few ms). */
+  readonly retryBaseMs?: number;
+  readonly log?: Logger;
+  readonly random?: () => number;
 }
 
 export class HttpError extends AgentError {
   override name = 'HttpError';
-  constructor(message: string, readonly redactedUrl: string, code: 'ERR_HTTP' | 'ERR_HTTP_TOO_LARGE' = 'ERR_HTTP', options?: { cause?: unknown }) {
+  /** What went wrong, without the URL (for callers that name the endpoint their own way). */
+  readonly reason: string;
+  constructor(message: string, readonly redactedUrl: string, code: 'ERR_HTTP' | 'ERR_HTTP_TOO_LARGE' = 'ERR_HTTP', options?: { cause?: unknown; reason?: string }) {
     super(code, message, options);
+    this.reason = options?.reason ?? message;
   }
 }
 
+/** Statuses worth another try within one poll; a 4xx never is (the request itself is wrong). */
+export const RETRY_STATUS_CODES: readonly number[] = [500, 502, 503, 504];
+export const RETRY_METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
+const RETRY_CAP_MS = 5000;
+
+/**
+ * Delay before retry number `attempt` (1-based): exponential from `baseMs`, capped at 5 s, then scaled by a random
+ * factor in [0.5, 1) so a fleet that failed together does not retry together.
+ */
+export function retryDelayMs(attempt: number, baseMs: number, random: number): number {
+  const exp = Math.min(baseMs * 2 ** Math.max(0, attempt - 1), RETRY_CAP_MS);
+  return Math.round(exp * (0.5 + Math.min(Math.max(random, 0), 1) / 2));
+}
+
 export function createHttpClient(options: HttpClientOptions): HttpClient {
+  const random = options.random ?? Math.random;
+  const baseMs = options.retryBaseMs ?? 500;
   const base: Got = got.extend({
     throwHttpErrors: false,
     followRedirect: true,
-    decompress: true,
+    maxRedirects: 5,
+    // Metadata is small; accepting compression would let a small download expand past the size cap.
+    decompress: false,
+    responseType: 'buffer',
     headers: { 'user-agent': options.userAgent ?? 'os-config-agent' },
   });
   const caCache = new Map<string, string>();
+
+  const readCa = (file: string, shown: string): string => {
+    let ca = caCache.get(file);
+    if (ca !== undefined) return ca;
+    try {
+      ca = readFileSync(file, 'utf8');
+    } catch (err) {
+      const reason = `cannot read CA file ${file}: ${(err as NodeJS.ErrnoException).code ?? err}; fix the ca_certificate/ca_file option`;
+      throw new HttpError(reason, shown, 'ERR_HTTP', { cause: err, reason });
+    }
+    caCache.set(file, ca);
+    return ca;
+  };
+
   return {
     async request(req: HttpRequest): Promise<HttpResponse> {
       const maxBytes = req.maxBytes ?? options.defaultMaxBytes;
       const timeoutMs = Math.max(1, Math.round((req.timeoutSeconds ?? 10) * 1000));
       const shown = redactUrl(req.url);
-      let ca: string | undefined;
-      if (req.caFile) {
-        ca = caCache.get(req.caFile);
-        if (ca === undefined) {
-          try {
-            ca = readFileSync(req.caFile, 'utf8');
-          } catch (err) {
-            throw new HttpError(`cannot read CA file ${req.caFile}: ${(err as NodeJS.ErrnoException).code ?? err}`, shown, 'ERR_HTTP', { cause: err });
-          }
-          caCache.set(req.caFile, ca);
-        }
-      }
-      try {
-        const stream = base.stream(req.url, {
-          method: req.method ?? 'GET',
-          headers: req.headers ?? {},
-          ...(req.body !== undefined ? { body: req.body } : {}),
-          timeout: { connect: timeoutMs, socket: timeoutMs, response: timeoutMs, send: timeoutMs },
-          retry: {
-            limit: req.retries ?? options.defaultRetries,
-            methods: ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'],
-            statusCodes: [500, 502, 503, 504],
-            calculateDelay: ({ computedValue }) => (computedValue === 0 ? 0 : Math.min(computedValue, 2000) * (0.5 + Math.random() / 2)),
+      const ca = req.caFile ? readCa(req.caFile, shown) : undefined;
+      if (req.signal?.aborted) throw new HttpError(`request to ${shown} not sent: shutting down`, shown);
+      let tooLarge: number | undefined;
+      const pending = base(req.url, {
+        method: req.method ?? 'GET',
+        headers: req.headers ?? {},
+        ...(req.body !== undefined ? { body: typeof req.body === 'string' ? req.body : Buffer.from(req.body) } : {}),
+        timeout: { lookup: timeoutMs, connect: timeoutMs, secureConnect: timeoutMs, socket: timeoutMs, response: timeoutMs, send: timeoutMs },
+        retry: {
+          limit: req.retries ?? options.defaultRetries,
+          methods: [...RETRY_METHODS],
+          statusCodes: [...RETRY_STATUS_CODES],
+          calculateDelay: ({ attemptCount, computedValue, error }) => {
+            // got computes 0 when the error or status is not retryable (or the limit is reached).
+            if (computedValue === 0) return 0;
+            const delay = retryDelayMs(attemptCount, baseMs, random());
+            options.log?.debug({ url: shown, attempt: attemptCount, delayMs: delay, reason: error.code ?? error.response?.statusCode }, 'retrying request');
+            return delay;
           },
-          https: { ...(ca !== undefined ? { certificateAuthority: ca } : {}), rejectUnauthorized: !req.insecure },
-          ...(req.signal ? { signal: req.signal } : {}),
-        });
-        return await readLimited(stream, maxBytes, shown);
+        },
+        https: { ...(ca !== undefined ? { certificateAuthority: ca } : {}), rejectUnauthorized: !req.insecure },
+        ...(req.signal ? { signal: req.signal } : {}),
+      });
+      pending.on('downloadProgress', (progress: { transferred: number; total?: number }) => {
+        if (tooLarge !== undefined) return;
+        const declared = progress.total ?? 0;
+        if (declared > maxBytes || progress.transferred > maxBytes) {
+          tooLarge = Math.max(declared, progress.transferred);
+          pending.cancel();
+        }
+      });
+      let res: Response<Buffer>;
+      try {
+        res = (await pending) as unknown as Response<Buffer>;
       } catch (err) {
-        if (err instanceof HttpError) throw err;
-        const code = (err as { code?: string }).code;
-        throw new HttpError(`request to ${shown} failed: ${code ?? (err as Error).message}`, shown, 'ERR_HTTP', { cause: err });
+        if (tooLarge !== undefined) {
+          const reason = `the response is over the ${maxBytes}-byte limit (at least ${tooLarge} bytes); raise [agent] http_max_bytes if it is legitimate`;
+          throw new HttpError(`response from ${shown}: ${reason}`, shown, 'ERR_HTTP_TOO_LARGE', { reason });
+        }
+        const reason = describeError(err, timeoutMs);
+        throw new HttpError(`request to ${shown} failed: ${reason}`, shown, 'ERR_HTTP', { cause: err, reason });
       }
+      // A body that arrived whole but is over the cap (no progress event crossed it) is refused the same way.
+      if (res.rawBody.length > maxBytes) {
+        const reason = `the response is over the ${maxBytes}-byte limit (${res.rawBody.length} bytes); raise [agent] http_max_bytes if it is legitimate`;
+        throw new HttpError(`response from ${shown}: ${reason}`, shown, 'ERR_HTTP_TOO_LARGE', { reason });
+      }
+      return { statusCode: res.statusCode, headers: res.headers, body: res.rawBody, redactedUrl: redactUrl(res.url || req.url) };
     },
   };
 }
 
-type GotStream = ReturnType<Got['stream']>;
-
-function readLimited(stream: GotStream, maxBytes: number, shown: string): Promise<HttpResponse> {
-  return new Promise<HttpResponse>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let statusCode = 0;
-    let headers: Record<string, string | string[] | undefined> = {};
-    stream.on('response', (res: { statusCode: number; headers: Record<string, string | string[] | undefined> }) => {
-      statusCode = res.statusCode;
-      headers = res.headers;
-      const declared = Number(res.headers['content-length']);
-      if (Number.isFinite(declared) && declared > maxBytes) {
-        stream.destroy();
-        reject(new HttpError(`response from ${shown} is ${declared} bytes, over the ${maxBytes}-byte limit`, shown, 'ERR_HTTP_TOO_LARGE'));
-      }
-    });
-    stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        stream.destroy();
-        reject(new HttpError(`response from ${shown} is over the ${maxBytes}-byte limit`, shown, 'ERR_HTTP_TOO_LARGE'));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    stream.once('error', reject);
-    stream.once('end', () => resolve({ statusCode, headers, body: Buffer.concat(chunks), redactedUrl: shown }));
-  });
+/** got error -> short operator text (never the URL: callers add the redacted one). */
+function describeError(err: unknown, timeoutMs: number): string {
+  const e = err as { name?: string; code?: string; message?: string };
+  if (e.name === 'AbortError') return 'aborted (shutting down)';
+  if (e.name === 'TimeoutError') return `no answer within ${timeoutMs / 1000} s (${e.code ?? 'ETIMEDOUT'})`;
+  if (e.code === 'ECONNREFUSED') return 'connection refused';
+  if (e.code === 'ECONNRESET' || e.name === 'ReadError') return `connection closed before the whole response arrived (${e.code ?? 'ReadError'})`;
+  if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `host name not resolvable (${e.code})`;
+  if (typeof e.code === 'string' && /CERT|SSL|TLS|SELF_SIGNED/i.test(e.code)) return `TLS verification failed (${e.code}); check the CA certificate option`;
+  return e.code ?? e.name ?? 'unknown error';
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { AgentError } from '../errors.js';
 import { registerSecret } from '../log/redact.js';
 import type { HttpClient } from '../http/types.js';
@@ -47,9 +48,11 @@ export function v3Url(authUrl: string): string {
 }
 
 const EXPIRY_MARGIN_MS = 60_000;
+const DEFAULT_LIFETIME_MS = 3600_000;
 
 export class KeystoneSession {
   private cached: KeystoneToken | undefined;
+  private inflight: Promise<KeystoneToken> | undefined;
 
   constructor(
     private readonly http: HttpClient,
@@ -59,11 +62,14 @@ export class KeystoneSession {
     registerSecret(creds.password);
   }
 
-  /** A valid token, from cache when it has more than a minute left. */
+  /** A valid token, from cache when it has more than a minute left. Concurrent callers share one login. */
   async token(signal?: AbortSignal): Promise<KeystoneToken> {
     const now = (this.options.now ?? Date.now)();
     if (this.cached && this.cached.expiresAt - EXPIRY_MARGIN_MS > now) return this.cached;
-    this.cached = await this.authenticate(signal);
+    this.inflight ??= this.authenticate(signal).finally(() => {
+      this.inflight = undefined;
+    });
+    this.cached = await this.inflight;
     return this.cached;
   }
 
@@ -80,32 +86,69 @@ export class KeystoneSession {
         scope: { project: { id: this.creds.projectId } },
       },
     });
-    const res = await this.http.request({
-      url,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body,
-      timeoutSeconds: this.options.timeoutSeconds,
-      ...(this.options.caFile ? { caFile: this.options.caFile } : {}),
-      ...(this.options.insecure ? { insecure: true } : {}),
-      ...(signal ? { signal } : {}),
-    });
+    let res;
+    try {
+      res = await this.http.request({
+        url,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body,
+        timeoutSeconds: this.options.timeoutSeconds,
+        ...(this.options.caFile ? { caFile: this.options.caFile } : {}),
+        ...(this.options.insecure ? { insecure: true } : {}),
+        ...(signal ? { signal } : {}),
+      });
+    } catch (err) {
+      throw new KeystoneError(`Keystone authentication failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+    if (res.statusCode === 401 || res.statusCode === 403) {
+      throw new KeystoneError(`Keystone at ${res.redactedUrl} refused the credentials (${res.statusCode}); check user_id, password and project_id`);
+    }
     if (res.statusCode !== 201 && res.statusCode !== 200) {
-      throw new KeystoneError(`Keystone authentication at ${res.redactedUrl} answered ${res.statusCode}; check user_id, password and project_id`);
+      throw new KeystoneError(`Keystone authentication at ${res.redactedUrl} answered ${res.statusCode}; check auth_url`);
     }
     const header = res.headers['x-subject-token'];
     const token = Array.isArray(header) ? header[0] : header;
     if (!token) throw new KeystoneError(`Keystone at ${res.redactedUrl} returned no X-Subject-Token`);
     registerSecret(token);
-    let parsed: { token?: { expires_at?: string; catalog?: CatalogEntry[] } };
+    let parsed: unknown;
     try {
-      parsed = JSON.parse(res.body.toString('utf8')) as typeof parsed;
+      parsed = JSON.parse(res.body.toString('utf8'));
     } catch (err) {
       throw new KeystoneError(`Keystone at ${res.redactedUrl} returned a body that is not JSON`, { cause: err });
     }
-    const expiresAt = Date.parse(parsed.token?.expires_at ?? '') || (this.options.now ?? Date.now)() + 3600_000;
-    return { token, expiresAt, catalog: parsed.token?.catalog ?? [] };
+    const tok = isObject(parsed) && isObject(parsed.token) ? parsed.token : undefined;
+    if (!tok) throw new KeystoneError(`Keystone at ${res.redactedUrl} returned no "token" object`);
+    const now = (this.options.now ?? Date.now)();
+    const expires = typeof tok.expires_at === 'string' ? Date.parse(tok.expires_at) : NaN;
+    const expiresAt = Number.isFinite(expires) ? expires : now + DEFAULT_LIFETIME_MS;
+    return { token, expiresAt, catalog: validCatalog(tok.catalog) };
   }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Catalog entries of the expected shape; anything else is dropped (a missing service is reported by findEndpoint). */
+function validCatalog(value: unknown): CatalogEntry[] {
+  if (!Array.isArray(value)) return [];
+  const out: CatalogEntry[] = [];
+  for (const entry of value) {
+    if (!isObject(entry) || typeof entry.type !== 'string' || !Array.isArray(entry.endpoints)) continue;
+    const endpoints: CatalogEndpoint[] = [];
+    for (const ep of entry.endpoints) {
+      if (!isObject(ep) || typeof ep.url !== 'string' || typeof ep.interface !== 'string') continue;
+      endpoints.push({
+        interface: ep.interface,
+        url: ep.url,
+        ...(typeof ep.region === 'string' ? { region: ep.region } : {}),
+        ...(typeof ep.region_id === 'string' ? { region_id: ep.region_id } : {}),
+      });
+    }
+    out.push({ type: entry.type, endpoints });
+  }
+  return out;
 }
 
 /**
@@ -124,3 +167,25 @@ export function findEndpoint(catalog: readonly CatalogEntry[], type: string, reg
   }
   throw new KeystoneError(`no public "${type}" endpoint${wantRegion ? ` in region ${wantRegion}` : ''} in the Keystone catalog`);
 }
+
+/**
+ * A session kept in a collector's memory across polls, so its token is reused until it nears expiry. A new session
+ * is made when the credentials, options or HTTP client (rebuilt on reload) change.
+ */
+export function rememberedSession(
+  memory: Map<string, unknown>,
+  http: HttpClient,
+  creds: KeystoneCredentials,
+  options: { timeoutSeconds: number; caFile?: string; insecure?: boolean; now?: () => number },
+): KeystoneSession {
+  const fingerprint = createHash('sha256')
+    .update(JSON.stringify([creds.authUrl, creds.userId, creds.password, creds.projectId, options.timeoutSeconds, options.caFile ?? '', options.insecure ?? false]))
+    .digest('hex');
+  const kept = memory.get(SESSION_KEY) as { fingerprint: string; http: HttpClient; session: KeystoneSession } | undefined;
+  if (kept?.fingerprint === fingerprint && kept.http === http) return kept.session;
+  const session = new KeystoneSession(http, creds, options);
+  memory.set(SESSION_KEY, { fingerprint, http, session });
+  return session;
+}
+
+const SESSION_KEY = 'keystone-session';

@@ -1,0 +1,77 @@
+import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
+import { HttpError } from '../http/client.js';
+import type { HttpResponse } from '../http/types.js';
+import { findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
+import { isJsonObject } from '../util/json-merge.js';
+import { explodeDeployments } from './explode-deployments.js';
+import type { CollectContext, Collector, CollectResult } from './types.js';
+
+// `heat`: the server resource's metadata from the Heat native API, with a Keystone v3 password login. Differences
+// from upstream: the token is kept across polls until it nears expiry or Heat answers 401 (upstream logged in on
+// every poll, B11), and every call has a timeout (B12). A stack_id without "/" is resolved by Heat itself, which
+// redirects /stacks/<name-or-id>/... to the canonical /stacks/<name>/<id>/... URL.
+
+export const heatCollector: Collector = {
+  name: 'heat',
+  async collect(ctx: CollectContext): Promise<CollectResult> {
+    const cfg = ctx.config.heat;
+    // Upstream's order of checks.
+    const required: Array<[string, string | undefined]> = [
+      ['auth_url', cfg.auth_url],
+      ['password', cfg.password],
+      ['project_id', cfg.project_id],
+      ['user_id', cfg.user_id],
+      ['stack_id', cfg.stack_id],
+      ['resource_name', cfg.resource_name],
+    ];
+    for (const [name, value] of required) if (!value) throw new SourceNotConfiguredError('heat', `no [heat] ${name}`);
+    const session = rememberedSession(ctx.memory, ctx.http, { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! }, { timeoutSeconds: cfg.timeout, now: ctx.now });
+
+    let res = await fetchMetadata(ctx, session, cfg.stack_id!, cfg.resource_name!, cfg.region_name);
+    if (res.statusCode === 401) {
+      // The token expired or was revoked early: log in again once.
+      ctx.log.info('Heat refused the cached token; authenticating again');
+      session.invalidate();
+      res = await fetchMetadata(ctx, session, cfg.stack_id!, cfg.resource_name!, cfg.region_name);
+    }
+    if (res.statusCode === 401 || res.statusCode === 403) {
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} refused access (${res.statusCode}); check the [heat] credentials`, { code: 'ERR_HTTP' });
+    }
+    if (res.statusCode === 404) {
+      throw new SourceUnavailableError('heat', `Heat has no resource ${cfg.resource_name} in stack ${cfg.stack_id} (${res.redactedUrl} answered 404)`, { code: 'ERR_HTTP' });
+    }
+    if (res.statusCode < 200 || res.statusCode > 299) {
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP' });
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(res.body.toString('utf8'));
+    } catch {
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} returned a body that is not JSON`, { code: 'ERR_SOURCE_INVALID_DATA' });
+    }
+    const metadata = isJsonObject(body) ? body.metadata : undefined;
+    if (!isJsonObject(metadata)) {
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} returned no "metadata" object`, { code: 'ERR_SOURCE_INVALID_DATA' });
+    }
+    return { pairs: explodeDeployments('heat', metadata, ctx.config.DEFAULT.deployment_key, ctx.log) };
+  },
+};
+
+async function fetchMetadata(ctx: CollectContext, session: KeystoneSession, stackId: string, resource: string, region: string | undefined): Promise<HttpResponse> {
+  try {
+    const token = await session.token(ctx.signal);
+    const endpoint = findEndpoint(token.catalog, 'orchestration', region);
+    const stackPath = stackId.split('/').map(encodeURIComponent).join('/');
+    return await ctx.http.request({
+      url: `${endpoint}/stacks/${stackPath}/resources/${encodeURIComponent(resource)}/metadata`,
+      headers: { 'x-auth-token': token.token, accept: 'application/json' },
+      timeoutSeconds: ctx.config.heat.timeout,
+      signal: ctx.signal,
+    });
+  } catch (err) {
+    if (err instanceof KeystoneError || err instanceof HttpError) {
+      throw new SourceUnavailableError('heat', err.message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
+    }
+    throw err;
+  }
+}

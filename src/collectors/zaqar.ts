@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
+import { HttpError } from '../http/client.js';
+import type { HttpResponse } from '../http/types.js';
+import { findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
+import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { readJsonFile } from '../util/read-json-file.js';
+import { explodeDeployments } from './explode-deployments.js';
+import type { CollectContext, Collector, CollectResult } from './types.js';
+
+// `zaqar`: Heat posts the whole server metadata to a Zaqar queue on every change (ZAQAR_MESSAGE); each poll pops
+// (reads and deletes) one message, as upstream does with the v2 HTTP API. The Keystone token is kept across polls
+// (upstream logged in every poll, B11) and calls have timeouts (B12). TLS to Zaqar is verified only with
+// ssl_certificate_validation = true, upstream's default; Keystone is always verified.
+// Difference from upstream: an empty queue is the normal state between changes, so it yields the last document seen
+// (from memory, else from <cachedir>/zaqar.json) marked unchanged, instead of "unavailable" dropping the source's
+// files from OS_CONFIG_FILES (B13). The websocket API is not offered: use_websockets = true is reported as such.
+
+const CLIENT_ID = 'client-id';
+const LAST = 'last-document';
+
+export const zaqarCollector: Collector = {
+  name: 'zaqar',
+  async collect(ctx: CollectContext): Promise<CollectResult> {
+    const cfg = ctx.config.zaqar;
+    const required: Array<[string, string | undefined]> = [
+      ['auth_url', cfg.auth_url],
+      ['password', cfg.password],
+      ['project_id', cfg.project_id],
+      ['user_id', cfg.user_id],
+      ['queue_id', cfg.queue_id],
+    ];
+    for (const [name, value] of required) if (!value) throw new SourceNotConfiguredError('zaqar', `no [zaqar] ${name}`);
+    if (cfg.ssl_certificate_validation && !cfg.ca_file) throw new SourceNotConfiguredError('zaqar', '[zaqar] ssl_certificate_validation needs ca_file');
+    if (cfg.use_websockets) {
+      throw new SourceUnavailableError('zaqar', 'the Zaqar websocket API is not supported by this agent; set [zaqar] use_websockets = false to poll over HTTP');
+    }
+    const session = rememberedSession(ctx.memory, ctx.http, { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! }, { timeoutSeconds: cfg.timeout, now: ctx.now });
+
+    let res = await pop(ctx, session);
+    if (res.statusCode === 401) {
+      ctx.log.info('Zaqar refused the cached token; authenticating again');
+      session.invalidate();
+      res = await pop(ctx, session);
+    }
+    if (res.statusCode === 401 || res.statusCode === 403) {
+      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} refused access (${res.statusCode}); check the [zaqar] credentials`, { code: 'ERR_HTTP' });
+    }
+    if (res.statusCode === 204) return lastDocument(ctx);
+    if (res.statusCode < 200 || res.statusCode > 299) {
+      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP' });
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(res.body.toString('utf8'));
+    } catch {
+      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} returned a body that is not JSON`, { code: 'ERR_SOURCE_INVALID_DATA' });
+    }
+    const messages = isJsonObject(parsed) ? parsed.messages : undefined;
+    if (!Array.isArray(messages)) throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} returned no "messages" list`, { code: 'ERR_SOURCE_INVALID_DATA' });
+    if (messages.length === 0) return lastDocument(ctx);
+    const first: unknown = messages[0];
+    const body = isJsonObject(first) ? first.body : undefined;
+    if (!isJsonObject(body)) throw new SourceUnavailableError('zaqar', 'the Zaqar message body is not a JSON object', { code: 'ERR_SOURCE_INVALID_DATA' });
+    ctx.memory.set(LAST, body);
+    return { pairs: explodeDeployments('zaqar', body, ctx.config.DEFAULT.deployment_key, ctx.log) };
+  },
+};
+
+async function pop(ctx: CollectContext, session: KeystoneSession): Promise<HttpResponse> {
+  const cfg = ctx.config.zaqar;
+  try {
+    const token = await session.token(ctx.signal);
+    const endpoint = findEndpoint(token.catalog, 'messaging', cfg.region_name);
+    let clientId = ctx.memory.get(CLIENT_ID) as string | undefined;
+    if (!clientId) {
+      clientId = randomUUID();
+      ctx.memory.set(CLIENT_ID, clientId);
+    }
+    return await ctx.http.request({
+      url: `${endpoint}/v2/queues/${encodeURIComponent(cfg.queue_id!)}/messages?pop=1`,
+      method: 'DELETE',
+      headers: { 'x-auth-token': token.token, 'x-project-id': cfg.project_id!, 'client-id': clientId, accept: 'application/json' },
+      timeoutSeconds: cfg.timeout,
+      signal: ctx.signal,
+      // A retried DELETE could pop a second message and lose the first.
+      retries: 0,
+      ...(cfg.ssl_certificate_validation ? { caFile: cfg.ca_file! } : { insecure: true }),
+    });
+  } catch (err) {
+    if (err instanceof KeystoneError || err instanceof HttpError) {
+      throw new SourceUnavailableError('zaqar', err.message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
+    }
+    throw err;
+  }
+}
+
+/** The queue is empty: the metadata has not changed since the last message. */
+async function lastDocument(ctx: CollectContext): Promise<CollectResult> {
+  let doc = ctx.memory.get(LAST) as JsonObject | undefined;
+  if (!doc) {
+    const file = path.join(ctx.config.DEFAULT.cachedir, 'zaqar.json');
+    const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
+    if (read.ok && isJsonObject(read.value)) doc = read.value;
+  }
+  if (!doc) throw new SourceUnavailableError('zaqar', `queue ${ctx.config.zaqar.queue_id} is empty and no earlier message is known`);
+  ctx.memory.set(LAST, doc);
+  ctx.log.debug('queue empty; keeping the last metadata');
+  return { pairs: explodeDeployments('zaqar', doc, ctx.config.DEFAULT.deployment_key, ctx.log), unchanged: true };
+}

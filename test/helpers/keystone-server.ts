@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import { sendFault, startTestServer, type Fault, type TestServer } from './http-test-server.js';
+
+// Keystone v3 password authentication as the instance meets it: POST <auth_url>/auth/tokens with a project-scoped
+// password identity; 201 with X-Subject-Token and a token body (expires_at, catalog). Tokens are remembered with
+// their expiry so the services next to it (heat-server, zaqar-server) can check them, and a test can expire them
+// server-side to force a re-authentication.
+
+export interface CatalogService {
+  type: string;
+  endpoints: Array<{ interface: string; region?: string; region_id?: string; url: string }>;
+}
+
+export interface KeystoneServer extends TestServer {
+  readonly authUrl: string;
+  readonly userId: string;
+  readonly password: string;
+  readonly projectId: string;
+  catalog: CatalogService[];
+  /** Lifetime written into expires_at, in ms. */
+  lifetimeMs: number;
+  fault: Fault | undefined;
+  tokensIssued(): number;
+  /** Whether a token is known and unexpired (for the services that sit next to Keystone). */
+  validate(token: string | string[] | undefined): boolean;
+  /** Expire every issued token now (Keystone-side), without telling the client. */
+  expireAll(): void;
+}
+
+export async function startKeystoneServer(options: { userId?: string; password?: string; projectId?: string } = {}): Promise<KeystoneServer> {
+  const userId = options.userId ?? `user-${randomUUID().slice(0, 8)}`;
+  const password = options.password ?? `pw-${randomUUID()}`;
+  const projectId = options.projectId ?? `proj${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const tokens = new Map<string, number>();
+  const state = { catalog: [] as CatalogService[], lifetimeMs: 3600_000, fault: undefined as Fault | undefined, issued: 0 };
+
+  const server = await startTestServer((req, res, body) => {
+    if (state.fault) return sendFault(state.fault, req, res, { wrongType: '[]' });
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (req.method !== 'POST' || path !== '/identity/v3/auth/tokens') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      return void res.end('{"error":{"code":404,"message":"not found"}}');
+    }
+    let auth: { auth?: { identity?: { methods?: string[]; password?: { user?: { id?: string; password?: string } } }; scope?: { project?: { id?: string } } } };
+    try {
+      auth = JSON.parse(body) as typeof auth;
+    } catch {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      return void res.end('{"error":{"code":400,"message":"malformed body"}}');
+    }
+    const user = auth.auth?.identity?.password?.user;
+    const ok =
+      auth.auth?.identity?.methods?.includes('password') === true && user?.id === userId && user?.password === password && auth.auth?.scope?.project?.id === projectId;
+    if (!ok) {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      return void res.end('{"error":{"code":401,"title":"Unauthorized","message":"The request you have made requires authentication."}}');
+    }
+    const token = `gAAAAA${randomUUID().replace(/-/g, '')}`;
+    const expires = Date.now() + state.lifetimeMs;
+    tokens.set(token, expires);
+    state.issued++;
+    res.writeHead(201, { 'content-type': 'application/json', 'x-subject-token': token });
+    res.end(
+      JSON.stringify({
+        token: {
+          methods: ['password'],
+          user: { id: userId, domain: { id: 'default' } },
+          project: { id: projectId },
+          expires_at: new Date(expires).toISOString(),
+          issued_at: new Date().toISOString(),
+          catalog: state.catalog.map((s) => ({ ...s, id: randomUUID() })),
+        },
+      }),
+    );
+  });
+  return {
+    ...server,
+    authUrl: `${server.url}/identity/v3/`,
+    userId,
+    password,
+    projectId,
+    get catalog() {
+      return state.catalog;
+    },
+    set catalog(v) {
+      state.catalog = v;
+    },
+    get lifetimeMs() {
+      return state.lifetimeMs;
+    },
+    set lifetimeMs(v) {
+      state.lifetimeMs = v;
+    },
+    get fault() {
+      return state.fault;
+    },
+    set fault(v) {
+      state.fault = v;
+    },
+    tokensIssued: () => state.issued,
+    validate(token) {
+      if (typeof token !== 'string') return false;
+      const exp = tokens.get(token);
+      return exp !== undefined && exp > Date.now();
+    },
+    expireAll() {
+      for (const k of tokens.keys()) tokens.set(k, 0);
+    },
+  };
+}
