@@ -7,7 +7,7 @@ import type { Logger } from '../log/logger.js';
 import { collectAll, type CollectionOutcome } from './collect-all.js';
 import { createCommandPipeline } from './command-pipeline.js';
 import type { Pipeline } from './pipeline.js';
-import { nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
+import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
 import { Waker } from './waker.js';
 import { watchSources, type SourceWatcher } from './watch.js';
 
@@ -201,8 +201,10 @@ export class Agent {
       const mem = process.memoryUsage();
       log.debug({ changed: report.changedKeys.length, exitCode: report.exitCode, rssMb: mb(mem.rss), heapUsedMb: mb(mem.heapUsed), heapTotalMb: mb(mem.heapTotal) }, 'cycle finished');
       if (this.reloadRequested) continue;
-      sleep = nextSleepSeconds(sleep, config.DEFAULT.min_polling_interval, config.DEFAULT.polling_interval);
-      const seconds = withJitter(sleep, config.agent.poll_jitter, random());
+      const previous = sleep;
+      sleep = nextSleepSeconds(previous, config.DEFAULT.min_polling_interval, config.DEFAULT.polling_interval);
+      const spread = config.agent.poll_jitter > 0 ? capPhaseOffset(previous, sleep, config.DEFAULT.polling_interval, random()) : 0;
+      const seconds = withJitter(sleep, config.agent.poll_jitter, random()) + spread;
       log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
       const reason = await this.waker.wait(seconds * 1000, signal);
       if (reason === 'woken') log.debug('woken early');

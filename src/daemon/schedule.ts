@@ -28,6 +28,16 @@ export function withJitter(seconds: number, fraction: number, random: number): n
 }
 
 /**
+ * Phase spreading: when the doubling first reaches polling_interval, one extra random share of a whole interval is
+ * added, once. A fleet that booted together (and so polls in lockstep while the sleeps double) then spreads over the
+ * whole interval at once, instead of drifting apart by a few per cent per poll. Zero for every other sleep.
+ */
+export function capPhaseOffset(previous: number | undefined, next: number, max: number, random: number): number {
+  const reachedCap = next >= max && (previous === undefined || previous < max);
+  return reachedCap && (previous !== undefined || next > 0) ? random * max : 0;
+}
+
+/**
  * Initial splay: a whole number of seconds in [0, splay), as upstream's randrange(0, splay) intends. Upstream
  * crashes on a non-integer splay (and on any float under Python 3.12, B9); here the value is floored instead.
  */

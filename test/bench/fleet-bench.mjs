@@ -31,6 +31,8 @@ const started = Date.now();
 // The agent's schedule (src/daemon/schedule.ts), duplicated: the bench runs without the TypeScript sources.
 const nextSleepSeconds = (previous, min, max) => (previous === undefined ? min : Math.min(previous * 2, max));
 const withJitter = (seconds, fraction, random) => seconds * (1 + Math.min(Math.max(fraction, 0), 1) * random);
+const capPhaseOffset = (previous, next, max, random) =>
+  next >= max && (previous === undefined || previous < max) && (previous !== undefined || next > 0) ? random * max : 0;
 
 // Seeded PRNG (mulberry32) so runs are comparable.
 function rng(seed) {
@@ -110,8 +112,11 @@ function makeFleet(jitter, random) {
 }
 
 function advance(agent, random) {
-  agent.sleep = nextSleepSeconds(agent.sleep, MIN_POLL, MAX_POLL);
-  agent.nextAt += withJitter(agent.sleep, agent.jitter, random());
+  const previous = agent.sleep;
+  agent.sleep = nextSleepSeconds(previous, MIN_POLL, MAX_POLL);
+  // Ours spreads its phase once when the doubling reaches the cap; upstream (jitter 0) does not.
+  const spread = agent.jitter > 0 ? capPhaseOffset(previous, agent.sleep, MAX_POLL, random()) : 0;
+  agent.nextAt += withJitter(agent.sleep, agent.jitter, random()) + spread;
 }
 
 /** Poll in real HTTP from `from` to `to` (virtual seconds); returns the measurements of that window. */

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { nextSleepSeconds, sleepSequence, splaySeconds, withJitter } from '../../src/daemon/schedule.js';
+import { capPhaseOffset, nextSleepSeconds, sleepSequence, splaySeconds, withJitter } from '../../src/daemon/schedule.js';
 
 t.test('sleeps double from min up to polling_interval and never shrink (upstream sequence)', async (t) => {
   t.same(sleepSequence(0.5, 6, 7), [0.5, 1, 2, 4, 6, 6, 6]);
@@ -25,4 +25,13 @@ t.test('splay is a whole number of seconds below splay; fractional splay does no
   t.equal(splaySeconds(10, 0.999999), 9);
   t.equal(splaySeconds(2.5, 0.99), 1);
   t.ok(Number.isInteger(splaySeconds(7.3, 0.42)));
+});
+
+t.test('the phase is spread once, when the doubling first reaches the cap', async (t) => {
+  const seq = sleepSequence(1, 30, 8);
+  const offsets = seq.map((next, i) => capPhaseOffset(i === 0 ? undefined : seq[i - 1], next, 30, 0.5));
+  t.same(offsets, [0, 0, 0, 0, 0, 15, 0, 0]);
+  t.equal(capPhaseOffset(undefined, 30, 30, 0.5), 15, 'min >= max: the first sleep is already the cap');
+  t.equal(capPhaseOffset(undefined, 0, 0, 0.5), 0, 'a zero interval gets no offset');
+  t.equal(capPhaseOffset(30, 30, 30, 0.9), 0, 'steady state: no offset');
 });
