@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/client.js';
+import { HttpError } from '../http/http-error.js';
 import { redactUrl, registerSecret } from '../log/redact.js';
 import { isJsonObject, shallowMerge, type JsonObject } from '../util/json-merge.js';
 import { describeStackResourceUrl } from './cfn-signature.js';

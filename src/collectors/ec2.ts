@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/client.js';
+import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
 import { redactUrl, registerSecret } from '../log/redact.js';
 import { readJsonFile } from '../util/read-json-file.js';

@@ -1,5 +1,5 @@
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/client.js';
+import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
 import { redactUrl } from '../log/redact.js';
 import { isJsonObject } from '../util/json-merge.js';

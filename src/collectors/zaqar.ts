@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/client.js';
+import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
 import { findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';

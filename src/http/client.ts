@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import got, { type Got, type Response } from 'got';
-import { AgentError } from '../errors.js';
+import { HttpError } from './http-error.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
 import type { HttpClient, HttpRequest, HttpResponse } from './types.js';
+
+export { HttpError } from './http-error.js';
 
 // The agent's one HTTP client (got underneath, promise API so got's own retry machinery runs): per-request
 // connect/response/idle timeouts, bounded retries with jitter after network errors and 5xx only, a response size cap
@@ -18,16 +20,6 @@ export interface HttpClientOptions {
   readonly retryBaseMs?: number;
   readonly log?: Logger;
   readonly random?: () => number;
-}
-
-export class HttpError extends AgentError {
-  override name = 'HttpError';
-  /** What went wrong, without the URL (for callers that name the endpoint their own way). */
-  readonly reason: string;
-  constructor(message: string, readonly redactedUrl: string, code: 'ERR_HTTP' | 'ERR_HTTP_TOO_LARGE' = 'ERR_HTTP', options?: { cause?: unknown; reason?: string }) {
-    super(code, message, options);
-    this.reason = options?.reason ?? message;
-  }
 }
 
 /** Statuses worth another try within one poll; a 4xx never is (the request itself is wrong). */
