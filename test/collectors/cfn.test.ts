@@ -7,6 +7,7 @@ import { collectAll } from '../../src/daemon/collect-all.js';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/errors.js';
 import { startCfnServer, xmlFor, type CfnServer } from '../helpers/cfn-server.js';
 import { ALL_FAULTS, collectorContext, refusedUrl, type TapTest, type TestContext } from '../helpers/http-test-server.js';
+import { failure } from '../helpers/assertions.js';
 
 // The cfn collector against a loopback heat-api-cfn that recomputes every signature from the secret.
 
@@ -40,14 +41,6 @@ function assertNoSecrets(t: TapTest, tc: TestContext, server: CfnServer, extra: 
   }
 }
 
-async function failure(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a failure');
-}
 
 t.test('one path: the document, then deployments exploded with [cfn] deployment_key', async (t) => {
   const { server, tc } = await setup(t);

@@ -8,6 +8,7 @@ import { collectAll } from '../../src/daemon/collect-all.js';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/errors.js';
 import { startEc2Server, type Ec2Server, type Ec2Tree } from '../helpers/ec2-server.js';
 import { ALL_FAULTS, collectorContext, refusedUrl, startTestServer, type TapTest, type TestContext } from '../helpers/http-test-server.js';
+import { failure } from '../helpers/assertions.js';
 
 // The ec2 collector against a loopback metadata service with a realistic tree and IMDSv2.
 
@@ -46,14 +47,6 @@ function assertNoTokens(t: TapTest, tc: TestContext, server: Ec2Server): void {
   }
 }
 
-async function failure(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a failure');
-}
 
 t.test('IMDSv2: one token PUT, then the tree walked in listing order with the token on every GET', async (t) => {
   const { server, tc } = await setup(t, { requireToken: true });

@@ -9,6 +9,7 @@ import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/erro
 import { startHeatServer, type HeatServer } from '../helpers/heat-server.js';
 import { ALL_FAULTS, collectorContext, refusedUrl, type TapTest, type TestContext } from '../helpers/http-test-server.js';
 import { startKeystoneServer, type KeystoneServer } from '../helpers/keystone-server.js';
+import { failure } from '../helpers/assertions.js';
 
 // The heat collector against a loopback Keystone (issuing and expiring tokens) and Heat API (checking them).
 
@@ -47,14 +48,6 @@ function assertNoSecrets(t: TapTest, tc: TestContext, ks: KeystoneServer, heat: 
   }
 }
 
-async function failure(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a failure');
-}
 
 t.test('metadata fetched with a token; deployments exploded with [DEFAULT] deployment_key; one login for many polls', async (t) => {
   const { ks, heat, tc } = await setup(t);

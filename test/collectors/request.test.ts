@@ -10,6 +10,7 @@ import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/erro
 import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
 import { ALL_FAULTS, collectorContext, refusedUrl, startTestServer, type TapTest, type TestContext } from '../helpers/http-test-server.js';
 import { startSwiftServer, type SwiftServer } from '../helpers/swift-server.js';
+import { failure } from '../helpers/assertions.js';
 
 // The request collector against a Swift TempURL server that checks signatures and expiry and answers conditional
 // GETs: an unchanged document costs one 304 and nothing else.
@@ -40,14 +41,6 @@ function assertNoSecrets(t: TapTest, tc: TestContext, swift: SwiftServer, urls: 
   }
 }
 
-async function failure(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a failure');
-}
 
 t.test('first poll: one GET; the document and its exploded deployments', async (t) => {
   const { swift, url, tc } = await setup(t);

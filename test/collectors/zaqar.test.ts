@@ -9,6 +9,7 @@ import type { HttpRequest } from '../../src/http/types.js';
 import { ALL_FAULTS, collectorContext, refusedUrl, type TapTest, type TestContext } from '../helpers/http-test-server.js';
 import { startKeystoneServer, type KeystoneServer } from '../helpers/keystone-server.js';
 import { startZaqarServer, type ZaqarServer } from '../helpers/zaqar-server.js';
+import { failure } from '../helpers/assertions.js';
 
 // The zaqar collector against loopback Keystone and Zaqar servers: pop one message per poll, as upstream.
 
@@ -38,14 +39,6 @@ function assertNoSecrets(t: TapTest, tc: TestContext, ks: KeystoneServer, zaqar:
   }
 }
 
-async function failure(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a failure');
-}
 
 t.test('one message popped per poll; deployments exploded; one Client-ID and one login throughout', async (t) => {
   const { ks, zaqar, tc } = await setup(t);
