@@ -48,8 +48,14 @@ t.test('a change runs the command with OS_CONFIG_FILES in collection order, then
   const agent = await Agent.create(deps());
   const signal = new AbortController().signal;
 
+  // The command inherits the agent's whole environment, plus OS_CONFIG_FILES (upstream's contract).
+  process.env.OCA_TEST_MARK = 'inherited-value';
+  t.teardown(() => {
+    delete process.env.OCA_TEST_MARK;
+  });
   const first = await agent.cycle(signal);
   t.equal(first.exitCode, 0);
+  t.equal(readRuns(cmd.record)[0]?.mark, 'inherited-value', 'the agent environment reaches the command');
   t.same(first.changedKeys, ['heat_local', '10-a.json', '20-b']);
   const runs = readRuns(cmd.record);
   t.equal(runs.length, 1);
