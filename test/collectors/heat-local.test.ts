@@ -3,31 +3,11 @@ import path from 'node:path';
 import t from 'tap';
 import { heatLocalCollector } from '../../src/collectors/heat-local.js';
 import type { CollectContext } from '../../src/collectors/types.js';
-import { loadConfig, type CliOverrides } from '../../src/config/load.js';
+import type { CliOverrides } from '../../src/config/load.js';
 import { SourceUnavailableError } from '../../src/errors.js';
-import type { HttpClient } from '../../src/http/types.js';
-import { captureLog } from '../helpers/log-capture.js';
+import { offlineContext } from '../helpers/offline-context.js';
 
-const noHttp: HttpClient = {
-  request: () => {
-    throw new Error('the heat_local collector must not use HTTP');
-  },
-};
-
-async function context(root: string, cli: CliOverrides = {}) {
-  const loaded = await loadConfig({ root, cli });
-  const captured = captureLog();
-  const ctx: CollectContext = {
-    config: loaded.config,
-    paths: loaded.paths,
-    log: captured.log,
-    http: noHttp,
-    signal: new AbortController().signal,
-    memory: new Map(),
-    now: Date.now,
-  };
-  return { ctx, captured };
-}
+const context = (root: string, cli: CliOverrides = {}) => offlineContext('heat_local', root, cli);
 
 function put(root: string, rel: string, text: string): string {
   const file = path.join(root, rel);

@@ -5,31 +5,11 @@ import path from 'node:path';
 import t from 'tap';
 import type { CollectContext } from '../../src/collectors/types.js';
 import { localCollector } from '../../src/collectors/local.js';
-import { loadConfig, type CliOverrides } from '../../src/config/load.js';
+import type { CliOverrides } from '../../src/config/load.js';
 import { SourceUnavailableError } from '../../src/errors.js';
-import type { HttpClient } from '../../src/http/types.js';
-import { captureLog } from '../helpers/log-capture.js';
+import { offlineContext } from '../helpers/offline-context.js';
 
-const noHttp: HttpClient = {
-  request: () => {
-    throw new Error('the local collector must not use HTTP');
-  },
-};
-
-async function context(root: string, cli: CliOverrides = {}) {
-  const loaded = await loadConfig({ root, cli });
-  const captured = captureLog();
-  const ctx: CollectContext = {
-    config: loaded.config,
-    paths: loaded.paths,
-    log: captured.log,
-    http: noHttp,
-    signal: new AbortController().signal,
-    memory: new Map(),
-    now: Date.now,
-  };
-  return { ctx, captured };
-}
+const context = (root: string, cli: CliOverrides = {}) => offlineContext('local', root, cli);
 
 /** A data directory under the root, mode 0700 (as an image would make it). */
 function dataDir(root: string, rel: string, files: Record<string, string> = {}): string {
