@@ -1,0 +1,115 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { REPO } from '../helpers/bundle.js';
+import type { TapTest } from '../helpers/http-test-server.js';
+
+// Runs the real hook executables from hooks/ as the agent does: one deployment JSON on stdin, a fixed environment
+// (nothing leaks in from the test process), stdout parsed as the result JSON.
+
+export const HOOKS_DIR = path.join(REPO, 'hooks');
+export const FAKE_TOOLS = path.join(REPO, 'test/fixtures/fake-tools');
+/** A PATH that finds this test's node (the hooks' #! line) and the system tools, but no fake. */
+export const SYSTEM_PATH = `${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`;
+
+export type HookResult = Record<string, unknown>;
+
+export interface HookRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  result: HookResult;
+  pid: number;
+}
+
+export interface RunOptions {
+  env?: Record<string, string>;
+  /** Called once the hook has started (to signal it, for instance). */
+  started?: (pid: number) => void;
+  timeoutMs?: number;
+}
+
+/** Runs hooks/<file> (or an absolute path) with `stdin` (JSON-encoded unless it is a string). */
+export function runHook(file: string, stdin: unknown, options: RunOptions = {}): Promise<HookRun> {
+  const hook = path.isAbsolute(file) ? file : path.join(HOOKS_DIR, file);
+  return new Promise((resolve, reject) => {
+    const child = spawn(hook, [], { env: options.env ?? {}, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (c: Buffer) => out.push(c));
+    child.stderr.on('data', (c: Buffer) => err.push(c));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      const stdout = Buffer.concat(out).toString('utf8');
+      let result: HookResult = {};
+      try {
+        result = JSON.parse(stdout) as HookResult;
+      } catch {
+        // Left empty: the test's assertions on the result then fail, showing stdout.
+      }
+      resolve({ code, signal, stdout, stderr: Buffer.concat(err).toString('utf8'), result, pid: child.pid ?? 0 });
+    });
+    if (child.pid !== undefined) options.started?.(child.pid);
+    child.stdin.end(typeof stdin === 'string' ? stdin : JSON.stringify(stdin));
+  });
+}
+
+/** Working and outputs directories (not created: the hook must create them) plus a HOME, all under a test dir. */
+export function hookDirs(t: TapTest, group: string): { dir: string; working: string; outputs: string; home: string } {
+  const dir = t.testdir();
+  const home = path.join(dir, 'home');
+  mkdirSync(home);
+  return { dir, working: path.join(dir, 'lib', `heat-config-${group}`), outputs: path.join(dir, 'run', `heat-config-${group}`), home };
+}
+
+/** Secret inputs every test deployment carries: their values must never reach a hook's log. */
+export const SECRET_INPUTS = [
+  { name: 'deploy_password', value: 'pw-0123456789' },
+  { name: 'deploy_signal_id', value: 'http://127.0.0.1:1/v1/signal/arn?Signature=sig-abcdef' },
+  { name: 'db_secret', value: 'dbsecret-987' },
+  { name: 'api_token', value: { token: 'tok-555' } },
+];
+
+/** The deploy_* inputs Heat adds to every deployment (no credentials). */
+export const DEPLOY_INPUTS = [
+  { name: 'deploy_server_id', value: 'server-1' },
+  { name: 'deploy_action', value: 'CREATE' },
+  { name: 'deploy_stack_id', value: 'stack/0001' },
+  { name: 'deploy_resource_name', value: 'deployment' },
+  { name: 'deploy_signal_transport', value: 'CFN_SIGNAL' },
+  { name: 'deploy_signal_verb', value: 'POST' },
+];
+
+/** Asserts that no secret input value (nor its JSON form) appears in the text. */
+export function assertNoSecrets(t: TapTest, text: string, what: string): void {
+  for (const { name, value } of SECRET_INPUTS) {
+    const shown = typeof value === 'string' ? value : JSON.stringify(value);
+    t.notOk(text.includes(shown), `${what} does not show ${name}`);
+  }
+  t.notOk(text.includes('tok-555'), `${what} does not show the token inside a structured secret`);
+}
+
+export interface ToolRecord {
+  tool: string;
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  files: Record<string, { content?: string; mode?: string; error?: string }>;
+}
+
+/** The invocations a recording fake tool made (test/fixtures/fake-tools/record.mjs). */
+export function readRecords(file: string): ToolRecord[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as ToolRecord);
+}
+
+/** Permission bits of a path, as an octal string. */
+export function modeOf(p: string): string {
+  return (statSync(p).mode & 0o777).toString(8);
+}
