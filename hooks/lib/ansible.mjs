@@ -3,13 +3,13 @@
 // Run through the launcher hooks/ansible.
 import path from 'node:path';
 import {
-  envValue, fromEnv, inputEntries, notInstalled, prepareDir, readOutputs, removeFiles, removeOutputs, result,
+  envValue, fromEnv, pathFromEnv, inputEntries, notInstalled, prepareDir, readOutputs, removeFiles, removeOutputs, result,
   runHook, runTool, writeWorkFile,
 } from './heat-hook.mjs';
 
 await runHook('ansible', async (deployment, log) => {
-  const working = fromEnv('HEAT_ANSIBLE_WORKING', '/var/lib/heat-config/heat-config-ansible');
-  const outputs = fromEnv('HEAT_ANSIBLE_OUTPUTS', '/var/run/heat-config/heat-config-ansible');
+  const working = pathFromEnv('HEAT_ANSIBLE_WORKING', '/var/lib/heat-config/heat-config-ansible');
+  const outputs = pathFromEnv('HEAT_ANSIBLE_OUTPUTS', '/var/run/heat-config/heat-config-ansible');
   const command = fromEnv('HEAT_ANSIBLE_CMD', 'ansible-playbook');
   await prepareDir(outputs);
   await prepareDir(working);

@@ -5,7 +5,7 @@ import { readdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  HookFailure, envValue, fromEnv, hostnameF, inputEntries, notInstalled, prepareDir, readOutputs, removeFiles,
+  HookFailure, envValue, fromEnv, pathFromEnv, hostnameF, inputEntries, notInstalled, prepareDir, readOutputs, removeFiles,
   removeOutputs, result, runHook, runTool, writeWorkFile,
 } from './heat-hook.mjs';
 
@@ -13,8 +13,8 @@ import {
 const rubyString = (text) => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 
 await runHook('chef', async (deployment, log) => {
-  const working = fromEnv('HEAT_CHEF_WORKING', '/var/lib/heat-config/heat-config-chef');
-  const outputs = fromEnv('HEAT_CHEF_OUTPUTS', '/var/run/heat-config/heat-config-chef');
+  const working = pathFromEnv('HEAT_CHEF_WORKING', '/var/lib/heat-config/heat-config-chef');
+  const outputs = pathFromEnv('HEAT_CHEF_OUTPUTS', '/var/run/heat-config/heat-config-chef');
   const command = fromEnv('HEAT_CHEF_CMD', 'chef-client');
   await prepareDir(outputs);
   await prepareDir(working);

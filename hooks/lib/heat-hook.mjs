@@ -133,10 +133,25 @@ export function inputEnv(deployment, log, prefix = '') {
   return env;
 }
 
-/** A path or command from the environment variable when set and not empty, else the upstream default. */
+/** A command from the environment variable when set and not empty, else the upstream default. */
 export function fromEnv(name, fallback) {
   const value = process.env[name];
   return value ? value : fallback;
+}
+
+/**
+ * A path from the environment variable when set and not empty, else the upstream default placed under
+ * OS_CONFIG_AGENT_ROOT (set by the agent when it runs under --root, so a test or demo never writes to the real /var).
+ */
+export function pathFromEnv(name, fallback) {
+  const value = process.env[name];
+  return value ? value : underRoot(fallback);
+}
+
+/** An absolute default path under OS_CONFIG_AGENT_ROOT when that is set. */
+export function underRoot(file) {
+  const root = process.env.OS_CONFIG_AGENT_ROOT;
+  return root ? path.join(root, file) : file;
 }
 
 /** Creates a directory (and missing parents) readable only by its owner; an existing one is left as it is. */

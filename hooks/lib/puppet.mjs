@@ -3,16 +3,16 @@
 // Run through the launcher hooks/puppet.
 import path from 'node:path';
 import {
-  HookFailure, envValue, fromEnv, hostnameF, inputEnv, inputValues, notInstalled, prepareDir, readOutputs,
+  HookFailure, envValue, fromEnv, pathFromEnv, underRoot, hostnameF, inputEnv, inputValues, notInstalled, prepareDir, readOutputs,
   removeFiles, removeOutputs, result, runHook, runTool, writeWorkFile,
 } from './heat-hook.mjs';
 
 await runHook('puppet', async (deployment, log) => {
-  const working = fromEnv('HEAT_PUPPET_WORKING', '/var/lib/heat-config/heat-config-puppet');
-  const outputs = fromEnv('HEAT_PUPPET_OUTPUTS', '/var/run/heat-config/heat-config-puppet');
+  const working = pathFromEnv('HEAT_PUPPET_WORKING', '/var/lib/heat-config/heat-config-puppet');
+  const outputs = pathFromEnv('HEAT_PUPPET_OUTPUTS', '/var/run/heat-config/heat-config-puppet');
   const command = fromEnv('HEAT_PUPPET_CMD', 'puppet');
-  const logDir = fromEnv('HEAT_PUPPET_LOGDIR', '/var/run/heat-config/deployed');
-  const hieraDir = fromEnv('HEAT_PUPPET_HIERA_DATADIR', '/etc/puppet/hieradata');
+  const logDir = pathFromEnv('HEAT_PUPPET_LOGDIR', '/var/run/heat-config/deployed');
+  const hieraDir = pathFromEnv('HEAT_PUPPET_HIERA_DATADIR', '/etc/puppet/hieradata');
   await prepareDir(outputs);
   await prepareDir(working);
 
@@ -42,8 +42,8 @@ await runHook('puppet', async (deployment, log) => {
   const args = ['apply', '--color', 'false', '--detailed-exitcodes', '--logdest', 'console'];
   if (options.modulepath) args.push('--modulepath', envValue(options.modulepath));
   if (options.tags) args.push('--tags', Array.isArray(options.tags) ? options.tags.join(',') : envValue(options.tags));
-  if (options.enable_debug) args.push('--debug', '--logdest', '/var/log/puppet/heat-debug.log');
-  if (options.enable_verbose) args.push('--verbose', '--logdest', '/var/log/puppet/heat-verbose.log');
+  if (options.enable_debug) args.push('--debug', '--logdest', underRoot('/var/log/puppet/heat-debug.log'));
+  if (options.enable_verbose) args.push('--verbose', '--logdest', underRoot('/var/log/puppet/heat-verbose.log'));
   args.push(manifest);
 
   await removeOutputs(outputs, id);

@@ -3,7 +3,7 @@
 // Run through the launcher hooks/salt.
 import path from 'node:path';
 import {
-  envValue, fromEnv, inputEntries, notInstalled, prepareDir, readOutputs, removeFiles, removeOutputs, result,
+  envValue, fromEnv, pathFromEnv, inputEntries, notInstalled, prepareDir, readOutputs, removeFiles, removeOutputs, result,
   runHook, runTool, writeWorkFile,
 } from './heat-hook.mjs';
 
@@ -12,9 +12,9 @@ import {
 const AGENT_CREDENTIALS = new Set(['deploy_password', 'deploy_signal_id']);
 
 await runHook('salt', async (deployment, log) => {
-  const working = fromEnv('HEAT_SALT_WORKING', '/var/lib/heat-config/heat-config-salt');
-  const outputs = fromEnv('HEAT_SALT_OUTPUTS', '/var/run/heat-config/heat-config-salt');
-  const minionConfig = fromEnv('SALT_MINION_CONFIG', '/etc/salt/minion');
+  const working = pathFromEnv('HEAT_SALT_WORKING', '/var/lib/heat-config/heat-config-salt');
+  const outputs = pathFromEnv('HEAT_SALT_OUTPUTS', '/var/run/heat-config/heat-config-salt');
+  const minionConfig = pathFromEnv('SALT_MINION_CONFIG', '/etc/salt/minion');
   const command = fromEnv('HEAT_SALT_CMD', 'salt-call');
   await prepareDir(outputs);
   await prepareDir(working);

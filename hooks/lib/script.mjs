@@ -3,13 +3,13 @@
 // Run through the launcher hooks/script.
 import path from 'node:path';
 import {
-  envValue, fromEnv, inputEntries, inputEnv, prepareDir, readOutputs, removeFiles, removeOutputs, result, runHook,
+  envValue, pathFromEnv, inputEntries, inputEnv, prepareDir, readOutputs, removeFiles, removeOutputs, result, runHook,
   runTool, writeWorkFile,
 } from './heat-hook.mjs';
 
 await runHook('script', async (deployment, log) => {
-  const working = fromEnv('HEAT_SCRIPT_WORKING', '/var/lib/heat-config/heat-config-script');
-  const outputs = fromEnv('HEAT_SCRIPT_OUTPUTS', '/var/run/heat-config/heat-config-script');
+  const working = pathFromEnv('HEAT_SCRIPT_WORKING', '/var/lib/heat-config/heat-config-script');
+  const outputs = pathFromEnv('HEAT_SCRIPT_OUTPUTS', '/var/run/heat-config/heat-config-script');
   await prepareDir(outputs);
   await prepareDir(working);
 

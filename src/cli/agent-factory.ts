@@ -1,11 +1,15 @@
 import type { ConfigSources } from '../config/load.js';
 import { Agent, type AgentMode } from '../daemon/agent.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
+import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
+import type { LoadedConfig } from '../config/load.js';
 import { selfConfigHook } from '../self-config/self-config-hook.js';
 
 // The one place where the agent's parts are put together for the command line.
 export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode, strictExit: boolean): Promise<Agent> {
+  const httpFor = (loaded: LoadedConfig): HttpClient =>
+    createLazyHttpClient({ defaultMaxBytes: loaded.config.agent.http_max_bytes, defaultRetries: loaded.config.agent.http_retries });
   return Agent.create({
     sources,
     log,
@@ -14,7 +18,12 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     // In `run`, Heat's os-collect-config metadata reconfigures the agent in the same cycle. `collect` keeps
     // upstream's division of labour: there the command (os-refresh-config -> os-apply-config) writes the file.
     afterCollect: mode === 'run' ? [selfConfigHook] : [],
-    createHttp: (loaded) =>
-      createLazyHttpClient({ defaultMaxBytes: loaded.config.agent.http_max_bytes, defaultRetries: loaded.config.agent.http_retries }),
+    createHttp: httpFor,
+    // Loaded on first use, so `collect` never parses the deployment code.
+    nativePipeline: (loaded, plog) => ({
+      name: 'native',
+      run: async (ctx) => (await import('../deploy/deploy-step.js')).createDeployStep(loaded, plog, httpFor(loaded))(ctx),
+    }),
+    backgroundPass: async (loaded, blog, http, signal) => (await import('../deploy/deploy-step.js')).flushOutbox(loaded, blog, http, { signal }),
   });
 }

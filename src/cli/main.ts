@@ -41,6 +41,8 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
     });
     defineRunCommand(program.command('run').description('the daemon: collect, apply, deploy, signal; loops unless --one-time'), setExit);
     // subcommands: apply, refresh, deploy, status (one line each)
+    (await import('./deploy-command.js')).defineDeployCommand(program.command('deploy').description('run pending deployments from the cached metadata (or --heat-config FILE) and signal them'), setExit);
+    (await import('./status-command.js')).defineStatusCommand(program.command('status').description('every known deployment: state, times, exit code, signal state, last error'), setExit);
   }
 
   try {

@@ -8,6 +8,7 @@ import { collectAll, type CollectionOutcome } from './collect-all.js';
 import { createCommandPipeline } from './command-pipeline.js';
 import type { Pipeline } from './pipeline.js';
 import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
+import { RetryLoop, type RetryPassResult } from './retry-loop.js';
 import { Waker } from './waker.js';
 import { watchSources, type SourceWatcher } from './watch.js';
 
@@ -34,6 +35,8 @@ export interface AgentDeps {
   /** Builds the in-process pipeline for `run` mode (apply + deployments), when this build has one. */
   readonly nativePipeline?: (loaded: LoadedConfig, log: Logger) => Pipeline;
   readonly afterCollect?: readonly AfterCollectHook[];
+  /** Background work of the daemon beside the poll loop (the deployment signal outbox): one pass, due again when it says. */
+  readonly backgroundPass?: (loaded: LoadedConfig, log: Logger, http: HttpClient, signal: AbortSignal) => Promise<RetryPassResult>;
   /** Non-zero exit in one-time mode when a source held bad data (not for the upstream-compatible command). */
   readonly strictExit?: boolean;
   readonly random?: () => number;
@@ -175,6 +178,7 @@ export class Agent {
       }
     }
     await this.startWatching();
+    const background = this.startBackground(signal);
     if (config.DEFAULT.splay > 0) {
       const delay = splaySeconds(config.DEFAULT.splay, random());
       log.info({ seconds: delay }, 'splay: delaying the first poll');
@@ -198,6 +202,7 @@ export class Agent {
         report = { changedKeys: [], ran: false, exitCode: 1, failures: [] };
       }
       if (signal.aborted) break;
+      if (report.ran) background?.loop.wake();
       const mem = process.memoryUsage();
       log.debug({ changed: report.changedKeys.length, exitCode: report.exitCode, rssMb: mb(mem.rss), heapUsedMb: mb(mem.heapUsed), heapTotalMb: mb(mem.heapTotal) }, 'cycle finished');
       if (this.reloadRequested) continue;
@@ -210,8 +215,18 @@ export class Agent {
       if (reason === 'woken') log.debug('woken early');
     }
     await this.watcher?.close();
+    await background?.done;
     log.info('stopped');
     return 0;
+  }
+
+  /** The background loop, reading the current configuration and HTTP client at each pass (they change on reload). */
+  private startBackground(signal: AbortSignal): { loop: RetryLoop; done: Promise<void> } | undefined {
+    const pass = this.deps.backgroundPass;
+    if (!pass || this.deps.mode !== 'run' || !this.loadedConfig.config.agent.native_pipeline) return undefined;
+    const log = this.deps.log.child({ component: 'outbox' });
+    const loop = new RetryLoop('signal outbox', (s) => pass(this.loadedConfig, log, this.http, s), log);
+    return { loop, done: loop.run(signal) };
   }
 
   private choosePipeline(): Pipeline | undefined {

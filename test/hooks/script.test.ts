@@ -193,3 +193,16 @@ t.test('secret values are masked wherever they appear in a log line', async (t) 
   t.match(run.stderr, /deploy_signal_id=\*\*\*/);
   t.match(run.stderr, /db_secret=\*\*\*/);
 });
+
+t.test('under OS_CONFIG_AGENT_ROOT the default work and outputs paths move under the root', async (t) => {
+  const { home } = setup(t);
+  const root = t.testdir();
+  const script = '#!/bin/bash\nprintf "%s" "$heat_outputs_path"\nprintf "x" > "$heat_outputs_path.result"\n';
+  const run = await runHook('script', { ...deployment(script), outputs: [{ name: 'result' }] }, {
+    env: { PATH: SYSTEM_PATH, HOME: home, OS_CONFIG_AGENT_ROOT: root },
+  });
+  t.equal(run.result.deploy_status_code, 0);
+  t.equal(run.result.deploy_stdout, path.join(root, 'var/run/heat-config/heat-config-script/dep-0001'));
+  t.equal(run.result.result, 'x');
+  t.ok(existsSync(path.join(root, 'var/lib/heat-config/heat-config-script')), 'working directory created under the root');
+});

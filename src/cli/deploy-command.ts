@@ -1,0 +1,52 @@
+import path from 'node:path';
+import type { Command } from 'commander';
+import { loadConfig } from '../config/load.js';
+import { logProblems } from '../daemon/agent.js';
+import { runDeployments } from '../deploy/dispatch.js';
+import { deploymentsFrom, readCachedMetadata, readHeatConfigFile, writeHeatConfigFile } from '../deploy/metadata-source.js';
+import { createLazyHttpClient } from '../http/lazy-client.js';
+import { createLogger, parseLogLevel } from '../log/logger.js';
+import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './collect-command.js';
+import { addConfigOptions, readConfigOverrides } from './config-options.js';
+import { installSignalHandlers } from './process-signals.js';
+
+// `os-config-agent deploy`: one pass of the deployment runner (upstream: configure.d/55-heat-config) over the
+// deployments of the cached metadata, or of a heat-config file given with --heat-config. Runs pending hooks, signals,
+// records removals. Exits 1 when a deployment failed, a local write failed or the pass was interrupted. Logs go to
+// stderr.
+
+interface DeployFlags extends CommonFlags {
+  heatConfig?: string;
+}
+
+export function defineDeployCommand(cmd: Command, setExit: (code: number) => void): Command {
+  addCommonFlags(cmd);
+  const bindings = addConfigOptions(cmd);
+  cmd.option('--heat-config <file>', 'read the deployments from this heat-config file (a JSON list) instead of the cached metadata');
+  cmd.action(async () => {
+    const flags = cmd.opts<DeployFlags>();
+    if (flags.logLevel) parseLogLevel(flags.logLevel);
+    const log = createLogger({ level: flags.debug ? 'debug' : 'info', destination: 'stderr' });
+    const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
+    logProblems(loaded, log);
+    log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
+    const { config, paths } = loaded;
+    // Signals get one attempt each here; the outbox keeps the rest for the daemon or the next `deploy`.
+    const http = createLazyHttpClient({ defaultMaxBytes: config.agent.http_max_bytes, defaultRetries: 0 });
+    const handlers = installSignalHandlers(log);
+    try {
+      let deployments: unknown[] | undefined;
+      if (flags.heatConfig !== undefined) {
+        deployments = await readHeatConfigFile(paths.map(path.resolve(flags.heatConfig)), flags.heatConfig, config.agent.max_source_bytes);
+      } else {
+        deployments = deploymentsFrom(await readCachedMetadata(config, paths, log), log);
+        if (deployments !== undefined) await writeHeatConfigFile(config, deployments);
+      }
+      const report = await runDeployments({ config, paths, log: log.child({ component: 'deploy' }), http, signal: handlers.signal, deployments });
+      setExit(report.failed.length > 0 || report.interrupted ? 1 : 0);
+    } finally {
+      handlers.dispose();
+    }
+  });
+  return cmd;
+}

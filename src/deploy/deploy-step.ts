@@ -1,0 +1,28 @@
+import type { LoadedConfig } from '../config/load.js';
+import type { PipelineContext } from '../daemon/pipeline.js';
+import type { HttpClient } from '../http/types.js';
+import type { Logger } from '../log/logger.js';
+import { runDeployments, type DeployReport } from './dispatch.js';
+import { deploymentsFrom, writeHeatConfigFile } from './metadata-source.js';
+
+export { flushOutbox, type FlushReport } from './outbox.js';
+
+// The native pipeline's deployment step (upstream: configure.d/55-heat-config). Takes the deployments of this cycle's
+// merged metadata, writes them to the heat-config file for upstream tools, and runs them. A failing hook is signalled
+// to Heat and does not fail the step; only local failures (state directory, heat-config file, the lock) throw, which
+// leaves the cycle uncommitted so it is retried.
+export function createDeployStep(loaded: LoadedConfig, log: Logger, http: HttpClient): (ctx: PipelineContext) => Promise<void> {
+  return async (ctx) => {
+    await deployFromPairs(loaded, log, http, ctx);
+  };
+}
+
+/** The step's work, returning the report (for callers that want the counts). */
+export async function deployFromPairs(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: Pick<PipelineContext, 'pairs' | 'signal'>): Promise<DeployReport> {
+  const deployments = deploymentsFrom(
+    ctx.pairs.map((p) => p.value),
+    log,
+  );
+  if (deployments !== undefined) await writeHeatConfigFile(loaded.config, deployments);
+  return runDeployments({ config: loaded.config, paths: loaded.paths, log, http, signal: ctx.signal, deployments });
+}

@@ -1,0 +1,119 @@
+import { registerSecret } from '../log/redact.js';
+import { deepClone, isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { isSafeFileName } from '../util/safe-name.js';
+
+// One element of Heat's `deployments` list, validated (reference §4.3). The id names files, so it must be a safe
+// file name; everything else is kept as Heat sent it, because hooks read the whole document.
+//
+// Inputs keep their JSON types. Upstream converts every String-typed input whose value is not a string with Python's
+// str() (so true becomes "True" and null "None", bug #1333992) and leaves Number/Boolean inputs alone, which crashes
+// the script hook. Here no value is rewritten: hooks receive what Heat sent and stringify for their tool themselves.
+
+export const DEPLOY_ACTIONS = ['CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME'] as const;
+export const UNGROUPED = 'Heat::Ungrouped';
+
+/** Inputs holding credentials; registered for log scrubbing as soon as a deployment is read. */
+const SECRET_INPUTS = ['deploy_password', 'deploy_signal_id'];
+
+export interface DeploymentInput {
+  readonly name: string;
+  readonly value?: unknown;
+  readonly type?: unknown;
+}
+
+export interface DeploymentOutput {
+  readonly name: string;
+  readonly error_output?: unknown;
+}
+
+export interface Deployment {
+  readonly id: string;
+  readonly name: string;
+  readonly group: string;
+  /** deploy_action, or CREATE when a hand-written deployment has none. */
+  readonly action: string;
+  readonly inputs: readonly DeploymentInput[];
+  readonly outputs: readonly DeploymentOutput[];
+  /** Per-deployment hook timeout from options.hook_timeout, in seconds (0: no limit). */
+  readonly hookTimeoutSeconds?: number;
+  /** The document handed to the hook on stdin and recorded in deployed/<id>.json. */
+  readonly document: JsonObject;
+}
+
+export type ParsedDeployment = { ok: true; deployment: Deployment; warnings: string[] } | { ok: false; reason: string };
+
+export function parseDeployment(raw: unknown): ParsedDeployment {
+  if (!isJsonObject(raw)) return { ok: false, reason: 'the deployment is not a JSON object' };
+  const id = raw.id;
+  if (typeof id !== 'string' || id === '') return { ok: false, reason: 'the deployment has no id' };
+  if (!isSafeFileName(id as unknown)) return { ok: false, reason: `deployment id ${JSON.stringify(String(id).slice(0, 80))} cannot be used as a file name` };
+  const warnings: string[] = [];
+  const document = deepClone(raw);
+
+  const inputs: DeploymentInput[] = [];
+  if (raw.inputs !== undefined && raw.inputs !== null && !Array.isArray(raw.inputs)) warnings.push('"inputs" is not a list; ignored');
+  for (const item of Array.isArray(raw.inputs) ? raw.inputs : []) {
+    if (isJsonObject(item) && typeof item.name === 'string') inputs.push(deepClone(item) as unknown as DeploymentInput);
+    else warnings.push('an input without a string "name" was dropped');
+  }
+  const outputs: DeploymentOutput[] = [];
+  if (raw.outputs !== undefined && raw.outputs !== null && !Array.isArray(raw.outputs)) warnings.push('"outputs" is not a list; ignored');
+  for (const item of Array.isArray(raw.outputs) ? raw.outputs : []) {
+    if (isJsonObject(item) && typeof item.name === 'string') outputs.push(deepClone(item) as unknown as DeploymentOutput);
+    else warnings.push('an output without a string "name" was dropped');
+  }
+  setKey(document, 'inputs', inputs);
+  setKey(document, 'outputs', outputs);
+
+  const group = typeof raw.group === 'string' && raw.group !== '' ? raw.group : UNGROUPED;
+  const name = typeof raw.name === 'string' && raw.name !== '' ? raw.name : id;
+  const actionValue = lastInput(inputs, 'deploy_action');
+  const action = typeof actionValue === 'string' && actionValue !== '' ? actionValue : 'CREATE';
+  if (!(DEPLOY_ACTIONS as readonly string[]).includes(action)) warnings.push(`deploy_action ${JSON.stringify(action)} is not one Heat sends; the hook runs anyway`);
+
+  for (const secret of SECRET_INPUTS) {
+    const v = lastInput(inputs, secret);
+    if (typeof v === 'string') registerSecret(v);
+  }
+
+  const timeout = hookTimeout(raw.options, warnings);
+  return {
+    ok: true,
+    deployment: { id, name, group, action, inputs, outputs, document, ...(timeout !== undefined ? { hookTimeoutSeconds: timeout } : {}) },
+    warnings,
+  };
+}
+
+/** The value of an input; the last one wins when a name repeats (upstream builds a dict from the list). */
+export function inputValue(dep: Pick<Deployment, 'inputs'>, name: string): unknown {
+  return lastInput(dep.inputs, name);
+}
+
+function lastInput(inputs: readonly DeploymentInput[], name: string): unknown {
+  for (let i = inputs.length - 1; i >= 0; i--) if (inputs[i]!.name === name) return inputs[i]!.value;
+  return undefined;
+}
+
+/** options.hook_timeout (seconds, number or numeric string, 0 = no limit) overrides [deploy] hook_timeout. */
+function hookTimeout(options: unknown, warnings: string[]): number | undefined {
+  if (!isJsonObject(options) || options.hook_timeout === undefined || options.hook_timeout === null) return undefined;
+  const raw = options.hook_timeout;
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
+  if (!Number.isFinite(n) || n < 0) {
+    warnings.push(`options.hook_timeout ${JSON.stringify(raw)} is not a number of seconds; the configured hook_timeout applies`);
+    return undefined;
+  }
+  return n;
+}
+
+function setKey(target: JsonObject, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** A copy of a deployment with a different group and config (component selection). */
+export function withGroupAndConfig(dep: Deployment, group: string, config: unknown): Deployment {
+  const document = deepClone(dep.document);
+  setKey(document, 'group', group);
+  setKey(document, 'config', deepClone(config));
+  return { ...dep, group, document };
+}

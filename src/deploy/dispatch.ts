@@ -1,0 +1,308 @@
+import type { AgentConfig } from '../config/options.js';
+import type { HttpClient } from '../http/types.js';
+import type { Logger } from '../log/logger.js';
+import type { PathMapper } from '../util/rooted-path.js';
+import { pythonJsonDumps } from '../util/python-json.js';
+import type { JsonObject } from '../util/json-merge.js';
+import { withDeployLock } from './deploy-lock.js';
+import { parseDeployment, UNGROUPED, type Deployment } from './deployment.js';
+import { findHook, hookDirs } from './find-hook.js';
+import { selectComponent } from './hook-name.js';
+import { attemptSignal, flushDue, queuedSignal, type FlushReport, type OutboxDeps } from './outbox.js';
+import { pruneState } from './prune.js';
+import { runHook, type HookRunner } from './run-hook.js';
+import { bodyFromHookResult, failureBody, judgeSignal, signalLimitFor, STATUS_NO_HOOK, STATUS_NOT_EXECUTABLE, trimSignalBody } from './signal-body.js';
+import { signalTargetFor } from './signal-target.js';
+import { deployLockFile, storeFor, type DeploymentRecord, type SignalRecord, type StateStore, type TransitionListener } from './state-store.js';
+
+// One pass over Heat's deployments, in Heat's order (heat-config's 55-heat-config, made durable):
+//   1. every deployment not seen before gets a record (pending); one that deployed/<id>.json already marks as done
+//      by an earlier agent is adopted and never run;
+//   2. pending (or interrupted) deployments run their hook, one at a time, and their signal is attempted at once;
+//   3. deployments gone from the metadata are recorded as removed (a signal not yet delivered for them is dropped:
+//      Heat has moved on, and a late signal could be taken for a newer action's);
+//   4. other due signals are attempted once; old removed records are pruned.
+// A failing, missing or hanging hook is a failure signal, not an error of this function; only local state failures
+// (and the lock) throw.
+
+/** A hook interrupted this many times (agent killed, machine rebooted while it ran) is reported failed, not re-run. */
+export const MAX_HOOK_STARTS = 2;
+
+/** Groups whose config os-collect-config already hands to the apply step: without a hook they are not an error. */
+const APPLY_GROUPS = new Set(['os-apply-config', UNGROUPED]);
+
+export interface DeployContext {
+  readonly config: AgentConfig;
+  readonly paths: PathMapper;
+  readonly log: Logger;
+  readonly http: HttpClient;
+  /** Aborted on shutdown: the running hook is stopped and left to run again at the next start. */
+  readonly signal: AbortSignal;
+  /** Heat's deployments list; undefined when the metadata has no `deployments` key (then nothing counts as removed). */
+  readonly deployments: readonly unknown[] | undefined;
+  readonly runner?: HookRunner;
+  /** Environment of the hooks (default: the agent's). */
+  readonly env?: NodeJS.ProcessEnv;
+  readonly now?: () => number;
+  readonly random?: () => number;
+  /** Called after each state change is on disk (tests use it to kill the process at every step). */
+  readonly onTransition?: TransitionListener;
+  /** Milliseconds between SIGTERM and SIGKILL when a hook times out. */
+  readonly killGraceMs?: number;
+}
+
+export interface DeployFailure {
+  readonly id: string;
+  readonly name: string;
+  readonly reason: string;
+}
+
+export interface DeployReport {
+  /** Valid deployments in the metadata. */
+  readonly total: number;
+  readonly invalid: number;
+  /** Ids whose hook ran in this pass. */
+  readonly ran: readonly string[];
+  /** Deployments that completed in this pass with a failure (as Heat will judge the signal). */
+  readonly failed: readonly DeployFailure[];
+  readonly skipped: readonly string[];
+  readonly removed: readonly string[];
+  readonly pruned: readonly string[];
+  readonly signals: FlushReport;
+  /** Stopped early by a shutdown. */
+  readonly interrupted: boolean;
+}
+
+export function runDeployments(ctx: DeployContext): Promise<DeployReport> {
+  return withDeployLock(deployLockFile(ctx.config), () => new Dispatcher(ctx).run());
+}
+
+class Dispatcher {
+  private readonly now: () => number;
+  private readonly store: StateStore;
+  private readonly outbox: OutboxDeps;
+  private readonly runner: HookRunner;
+  private readonly ran: string[] = [];
+  private readonly failed: DeployFailure[] = [];
+  private readonly skipped: string[] = [];
+  private readonly attempted = new Set<string>();
+  private interrupted = false;
+
+  constructor(private readonly ctx: DeployContext) {
+    this.now = ctx.now ?? Date.now;
+    this.store = storeFor(ctx.config, ctx.log, this.now, ctx.onTransition);
+    this.runner = ctx.runner ?? runHook;
+    this.outbox = {
+      store: this.store,
+      http: ctx.http,
+      log: ctx.log,
+      timeoutSeconds: ctx.config.deploy.signal_timeout,
+      maxBackoffSeconds: ctx.config.deploy.signal_max_backoff,
+      maxAttempts: Math.max(1, ctx.config.deploy.signal_max_attempts),
+      now: this.now,
+      random: ctx.random ?? Math.random,
+      signal: ctx.signal,
+    };
+  }
+
+  async run(): Promise<DeployReport> {
+    const { log } = this.ctx;
+    await this.store.init();
+    const { list, invalid } = this.parse();
+    const records = new Map((await this.store.list()).map((r) => [r.id, r]));
+    for (const dep of list) {
+      if (this.ctx.signal.aborted) {
+        this.interrupted = true;
+        break;
+      }
+      const record = await this.handle(dep, records.get(dep.id));
+      records.set(dep.id, record);
+      if (this.interrupted) break;
+    }
+    const current = new Set(list.map((d) => d.id));
+    const removed: string[] = [];
+    let pruned: string[] = [];
+    let signals: FlushReport = { attempted: 0, sent: 0, failed: 0, pending: 0 };
+    if (!this.interrupted) {
+      if (this.ctx.deployments !== undefined) {
+        for (const record of records.values()) {
+          if (current.has(record.id) || record.state === 'removed') continue;
+          records.set(record.id, await this.markRemoved(record));
+          removed.push(record.id);
+        }
+      }
+      signals = await flushDue(this.outbox, this.attempted);
+      if (this.ctx.deployments !== undefined) {
+        pruned = await pruneState({ store: this.store, records: [...records.values()], current, pruneAfterDays: this.ctx.config.deploy.prune_after, now: this.now(), log });
+      }
+    }
+    const report: DeployReport = { total: list.length, invalid, ran: this.ran, failed: this.failed, skipped: this.skipped, removed, pruned, signals, interrupted: this.interrupted };
+    log.info(
+      { deployments: report.total, ran: report.ran.length, failed: report.failed.length, removed: removed.length, pruned: pruned.length, signalsPending: signals.pending, interrupted: report.interrupted },
+      'deployments processed',
+    );
+    return report;
+  }
+
+  private parse(): { list: Deployment[]; invalid: number } {
+    const { log } = this.ctx;
+    const list: Deployment[] = [];
+    const seen = new Set<string>();
+    let invalid = 0;
+    for (const [index, raw] of (this.ctx.deployments ?? []).entries()) {
+      const parsed = parseDeployment(raw);
+      if (!parsed.ok) {
+        invalid++;
+        log.warn({ index, reason: parsed.reason }, 'deployment skipped: invalid');
+        continue;
+      }
+      const dep = parsed.deployment;
+      if (seen.has(dep.id)) {
+        log.warn({ deploymentId: dep.id, deploymentName: dep.name, index }, 'deployment listed twice; the first entry is used');
+        continue;
+      }
+      seen.add(dep.id);
+      for (const problem of parsed.warnings) log.warn({ deploymentId: dep.id, deploymentName: dep.name, problem }, 'deployment has a problem');
+      list.push(dep);
+    }
+    return { list, invalid };
+  }
+
+  private async handle(dep: Deployment, existing: DeploymentRecord | undefined): Promise<DeploymentRecord> {
+    const fields = { id: dep.id, name: dep.name, group: dep.group, action: dep.action };
+    let record = existing;
+    if (!record) {
+      if (await this.store.hasDeployed(dep.id)) {
+        return this.store.create(fields, 'signalled', { adopted: true }, { reason: 'deployed/<id>.json exists: deployed by an earlier agent; not run again' });
+      }
+      record = await this.store.create(fields);
+    } else if (record.state === 'removed') {
+      const back = record.stateBeforeRemoval ?? 'pending';
+      record = await this.store.transition(record, back, { removedAt: undefined, stateBeforeRemoval: undefined }, { reason: 'listed again' });
+    }
+    if (record.state !== 'pending' && record.state !== 'running') return record;
+    return this.execute(dep, record);
+  }
+
+  private async execute(dep: Deployment, record: DeploymentRecord): Promise<DeploymentRecord> {
+    const { config, paths, log } = this.ctx;
+    const dlog = log.child({ deploymentId: dep.id, deploymentName: dep.name });
+    if (record.state === 'running') {
+      if (record.hookStarts >= MAX_HOOK_STARTS) {
+        const message = `the hook was interrupted ${record.hookStarts} times (the agent stopped or the machine restarted while it ran) and is not started again; trigger the deployment again from Heat to retry`;
+        dlog.error({ code: 'ERR_HOOK', hookStarts: record.hookStarts }, 'hook interrupted too often; failure signalled');
+        return this.finish(dep, record, failureBody(message, 1), { exitCode: null }, message);
+      }
+      dlog.warn({ hookStarts: record.hookStarts }, 'hook was interrupted; running it again');
+    }
+    const selected = selectComponent(dep);
+    if (!selected.ok) {
+      dlog.warn({ reason: selected.reason }, 'component deployment skipped');
+      this.skipped.push(dep.id);
+      return this.store.transition(record, 'skipped', { lastError: selected.reason }, { reason: selected.reason });
+    }
+    const d = selected.deployment;
+    const dirs = hookDirs(config, paths, this.ctx.env ?? process.env);
+    const lookup = await findHook(d.group, dirs);
+    if (!lookup.found) {
+      if (APPLY_GROUPS.has(d.group)) {
+        this.skipped.push(dep.id);
+        const reason = `group ${d.group} has no hook: its config is applied as os-apply-config metadata`;
+        return this.store.transition(record, 'skipped', {}, { reason });
+      }
+      const shownDirs = dirs.map((x) => paths.unmap(x)).join(', ');
+      const message = `no hook for group "${d.group}" (looked for "${lookup.name}" in ${shownDirs}); install the hook or correct the deployment's group`;
+      dlog.error({ code: 'ERR_HOOK', group: d.group, hookName: lookup.name, searched: shownDirs }, 'hook missing; failure signalled');
+      await this.store.writeDeployed(d.id, d.document);
+      return this.finish(d, record, failureBody(message, STATUS_NO_HOOK), { exitCode: null }, message);
+    }
+    const shown = paths.unmap(lookup.found.path);
+    if (!lookup.found.runnable) {
+      const message = `hook ${shown} ${lookup.found.problem ?? 'cannot be run'}; make it an executable file`;
+      dlog.error({ code: 'ERR_HOOK', hook: shown }, 'hook not runnable; failure signalled');
+      await this.store.writeDeployed(d.id, d.document);
+      return this.finish(d, record, failureBody(message, STATUS_NOT_EXECUTABLE), { exitCode: null }, message);
+    }
+
+    const timeoutSeconds = d.hookTimeoutSeconds ?? config.deploy.hook_timeout;
+    record = await this.store.transition(record, 'running', { hook: shown, hookStarts: record.hookStarts + 1, startedAt: this.timestamp() }, { hook: shown });
+    await this.store.writeDeployed(d.id, d.document);
+    this.ran.push(d.id);
+    const result = await this.runner({
+      file: lookup.found.path,
+      input: pythonJsonDumps(d.document),
+      env: this.hookEnv(),
+      timeoutMs: timeoutSeconds * 1000,
+      signal: this.ctx.signal,
+      ...(this.ctx.killGraceMs !== undefined ? { killGraceMs: this.ctx.killGraceMs } : {}),
+    });
+    dlog.info(
+      { hook: shown, exitCode: result.exitCode, killedBy: result.signal, timedOut: result.timedOut, durationMs: result.durationMs, stdoutBytes: result.stdout.length, stderrBytes: result.stderr.length },
+      'hook finished',
+    );
+    if (result.stderr !== '') dlog.debug({ stderrTail: result.stderr.slice(-4096) }, 'hook stderr');
+    if (result.aborted) {
+      // Left in `running`: the next start runs it again (and counts the start).
+      this.interrupted = true;
+      dlog.info('hook stopped by shutdown; it runs again at the next start');
+      return record;
+    }
+    if (result.timedOut) dlog.error({ code: 'ERR_HOOK', hook: shown, timeoutSeconds }, 'hook timed out; process group killed; failure signalled');
+    else if (result.spawnError) dlog.error({ code: 'ERR_HOOK', hook: shown, reason: result.spawnError.code }, 'hook could not be started; failure signalled');
+    const body = bodyFromHookResult(result, shown, timeoutSeconds);
+    return this.finish(d, record, body, { exitCode: result.exitCode });
+  }
+
+  /** Store the result and queue the signal (on disk), then attempt it once. */
+  private async finish(dep: Deployment, record: DeploymentRecord, body: JsonObject, extra: { exitCode: number | null }, agentError?: string): Promise<DeploymentRecord> {
+    const choice = signalTargetFor(dep);
+    const transport = choice.ok ? choice.target.transport : choice.transport;
+    const trimmed = trimSignalBody(body, signalLimitFor(transport));
+    if (trimmed.trimmed > 0) this.ctx.log.warn({ deploymentId: dep.id, deploymentName: dep.name, trimmedCharacters: trimmed.trimmed, bytes: trimmed.text.length }, 'signal trimmed to fit the size limit');
+    const verdict = judgeSignal(trimmed.body, dep.outputs);
+    await this.store.writeNotify(dep.id, trimmed.body);
+    let signal: SignalRecord;
+    if (!choice.ok) {
+      signal = { state: 'failed', transport, attempts: 0, lastError: choice.reason };
+      this.ctx.log.error({ deploymentId: dep.id, deploymentName: dep.name, code: 'ERR_SIGNAL', reason: choice.reason }, 'signal cannot be sent: bad signal inputs');
+    } else if (choice.target.transport === 'NO_SIGNAL') {
+      signal = { state: 'none', transport: 'NO_SIGNAL', attempts: 0 };
+    } else {
+      signal = queuedSignal(choice.target, trimmed.text);
+    }
+    const lastError = agentError ?? (verdict.failed ? verdict.reason : undefined) ?? (choice.ok ? undefined : choice.reason);
+    if (verdict.failed) this.failed.push({ id: dep.id, name: dep.name, reason: agentError ?? verdict.reason ?? 'failed' });
+    let next = await this.store.transition(
+      record,
+      'done',
+      { endedAt: this.timestamp(), exitCode: extra.exitCode, statusCode: verdict.statusCode, failed: verdict.failed, lastError, signal },
+      { exitCode: extra.exitCode, failed: verdict.failed, ...(verdict.reason ? { reason: verdict.reason } : {}) },
+    );
+    if (next.signal.state === 'pending') {
+      next = await attemptSignal(next, this.outbox);
+      this.attempted.add(dep.id);
+    }
+    return next;
+  }
+
+  private async markRemoved(record: DeploymentRecord): Promise<DeploymentRecord> {
+    const pending = record.signal.state === 'pending';
+    const signal: SignalRecord = pending
+      ? { state: 'cancelled', transport: record.signal.transport, attempts: record.signal.attempts, lastError: 'the deployment left the metadata before its signal was delivered' }
+      : record.signal;
+    return this.store.transition(record, 'removed', { stateBeforeRemoval: record.state, removedAt: this.timestamp(), signal }, pending ? { signalCancelled: true } : {});
+  }
+
+  /**
+   * The agent's environment (or the one given); under --root also OS_CONFIG_AGENT_ROOT, so hooks can place their own
+   * work files under the same root.
+   */
+  private hookEnv(): NodeJS.ProcessEnv {
+    const env = this.ctx.env ?? process.env;
+    return this.ctx.paths.root === '/' ? env : { ...env, OS_CONFIG_AGENT_ROOT: this.ctx.paths.root };
+  }
+
+  private timestamp(): string {
+    return new Date(this.now()).toISOString();
+  }
+}

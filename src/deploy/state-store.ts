@@ -1,0 +1,271 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { AgentConfig } from '../config/options.js';
+import type { Logger } from '../log/logger.js';
+import { readFileIfExists, writeFileAtomic } from '../util/atomic-write.js';
+import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { pythonJsonDumps } from '../util/python-json.js';
+import { isSafeFileName } from '../util/safe-name.js';
+import { stateError } from './deploy-errors.js';
+import type { SignalTarget, Transport } from './signal-target.js';
+
+// Durable per-deployment state: <state_dir>/deployments/<id>.json, one record per deployment, rewritten atomically
+// (fsync, rename) at every step, so whatever instant the agent dies at, the record says what is left to do:
+//
+//   pending -> running -> done -> signalled        (skipped, removed: see below)
+//
+// pending: seen, hook not started. running: hook started (hookStarts counts starts; an interrupted hook is run once
+// more, then reported failed, so a hook that reboots the machine cannot loop). done: the hook's result and the signal
+// (body and target) are stored; the signal is in the outbox until delivered. signalled: Heat has it. skipped: nothing
+// to run (an os-apply-config deployment without a hook, a component without a config for the action). removed: gone
+// from the metadata; pruned after [deploy] prune_after days.
+//
+// Next to it, the upstream files in [deploy] deployed_dir: <id>.json (the deployment, written before the hook runs,
+// as heat-config does) and <id>.notify.json (the signal, written after the hook), both 0600, indent 2. Upstream tools
+// that test for <id>.json see the same deployments as deployed.
+
+export const DEPLOYMENT_STATES = ['pending', 'running', 'done', 'signalled', 'skipped', 'removed'] as const;
+export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
+export type SignalState = 'none' | 'pending' | 'sent' | 'failed' | 'cancelled';
+
+export interface SignalRecord {
+  readonly state: SignalState;
+  readonly transport: Transport;
+  readonly attempts: number;
+  /** While pending: where to send, and what (the trimmed JSON text). Dropped once settled. */
+  readonly target?: SignalTarget;
+  readonly text?: string;
+  readonly nextAttemptAt?: string;
+  readonly lastAttemptAt?: string;
+  readonly sentAt?: string;
+  readonly lastStatus?: number;
+  readonly lastError?: string;
+}
+
+export interface DeploymentRecord {
+  readonly version: 1;
+  readonly id: string;
+  readonly name: string;
+  readonly group: string;
+  readonly action: string;
+  readonly state: DeploymentState;
+  /** For removed records: the state before removal. */
+  readonly stateBeforeRemoval?: DeploymentState;
+  /** Hook path as the instance sees it. */
+  readonly hook?: string;
+  readonly hookStarts: number;
+  readonly firstSeenAt: string;
+  readonly updatedAt: string;
+  readonly startedAt?: string;
+  readonly endedAt?: string;
+  readonly exitCode?: number | null;
+  /** deploy_status_code of the signal, as text. */
+  readonly statusCode?: string;
+  /** As Heat will judge the signal. */
+  readonly failed?: boolean;
+  readonly lastError?: string;
+  readonly removedAt?: string;
+  /** Found already deployed by an earlier agent (deployed/<id>.json existed): never run here. */
+  readonly adopted?: boolean;
+  readonly signal: SignalRecord;
+}
+
+export type TransitionListener = (record: DeploymentRecord, from: DeploymentState | undefined) => void | Promise<void>;
+
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
+
+export class StateStore {
+  readonly recordsDir: string;
+
+  constructor(
+    stateDir: string,
+    readonly deployedDir: string,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+    private readonly onTransition?: TransitionListener,
+  ) {
+    this.recordsDir = path.join(stateDir, 'deployments');
+  }
+
+  async init(): Promise<void> {
+    for (const dir of [this.recordsDir, this.deployedDir]) {
+      try {
+        await fs.mkdir(dir, { recursive: true, mode: DIR_MODE });
+      } catch (err) {
+        throw stateError('create the directory', dir, err);
+      }
+    }
+  }
+
+  timestamp(): string {
+    return new Date(this.now()).toISOString();
+  }
+
+  recordPath(id: string): string {
+    return path.join(this.recordsDir, `${id}.json`);
+  }
+
+  deployedPath(id: string): string {
+    return path.join(this.deployedDir, `${id}.json`);
+  }
+
+  notifyPath(id: string): string {
+    return path.join(this.deployedDir, `${id}.notify.json`);
+  }
+
+  /** The record of a deployment; a corrupt one is logged, set aside (unless readOnly) and reads as absent. */
+  async read(id: string, readOnly = false): Promise<DeploymentRecord | undefined> {
+    const file = this.recordPath(id);
+    let text: string | undefined;
+    try {
+      text = await readFileIfExists(file);
+    } catch (err) {
+      throw stateError('read', file, err);
+    }
+    if (text === undefined) return undefined;
+    const record = parseRecord(text, id);
+    if (record) return record;
+    if (readOnly) {
+      this.log.warn({ code: 'ERR_DEPLOYMENT_STATE', deploymentId: id, file }, 'deployment record is corrupt; ignored');
+      return undefined;
+    }
+    const aside = `${file}.corrupt-${this.now()}`;
+    this.log.error({ code: 'ERR_DEPLOYMENT_STATE', deploymentId: id, file, movedTo: aside }, 'deployment record is corrupt; set aside');
+    await fs.rename(file, aside).catch((err: unknown) => {
+      throw stateError('set aside the corrupt record', file, err);
+    });
+    return undefined;
+  }
+
+  /** Every record, in no particular order. */
+  async list(readOnly = false): Promise<DeploymentRecord[]> {
+    let names: string[];
+    try {
+      names = await fs.readdir(this.recordsDir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw stateError('list', this.recordsDir, err);
+    }
+    const out: DeploymentRecord[] = [];
+    for (const name of names) {
+      if (!name.endsWith('.json') || name.startsWith('.')) continue;
+      const id = name.slice(0, -'.json'.length);
+      if (!isSafeFileName(id)) continue;
+      const record = await this.read(id, readOnly);
+      if (record) out.push(record);
+    }
+    return out;
+  }
+
+  /** Write a record without a state change (signal bookkeeping). */
+  async save(record: DeploymentRecord): Promise<DeploymentRecord> {
+    const next = { ...record, updatedAt: this.timestamp() };
+    const file = this.recordPath(record.id);
+    try {
+      await writeFileAtomic(file, `${JSON.stringify(next, null, 2)}\n`, { mode: FILE_MODE });
+    } catch (err) {
+      throw stateError('write', file, err);
+    }
+    return next;
+  }
+
+  /** Record a deployment seen for the first time, in its first state. */
+  async create(
+    fields: { id: string; name: string; group: string; action: string },
+    state: DeploymentState = 'pending',
+    patch: Partial<DeploymentRecord> = {},
+    logFields: Record<string, unknown> = {},
+  ): Promise<DeploymentRecord> {
+    const at = this.timestamp();
+    const record: DeploymentRecord = { version: 1, ...fields, state, hookStarts: 0, firstSeenAt: at, updatedAt: at, signal: { state: 'none', transport: 'NO_SIGNAL', attempts: 0 }, ...patch };
+    return this.commit(record, undefined, logFields);
+  }
+
+  /** Move a record to a new state: written durably first, then logged (one line per transition). */
+  async transition(record: DeploymentRecord, to: DeploymentState, patch: Partial<DeploymentRecord> = {}, logFields: Record<string, unknown> = {}): Promise<DeploymentRecord> {
+    return this.commit({ ...record, ...patch, state: to }, record.state, logFields);
+  }
+
+  private async commit(record: DeploymentRecord, from: DeploymentState | undefined, logFields: Record<string, unknown>): Promise<DeploymentRecord> {
+    const next = await this.save(record);
+    this.log.info(
+      {
+        deploymentId: next.id,
+        deploymentName: next.name,
+        group: next.group,
+        action: next.action,
+        from: from ?? null,
+        to: next.state,
+        ...(next.state === 'done' || next.state === 'signalled' ? { signal: next.signal.state, transport: next.signal.transport } : {}),
+        ...logFields,
+      },
+      'deployment state changed',
+    );
+    await this.onTransition?.(next, from);
+    return next;
+  }
+
+  async hasDeployed(id: string): Promise<boolean> {
+    try {
+      await fs.lstat(this.deployedPath(id));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** deployed/<id>.json: the deployment as the hook receives it, upstream's format (indent 2, ASCII-escaped). */
+  async writeDeployed(id: string, document: JsonObject): Promise<void> {
+    const file = this.deployedPath(id);
+    try {
+      await writeFileAtomic(file, pythonJsonDumps(document, { indent: 2 }), { mode: FILE_MODE });
+    } catch (err) {
+      throw stateError('write', file, err);
+    }
+  }
+
+  /** deployed/<id>.notify.json: the signal body. A whole new file each time (upstream left stale tails). */
+  async writeNotify(id: string, body: JsonObject): Promise<void> {
+    const file = this.notifyPath(id);
+    try {
+      await writeFileAtomic(file, pythonJsonDumps(body, { indent: 2 }), { mode: FILE_MODE });
+    } catch (err) {
+      throw stateError('write', file, err);
+    }
+  }
+
+  /** Delete a deployment's record and upstream files. */
+  async forget(id: string): Promise<void> {
+    for (const file of [this.deployedPath(id), this.notifyPath(id), this.recordPath(id)]) {
+      try {
+        await fs.rm(file, { force: true });
+      } catch (err) {
+        throw stateError('delete', file, err);
+      }
+    }
+  }
+}
+
+/** The store of the configured state directory and deployed_dir. */
+export function storeFor(config: AgentConfig, log: Logger, now: () => number = Date.now, onTransition?: TransitionListener): StateStore {
+  return new StateStore(config.agent.state_dir, config.deploy.deployed_dir, log, now, onTransition);
+}
+
+/** The lock file serialising deployment runs (see deploy-lock.ts). */
+export function deployLockFile(config: AgentConfig): string {
+  return path.join(config.agent.state_dir, 'deploy.lock');
+}
+
+function parseRecord(text: string, id: string): DeploymentRecord | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isJsonObject(value) || value.version !== 1 || value.id !== id) return undefined;
+  if (!(DEPLOYMENT_STATES as readonly unknown[]).includes(value.state) || !isJsonObject(value.signal)) return undefined;
+  if (typeof value.hookStarts !== 'number' || typeof value.name !== 'string' || typeof value.group !== 'string') return undefined;
+  return value as unknown as DeploymentRecord;
+}

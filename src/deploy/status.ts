@@ -1,0 +1,117 @@
+import type { AgentConfig } from '../config/options.js';
+import type { Logger } from '../log/logger.js';
+import { scrubText } from '../log/redact.js';
+import type { Transport } from './signal-target.js';
+import { storeFor, type DeploymentRecord, type DeploymentState, type SignalState } from './state-store.js';
+
+// `os-config-agent status`: what the agent knows about every deployment, from the state records (read only). The
+// signal's target and body stay out of it: they hold credentials and can be large.
+
+export interface DeploymentStatus {
+  readonly id: string;
+  readonly name: string;
+  readonly group: string;
+  readonly action: string;
+  readonly state: DeploymentState;
+  readonly firstSeenAt: string;
+  readonly startedAt?: string;
+  readonly endedAt?: string;
+  readonly removedAt?: string;
+  readonly hook?: string;
+  readonly hookStarts: number;
+  readonly exitCode?: number | null;
+  readonly statusCode?: string;
+  readonly failed?: boolean;
+  readonly adopted?: boolean;
+  readonly signal: {
+    readonly state: SignalState;
+    readonly transport: Transport;
+    readonly attempts: number;
+    readonly sentAt?: string;
+    readonly nextAttemptAt?: string;
+    readonly lastStatus?: number;
+  };
+  readonly lastError?: string;
+}
+
+export function toStatus(r: DeploymentRecord): DeploymentStatus {
+  const s = r.signal;
+  const lastError = r.lastError ?? s.lastError;
+  return {
+    id: r.id,
+    name: r.name,
+    group: r.group,
+    action: r.action,
+    state: r.state,
+    firstSeenAt: r.firstSeenAt,
+    ...(r.startedAt ? { startedAt: r.startedAt } : {}),
+    ...(r.endedAt ? { endedAt: r.endedAt } : {}),
+    ...(r.removedAt ? { removedAt: r.removedAt } : {}),
+    ...(r.hook ? { hook: r.hook } : {}),
+    hookStarts: r.hookStarts,
+    ...(r.exitCode !== undefined ? { exitCode: r.exitCode } : {}),
+    ...(r.statusCode !== undefined ? { statusCode: r.statusCode } : {}),
+    ...(r.failed !== undefined ? { failed: r.failed } : {}),
+    ...(r.adopted ? { adopted: true } : {}),
+    signal: {
+      state: s.state,
+      transport: s.transport,
+      attempts: s.attempts,
+      ...(s.sentAt ? { sentAt: s.sentAt } : {}),
+      ...(s.state === 'pending' && s.nextAttemptAt ? { nextAttemptAt: s.nextAttemptAt } : {}),
+      ...(s.lastStatus !== undefined ? { lastStatus: s.lastStatus } : {}),
+    },
+    ...(lastError ? { lastError: scrubText(lastError) } : {}),
+  };
+}
+
+/** Every known deployment, oldest first. */
+export async function readStatus(config: AgentConfig, log: Logger): Promise<DeploymentStatus[]> {
+  const records = await storeFor(config, log).list(true);
+  return records.sort((a, b) => a.firstSeenAt.localeCompare(b.firstSeenAt) || a.id.localeCompare(b.id)).map(toStatus);
+}
+
+const COLUMNS = ['ID', 'NAME', 'GROUP', 'ACTION', 'STATE', 'STARTED', 'ENDED', 'EXIT', 'SIGNAL', 'ERROR'] as const;
+const MAX_ERROR_WIDTH = 80;
+
+/** A plain text table, one deployment per line. */
+export function formatStatusTable(list: readonly DeploymentStatus[]): string {
+  if (list.length === 0) return 'no deployments known\n';
+  const rows = list.map((d) => [
+    d.id,
+    d.name,
+    d.group,
+    d.action,
+    d.state + (d.adopted ? ' (adopted)' : ''),
+    shortTime(d.startedAt),
+    shortTime(d.endedAt ?? d.removedAt),
+    d.exitCode === undefined || d.exitCode === null ? (d.statusCode ?? '-') : String(d.exitCode),
+    signalText(d),
+    oneLine(d.lastError ?? '-'),
+  ]);
+  const widths = COLUMNS.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  return [line(COLUMNS), ...rows.map(line)].join('\n') + '\n';
+}
+
+function shortTime(iso: string | undefined): string {
+  return iso ? iso.replace(/\.\d{3}Z$/, 'Z') : '-';
+}
+
+function signalText(d: DeploymentStatus): string {
+  const s = d.signal;
+  if (d.state === 'pending' || d.state === 'running' || d.state === 'skipped') return '-';
+  if (s.state === 'none') return s.transport === 'NO_SIGNAL' ? 'none' : '-';
+  const base = `${s.state} ${s.transport}`;
+  if (s.state === 'pending') return `${base} (${s.attempts} tries${s.nextAttemptAt ? `, next ${shortTime(s.nextAttemptAt)}` : ''})`;
+  return base;
+}
+
+function oneLine(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > MAX_ERROR_WIDTH ? `${flat.slice(0, MAX_ERROR_WIDTH - 1)}…` : flat;
+}

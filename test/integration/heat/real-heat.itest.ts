@@ -1,0 +1,309 @@
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import t, { type Test } from 'tap';
+import { HeatClient, outputsOf, type Stack } from './heat-client.js';
+import { startRealHeat, type RealHeat } from './harness.js';
+import { prepareInstance, startAgent, type AgentProcess, type Instance } from './instance.js';
+
+// The agent against real OpenStack Heat and Keystone (Debian's packages, all on 127.0.0.1): each scenario creates a
+// stack around an OS::Heat::DeployedServer, gives a fresh instance root only the heat_local data a cold boot has,
+// starts `os-config-agent run` on it and checks what Heat itself reports. Not part of the default `tap` run (the
+// file name does not match test/**/*.test.ts); run it with
+//   sudo bash test/integration/heat/install.sh && node scripts/build.mjs && \
+//   npx tap --timeout=480 test/integration/heat/real-heat.itest.ts
+// Every scenario is bounded (90 s); a failed run (or any run with OCA_REAL_HEAT_KEEP=1) keeps Heat's state directory
+// and logs and names it. OCA_AGENT_BUNDLE=<file> runs another build of the agent than dist/os-config-agent.mjs.
+
+const TEMPLATES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'templates');
+const SCENARIO = { timeout: 90_000 };
+const run = promisify(execFile);
+
+let heat: RealHeat | undefined;
+let client: HeatClient;
+
+t.before(async () => {
+  for (const tool of ['heat-all', 'keystone-wsgi-public', 'keystone-manage', 'heat-manage', 'swift-proxy-server', 'swift-ring-builder']) {
+    if (!existsSync(`/usr/bin/${tool}`)) throw new Error(`/usr/bin/${tool} is missing: run "sudo bash test/integration/heat/install.sh" first`);
+  }
+  const started = Date.now();
+  heat = await startRealHeat({ swift: true });
+  client = new HeatClient(heat.keystoneUrl, heat.adminPassword, heat.apiPort);
+  t.comment(`real Heat up in ${((Date.now() - started) / 1000).toFixed(1)} s (${JSON.stringify(heat.timings)}); state in ${heat.dir}`);
+});
+
+t.teardown(async () => {
+  if (!heat) return;
+  const keep = !t.passing() || process.env.OCA_REAL_HEAT_KEEP === '1';
+  await heat.stop({ keep });
+  if (keep) t.comment(`real-heat state and logs kept in ${heat.dir}`);
+});
+
+function template(name: string): string {
+  return readFileSync(path.join(TEMPLATES, name), 'utf8');
+}
+
+interface Booted {
+  readonly instance: Instance;
+  readonly agent: AgentProcess;
+  /** Date.now() just before `stack create`. */
+  readonly createdAt: number;
+  readonly logFile: string;
+}
+
+/** Creates the stack, waits for its server, builds the instance from the server's os-collect-config and starts the agent. */
+async function boot(tt: Test, stack: string, file: string, parameters: Record<string, unknown>, dir = tt.testdir()): Promise<Booted> {
+  const createdAt = Date.now();
+  await client.createStack(stack, template(file), parameters);
+  await client.waitResource(stack, 'server', 30_000);
+  const metadata = await client.resourceMetadata(stack, 'server');
+  tt.ok(metadata['os-collect-config'], 'Heat gives the server an os-collect-config section');
+  const instance = prepareInstance(dir, metadata['os-collect-config']);
+  const logFile = path.join(heat!.dir, `agent-${stack}.log`);
+  const agent = startAgent(instance, logFile);
+  tt.teardown(async () => {
+    await agent.stop();
+    if (!tt.passing()) tt.comment(`agent log: ${logFile}`);
+  });
+  return { instance, agent, createdAt, logFile };
+}
+
+/** Waits for the stack's `action` to end, failing at once when an agent can no longer make progress. */
+async function settle(stack: string, action: 'CREATE' | 'UPDATE' | 'DELETE', timeoutMs: number, agents: readonly AgentProcess[]): Promise<Stack | undefined> {
+  let done = false;
+  const waiting = client.waitFor(stack, action, timeoutMs).finally(() => (done = true));
+  const watch = (async () => {
+    while (!done) {
+      const problem = agents.map((a) => a.problem()).find(Boolean);
+      if (problem) throw new Error(`stack ${stack} waiting for ${action}: ${problem}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return undefined;
+  })();
+  const [result] = await Promise.all([waiting, watch]);
+  return result;
+}
+
+async function signalEvents(stack: string, resource: string): Promise<number> {
+  const events = await client.events(stack, resource);
+  return events.filter((e) => e.resource_status.startsWith('SIGNAL')).length;
+}
+
+async function deploymentRecord(stack: string, resource: string) {
+  return client.softwareDeployment(await client.resourceId(stack, resource));
+}
+
+t.test('harness self-check: Debian os-collect-config reads the metadata through heat-api-cfn; a manual CFN signal completes the stack', SCENARIO, async (t) => {
+  if (!existsSync('/usr/bin/os-collect-config')) throw new Error('/usr/bin/os-collect-config is missing: run test/integration/heat/install.sh');
+  const stack = 'selfcheck';
+  const doc = { nested: { list: [1, 'two', null] } };
+  await client.createStack(stack, template('typed-inputs.yaml'), { text: 'plain', count: 7, flag: false, items: 'x,y', doc });
+  await client.waitResource(stack, 'server', 30_000);
+  const occ = (await client.resourceMetadata(stack, 'server'))['os-collect-config'] as { cfn: Record<string, string> };
+  t.match(occ.cfn.metadata_url, /^http:\/\/127\.0\.0\.1:\d+\/v1\/$/, 'the CFN metadata URL is loopback');
+  const dir = t.testdir();
+  const conf = path.join(dir, 'occ.conf');
+  writeFileSync(
+    conf,
+    `[DEFAULT]\ncachedir = ${dir}/cache\nbackup_cachedir = ${dir}/backup\n[cfn]\nmetadata_url = ${occ.cfn.metadata_url}\naccess_key_id = ${occ.cfn.access_key_id}\n` +
+      `secret_access_key = ${occ.cfn.secret_access_key}\nstack_name = ${occ.cfn.stack_name}\npath = ${occ.cfn.path}\n`,
+    { mode: 0o600 },
+  );
+  // The deployment is added to the metadata moments after the server completes.
+  let deployment: { inputs: Array<{ name: string; value: unknown }> } | undefined;
+  for (let i = 0; i < 40 && !deployment; i++) {
+    const { stdout } = await run('/usr/bin/os-collect-config', ['--config-file', conf, '--print', 'cfn'], { env: { PATH: '/usr/bin:/bin' }, timeout: 30_000 });
+    deployment = (JSON.parse(stdout) as { cfn?: { deployments?: Array<typeof deployment> } }).cfn?.deployments?.[0];
+    if (!deployment) await new Promise((r) => setTimeout(r, 500));
+  }
+  if (!deployment) throw new Error('os-collect-config never saw the deployment');
+  const input = (name: string) => deployment!.inputs.find((i) => i.name === name)?.value;
+  t.same(input('doc'), doc, 'a Json input arrives in the metadata as JSON');
+  t.same(input('items'), ['x', 'y'], 'a CommaDelimitedList input arrives as a list');
+  t.equal(input('count'), 7, 'a Number input arrives as a number');
+  t.equal(input('deploy_signal_transport'), 'CFN_SIGNAL');
+  const signalUrl = String(input('deploy_signal_id'));
+  t.match(signalUrl, /^http:\/\/127\.0\.0\.1:\d+\/v1\/signal\//, 'the pre-signed signal URL is loopback');
+  const res = await fetch(signalUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ deploy_stdout: 'manual out', deploy_stderr: 'manual err', deploy_status_code: 0, text_out: 'by hand' }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  t.equal(res.status, 200, 'heat-api-cfn accepts the signed signal');
+  const done = (await client.waitFor(stack, 'CREATE', 60_000)) as Stack;
+  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+  const out = outputsOf(done);
+  t.equal(out.text_out, 'by hand');
+  t.equal(out.deploy_stdout, 'manual out');
+  t.equal(out.deploy_status_code, 0);
+  t.ok(heat!.ec2Bridge.forwarded() > 0, 'signed requests went through the ec2tokens bridge');
+  t.equal(await signalEvents(stack, 'deployment'), 1, 'one signal event');
+});
+
+t.test('harness self-check: Heat publishes metadata to a Swift TempURL and takes a signal written to one', SCENARIO, async (t) => {
+  const stack = 'selfcheck-swift';
+  await client.createStack(stack, template('temp-url.yaml'), { who: 'by hand' });
+  await client.waitResource(stack, 'server', 30_000);
+  const occ = (await client.resourceMetadata(stack, 'server'))['os-collect-config'] as { collectors: string[]; request: { metadata_url: string } };
+  t.same(occ.collectors, ['request', 'local']);
+  t.ok(occ.request.metadata_url.startsWith(`${heat!.swiftUrl}/v1/AUTH_`), 'the metadata TempURL is on the loopback Swift');
+  let deployment: { inputs: Array<{ name: string; value: unknown }> } | undefined;
+  for (let i = 0; i < 40 && !deployment; i++) {
+    const res = await fetch(occ.request.metadata_url, { signal: AbortSignal.timeout(30_000) });
+    t.equal(res.status, 200, 'the TempURL answers without a token');
+    deployment = ((await res.json()) as { deployments?: Array<typeof deployment> }).deployments?.[0];
+    if (!deployment) await new Promise((r) => setTimeout(r, 500));
+  }
+  if (!deployment) throw new Error('the TempURL metadata never held the deployment');
+  const input = (name: string) => deployment!.inputs.find((i) => i.name === name)?.value;
+  t.equal(input('deploy_signal_transport'), 'TEMP_URL_SIGNAL');
+  t.equal(input('deploy_signal_verb'), 'PUT');
+  const res = await fetch(String(input('deploy_signal_id')), {
+    method: 'PUT',
+    body: JSON.stringify({ deploy_stdout: 'manual', deploy_stderr: '', deploy_status_code: 0, greeting: 'written by hand' }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  t.equal(res.status, 201, 'Swift stores the signal object');
+  const done = (await client.waitFor(stack, 'CREATE', 60_000)) as Stack;
+  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+  t.equal(outputsOf(done).greeting, 'written by hand');
+});
+
+t.test('POLL_SERVER_CFN + CFN_SIGNAL: typed inputs, outputs and deploy_* attributes', SCENARIO, async (t) => {
+  const stack = 'cfn-typed';
+  const doc = { k: [1, 2], s: 'x', nested: { ok: true } };
+  const booted = await boot(t, stack, 'typed-inputs.yaml', { text: 'two words', count: 42, flag: true, items: 'a,b,c', doc });
+  const done = (await settle(stack, 'CREATE', 80_000, [booted.agent])) as Stack;
+  const seconds = (Date.now() - booted.createdAt) / 1000;
+  const peak = booted.agent.peakRssKib();
+  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+  const out = outputsOf(done);
+  t.equal(out.text_out, 'two words', 'String input');
+  t.equal(out.count_out, '42', 'Number input');
+  t.equal(out.flag_out, 'true', 'Boolean input');
+  t.same(JSON.parse(String(out.items_out)), ['a', 'b', 'c'], 'CommaDelimitedList input (JSON-encoded list)');
+  t.same(JSON.parse(String(out.doc_out)), doc, 'Json input');
+  t.equal(out.action_out, 'CREATE');
+  t.match(String(out.deploy_stdout), /^stdout of the typed deployment\n?$/, 'deploy_stdout');
+  t.match(String(out.deploy_stderr), /stderr of the typed deployment/, 'deploy_stderr');
+  t.equal(out.deploy_status_code, 0, 'deploy_status_code');
+  t.match(booted.instance.readConfig(), /collectors = cfn/, 'the agent switched itself from heat_local to cfn');
+  t.equal(await signalEvents(stack, 'deployment'), 1, 'signalled once');
+  t.comment(`stack create -> CREATE_COMPLETE: ${seconds.toFixed(1)} s (polling_interval 1 s); agent peak RSS ${peak === undefined ? 'unknown' : `${(peak / 1024).toFixed(1)} MiB`}`);
+});
+
+t.test('a deployment consuming another deployment\'s output arrives after the first is signalled', SCENARIO, async (t) => {
+  const stack = 'cfn-chained';
+  const booted = await boot(t, stack, 'chained.yaml', { seed: 's33d' });
+  const done = (await settle(stack, 'CREATE', 80_000, [booted.agent])) as Stack;
+  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+  const out = outputsOf(done);
+  t.equal(out.token, 'token-from-first:s33d');
+  t.equal(out.seen, 'second saw token-from-first:s33d', 'the second deployment received the first one\'s output');
+  t.equal(await signalEvents(stack, 'first'), 1, 'first signalled once');
+  t.equal(await signalEvents(stack, 'second'), 1, 'second signalled once');
+});
+
+t.test('POLL_SERVER_HEAT + HEAT_SIGNAL with the stack user\'s Keystone password', SCENARIO, async (t) => {
+  const stack = 'heat-native';
+  const booted = await boot(t, stack, 'heat-signal.yaml', { who: 'native api' });
+  const done = (await settle(stack, 'CREATE', 80_000, [booted.agent])) as Stack;
+  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+  const out = outputsOf(done);
+  t.equal(out.greeting, 'hello native api');
+  t.match(String(out.deploy_stdout), /signalled over the native API/);
+  t.equal(out.deploy_status_code, 0);
+  t.match(booted.instance.readConfig(), /collectors = heat/, 'the agent switched itself to the heat collector');
+  t.equal(await signalEvents(stack, 'deployment'), 1, 'signalled once');
+});
+
+t.test('POLL_TEMP_URL + TEMP_URL_SIGNAL through a real Swift proxy', SCENARIO, async (t) => {
+  const stack = 'swift-temp-url';
+  const booted = await boot(t, stack, 'temp-url.yaml', { who: 'swift' });
+  const done = (await settle(stack, 'CREATE', 80_000, [booted.agent])) as Stack;
+  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+  const out = outputsOf(done);
+  t.equal(out.greeting, 'hello swift');
+  t.match(String(out.deploy_stdout), /signalled through a TempURL/);
+  t.equal(out.deploy_status_code, 0);
+  t.match(booted.instance.readConfig(), /collectors = request/, 'the agent switched itself to the request collector');
+  t.ok(booted.instance.readConfig().includes(`metadata_url = ${heat!.swiftUrl}/v1/AUTH_`), 'reading a TempURL of the loopback Swift');
+});
+
+t.test('a failing script fails the stack and Heat keeps its stderr', SCENARIO, async (t) => {
+  const stack = 'cfn-failing';
+  const booted = await boot(t, stack, 'failing.yaml', {});
+  const done = (await settle(stack, 'CREATE', 80_000, [booted.agent])) as Stack;
+  t.equal(done.stack_status, 'CREATE_FAILED');
+  t.match(done.stack_status_reason, /non-zero status code: 3/, 'Heat reports the exit code');
+  const record = await deploymentRecord(stack, 'deployment');
+  t.equal(record.status, 'FAILED');
+  t.match(String(record.output_values?.deploy_stderr), /disk quota exceeded \(failing on purpose\)/, 'the script\'s stderr is in Heat');
+  t.match(String(record.output_values?.deploy_stdout), /about to fail/);
+  t.equal(record.output_values?.deploy_status_code, 3);
+});
+
+t.test('stack update re-runs the hook with UPDATE; stack delete runs it with DELETE before Heat finishes', SCENARIO, async (t) => {
+  const stack = 'cfn-lifecycle';
+  const dir = t.testdir();
+  const record = path.join(dir, 'markers', 'record.log');
+  const booted = await boot(t, stack, 'lifecycle.yaml', { value: 'one', record }, dir);
+  const created = (await settle(stack, 'CREATE', 40_000, [booted.agent])) as Stack;
+  t.equal(created.stack_status, 'CREATE_COMPLETE', created.stack_status_reason);
+  t.equal(outputsOf(created).result, 'CREATE:one');
+
+  await client.updateParameters(stack, { value: 'two' });
+  const updated = (await settle(stack, 'UPDATE', 40_000, [booted.agent])) as Stack;
+  t.equal(updated.stack_status, 'UPDATE_COMPLETE', updated.stack_status_reason);
+  t.equal(outputsOf(updated).result, 'UPDATE:two', 'the hook ran again with deploy_action UPDATE and the new value');
+
+  await client.deleteStack(stack);
+  const gone = await settle(stack, 'DELETE', 40_000, [booted.agent]);
+  const deletedAt = Date.now() / 1000;
+  t.notOk(gone && gone.stack_status === 'DELETE_FAILED', `stack deleted (${gone?.stack_status_reason ?? 'gone'})`);
+  const runs = readFileSync(record, 'utf8').trim().split('\n').map((l) => l.split(' '));
+  t.same(runs.map((r) => `${r[0]} ${r[1]}`), ['CREATE one', 'UPDATE two', 'DELETE two'], 'one run per action, in order');
+  const deleteRun = Number(runs[2]?.[2]);
+  t.ok(deleteRun > 0 && deleteRun <= deletedAt, 'the DELETE run happened before Heat finished deleting');
+});
+
+t.test('a deployment whose group has no hook is reported to Heat at once', SCENARIO, async (t) => {
+  const stack = 'cfn-no-hook';
+  const booted = await boot(t, stack, 'no-hook.yaml', {});
+  // The stack's own timeout is 10 minutes: a result within this scenario's bound came from the agent's signal.
+  const done = (await settle(stack, 'CREATE', 60_000, [booted.agent])) as Stack;
+  t.equal(done.stack_status, 'CREATE_FAILED');
+  t.notMatch(done.stack_status_reason, /timed out/i, 'not a timeout');
+  t.match(done.stack_status_reason, /status code/, 'failed by the signalled status code');
+  const record = await deploymentRecord(stack, 'deployment');
+  t.match(String(record.output_values?.deploy_stderr), /no-such-tool/, 'stderr names the group without a hook');
+});
+
+t.test('agent killed with SIGKILL while a hook runs, then restarted: the stack completes, each deployment signalled once', SCENARIO, async (t) => {
+  const stack = 'cfn-kill';
+  const dir = t.testdir();
+  const markers = path.join(dir, 'markers');
+  const booted = await boot(t, stack, 'kill-restart.yaml', { markers }, dir);
+  const deadline = Date.now() + 60_000;
+  while (!readdirSync(markers).some((f) => f.startsWith('slow-started-'))) {
+    const problem = booted.agent.problem();
+    if (problem) throw new Error(`waiting for the slow deployment to start: ${problem}`);
+    if (Date.now() > deadline) throw new Error('the slow deployment never started');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await booted.agent.crash();
+  t.pass('agent killed with SIGKILL while the slow hook ran');
+  const second = startAgent(booted.instance, booted.logFile);
+  t.teardown(() => second.stop());
+  const done = (await settle(stack, 'CREATE', 70_000, [second])) as Stack;
+  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+  t.same(outputsOf(done), { quick: 'quick', slow: 'slow' });
+  // A few more polls: a duplicate signal would show up now.
+  await new Promise((r) => setTimeout(r, 3000));
+  t.equal(await signalEvents(stack, 'quick'), 1, 'quick signalled once');
+  t.equal(await signalEvents(stack, 'slow'), 1, 'slow signalled once');
+  t.equal(readdirSync(markers).filter((f) => f.startsWith('quick-ran-')).length, 1, 'the quick deployment was not run again after the restart');
+});
