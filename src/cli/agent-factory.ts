@@ -1,5 +1,6 @@
 import type { ConfigSources } from '../config/load.js';
 import { Agent, type AgentMode } from '../daemon/agent.js';
+import { createNativePipeline } from '../daemon/native-pipeline.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
@@ -19,11 +20,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     // upstream's division of labour: there the command (os-refresh-config -> os-apply-config) writes the file.
     afterCollect: mode === 'run' ? [selfConfigHook] : [],
     createHttp: httpFor,
-    // Loaded on first use, so `collect` never parses the deployment code.
-    nativePipeline: (loaded, plog) => ({
-      name: 'native',
-      run: async (ctx) => (await import('../deploy/deploy-step.js')).createDeployStep(loaded, plog, httpFor(loaded))(ctx),
-    }),
+    nativePipeline: (loaded, plog) => createNativePipeline(loaded, plog, httpFor(loaded)),
+    // The deployment code is loaded on first use, so `collect` never parses it.
     backgroundPass: async (loaded, blog, http, signal) => (await import('../deploy/deploy-step.js')).flushOutbox(loaded, blog, http, { signal }),
   });
 }

@@ -28,11 +28,13 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
   if (name === 'os-collect-config') {
     program.description('Collect metadata from cloud sources and run a command when it changes (os-collect-config compatible).');
     defineCollectCommand(program, { strictExit: false, setExit });
-  } else if (name === 'os-apply-config' || name === 'os-refresh-config') {
-    program.allowUnknownOption().allowExcessArguments().action(() => {
-      process.stderr.write(`${name}: not available yet in this build of os-config-agent ${VERSION}\n`);
-      setExit(1);
-    });
+  } else if (name === 'os-apply-config') {
+    // compat: os-apply-config
+    (await import('./apply-command.js')).defineOsApplyConfigCommand(program, setExit);
+  } else if (name === 'os-refresh-config') {
+    // compat: os-refresh-config
+    program.description('Run the configuration phases (os-refresh-config compatible).');
+    (await import('./refresh-command.js')).defineRefreshCompatCommand(program, setExit);
   } else {
     program.description('In-instance agent for OpenStack Heat software configuration.');
     defineCollectCommand(program.command('collect').description('collect metadata; print it, or run the configured command on change'), {
@@ -41,6 +43,10 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
     });
     defineRunCommand(program.command('run').description('the daemon: collect, apply, deploy, signal; loops unless --one-time'), setExit);
     // subcommands: apply, refresh, deploy, status (one line each)
+    // subcommand: apply
+    (await import('./apply-command.js')).defineApplyCommand(program.command('apply').description('render the os-apply-config templates from the cached metadata'), setExit);
+    // subcommand: refresh
+    (await import('./refresh-command.js')).defineRefreshCommand(program.command('refresh').description('run the os-refresh-config phase directories once (pre-configure, configure, post-configure, migration)'), setExit);
     (await import('./deploy-command.js')).defineDeployCommand(program.command('deploy').description('run pending deployments from the cached metadata (or --heat-config FILE) and signal them'), setExit);
     (await import('./status-command.js')).defineStatusCommand(program.command('status').description('every known deployment: state, times, exit code, signal state, last error'), setExit);
   }

@@ -2,17 +2,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { REPO, requireBundle } from '../../helpers/bundle.js';
-import { startOrchestrator, type Orchestrator } from '../../helpers/orchestrator/orchestrator.js';
+import { REPO, requireBundle } from '../helpers/bundle.js';
+import { startOrchestrator, type Orchestrator } from '../helpers/orchestrator/orchestrator.js';
 
 // The whole product against the simulated orchestrator: `os-config-agent run` starts from a cold root where only
 // heat_local data exists (what Heat's cloud-init part-handler leaves), configures itself for the CFN transport,
 // renders templates, runs script deployments through the bundled hook and signals; then the test adds a
 // deployment, an UPDATE, a DELETE and a deployment to a missing hook, and checks convergence and the exact signals.
-//
-// Not in the default run yet (`.itest.ts`): it needs the native pipeline, the deployment runner and the script hook
-// (issues 4-6). Run it with `npx tap test/e2e/pending/whole-cycle.itest.ts`; move it to test/e2e/*.test.ts when
-// they land.
+
 
 interface Daemon {
   child: ChildProcess;

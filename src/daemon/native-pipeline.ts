@@ -1,0 +1,84 @@
+import type { LoadedConfig } from '../config/load.js';
+import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
+import type { HttpClient } from '../http/types.js';
+import type { Logger } from '../log/logger.js';
+import type { InProcessStep } from '../refresh/run-refresh.js';
+import type { Pipeline, PipelineContext } from './pipeline.js';
+
+// The `run` pipeline: os-refresh-config's phases with two of upstream's configure.d scripts done in-process at their
+// upstream positions: 20-os-apply-config (render templates from this cycle's metadata) and 55-heat-config (run and
+// signal the deployments). Users' scripts in the phase directories still run around them in sort order; a script file
+// of either name (an image still carrying upstream's) is replaced by the in-process step, so nothing runs twice.
+// The modules are loaded at the first run, so `collect` and an idle daemon never parse them.
+
+export const APPLY_STEP = '20-os-apply-config';
+export const DEPLOY_STEP = '55-heat-config';
+
+export function createNativePipeline(loaded: LoadedConfig, log: Logger, http: HttpClient): Pipeline {
+  return {
+    name: 'native',
+    run: (ctx) => runNative(loaded, log, http, ctx),
+  };
+}
+
+async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: PipelineContext): Promise<void> {
+  const { config, paths } = loaded;
+  const [{ runRefresh }, { resolveBaseDir }] = await Promise.all([import('../refresh/run-refresh.js'), import('../refresh/base-dir.js')]);
+  const env = phaseEnv(loaded, ctx.configFiles);
+  const steps: InProcessStep[] = [
+    {
+      phase: 'configure',
+      name: APPLY_STEP,
+      run: async (stepEnv) => {
+        const [{ applyTemplates }, { loadMetadata }, { resolveTemplatesDir }] = await Promise.all([
+          import('../apply/apply-templates.js'),
+          import('../apply/metadata-sources.js'),
+          import('../apply/templates-dir.js'),
+        ]);
+        const templates = await resolveTemplatesDir(config.apply.templates, paths, stepEnv);
+        const alog = log.child({ step: APPLY_STEP });
+        if (templates.deprecated) alog.warn({ templates: paths.unmap(templates.dir) }, 'deprecated template directory in use');
+        await applyTemplates({
+          templatesDir: templates.dir,
+          outputDir: config.apply.output,
+          metadata: await loadMetadata(ctx.configFiles),
+          strict: config.apply.strict,
+          log: alog,
+        });
+      },
+    },
+    {
+      phase: 'configure',
+      name: DEPLOY_STEP,
+      run: async (_stepEnv, signal) => {
+        const { deployFromPairs } = await import('../deploy/deploy-step.js');
+        await deployFromPairs(loaded, log.child({ step: DEPLOY_STEP }), http, { pairs: ctx.pairs, signal });
+      },
+    },
+  ];
+  try {
+    await runRefresh({
+      baseDir: await resolveBaseDir({ configured: config.refresh.base_dir, env, paths, log }),
+      lockfile: config.refresh.lockfile,
+      timeoutSeconds: config.refresh.timeout,
+      env,
+      log,
+      signal: ctx.signal,
+      inProcessSteps: steps,
+    });
+  } catch (err) {
+    // The cycle stays uncommitted and is retried; the refresh already logged which phase and script failed.
+    const exitCode = typeof (err as { exitCode?: unknown }).exitCode === 'number' ? (err as { exitCode: number }).exitCode : 1;
+    const code = err instanceof AgentError ? ` [${err.code}]` : '';
+    throw new CommandFailedError(`configuration phases failed: ${errorMessage(err)}${code}; new data not committed, retrying next cycle`, exitCode);
+  }
+}
+
+/** The phases' environment: the agent's, OS_CONFIG_FILES as upstream's command got it, and the root under --root. */
+function phaseEnv(loaded: LoadedConfig, configFiles: readonly string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  env.OS_CONFIG_FILES = configFiles.join(':');
+  if (loaded.paths.root !== '/') env.OS_CONFIG_AGENT_ROOT = loaded.paths.root;
+  return env;
+}

@@ -1,0 +1,104 @@
+import { spawn } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { compareBytes, ENV_FILE_PATTERN } from './run-parts-selection.js';
+
+// environment.d, as dib-run-parts reads it: every regular file (or symlink to one) directly in `<base>/environment.d`
+// whose name is made of [0-9A-Za-z_.-] is *sourced* by bash (it need not be executable), in byte order of its path,
+// with `set -eu -o pipefail` in force and xtrace on. Only exported variables reach the scripts. To give scripts and
+// in-process steps exactly that environment, bash sources the files and then prints its environment with `env -0`
+// on a separate descriptor; anything the files themselves print goes to stderr (stdout carries the agent's logs).
+
+/** The files to source from `envDir`, in order (full paths). None when the directory is missing. */
+export async function environmentFiles(envDir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await fs.readdir(envDir);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const name of names.filter((n) => ENV_FILE_PATTERN.test(n))) {
+    const file = path.join(envDir, name);
+    try {
+      if ((await fs.stat(file)).isFile()) out.push(file);
+    } catch {
+      // Dangling symlink: find -xtype f skips it too.
+    }
+  }
+  return out.sort(compareBytes);
+}
+
+export class EnvironmentSourceError extends Error {
+  override name = 'EnvironmentSourceError';
+  constructor(
+    message: string,
+    readonly exitCode: number | null,
+    readonly signal: string | null,
+  ) {
+    super(message);
+  }
+}
+
+// $0 is "environment.d"; the files are the positional arguments. The announcement mirrors dib-run-parts' own.
+const SOURCE_SCRIPT = [
+  'set -eu -o pipefail',
+  'for __oca_env_file in "$@"; do',
+  '  echo "Sourcing environment file $__oca_env_file" >&2',
+  '  set -o xtrace',
+  '  source "$__oca_env_file" >&2',
+  '  set +o xtrace',
+  'done',
+  'unset __oca_env_file',
+  'exec env -0 >&3',
+].join('\n');
+
+/** Parse `env -0` output. Bash-exported functions (BASH_FUNC_x%%=...) are kept: children of bash expect them. */
+export function parseEnvZero(buffer: Buffer): Record<string, string> {
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const entry of buffer.toString('utf8').split('\0')) {
+    if (entry === '') continue;
+    const eq = entry.indexOf('=');
+    if (eq <= 0) continue;
+    out[entry.slice(0, eq)] = entry.slice(eq + 1);
+  }
+  return out;
+}
+
+export interface SourceEnvironmentOptions {
+  readonly signal?: AbortSignal;
+  /** Where bash's stderr (the xtrace of the files) goes; default the agent's stderr. */
+  readonly stderr?: number | 'ignore';
+}
+
+/**
+ * The environment scripts see after sourcing `files` on top of `env`. With no files, `env` itself (no bash is
+ * started). A failing file rejects with EnvironmentSourceError.
+ */
+export async function sourceEnvironment(
+  files: readonly string[],
+  env: Readonly<Record<string, string>>,
+  options: SourceEnvironmentOptions = {},
+): Promise<Record<string, string>> {
+  if (files.length === 0) return { ...env };
+  const child = spawn('bash', ['-c', SOURCE_SCRIPT, 'environment.d', ...files], {
+    env: { ...env },
+    stdio: ['ignore', options.stderr ?? 2, options.stderr ?? 2, 'pipe'],
+    signal: options.signal,
+  });
+  const chunks: Buffer[] = [];
+  const out = child.stdio[3] as NodeJS.ReadableStream;
+  out.on('data', (c: Buffer) => chunks.push(c));
+  const [code, signal] = await new Promise<[number | null, string | null]>((resolve, reject) => {
+    child.once('error', (err) => reject(new EnvironmentSourceError(`cannot run bash to source environment.d: ${err.message}`, null, null)));
+    child.once('close', (c, s) => resolve([c, s]));
+  });
+  if (code !== 0) {
+    throw new EnvironmentSourceError(
+      `sourcing environment.d failed (${code !== null ? `exit status ${code}` : `signal ${signal ?? 'unknown'}`}); the xtrace above shows the failing line`,
+      code,
+      signal,
+    );
+  }
+  return parseEnvZero(Buffer.concat(chunks));
+}

@@ -1,0 +1,70 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { runScript } from '../../src/refresh/run-script.js';
+import { writeScript } from './phase-fixtures.js';
+
+const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitGone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 100; i++) {
+    if (!alive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
+
+t.test('exit status, environment and no arguments', async (t) => {
+  const dir = t.testdir({});
+  const out = path.join(dir, 'out');
+  writeScript(path.join(dir, 's'), `#!/bin/sh\necho "$# $GREETING" > '${out}'\nexit 3\n`);
+  const r = await runScript({ file: path.join(dir, 's'), env: { ...ENV, GREETING: 'hello' }, output: 'ignore' });
+  t.equal(r.exitCode, 3);
+  t.equal(r.signal, null);
+  t.equal(r.timedOut, false);
+  t.ok(r.seconds >= 0);
+  t.equal(readFileSync(out, 'utf8'), '0 hello\n');
+});
+
+t.test('a script that cannot be started reports the spawn error', async (t) => {
+  const dir = t.testdir({});
+  writeScript(path.join(dir, 'noexec'), '#!/bin/sh\n', 0o644);
+  const r = await runScript({ file: path.join(dir, 'noexec'), env: ENV, output: 'ignore' });
+  t.equal(r.exitCode, null);
+  t.equal(r.spawnError, 'EACCES');
+});
+
+t.test('the deadline kills the whole process group, background children included', async (t) => {
+  const dir = t.testdir({});
+  const pidFile = path.join(dir, 'bg.pid');
+  writeScript(path.join(dir, 's'), `#!/bin/bash\nsleep 300 &\necho $! > '${pidFile}'\nsleep 300\n`);
+  const started = runScript({ file: path.join(dir, 's'), env: ENV, deadline: Date.now() + 300, output: 'ignore' });
+  const r = await started;
+  t.equal(r.timedOut, true);
+  t.equal(r.signal, 'SIGKILL');
+  t.ok(existsSync(pidFile));
+  const bg = Number(readFileSync(pidFile, 'utf8'));
+  t.ok(await waitGone(bg), 'the background sleep died with the group');
+});
+
+t.test('abort sends SIGTERM to the group', async (t) => {
+  const dir = t.testdir({});
+  const ready = path.join(dir, 'ready');
+  writeScript(path.join(dir, 's'), `#!/bin/bash\ntrap 'exit 42' TERM\ntouch '${ready}'\nwhile true; do sleep 0.05; done\n`);
+  const controller = new AbortController();
+  const p = runScript({ file: path.join(dir, 's'), env: ENV, signal: controller.signal, output: 'ignore' });
+  for (let i = 0; i < 200 && !existsSync(ready); i++) await new Promise((r) => setTimeout(r, 25));
+  controller.abort();
+  const r = await p;
+  t.equal(r.aborted, true);
+  t.equal(r.exitCode, 42, 'the script got SIGTERM first and could clean up');
+});
