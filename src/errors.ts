@@ -14,7 +14,6 @@ export type ErrorCode =
   | 'ERR_COMMAND_FAILED'
   | 'ERR_UNSAFE_NAME'
   | 'ERR_UNSAFE_PATH'
-  | 'ERR_NOT_AVAILABLE'
   | 'ERR_HTTP'
   | 'ERR_HTTP_TOO_LARGE'
   | 'ERR_TEMPLATE'
