@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { AgentError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
+import { syncDirectory } from '../util/atomic-write.js';
 import { TemplateError } from './apply-errors.js';
 import { readControlFile } from './control-file.js';
 import { runExecutableTemplate } from './executable-template.js';
@@ -60,6 +62,9 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
     return result;
   }
   const outcomes = await mapLimit(planned, CONCURRENCY, ({ file }) => writeRendered(file, opts.outputDir, log));
+  // One fsync per directory that received a file, after every rename in it.
+  const touched = new Set(planned.filter((_, i) => outcomes[i] === 'written' || outcomes[i] === 'deleted').map((p) => path.dirname(p.file.target)));
+  await mapLimit([...touched], CONCURRENCY, syncDirectory);
   outcomes.forEach((outcome, i) => {
     const target = (planned[i] as (typeof planned)[number]).file.target;
     if (outcome === 'written') result.written.push(target);

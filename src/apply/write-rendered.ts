@@ -92,7 +92,8 @@ export async function writeRendered(file: RenderedFile, outputRoot: string, log:
     if (current?.equals(data)) return 'unchanged';
   }
   log.info({ path: target }, 'writing file');
-  await writeFileAtomic(target, data, { mode, uid, gid, mkdirMode: 0o777 });
+  // The directory is synced once by the caller after all writes (applyTemplates), not once per file.
+  await writeFileAtomic(target, data, { mode, uid, gid, mkdirMode: 0o777, syncDirectory: false });
   // chown clears setuid/setgid bits; put them back.
   if ((mode & 0o6000) !== 0 && (uid !== undefined || gid !== undefined)) await fs.chmod(target, mode);
   return 'written';

@@ -9,6 +9,11 @@ export interface AtomicWriteOptions {
   gid?: number;
   /** Create missing parent directories with this mode (default: do not create). */
   mkdirMode?: number;
+  /**
+   * fsync the directory after the rename (default true). A caller writing many files into few directories passes
+   * false and calls syncDirectory() once per directory after the last rename.
+   */
+  syncDirectory?: boolean;
 }
 
 // Temp file in the same directory, write, fsync, chmod/chown, rename, fsync the directory: a reader sees the old
@@ -37,10 +42,11 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
     await fs.rm(tmp, { force: true }).catch(() => undefined);
     throw err;
   }
-  await syncDirectory(dir);
+  if (options.syncDirectory !== false) await syncDirectory(dir);
 }
 
-async function syncDirectory(dir: string): Promise<void> {
+/** fsync a directory, so the renames done in it survive a power cut. */
+export async function syncDirectory(dir: string): Promise<void> {
   let handle: fs.FileHandle | undefined;
   try {
     handle = await fs.open(dir, 'r');

@@ -62,7 +62,7 @@ function instance(dir: string, tools: { refresh: string[]; apply: string[] }) {
   );
   agent.writeLocal('10-app', { app: { port: 8080, hosts: ['a', 'b'] } });
   agent.writeLocal('20-name', { app: { name: 'web' } });
-  const env = { ...process.env, PATH: `${bins}:${process.env.PATH ?? ''}`, OS_REFRESH_CONFIG_BASE_DIR: base };
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${bins}:${process.env.PATH ?? ''}`, OS_REFRESH_CONFIG_BASE_DIR: base };
   delete env.NODE_OPTIONS;
   delete env.OS_CONFIG_FILES;
   const run = spawnSync(process.execPath, [requireBundle(), 'run', '--one-time', '--root', root], { env, encoding: 'utf8', timeout: 60_000 });
