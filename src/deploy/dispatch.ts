@@ -225,8 +225,9 @@ class Dispatcher {
     }
 
     const timeoutSeconds = d.hookTimeoutSeconds ?? config.deploy.hook_timeout;
-    record = await this.store.transition(record, 'running', { hook: shown, hookStarts: record.hookStarts + 1, startedAt: this.timestamp() }, { hook: shown });
+    // deployed/<id>.json first: if it cannot be written (full disk), the record stays pending and no start is counted.
     await this.store.writeDeployed(d.id, d.document);
+    record = await this.store.transition(record, 'running', { hook: shown, hookStarts: record.hookStarts + 1, startedAt: this.timestamp() }, { hook: shown });
     this.ran.push(d.id);
     const result = await this.runner({
       file: lookup.found.path,

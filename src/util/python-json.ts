@@ -64,15 +64,21 @@ const SIMPLE_ESCAPES: Record<string, string> = {
   '\t': '\\t',
 };
 
+// Python's own escape sets. Runs between escapes are copied as slices: appending character by character built a
+// rope of one node per character (about 40 bytes each), so 10 MB of hook output took ~750 MB to serialise.
+const ESCAPE_ASCII = /["\\]|[^ -~]/g;
+const ESCAPE_RAW = /["\\]|[^ -\uffff]/g;
+
 function quote(s: string, ascii: boolean): string {
+  const re = ascii ? ESCAPE_ASCII : ESCAPE_RAW;
+  re.lastIndex = 0;
   let out = '"';
-  for (let i = 0; i < s.length; i++) {
-    const ch = s[i] as string;
-    const code = s.charCodeAt(i);
-    const simple = SIMPLE_ESCAPES[ch];
-    if (simple !== undefined) out += simple;
-    else if (code < 0x20 || (ascii && code > 0x7e)) out += `\\u${code.toString(16).padStart(4, '0')}`;
-    else out += ch;
+  let last = 0;
+  for (let m = re.exec(s); m !== null; m = re.exec(s)) {
+    const i = m.index;
+    if (i > last) out += s.slice(last, i);
+    out += SIMPLE_ESCAPES[m[0]] ?? `\\u${s.charCodeAt(i).toString(16).padStart(4, '0')}`;
+    last = i + 1;
   }
-  return out + '"';
+  return `${out}${s.slice(last)}"`;
 }
