@@ -61,7 +61,8 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
     log.info({ templates: planned.length }, 'templates validated; nothing written');
     return result;
   }
-  const outcomes = await mapLimit(planned, CONCURRENCY, ({ file }) => writeRendered(file, opts.outputDir, log));
+  const madeDirs = new Set<string>();
+  const outcomes = await mapLimit(planned, CONCURRENCY, ({ file }) => writeRendered(file, opts.outputDir, log, madeDirs));
   // One fsync per directory that received a file, after every rename in it.
   const touched = new Set(planned.filter((_, i) => outcomes[i] === 'written' || outcomes[i] === 'deleted').map((p) => path.dirname(p.file.target)));
   await mapLimit([...touched], CONCURRENCY, syncDirectory);

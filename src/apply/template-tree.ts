@@ -1,4 +1,4 @@
-import { constants as fsConstants, promises as fs, type Dirent } from 'node:fs';
+import { constants as fsConstants, promises as fs, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { TemplateError } from './apply-errors.js';
 
@@ -83,6 +83,9 @@ async function isRegularFile(file: string): Promise<boolean> {
 }
 
 async function isExecutable(file: string): Promise<boolean> {
+  // Most templates have no execute bit at all: the mode says so without access(2) failing (and throwing) for each.
+  const st = statSync(file, { throwIfNoEntry: false });
+  if (!st || (st.mode & 0o111) === 0) return false;
   try {
     await fs.access(file, fsConstants.X_OK);
     return true;

@@ -1,4 +1,4 @@
-import { promises as fs, readFileSync, type Stats } from 'node:fs';
+import { lstatSync, promises as fs, readFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { UnsafePathError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
@@ -51,7 +51,7 @@ export async function resolveOutputPath(outputRoot: string, relative: string, ca
   for (const segment of segments.slice(0, -1)) {
     current = path.join(current, segment);
     if (cache.checked.has(current)) continue;
-    const st = await lstatOrUndefined(current);
+    const st = lstatOrUndefined(current);
     if (!st) break;
     if (st.isSymbolicLink()) {
       const real = await fs.realpath(current).catch(() => undefined);
@@ -64,14 +64,14 @@ export async function resolveOutputPath(outputRoot: string, relative: string, ca
     }
     cache.checked.add(current);
   }
-  const st = await lstatOrUndefined(target);
+  const st = lstatOrUndefined(target);
   if (st?.isDirectory()) throw new UnsafePathError(`${target} is a directory; remove it or rename the template`);
   return target;
 }
 
-export async function writeRendered(file: RenderedFile, outputRoot: string, log: Logger): Promise<WriteOutcome> {
+export async function writeRendered(file: RenderedFile, outputRoot: string, log: Logger, madeDirs: Set<string> = new Set()): Promise<WriteOutcome> {
   const { target, body, control } = file;
-  const existing = await lstatOrUndefined(target);
+  const existing = lstatOrUndefined(target);
   if (!control.allowEmpty && body.length === 0) {
     if (existing) {
       log.info({ path: target }, 'deleting file: empty rendering and allow_empty is false');
@@ -92,8 +92,14 @@ export async function writeRendered(file: RenderedFile, outputRoot: string, log:
     if (current?.equals(data)) return 'unchanged';
   }
   log.info({ path: target }, 'writing file');
-  // The directory is synced once by the caller after all writes (applyTemplates), not once per file.
-  await writeFileAtomic(target, data, { mode, uid, gid, mkdirMode: 0o777, syncDirectory: false });
+  // Parent directories are made once per run (madeDirs), and synced once by the caller after all writes
+  // (applyTemplates), not once per file.
+  const dir = path.dirname(target);
+  if (!madeDirs.has(dir)) {
+    await fs.mkdir(dir, { recursive: true, mode: 0o777 });
+    madeDirs.add(dir);
+  }
+  await writeFileAtomic(target, data, { mode, uid, gid, syncDirectory: false });
   // chown clears setuid/setgid bits; put them back.
   if ((mode & 0o6000) !== 0 && (uid !== undefined || gid !== undefined)) await fs.chmod(target, mode);
   return 'written';
@@ -112,12 +118,12 @@ async function baseAttributes(target: string, existing: Stats | undefined, outpu
   return { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid };
 }
 
-async function lstatOrUndefined(p: string): Promise<Stats | undefined> {
+/** Synchronous on purpose: no thread-pool round trip, and a missing path costs no exception (there are many). */
+function lstatOrUndefined(p: string): Stats | undefined {
   try {
-    return await fs.lstat(p);
+    return lstatSync(p, { throwIfNoEntry: false });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
     throw err;
   }
 }
