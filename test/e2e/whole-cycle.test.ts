@@ -1,55 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { REPO, requireBundle } from '../helpers/bundle.js';
+import { REPO } from '../helpers/bundle.js';
+import { startDaemon, until } from '../helpers/fault-daemon.js';
 import { startOrchestrator, type Orchestrator } from '../helpers/orchestrator/orchestrator.js';
 
 // The whole product against the simulated orchestrator: `os-config-agent run` starts from a cold root where only
 // heat_local data exists (what Heat's cloud-init part-handler leaves), configures itself for the CFN transport,
 // renders templates, runs script deployments through the bundled hook and signals; then the test adds a
 // deployment, an UPDATE, a DELETE and a deployment to a missing hook, and checks convergence and the exact signals.
-
-
-interface Daemon {
-  child: ChildProcess;
-  lines: Array<Record<string, unknown>>;
-  raw: string[];
-  exit: Promise<number | null>;
-}
-
-function startAgent(root: string): Daemon {
-  const child = spawn(process.execPath, [requireBundle(), 'run', '--root', root], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const lines: Array<Record<string, unknown>> = [];
-  const raw: string[] = [];
-  let buf = '';
-  child.stdout!.on('data', (c: Buffer) => {
-    buf += c.toString();
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (!line.trim()) continue;
-      raw.push(line);
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        lines.push({ msg: 'unparseable', line });
-      }
-    }
-  });
-  child.stderr!.on('data', (c: Buffer) => raw.push(c.toString()));
-  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, lines, raw, exit };
-}
-
-async function until(what: string, cond: () => boolean, ms = 30_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function prepareRoot(dir: string, o: Orchestrator): string {
   const root = path.join(dir, 'root');
@@ -88,7 +47,7 @@ t.test('cold boot from heat_local to converged deployments over CFN', async (t) 
   });
   const settings = o.addDeployment({ name: 'settings', group: 'os-apply-config', config: { app: { port: 8080, name: 'demo' } }, signal: 'NO_SIGNAL' });
   const root = prepareRoot(t.testdir(), o);
-  const agent = startAgent(root);
+  const agent = startDaemon(root);
   t.teardown(() => {
     if (agent.child.exitCode === null) agent.child.kill('SIGKILL');
   });
@@ -127,7 +86,7 @@ t.test('cold boot from heat_local to converged deployments over CFN', async (t) 
   }
 
   agent.child.kill('SIGTERM');
-  t.equal(await agent.exit, 0, 'SIGTERM exits 0');
+  t.equal((await agent.exit).code, 0, 'SIGTERM exits 0');
 
   // Secrets audit: no credential in any log line or in any world-readable file under the root.
   const secrets = [o.creds.cfnSecret, o.creds.signalSecret, o.creds.password, o.creds.swiftKey];
