@@ -2,11 +2,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { cfnCollector, extractMetadata, parseXml } from '../../src/collectors/cfn.js';
-import { loadConfig, type CliOverrides } from '../../src/config/load.js';
-import { collectAll } from '../../src/daemon/collect-all.js';
+import type { CliOverrides } from '../../src/config/load.js';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/errors.js';
 import { startCfnServer, xmlFor, type CfnServer } from '../helpers/cfn-server.js';
-import { ALL_FAULTS, collectorContext, refusedUrl, type TapTest, type TestContext } from '../helpers/http-test-server.js';
+import { ALL_FAULTS, collectBesideHeatLocal, collectorContext, refusedUrl, type TapTest, type TestContext } from '../helpers/http-test-server.js';
 import { failure } from '../helpers/assertions.js';
 
 // The cfn collector against a loopback heat-api-cfn that recomputes every signature from the secret.
@@ -198,19 +197,8 @@ t.test('an unreadable CA file is reported as unavailable', async (t) => {
 t.test('a failing cfn source does not stop the other collectors', async (t) => {
   const { server, root, cli } = await setup(t);
   server.fault = '500';
-  const heatLocal = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
-  mkdirSync(path.dirname(heatLocal), { recursive: true });
-  writeFileSync(heatLocal, JSON.stringify({ boot: true }));
-  const loaded = await loadConfig({ root, configFiles: [], cli: { ...cli, DEFAULT: { collectors: ['cfn', 'heat_local'] } } });
-  const tc = await collectorContext('cfn', { root, cli });
-  const outcome = await collectAll(
-    { config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory: new Map(), failing: new Set() },
-    undefined,
-  );
-  t.same(
-    outcome.pairs.map((p) => p.key),
-    ['heat_local'],
-  );
+  const { outcome, tc } = await collectBesideHeatLocal('cfn', root, cli);
+  t.same(outcome.pairs.map((p) => p.key), ['heat_local']);
   t.match(outcome.failures, [{ collector: 'cfn', code: 'ERR_HTTP' }]);
   t.ok(tc.captured.lines.some((l) => l.msg === 'source unavailable' && l.collector === 'cfn'), 'logged as unavailable');
   assertNoSecrets(t, tc, server);

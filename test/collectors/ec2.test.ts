@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { collectAll } from '../../src/daemon/collect-all.js';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/errors.js';
 import { startEc2Server, type Ec2Server, type Ec2Tree } from '../helpers/ec2-server.js';
-import { ALL_FAULTS, collectorContext, refusedUrl, startTestServer, type TapTest, type TestContext } from '../helpers/http-test-server.js';
+import { ALL_FAULTS, collectBesideHeatLocal, collectorContext, refusedUrl, startTestServer, type TapTest, type TestContext } from '../helpers/http-test-server.js';
 import { failure } from '../helpers/assertions.js';
 
 // The ec2 collector against a loopback metadata service with a realistic tree and IMDSv2.
@@ -175,15 +175,7 @@ t.test('every fault is reported as unavailable; there is never a partial result'
 t.test('a failing ec2 source does not stop the other collectors', async (t) => {
   const { server, root } = await setup(t);
   server.fault = '500';
-  const file = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify({ boot: 1 }));
-  const loaded = await loadConfig({ root, configFiles: [], cli: { DEFAULT: { collectors: ['ec2', 'heat_local'] }, ec2: { metadata_url: server.metadataUrl, timeout: 0.5 } } });
-  const tc = await collectorContext('ec2', { root, cli: {} });
-  const outcome = await collectAll({ config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory: new Map(), failing: new Set() }, undefined);
-  t.same(
-    outcome.pairs.map((p) => p.key),
-    ['heat_local'],
-  );
+  const { outcome } = await collectBesideHeatLocal('ec2', root, { ec2: { metadata_url: server.metadataUrl, timeout: 0.5 } });
+  t.same(outcome.pairs.map((p) => p.key), ['heat_local']);
   t.match(outcome.failures, [{ collector: 'ec2', code: 'ERR_HTTP' }]);
 });

@@ -1,13 +1,9 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import t from 'tap';
 import { heatCollector } from '../../src/collectors/heat.js';
 import type { CliOverrides } from '../../src/config/load.js';
-import { loadConfig } from '../../src/config/load.js';
-import { collectAll } from '../../src/daemon/collect-all.js';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/errors.js';
 import { startHeatServer, type HeatServer } from '../helpers/heat-server.js';
-import { ALL_FAULTS, collectorContext, refusedUrl, type TapTest, type TestContext } from '../helpers/http-test-server.js';
+import { ALL_FAULTS, collectBesideHeatLocal, collectorContext, refusedUrl, type TapTest, type TestContext } from '../helpers/http-test-server.js';
 import { startKeystoneServer, type KeystoneServer } from '../helpers/keystone-server.js';
 import { failure } from '../helpers/assertions.js';
 
@@ -168,16 +164,8 @@ t.test('Keystone down or broken: unavailable', async (t) => {
 t.test('a failing heat source does not stop the other collectors', async (t) => {
   const { ks, heat, root, cli } = await setup(t);
   heat.fault = '500';
-  const file = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify({ boot: 1 }));
-  const loaded = await loadConfig({ root, configFiles: [], cli: { ...cli, DEFAULT: { collectors: ['heat', 'heat_local'] } } });
-  const tc = await collectorContext('heat', { root, cli });
-  const outcome = await collectAll({ config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory: new Map(), failing: new Set() }, undefined);
-  t.same(
-    outcome.pairs.map((p) => p.key),
-    ['heat_local'],
-  );
+  const { outcome, tc } = await collectBesideHeatLocal('heat', root, cli);
+  t.same(outcome.pairs.map((p) => p.key), ['heat_local']);
   t.match(outcome.failures, [{ collector: 'heat', code: 'ERR_HTTP' }]);
   assertNoSecrets(t, tc, ks, heat);
 });

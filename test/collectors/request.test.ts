@@ -1,14 +1,12 @@
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { requestCollector } from '../../src/collectors/request.js';
-import { loadConfig } from '../../src/config/load.js';
-import { collectAll } from '../../src/daemon/collect-all.js';
 import { Agent } from '../../src/daemon/agent.js';
 import { createHttpClient } from '../../src/http/client.js';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/errors.js';
 import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
-import { ALL_FAULTS, collectorContext, refusedUrl, startTestServer, type TapTest, type TestContext } from '../helpers/http-test-server.js';
+import { ALL_FAULTS, collectBesideHeatLocal, collectorContext, refusedUrl, startTestServer, type TapTest, type TestContext } from '../helpers/http-test-server.js';
 import { startSwiftServer, type SwiftServer } from '../helpers/swift-server.js';
 import { failure } from '../helpers/assertions.js';
 
@@ -210,16 +208,8 @@ t.test('every fault is reported as unavailable with a clear message; earlier pai
 t.test('a failing request source does not stop the other collectors', async (t) => {
   const { swift, url, root } = await setup(t);
   swift.fault = '500';
-  const file = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify({ boot: 1 }));
-  const loaded = await loadConfig({ root, configFiles: [], cli: { DEFAULT: { collectors: ['request', 'heat_local'] }, request: { metadata_url: url } } });
-  const tc = await collectorContext('request', { root, cli: {} });
-  const outcome = await collectAll({ config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory: new Map(), failing: new Set() }, undefined);
-  t.same(
-    outcome.pairs.map((p) => p.key),
-    ['heat_local'],
-  );
+  const { outcome, tc } = await collectBesideHeatLocal('request', root, { request: { metadata_url: url } });
+  t.same(outcome.pairs.map((p) => p.key), ['heat_local']);
   t.match(outcome.failures, [{ collector: 'request', code: 'ERR_HTTP' }]);
   assertNoSecrets(t, tc, swift, [url]);
 });

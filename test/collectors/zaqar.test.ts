@@ -2,11 +2,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { zaqarCollector } from '../../src/collectors/zaqar.js';
-import { loadConfig, type CliOverrides } from '../../src/config/load.js';
-import { collectAll } from '../../src/daemon/collect-all.js';
+import type { CliOverrides } from '../../src/config/load.js';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/errors.js';
 import type { HttpRequest } from '../../src/http/types.js';
-import { ALL_FAULTS, collectorContext, refusedUrl, type TapTest, type TestContext } from '../helpers/http-test-server.js';
+import { ALL_FAULTS, collectBesideHeatLocal, collectorContext, refusedUrl, type TapTest, type TestContext } from '../helpers/http-test-server.js';
 import { startKeystoneServer, type KeystoneServer } from '../helpers/keystone-server.js';
 import { startZaqarServer, type ZaqarServer } from '../helpers/zaqar-server.js';
 import { failure } from '../helpers/assertions.js';
@@ -162,16 +161,8 @@ t.test('every fault is reported as unavailable with a clear message', async (t) 
 t.test('a failing zaqar source does not stop the other collectors', async (t) => {
   const { ks, zaqar, root, cli } = await setup(t);
   zaqar.fault = '500';
-  const file = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify({ boot: 1 }));
-  const loaded = await loadConfig({ root, configFiles: [], cli: { ...cli, DEFAULT: { collectors: ['zaqar', 'heat_local'] } } });
-  const tc = await collectorContext('zaqar', { root, cli });
-  const outcome = await collectAll({ config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory: new Map(), failing: new Set() }, undefined);
-  t.same(
-    outcome.pairs.map((p) => p.key),
-    ['heat_local'],
-  );
+  const { outcome, tc } = await collectBesideHeatLocal('zaqar', root, cli);
+  t.same(outcome.pairs.map((p) => p.key), ['heat_local']);
   t.match(outcome.failures, [{ collector: 'zaqar', code: 'ERR_HTTP' }]);
   assertNoSecrets(t, tc, ks, zaqar);
 });

@@ -1,9 +1,12 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type tap from 'tap';
 import type { CollectContext } from '../../src/collectors/types.js';
+import { collectAll, type CollectionOutcome } from '../../src/daemon/collect-all.js';
 import { loadConfig, type CliOverrides } from '../../src/config/load.js';
 import { createHttpClient } from '../../src/http/client.js';
 import type { HttpClient } from '../../src/http/types.js';
@@ -207,4 +210,18 @@ export async function collectorContext(name: string, options: ContextOptions): P
     now: options.now ?? Date.now,
   };
   return { ctx, captured, raw, http };
+}
+
+/**
+ * One whole collection with `name` (pointed at a failing server by `cli`) listed before heat_local, whose boot data is
+ * written here: what every remote collector's "a failing source does not stop the others" test needs.
+ */
+export async function collectBesideHeatLocal(name: string, root: string, cli: CliOverrides): Promise<{ outcome: CollectionOutcome; tc: TestContext }> {
+  const file = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify({ boot: 1 }));
+  const loaded = await loadConfig({ root, configFiles: [], cli: { ...cli, DEFAULT: { collectors: [name, 'heat_local'] } } });
+  const tc = await collectorContext(name, { root, cli });
+  const deps = { config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory: new Map(), failing: new Set<string>() };
+  return { outcome: await collectAll(deps, undefined), tc };
 }
