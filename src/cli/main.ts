@@ -17,6 +17,27 @@ export function programNameFrom(argv1: string | undefined): ProgramName {
   return 'os-config-agent';
 }
 
+interface LazySubcommand {
+  readonly name: string;
+  readonly description: string;
+  load(): Promise<(cmd: Command, setExit: (code: number) => void) => unknown>;
+}
+
+const LAZY_SUBCOMMANDS: readonly LazySubcommand[] = [
+  { name: 'apply', description: 'render the os-apply-config templates from the cached metadata', load: async () => (await import('./apply-command.js')).defineApplyCommand },
+  {
+    name: 'refresh',
+    description: 'run the os-refresh-config phase directories once (pre-configure, configure, post-configure, migration)',
+    load: async () => (await import('./refresh-command.js')).defineRefreshCommand,
+  },
+  {
+    name: 'deploy',
+    description: 'run pending deployments from the cached metadata (or --heat-config FILE) and signal them',
+    load: async () => (await import('./deploy-command.js')).defineDeployCommand,
+  },
+  { name: 'status', description: 'every known deployment: state, times, exit code, signal state, last error', load: async () => (await import('./status-command.js')).defineStatusCommand },
+];
+
 export async function main(args: readonly string[], name: ProgramName): Promise<number> {
   let exitCode = 0;
   const setExit = (code: number) => {
@@ -42,13 +63,15 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
       setExit,
     });
     defineRunCommand(program.command('run').description('the daemon: collect, apply, deploy, signal; loops unless --one-time'), setExit);
-    // subcommands: apply, refresh, deploy, status (one line each)
-    // subcommand: apply
-    (await import('./apply-command.js')).defineApplyCommand(program.command('apply').description('render the os-apply-config templates from the cached metadata'), setExit);
-    // subcommand: refresh
-    (await import('./refresh-command.js')).defineRefreshCommand(program.command('refresh').description('run the os-refresh-config phase directories once (pre-configure, configure, post-configure, migration)'), setExit);
-    (await import('./deploy-command.js')).defineDeployCommand(program.command('deploy').description('run pending deployments from the cached metadata (or --heat-config FILE) and signal them'), setExit);
-    (await import('./status-command.js')).defineStatusCommand(program.command('status').description('every known deployment: state, times, exit code, signal state, last error'), setExit);
+    // The other subcommands load their code only when they are the one run (or help lists them in full): the
+    // daemon then never parses the apply, refresh and deploy command modules (nor the YAML parser), which keeps its
+    // resident size down on every server.
+    const wanted = args.find((a) => !a.startsWith('-'));
+    const full = wanted === 'help' || args.includes('--help') || args.includes('-h');
+    for (const sub of LAZY_SUBCOMMANDS) {
+      const cmd = program.command(sub.name).description(sub.description);
+      if (full || wanted === sub.name) (await sub.load())(cmd, setExit);
+    }
   }
 
   try {

@@ -37,8 +37,12 @@ async function lockFile(file: string): Promise<void> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const handle = await fs.open(file, 'wx', 0o600);
-      await handle.writeFile(`${process.pid}\n`);
-      await handle.close();
+      try {
+        await handle.writeFile(`${process.pid}\n`);
+      } finally {
+        // Closed even when the write fails (full disk): the empty lock file left behind is taken over later.
+        await handle.close();
+      }
       return;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw stateError('create the lock file', file, err);
