@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, cpSync, existsSync, rmSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO, requireBundle } from './bundle.js';
@@ -30,14 +31,19 @@ export interface StartOptions {
 let snapshot: string | undefined;
 
 /**
- * A private copy of the bundle, taken once per test process: the bundle is self-contained, and a rebuild of dist/
- * (which deletes it first) while a long fault run restarts the daemon a hundred times must not break the run.
+ * A private copy of the bundle: the bundle is self-contained, and a rebuild of dist/ (which deletes it first) while a
+ * long fault run restarts the daemon a hundred times must not break the run. Named by content, so test processes
+ * share one copy per build and nothing accumulates in the temp directory.
  */
 export function bundleSnapshot(): string {
   if (snapshot && existsSync(snapshot)) return snapshot;
-  const file = path.join(os.tmpdir(), `oca-bundle-${process.pid}.mjs`);
-  copyFileSync(requireBundle(), file);
-  process.once('exit', () => rmSync(file, { force: true }));
+  const data = readFileSync(requireBundle());
+  const file = path.join(os.tmpdir(), `oca-bundle-${createHash('sha256').update(data).digest('hex').slice(0, 16)}.mjs`);
+  if (!existsSync(file)) {
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, data);
+    renameSync(tmp, file);
+  }
   snapshot = file;
   return file;
 }
