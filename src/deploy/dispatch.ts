@@ -1,4 +1,5 @@
 import type { AgentConfig } from '../config/options.js';
+import { errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import type { PathMapper } from '../util/rooted-path.js';
@@ -7,6 +8,7 @@ import type { JsonObject } from '../util/json-merge.js';
 import { withDeployLock } from './deploy-lock.js';
 import { parseDeployment, UNGROUPED, type Deployment } from './deployment.js';
 import { findHook, hookDirs } from './find-hook.js';
+import { killOrphanHook, processStartTicks } from './orphan-hook.js';
 import { selectComponent } from './hook-name.js';
 import { attemptSignal, flushDue, queuedSignal, type FlushReport, type OutboxDeps } from './outbox.js';
 import { pruneState } from './prune.js';
@@ -188,6 +190,9 @@ class Dispatcher {
     const { config, paths, log } = this.ctx;
     const dlog = log.child({ deploymentId: dep.id, deploymentName: dep.name });
     if (record.state === 'running') {
+      if (record.hookPid !== undefined && record.hookPidStart !== undefined && (await killOrphanHook(record.hookPid, record.hookPidStart))) {
+        dlog.warn({ hookPid: record.hookPid }, 'hook left running by an earlier agent; its process group was killed');
+      }
       if (record.hookStarts >= MAX_HOOK_STARTS) {
         const message = `the hook was interrupted ${record.hookStarts} times (the agent stopped or the machine restarted while it ran) and is not started again; trigger the deployment again from Heat to retry`;
         dlog.error({ code: 'ERR_HOOK', hookStarts: record.hookStarts }, 'hook interrupted too often; failure signalled');
@@ -227,16 +232,26 @@ class Dispatcher {
     const timeoutSeconds = d.hookTimeoutSeconds ?? config.deploy.hook_timeout;
     // deployed/<id>.json first: if it cannot be written (full disk), the record stays pending and no start is counted.
     await this.store.writeDeployed(d.id, d.document);
-    record = await this.store.transition(record, 'running', { hook: shown, hookStarts: record.hookStarts + 1, startedAt: this.timestamp() }, { hook: shown });
+    record = await this.store.transition(record, 'running', { hook: shown, hookStarts: record.hookStarts + 1, startedAt: this.timestamp(), hookPid: undefined, hookPidStart: undefined }, { hook: shown });
     this.ran.push(d.id);
+    // The hook's pid goes into the record as soon as it exists, so an agent that dies alone lets the next one end
+    // the orphan. Awaited before the result is stored: the two writes of the record must not cross.
+    let pidSaved: Promise<unknown> = Promise.resolve();
+    const running = record;
+    const onSpawn = (pid: number) => {
+      const start = processStartTicks(pid);
+      if (start !== undefined) pidSaved = this.store.save({ ...running, hookPid: pid, hookPidStart: start }).catch((err: unknown) => dlog.warn({ reason: errorMessage(err) }, 'could not record the hook pid'));
+    };
     const result = await this.runner({
       file: lookup.found.path,
       input: pythonJsonDumps(d.document),
       env: this.hookEnv(),
       timeoutMs: timeoutSeconds * 1000,
       signal: this.ctx.signal,
+      onSpawn,
       ...(this.ctx.killGraceMs !== undefined ? { killGraceMs: this.ctx.killGraceMs } : {}),
     });
+    await pidSaved;
     dlog.info(
       { hook: shown, exitCode: result.exitCode, killedBy: result.signal, timedOut: result.timedOut, durationMs: result.durationMs, stdoutBytes: result.stdout.length, stderrBytes: result.stderr.length },
       'hook finished',

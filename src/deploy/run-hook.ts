@@ -25,6 +25,8 @@ export interface RunHookOptions {
   readonly exitGraceMs?: number;
   /** Aborted on shutdown: the process group is terminated and the result marked aborted. */
   readonly signal?: AbortSignal;
+  /** Called once the hook process exists, with its pid (which is also its process-group id). */
+  readonly onSpawn?: (pid: number) => void;
 }
 
 export interface HookResult {
@@ -94,6 +96,7 @@ export const runHook: HookRunner = async (options) => {
     stdout: 'pipe',
     stderr: 'pipe',
   });
+  if (subprocess.pid !== undefined) options.onSpawn?.(subprocess.pid);
   subprocess.stdout?.on('data', (c: Buffer) => out.push(c));
   subprocess.stderr?.on('data', (c: Buffer) => err.push(c));
 

@@ -54,6 +54,9 @@ export interface DeploymentRecord {
   /** Hook path as the instance sees it. */
   readonly hook?: string;
   readonly hookStarts: number;
+  /** While running: the hook's pid (its process-group id) and start time, to end an orphan after a crash. */
+  readonly hookPid?: number;
+  readonly hookPidStart?: string;
   readonly firstSeenAt: string;
   readonly updatedAt: string;
   readonly startedAt?: string;
