@@ -1,7 +1,9 @@
-// Bundles the agent into one ESM file that runs with nothing but `node` (no node_modules on the instance), plus
-// tiny launchers for the compatibility command names.
+// Bundles the agent into ESM files that run with nothing but `node` (no node_modules on the instance): the entry
+// dist/os-config-agent.mjs and the chunks it loads on demand (dist/chunks/), plus tiny launchers for the
+// compatibility command names. Splitting keeps the code of commands and stages that a process does not use out of
+// its memory: the idle daemon never reads the apply, refresh, deploy, HTTP or YAML code unless it needs it.
 import { build } from 'esbuild';
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 
 const out = 'dist/os-config-agent.mjs';
 
@@ -22,8 +24,11 @@ const lazyBuiltins = {
 };
 await rm('dist', { recursive: true, force: true });
 await build({
-  entryPoints: ['src/bin.ts'],
-  outfile: out,
+  entryPoints: { 'os-config-agent': 'src/bin.ts' },
+  outdir: 'dist',
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
+  outExtension: { '.js': '.mjs' },
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -34,11 +39,13 @@ await build({
   legalComments: 'none',
   banner: {
     // Some bundled CommonJS dependencies call require(); give them one.
-    js: "#!/usr/bin/env node\nimport { createRequire as __ocaCreateRequire } from 'node:module';\nconst require = __ocaCreateRequire(import.meta.url);",
+    js: "import { createRequire as __ocaCreateRequire } from 'node:module';\nconst require = __ocaCreateRequire(import.meta.url);",
   },
   logLevel: 'warning',
   plugins: [lazyBuiltins],
 });
+// The entry is run directly (`./os-config-agent.mjs`): it alone gets the #! line.
+await writeFile(out, `#!/usr/bin/env node\n${await readFile(out, 'utf8')}`);
 await chmod(out, 0o755);
 await mkdir('dist/bin', { recursive: true });
 for (const name of ['os-collect-config', 'os-apply-config', 'os-refresh-config']) {

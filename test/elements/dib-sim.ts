@@ -73,6 +73,7 @@ export function runPhase(hooks: string, phase: string, env: Record<string, strin
 export function makeSource(dir: string, options: { omitHooks?: readonly string[] } = {}): string {
   mkdirSync(path.join(dir, 'dist'), { recursive: true });
   cpSync(requireBundle(), path.join(dir, 'dist/os-config-agent.mjs'));
+  cpSync(path.join(path.dirname(requireBundle()), 'chunks'), path.join(dir, 'dist/chunks'), { recursive: true });
   cpSync(path.join(REPO, 'systemd'), path.join(dir, 'systemd'), { recursive: true });
   mkdirSync(path.join(dir, 'hooks/lib'), { recursive: true });
   const repoLib = path.join(REPO, 'hooks/lib');

@@ -44,6 +44,9 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
 
   // The bundle and the launchers.
   t.same(readFileSync(at('opt/os-config-agent/lib/os-config-agent.mjs')), readFileSync(requireBundle()), 'the bundle as built');
+  const chunks = readdirSync(path.join(path.dirname(requireBundle()), 'chunks')).sort();
+  t.same(readdirSync(at('opt/os-config-agent/lib/chunks')).sort(), chunks, 'with every chunk it loads on demand');
+  for (const c of chunks) t.equal(mode(at(`opt/os-config-agent/lib/chunks/${c}`)), 0o644);
   for (const name of ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config']) {
     t.equal(readlinkSync(at(`usr/local/bin/${name}`)), `../../../opt/os-config-agent/bin/${name}`, `${name} on PATH, relative link`);
     t.equal(mode(at(`opt/os-config-agent/bin/${name}`)), 0o755);
@@ -221,6 +224,7 @@ t.test('without DIB_OS_CONFIG_AGENT_SOURCE the checkout holding the element is t
   t.ok(r.ok, r.output);
   t.match(r.output, `staged the agent from ${REPO}`);
   t.same(readFileSync(path.join(hooks, 'os-config-agent-stage/dist/os-config-agent.mjs')), readFileSync(requireBundle()));
+  t.same(readdirSync(path.join(hooks, 'os-config-agent-stage/dist/chunks')).sort(), readdirSync(path.join(path.dirname(requireBundle()), 'chunks')).sort(), 'and its chunks');
 });
 
 t.test('a hook element whose hook the source lacks fails the build', async (t) => {

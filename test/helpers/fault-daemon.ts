@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO, requireBundle } from './bundle.js';
@@ -38,11 +38,21 @@ let snapshot: string | undefined;
 export function bundleSnapshot(): string {
   if (snapshot && existsSync(snapshot)) return snapshot;
   const data = readFileSync(requireBundle());
-  const file = path.join(os.tmpdir(), `oca-bundle-${createHash('sha256').update(data).digest('hex').slice(0, 16)}.mjs`);
+  // The entry names its chunks by content hash, so the entry's hash names the whole build.
+  const dir = path.join(os.tmpdir(), `oca-bundle-${createHash('sha256').update(data).digest('hex').slice(0, 16)}`);
+  const file = path.join(dir, 'os-config-agent.mjs');
   if (!existsSync(file)) {
-    const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, data);
-    renameSync(tmp, file);
+    const tmp = `${dir}.${process.pid}.tmp`;
+    rmSync(tmp, { recursive: true, force: true });
+    mkdirSync(tmp, { recursive: true });
+    cpSync(path.join(path.dirname(requireBundle()), 'chunks'), path.join(tmp, 'chunks'), { recursive: true });
+    writeFileSync(path.join(tmp, 'os-config-agent.mjs'), data);
+    try {
+      renameSync(tmp, dir);
+    } catch {
+      // Another test process made the same snapshot first.
+      rmSync(tmp, { recursive: true, force: true });
+    }
   }
   snapshot = file;
   return file;
