@@ -3,9 +3,15 @@
 // compatibility command names. Splitting keeps the code of commands and stages that a process does not use out of
 // its memory: the idle daemon never reads the apply, refresh, deploy, HTTP or YAML code unless it needs it.
 import { build } from 'esbuild';
-import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 
 const out = 'dist/os-config-agent.mjs';
+// OCA_BUILD_MINIFY=0 keeps names readable (CPU profiles); every shipped build is minified.
+const minify = process.env.OCA_BUILD_MINIFY !== '0';
 
 // Network builtins are needed only by the HTTP client, which is loaded on first use. ESM imports of builtins are
 // hoisted to the top of a bundle and would load at every start, so dependencies get them through a lazy require.
@@ -22,6 +28,21 @@ const lazyBuiltins = {
     }));
   },
 };
+// commander requires child_process (and with it net and dgram) when it loads, for subcommands run as separate
+// executables, which the agent never uses: it gets an object that loads the module on first use. Only commander:
+// an ES module importing named bindings from it would see none on the proxy.
+const lazyChildProcessForCommander = {
+  name: 'lazy-child-process-for-commander',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?child_process$/ }, (args) =>
+      /node_modules[\\/]commander[\\/]/.test(args.importer) ? { path: 'child_process', namespace: 'lazy-proxy-builtin' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'lazy-proxy-builtin' }, () => ({
+      contents: "let m; module.exports = new Proxy({}, { get: (_t, key) => (m ??= require('node:child_process'))[key] });",
+      loader: 'js',
+    }));
+  },
+};
 await rm('dist', { recursive: true, force: true });
 await build({
   entryPoints: { 'os-config-agent': 'src/bin.ts' },
@@ -33,7 +54,7 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  minify: true,
+  minify,
   keepNames: true,
   sourcemap: false,
   legalComments: 'none',
@@ -42,16 +63,50 @@ await build({
     js: "import { createRequire as __ocaCreateRequire } from 'node:module';\nconst require = __ocaCreateRequire(import.meta.url);",
   },
   logLevel: 'warning',
-  plugins: [lazyBuiltins],
+  plugins: [lazyBuiltins, lazyChildProcessForCommander],
 });
 // The entry is run directly (`./os-config-agent.mjs`): it alone gets the #! line.
 await writeFile(out, `#!/usr/bin/env node\n${await readFile(out, 'utf8')}`);
 await chmod(out, 0o755);
+
+// The short-lived compatibility commands os-apply-config and os-refresh-config: one CommonJS bundle (no splitting),
+// run by dist/compat-launcher.cjs with a V8 code cache (src/launch/code-cache.ts). CommonJS because only vm.Script
+// takes a code cache in Node 20; vm.Script has no import() without --experimental-vm-modules, so the lazy loads of
+// builtins (`await import('node:child_process')`) become require() calls in this build.
+const builtinImportsToRequire = {
+  name: 'builtin-imports-to-require',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, async (args) => ({
+      contents: (await readFile(args.path, 'utf8')).replace(/\bimport\((['"])(node:[a-z_/]+)\1\)/g, 'Promise.resolve(require($1$2$1))'),
+      loader: 'ts',
+    }));
+  },
+};
+const common = { bundle: true, platform: 'node', target: 'node20', minify, keepNames: true, sourcemap: false, legalComments: 'none', logLevel: 'warning' };
+await build({ ...common, entryPoints: ['src/compat-bin.ts'], outfile: 'dist/compat.cjs', format: 'cjs', plugins: [lazyChildProcessForCommander, builtinImportsToRequire] });
+await build({ ...common, entryPoints: ['src/launch/compat-launcher.ts'], outfile: 'dist/compat-launcher.cjs', format: 'cjs', banner: { js: '#!/usr/bin/env node' } });
+await chmod('dist/compat-launcher.cjs', 0o755);
+
 await mkdir('dist/bin', { recursive: true });
-for (const name of ['os-collect-config', 'os-apply-config', 'os-refresh-config']) {
-  const file = `dist/bin/${name}`;
-  // A launcher that names itself, so one bundle serves every command.
-  await writeFile(file, `#!/usr/bin/env node\nprocess.argv[1] = '${name}';\nawait import('../os-config-agent.mjs');\n`);
-  await chmod(file, 0o755);
+// os-collect-config is a daemon: it runs the split ES module bundle, as os-config-agent does. A launcher that names
+// itself, so one bundle serves every command.
+await writeFile('dist/bin/os-collect-config', `#!/usr/bin/env node\nprocess.argv[1] = 'os-collect-config';\nawait import('../os-config-agent.mjs');\n`);
+await chmod('dist/bin/os-collect-config', 0o755);
+// The others are links to the code-cache launcher: Node runs the real file (.cjs), the bundle reads its command name
+// from the link.
+for (const name of ['os-apply-config', 'os-refresh-config']) await symlink('../compat-launcher.cjs', `dist/bin/${name}`);
+
+// The code cache, made by one representative run: it holds what that run compiled (start-up, configuration,
+// rendering, writing), so rendering does not start by compiling either.
+const warm = await mkdtemp(path.join(os.tmpdir(), 'oca-build-warm-'));
+try {
+  await mkdir(path.join(warm, 'templates/etc'), { recursive: true });
+  await writeFile(path.join(warm, 'templates/etc/sample.conf'), 'a = {{a}}\n{{#list}}- {{name}} {{.}}\n{{/list}}{{^none}}none{{/none}}\n');
+  await writeFile(path.join(warm, 'templates/etc/sample.conf.oac'), 'mode: 0600\n');
+  await writeFile(path.join(warm, 'metadata.json'), JSON.stringify({ a: 1, list: [{ name: 'x' }, 2] }));
+  const run = spawnSync(process.execPath, ['dist/bin/os-apply-config', '--root', warm, '-t', path.join(warm, 'templates'), '-o', path.join(warm, 'out'), '-m', path.join(warm, 'metadata.json')], { encoding: 'utf8' });
+  if (run.status !== 0 || !existsSync('dist/compat.cjs.cache')) throw new Error(`the code-cache warm-up run of os-apply-config failed (exit ${run.status}): ${run.stderr}`);
+} finally {
+  await rm(warm, { recursive: true, force: true });
 }
-console.log(`built ${out}`);
+console.log(`built ${out}, dist/compat.cjs (+ code cache)`);

@@ -1,4 +1,4 @@
-import v8 from 'node:v8';
+import { endQuietlyOnEpipe } from './cli/quiet-epipe.js';
 
 // Process entry of the bundle.
 //
@@ -7,13 +7,9 @@ import v8 from 'node:v8';
 // servers. Set before any agent code is compiled; OS_CONFIG_AGENT_FULL_JIT=1 turns it off.
 const args = process.argv.slice(2);
 if (args[0] === 'run' && !args.includes('--one-time') && process.env.OS_CONFIG_AGENT_FULL_JIT !== '1') {
-  v8.setFlagsFromString('--lite-mode');
+  (await import('node:v8')).default.setFlagsFromString('--lite-mode');
 }
 
-// A closed stdout (e.g. `| head`) ends the process quietly instead of with an EPIPE stack trace.
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-});
-
+endQuietlyOnEpipe();
 const { main, programNameFrom } = await import('./cli/main.js');
 process.exitCode = await main(args, programNameFrom(process.argv[1]));

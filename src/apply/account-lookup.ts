@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 
 // User and group lookups for `.oac` owner/group, through the system's name service (getent: files, LDAP, sssd), as
@@ -23,7 +22,9 @@ export async function lookupId(db: AccountDb, key: string | number): Promise<num
   return id;
 }
 
-function getent(db: AccountDb, key: string): Promise<string[][]> {
+async function getent(db: AccountDb, key: string): Promise<string[][]> {
+  // child_process is loaded on the first lookup: most template trees name no owner or group.
+  const { execFile } = await import('node:child_process');
   return new Promise((resolve, reject) => {
     execFile('getent', [db, key], { timeout: GETENT_TIMEOUT_MS, encoding: 'utf8' }, (err, stdout) => {
       if (!err) {

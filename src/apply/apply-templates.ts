@@ -1,17 +1,17 @@
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { AgentError } from '../errors.js';
+import { AgentError, errorMessage } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { syncDirectory } from '../util/atomic-write.js';
+import { WriteBatch } from '../util/write-batch.js';
 import { TemplateError } from './apply-errors.js';
 import { readControlFile } from './control-file.js';
 import { runExecutableTemplate } from './executable-template.js';
 import { renderTemplate } from './render-template.js';
 import { discoverTemplates } from './template-tree.js';
-import { newPathCheckCache, resolveOutputPath, writeRendered, type RenderedFile } from './write-rendered.js';
+import { newPathCheckCache, resolveOutputPath, writeRendered, type RenderedFile, type WriteOutcome } from './write-rendered.js';
 
-// The os-apply-config run: render every template and validate every control file and output path first, and only
-// then write, so a bad template or control file leaves every output as it was. Missing keys render empty with one
+// The os-apply-config run: render every template and validate every control file and output path first, then stage
+// every changed file as a temp file, and only then rename them all into place (one WriteBatch): a bad template or
+// control file, or a write that fails (full disk), leaves every output as it was. Missing keys render empty with one
 // warning per key (fatal in strict mode).
 
 export interface ApplyOptions {
@@ -62,10 +62,16 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
     return result;
   }
   const madeDirs = new Set<string>();
-  const outcomes = await mapLimit(planned, CONCURRENCY, ({ file }) => writeRendered(file, opts.outputDir, log, madeDirs));
-  // One fsync per directory that received a file, after every rename in it.
-  const touched = new Set(planned.filter((_, i) => outcomes[i] === 'written' || outcomes[i] === 'deleted').map((p) => path.dirname(p.file.target)));
-  await mapLimit([...touched], CONCURRENCY, syncDirectory);
+  const batch = new WriteBatch();
+  let outcomes: WriteOutcome[];
+  try {
+    outcomes = await mapLimit(planned, CONCURRENCY, ({ file }) => writeRendered(file, opts.outputDir, log, batch, madeDirs));
+    const flushed = await batch.commit();
+    log.debug({ files: flushed.files, directories: flushed.directories }, 'rendered files flushed to disk');
+  } catch (err) {
+    batch.abort();
+    throw new TemplateError(`could not write the rendered files under ${opts.outputDir} (${errorMessage(err)}); no file was replaced`, { cause: err });
+  }
   outcomes.forEach((outcome, i) => {
     const target = (planned[i] as (typeof planned)[number]).file.target;
     if (outcome === 'written') result.written.push(target);

@@ -1,5 +1,4 @@
 import { promises as fs } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { lookupId } from './account-lookup.js';
 import { ControlFileError } from './apply-errors.js';
 
@@ -33,6 +32,8 @@ export async function readControlFile(file: string | undefined): Promise<Control
 
 export async function parseControlFile(text: string, file: string): Promise<ControlSettings> {
   let doc: unknown;
+  // The YAML parser is loaded on the first control file: most trees have none, and it is the largest module apply uses.
+  const { parse: parseYaml } = await import('yaml');
   try {
     doc = parseYaml(text, { version: '1.1' });
   } catch (err) {

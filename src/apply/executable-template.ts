@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { TemplateError } from './apply-errors.js';
 
@@ -9,7 +8,9 @@ import { TemplateError } from './apply-errors.js';
 export const EXECUTABLE_TEMPLATE_TIMEOUT_MS = 10 * 60 * 1000;
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 
-export function runExecutableTemplate(file: string, metadata: unknown, timeoutMs = EXECUTABLE_TEMPLATE_TIMEOUT_MS): Promise<string> {
+export async function runExecutableTemplate(file: string, metadata: unknown, timeoutMs = EXECUTABLE_TEMPLATE_TIMEOUT_MS): Promise<string> {
+  // Loaded on the first executable template: most trees have none.
+  const { spawn } = await import('node:child_process');
   return new Promise((resolve, reject) => {
     // Own process group, so a timeout kills the script's children too (they would otherwise hold the pipes open).
     const child = spawn(file, [], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });

@@ -44,7 +44,7 @@ function renderNodes(nodes: readonly Node[], stack: unknown[], out: string[], mi
       out.push(node.text);
       continue;
     }
-    const value = lookup(node.name, stack);
+    const value = lookup(node.path, stack);
     if (node.kind === 'var') {
       if (value === MISSING) missing.add(node.name);
       else out.push(interpolateValue(value));
@@ -71,24 +71,30 @@ function renderNodes(nodes: readonly Node[], stack: unknown[], out: string[], mi
 }
 
 /**
- * Resolve a tag name against the context stack: "." is the innermost value; otherwise the first segment is looked up
- * from the innermost object outwards and the remaining segments inside that value only.
+ * Resolve a tag's dotted path against the context stack: "." is the innermost value; otherwise the first segment is
+ * looked up from the innermost object outwards and the remaining segments inside that value only.
  */
-function lookup(name: string, stack: readonly unknown[]): unknown {
-  if (name === '.') return stack[stack.length - 1];
-  const parts = name.split('.');
+function lookup(parts: readonly string[], stack: readonly unknown[]): unknown {
   const first = parts[0] as string;
+  if (first === '.') return stack[stack.length - 1];
   let value: unknown = MISSING;
   for (let i = stack.length - 1; i >= 0; i--) {
-    const frame = stack[i];
-    if (isJsonObject(frame) && Object.hasOwn(frame, first)) {
-      value = frame[first];
+    const found = ownMember(stack[i], first);
+    if (found !== MISSING) {
+      value = found;
       break;
     }
   }
-  for (let i = 1; i < parts.length && value !== MISSING; i++) {
-    const part = parts[i] as string;
-    value = isJsonObject(value) && Object.hasOwn(value, part) ? value[part] : MISSING;
-  }
+  for (let i = 1; i < parts.length && value !== MISSING; i++) value = ownMember(value, parts[i] as string);
   return value;
+}
+
+/** `value[key]` when value is a JSON object that has key as its own property; MISSING otherwise. */
+function ownMember(value: unknown, key: string): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return MISSING;
+  // JSON never holds undefined, so undefined means "absent"; a defined result is checked for being the object's own
+  // only when the key also names something inherited ("constructor", "toString", ...).
+  const member = (value as Record<string, unknown>)[key];
+  if (member === undefined) return MISSING;
+  return key in Object.prototype && !Object.hasOwn(value, key) ? MISSING : member;
 }

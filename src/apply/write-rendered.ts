@@ -1,15 +1,15 @@
-import { lstatSync, promises as fs, readFileSync, type Stats } from 'node:fs';
+import { lstatSync, mkdirSync, promises as fs, readFileSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { UnsafePathError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
-import { writeFileAtomic } from '../util/atomic-write.js';
 import { isInside } from '../util/rooted-path.js';
+import type { WriteBatch } from '../util/write-batch.js';
 import type { ControlSettings } from './control-file.js';
 
 // Placing one rendered file under the output root. An existing file keeps its mode (setuid/setgid/sticky included),
-// owner and group unless the control file says otherwise; a new file gets 0644 and the writer's ids. Writes are
-// atomic (temp file, fsync, rename), a file whose bytes and attributes already match is left alone, and no path may
-// leave the output root, through ".." or through a symlinked directory.
+// owner and group unless the control file says otherwise; a new file gets 0644 and the writer's ids. Writes go into
+// the caller's WriteBatch (temp files now; fsync and rename when the batch commits), a file whose bytes and attributes
+// already match is left alone, and no path may leave the output root, through ".." or through a symlinked directory.
 
 export type WriteOutcome = 'written' | 'unchanged' | 'deleted' | 'skipped';
 
@@ -69,13 +69,14 @@ export async function resolveOutputPath(outputRoot: string, relative: string, ca
   return target;
 }
 
-export async function writeRendered(file: RenderedFile, outputRoot: string, log: Logger, madeDirs: Set<string> = new Set()): Promise<WriteOutcome> {
+/** Stage one rendered file in `batch` (or its deletion); nothing under the output root changes until the batch commits. */
+export async function writeRendered(file: RenderedFile, outputRoot: string, log: Logger, batch: WriteBatch, madeDirs: Set<string> = new Set()): Promise<WriteOutcome> {
   const { target, body, control } = file;
   const existing = lstatOrUndefined(target);
   if (!control.allowEmpty && body.length === 0) {
     if (existing) {
       log.info({ path: target }, 'deleting file: empty rendering and allow_empty is false');
-      await fs.unlink(target);
+      batch.remove(target);
       return 'deleted';
     }
     log.info({ path: target }, 'not creating empty file: allow_empty is false');
@@ -92,16 +93,13 @@ export async function writeRendered(file: RenderedFile, outputRoot: string, log:
     if (current?.equals(data)) return 'unchanged';
   }
   log.info({ path: target }, 'writing file');
-  // Parent directories are made once per run (madeDirs), and synced once by the caller after all writes
-  // (applyTemplates), not once per file.
+  // Parent directories are made once per run (madeDirs): the temp file goes beside its target.
   const dir = path.dirname(target);
   if (!madeDirs.has(dir)) {
-    await fs.mkdir(dir, { recursive: true, mode: 0o777 });
+    mkdirSync(dir, { recursive: true, mode: 0o777 });
     madeDirs.add(dir);
   }
-  await writeFileAtomic(target, data, { mode, uid, gid, syncDirectory: false });
-  // chown clears setuid/setgid bits; put them back.
-  if ((mode & 0o6000) !== 0 && (uid !== undefined || gid !== undefined)) await fs.chmod(target, mode);
+  batch.stage(target, data, { mode, uid, gid });
   return 'written';
 }
 

@@ -7,10 +7,10 @@ import { booleanKeyStatus, checkValueType, extractKey, formatKeyValue, subhash }
 import { FALLBACK_METADATA, loadMetadata, selectMetadataFiles } from '../apply/metadata-sources.js';
 import { resolveTemplatesDir } from '../apply/templates-dir.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
-import { logProblems } from '../daemon/agent.js';
+import { logProblems } from '../config/log-problems.js';
 import { createLogger, parseLogLevel, type Logger, type LogLevel } from '../log/logger.js';
 import { readJsonFile } from '../util/read-json-file.js';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './collect-command.js';
+import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 
 // `os-config-agent apply` (render the templates from the cached metadata, configured by the agent's config file) and

@@ -1,67 +1,15 @@
-import { Command, Option } from 'commander';
-import type { CliOverrides, ConfigSources } from '../config/load.js';
-import { createLogger, parseLogLevel, type LogLevel } from '../log/logger.js';
+import type { Command } from 'commander';
+import { createLogger, parseLogLevel } from '../log/logger.js';
 import { mergePairs } from '../daemon/collect-all.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { buildAgent } from './agent-factory.js';
+import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { installSignalHandlers } from './process-signals.js';
 
 // `os-config-agent collect` and the compatibility command `os-collect-config`: upstream flags and behaviour.
 // Without a command (or with --print) the merged metadata is printed as JSON and the process exits; with a command
 // the loop runs (once with --one-time / --force).
-
-export interface CommonFlags {
-  root?: string;
-  configFile?: string[];
-  configDir?: string[];
-  logLevel?: string;
-  debug?: boolean;
-}
-
-export function addCommonFlags(cmd: Command): Command {
-  return cmd
-    .option('--root <dir>', 'prefix every absolute path the agent reads or writes with DIR (tests, demos, image builds)')
-    .option('--config-file <file>', 'configuration file (repeat for more; default ~/os-collect-config.conf or /etc/os-collect-config.conf)', collect)
-    .option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)', collect)
-    .option('--log-level <level>', 'fatal, error, warn, info, debug or trace')
-    .option('-d, --debug', 'same as --log-level debug')
-    // Accepted for compatibility with oslo.log; upstream never applied them (its logging was never set up).
-    .addOption(hiddenValue('--log-file <file>'))
-    .addOption(hiddenValue('--log-dir <dir>'))
-    .addOption(hiddenValue('--log-config-append <file>'))
-    .addOption(hiddenValue('--log-date-format <format>'))
-    .addOption(hiddenValue('--syslog-log-facility <facility>'))
-    .addOption(hiddenFlag('--use-syslog'))
-    .addOption(hiddenFlag('--use-journal'))
-    .addOption(hiddenFlag('--use-json'))
-    .addOption(hiddenFlag('--watch-log-file'))
-    .addOption(hiddenFlag('--verbose'));
-}
-
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
-}
-
-function hiddenValue(flags: string): Option {
-  return new Option(flags).hideHelp();
-}
-function hiddenFlag(flags: string): Option {
-  return new Option(flags).hideHelp();
-}
-
-export function configSources(flags: CommonFlags, cli: CliOverrides): ConfigSources {
-  return { root: flags.root, configFiles: flags.configFile, configDirs: flags.configDir, cli };
-}
-
-export function chooseLogLevel(flags: CommonFlags, configured: string): LogLevel {
-  if (flags.debug) return 'debug';
-  try {
-    return parseLogLevel(flags.logLevel ?? configured);
-  } catch {
-    return 'info';
-  }
-}
 
 export function defineCollectCommand(cmd: Command, options: { strictExit: boolean; setExit: (code: number) => void }): Command {
   addCommonFlags(cmd);

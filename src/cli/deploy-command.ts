@@ -1,12 +1,12 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
-import { logProblems } from '../daemon/agent.js';
+import { logProblems } from '../config/log-problems.js';
 import { runDeployments } from '../deploy/dispatch.js';
 import { deploymentsFrom, readCachedMetadata, readHeatConfigFile, writeHeatConfigFile } from '../deploy/metadata-source.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './collect-command.js';
+import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { installSignalHandlers } from './process-signals.js';
 

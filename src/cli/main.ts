@@ -3,8 +3,6 @@ import { Command, CommanderError } from 'commander';
 import { AgentError } from '../errors.js';
 import { VERSION } from '../version.js';
 import { normaliseArgv } from './argv-normalise.js';
-import { defineCollectCommand } from './collect-command.js';
-import { defineRunCommand } from './run-command.js';
 
 // Entry point. One bundle serves every command name: `os-config-agent <subcommand>` and the compatibility names
 // os-collect-config, os-apply-config and os-refresh-config (chosen by the name the program was started as).
@@ -48,7 +46,7 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
 
   if (name === 'os-collect-config') {
     program.description('Collect metadata from cloud sources and run a command when it changes (os-collect-config compatible).');
-    defineCollectCommand(program, { strictExit: false, setExit });
+    (await import('./collect-command.js')).defineCollectCommand(program, { strictExit: false, setExit });
   } else if (name === 'os-apply-config') {
     // compat: os-apply-config
     (await import('./apply-command.js')).defineOsApplyConfigCommand(program, setExit);
@@ -58,6 +56,8 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
     (await import('./refresh-command.js')).defineRefreshCompatCommand(program, setExit);
   } else {
     program.description('In-instance agent for OpenStack Heat software configuration.');
+    const { defineCollectCommand } = await import('./collect-command.js');
+    const { defineRunCommand } = await import('./run-command.js');
     defineCollectCommand(program.command('collect').description('collect metadata; print it, or run the configured command on change'), {
       strictExit: true,
       setExit,

@@ -1,11 +1,11 @@
 import { Option, InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type CliOverrides, type LoadedConfig } from '../config/load.js';
-import { logProblems } from '../daemon/agent.js';
+import { logProblems } from '../config/log-problems.js';
 import { AgentError, errorMessage } from '../errors.js';
 import { createLogger, parseLogLevel, type Logger, type LogLevel } from '../log/logger.js';
 import { resolveBaseDir } from '../refresh/base-dir.js';
 import { PHASES, runRefresh } from '../refresh/run-refresh.js';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './collect-command.js';
+import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { installSignalHandlers } from './process-signals.js';
 

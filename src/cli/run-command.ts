@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createLogger, parseLogLevel } from '../log/logger.js';
 import { buildAgent } from './agent-factory.js';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './collect-command.js';
+import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { installSignalHandlers } from './process-signals.js';
 

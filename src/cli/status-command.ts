@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { formatStatusTable, readStatus } from '../deploy/status.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './collect-command.js';
+import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 
 // `os-config-agent status [--json]`: every deployment the agent knows, with its state, times, exit code, signal

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -364,6 +363,8 @@ function deepFreeze<T>(value: T): T {
 
 /** MD5 of the config files' contents, as upstream hashes them to decide a re-exec (here: an in-process reload). */
 export async function hashConfigFiles(files: readonly string[]): Promise<string> {
+  // Loaded here: only the daemon hashes, and the crypto module costs every short-lived command start-up time.
+  const { createHash } = await import('node:crypto');
   const hash = createHash('md5');
   for (const file of files) {
     try {

@@ -1,6 +1,7 @@
 import { MetadataCache } from '../cache/metadata-cache.js';
 import { findCollector } from '../collectors/registry.js';
 import { hashConfigFiles, loadConfig, type ConfigSources, type LoadedConfig } from '../config/load.js';
+import { logProblems } from '../config/log-problems.js';
 import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
@@ -271,12 +272,4 @@ export class Agent {
 
 function mb(bytes: number): number {
   return Math.round((bytes / 1048576) * 10) / 10;
-}
-
-export function logProblems(loaded: LoadedConfig, log: Logger): void {
-  for (const p of loaded.problems) {
-    const fields = { file: p.file ? loaded.paths.unmap(p.file) : undefined, line: p.line, section: p.section, option: p.option, problem: p.message };
-    if (p.severity === 'error') log.error(fields, 'configuration problem');
-    else log.warn(fields, 'configuration problem');
-  }
 }

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 
@@ -22,7 +21,7 @@ export interface AtomicWriteOptions {
 export async function writeFileAtomic(target: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   const dir = path.dirname(target);
   if (options.mkdirMode !== undefined) await fs.mkdir(dir, { recursive: true, mode: options.mkdirMode });
-  const tmp = path.join(dir, `.${path.basename(target)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const tmp = tempPathFor(target);
   const mode = options.mode ?? 0o600;
   let handle: fs.FileHandle | undefined;
   try {
@@ -43,6 +42,19 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
     throw err;
   }
   if (options.syncDirectory !== false) await syncDirectory(dir);
+}
+
+let tempCounter = 0;
+
+/**
+ * A fresh temp file name beside `target`. It need not be unguessable: temp files are opened with O_EXCL, which fails
+ * on any existing name or symlink instead of following it. (Not from the crypto module: loading it costs every
+ * short-lived command several milliseconds.)
+ */
+export function tempPathFor(target: string): string {
+  tempCounter = (tempCounter + 1) % 0x7fffffff;
+  const nonce = Math.floor(Math.random() * 0x100000000).toString(16);
+  return path.join(path.dirname(target), `.${path.basename(target)}.tmp-${process.pid}-${tempCounter}-${nonce}`);
 }
 
 /** fsync a directory, so the renames done in it survive a power cut. */

@@ -1,4 +1,6 @@
-import { chmodSync, existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { applyTemplates } from '../../src/apply/apply-templates.js';
@@ -87,4 +89,30 @@ t.test('CRLF templates are read with universal newlines, as Python does', async 
   const { log } = captureLog();
   await applyTemplates({ templatesDir: path.join(dir, 'templates'), outputDir: path.join(dir, 'out'), metadata: { t: true }, strict: false, log });
   t.equal(readFileSync(path.join(dir, 'out/a'), 'utf8'), 'x\ny\nz\n');
+});
+
+/** Whether `chattr +i` works where tests write (ext4, xfs, btrfs as root: yes; tmpfs or not root: no). */
+function canMakeImmutable(): boolean {
+  const probe = mkdtempSync(path.join(os.tmpdir(), 'oca-chattr-'));
+  const ok = spawnSync('chattr', ['+i', probe]).status === 0;
+  spawnSync('chattr', ['-i', probe]);
+  rmSync(probe, { recursive: true, force: true });
+  return ok;
+}
+
+t.test('all or nothing on write: a file that cannot be written (immutable directory) replaces no other file', { skip: !canMakeImmutable() && 'chattr +i is not possible here' }, async (t) => {
+  const dir = t.testdir({ templates: { a: { x: 'new x {{v}}' }, b: { y: 'new y' } }, out: { a: { x: 'old x' }, b: { y: 'old y' } } });
+  const locked = path.join(dir, 'out/b');
+  // An immutable directory makes even root fail to create a file in it (EPERM).
+  t.equal(spawnSync('chattr', ['+i', locked]).status, 0, 'directory made immutable');
+  t.teardown(() => void spawnSync('chattr', ['-i', locked]));
+  const { log } = captureLog();
+  const opts = { templatesDir: path.join(dir, 'templates'), outputDir: path.join(dir, 'out'), metadata: { v: 1 }, strict: false, log };
+  await t.rejects(applyTemplates(opts), { code: 'ERR_TEMPLATE', message: /could not write the rendered files under .*\(EPERM.*\); no file was replaced/ });
+  t.equal(readFileSync(path.join(dir, 'out/a/x'), 'utf8'), 'old x', 'the writable file was not replaced either');
+  t.same(readdirSync(path.join(dir, 'out/a')), ['x'], 'its temp file was removed');
+  spawnSync('chattr', ['-i', locked]);
+  const done = await applyTemplates(opts);
+  t.equal(done.written.length, 2, 'the next run writes both');
+  t.equal(readFileSync(path.join(dir, 'out/a/x'), 'utf8'), 'new x 1');
 });

@@ -5,7 +5,7 @@ import { parseTemplate } from '../../src/apply/mustache-parse.js';
 t.test('text, variables and sections become nodes', async (t) => {
   t.same(parseTemplate('a {{x}} b'), [
     { kind: 'text', text: 'a ' },
-    { kind: 'var', name: 'x', line: 1 },
+    { kind: 'var', name: 'x', path: ['x'], line: 1 },
     { kind: 'text', text: ' b' },
   ]);
   const [section] = parseTemplate('{{#s}}in{{/s}}');
@@ -15,7 +15,7 @@ t.test('text, variables and sections become nodes', async (t) => {
 });
 
 t.test('triple mustache, ampersand and whitespace inside tags are plain variables', async (t) => {
-  for (const src of ['{{{ x }}}', '{{&x}}', '{{ x }}', '{{\tx\n}}']) t.same(parseTemplate(src), [{ kind: 'var', name: 'x', line: 1 }], src);
+  for (const src of ['{{{ x }}}', '{{&x}}', '{{ x }}', '{{\tx\n}}']) t.same(parseTemplate(src), [{ kind: 'var', name: 'x', path: ['x'], line: 1 }], src);
   t.match(parseTemplate('{{ #s }}{{ /s }}')[0], { kind: 'section', name: 's' });
 });
 
@@ -26,7 +26,7 @@ t.test('comments and partials produce nothing; set-delimiter changes the tags', 
     { kind: 'text', text: 'c' },
   ]);
   t.same(parseTemplate('{{=<% %>=}}<% x %>{{y}}'), [
-    { kind: 'var', name: 'x', line: 1 },
+    { kind: 'var', name: 'x', path: ['x'], line: 1 },
     { kind: 'text', text: '{{y}}' },
   ]);
 });
@@ -60,4 +60,11 @@ t.test('malformed templates are errors naming the line', async (t) => {
 t.test('line numbers count every newline before the tag', async (t) => {
   const nodes = parseTemplate('1\n2\n{{a}}\n4\n{{b}}');
   t.same(nodes.filter((n) => n.kind === 'var').map((n) => (n as { line: number }).line), [3, 5]);
+});
+
+t.test('dotted names are split once, at parse time; "." stays whole', async (t) => {
+  t.same(
+    parseTemplate('{{a.b.c}}{{.}}{{#s.t}}{{/s.t}}').map((n) => (n.kind === 'text' ? n.text : n.path)),
+    [['a', 'b', 'c'], ['.'], ['s', 't']],
+  );
 });

@@ -2,10 +2,20 @@ import { chmodSync, chownSync, existsSync, lstatSync, readFileSync, statSync, sy
 import path from 'node:path';
 import t from 'tap';
 import { DEFAULT_CONTROL } from '../../src/apply/control-file.js';
-import { resolveOutputPath, writeRendered } from '../../src/apply/write-rendered.js';
+import { resolveOutputPath, writeRendered, type RenderedFile } from '../../src/apply/write-rendered.js';
+import type { Logger } from '../../src/log/logger.js';
+import { WriteBatch } from '../../src/util/write-batch.js';
 import { captureLog } from '../helpers/log-capture.js';
 
 const mode = (p: string) => statSync(p).mode & 0o7777;
+
+/** One file through its own batch: staged, then committed. */
+async function writeOne(file: RenderedFile, root: string, log: Logger) {
+  const batch = new WriteBatch();
+  const outcome = await writeRendered(file, root, log, batch);
+  await batch.commit();
+  return outcome;
+}
 
 t.test('resolveOutputPath joins under the root and refuses escapes', async (t) => {
   const root = t.testdir({ etc: {}, file: 'x', adir: { inner: {} } });
@@ -35,14 +45,14 @@ t.test('new files: 0644, parents created; rewrite truncates; identical content i
   const root = t.testdir({});
   const { log, lines } = captureLog();
   const target = path.join(root, 'a/b/c.conf');
-  t.equal(await writeRendered({ target, body: 'long content\n', control: DEFAULT_CONTROL }, root, log), 'written');
+  t.equal(await writeOne({ target, body: 'long content\n', control: DEFAULT_CONTROL }, root, log), 'written');
   t.equal(readFileSync(target, 'utf8'), 'long content\n');
   t.equal(mode(target), 0o644);
   t.match(lines, [{ level: 'info', msg: 'writing file', path: target }]);
-  t.equal(await writeRendered({ target, body: 'short\n', control: DEFAULT_CONTROL }, root, log), 'written');
+  t.equal(await writeOne({ target, body: 'short\n', control: DEFAULT_CONTROL }, root, log), 'written');
   t.equal(readFileSync(target, 'utf8'), 'short\n', 'no stale tail');
   const before = statSync(target);
-  t.equal(await writeRendered({ target, body: 'short\n', control: DEFAULT_CONTROL }, root, log), 'unchanged');
+  t.equal(await writeOne({ target, body: 'short\n', control: DEFAULT_CONTROL }, root, log), 'unchanged');
   t.equal(statSync(target).ino, before.ino, 'not replaced');
 });
 
@@ -50,19 +60,19 @@ t.test('existing mode, owner and group are kept unless the control file says oth
   const root = t.testdir({ keep: 'old', suid: 'old', owned: 'old' });
   const { log } = captureLog();
   chmodSync(path.join(root, 'keep'), 0o600);
-  await writeRendered({ target: path.join(root, 'keep'), body: 'new', control: DEFAULT_CONTROL }, root, log);
+  await writeOne({ target: path.join(root, 'keep'), body: 'new', control: DEFAULT_CONTROL }, root, log);
   t.equal(mode(path.join(root, 'keep')), 0o600);
   chmodSync(path.join(root, 'suid'), 0o4755);
-  await writeRendered({ target: path.join(root, 'suid'), body: 'new', control: DEFAULT_CONTROL }, root, log);
+  await writeOne({ target: path.join(root, 'suid'), body: 'new', control: DEFAULT_CONTROL }, root, log);
   t.equal(mode(path.join(root, 'suid')), 0o4755, 'setuid bit survives');
-  t.equal(await writeRendered({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0o640 } }, root, log), 'written', 'same bytes, new mode');
+  t.equal(await writeOne({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0o640 } }, root, log), 'written', 'same bytes, new mode');
   t.equal(mode(path.join(root, 'keep')), 0o640);
-  t.equal(await writeRendered({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0 } }, root, log), 'unchanged', 'mode 0 ignored as upstream');
+  t.equal(await writeOne({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0 } }, root, log), 'unchanged', 'mode 0 ignored as upstream');
   if (process.getuid?.() === 0) {
     chownSync(path.join(root, 'owned'), 65534, 65534);
-    await writeRendered({ target: path.join(root, 'owned'), body: 'new', control: DEFAULT_CONTROL }, root, log);
+    await writeOne({ target: path.join(root, 'owned'), body: 'new', control: DEFAULT_CONTROL }, root, log);
     t.match(statSync(path.join(root, 'owned')), { uid: 65534, gid: 65534 }, 'owner kept');
-    await writeRendered({ target: path.join(root, 'owned'), body: 'new', control: { ...DEFAULT_CONTROL, uid: 0 } }, root, log);
+    await writeOne({ target: path.join(root, 'owned'), body: 'new', control: { ...DEFAULT_CONTROL, uid: 0 } }, root, log);
     t.match(statSync(path.join(root, 'owned')), { uid: 0, gid: 65534 }, 'owner from .oac, group kept');
   }
 });
@@ -71,12 +81,12 @@ t.test('allow_empty false deletes or skips an empty rendering', async (t) => {
   const root = t.testdir({ old: 'x' });
   const { log, lines } = captureLog();
   const control = { ...DEFAULT_CONTROL, allowEmpty: false };
-  t.equal(await writeRendered({ target: path.join(root, 'old'), body: '', control }, root, log), 'deleted');
+  t.equal(await writeOne({ target: path.join(root, 'old'), body: '', control }, root, log), 'deleted');
   t.notOk(existsSync(path.join(root, 'old')));
-  t.equal(await writeRendered({ target: path.join(root, 'new'), body: '', control }, root, log), 'skipped');
+  t.equal(await writeOne({ target: path.join(root, 'new'), body: '', control }, root, log), 'skipped');
   t.notOk(existsSync(path.join(root, 'new')));
   t.match(lines, [{ msg: /deleting file/ }, { msg: /not creating empty file/ }]);
-  t.equal(await writeRendered({ target: path.join(root, 'empty'), body: '', control: DEFAULT_CONTROL }, root, log), 'written', 'allowed by default');
+  t.equal(await writeOne({ target: path.join(root, 'empty'), body: '', control: DEFAULT_CONTROL }, root, log), 'written', 'allowed by default');
   t.equal(readFileSync(path.join(root, 'empty'), 'utf8'), '');
 });
 
@@ -87,10 +97,10 @@ t.test('a symlink at the target is replaced by a regular file, never written thr
   chmodSync(path.join(root, 'real'), 0o600);
   symlinkSync(path.join(root, 'real'), path.join(root, 'in-link'));
   symlinkSync(path.join(base, 'outside'), path.join(root, 'out-link'));
-  await writeRendered({ target: path.join(root, 'in-link'), body: 'new', control: DEFAULT_CONTROL }, root, log);
+  await writeOne({ target: path.join(root, 'in-link'), body: 'new', control: DEFAULT_CONTROL }, root, log);
   t.ok(lstatSync(path.join(root, 'in-link')).isFile());
   t.equal(mode(path.join(root, 'in-link')), 0o600, 'mode of the link target inside the root');
-  await writeRendered({ target: path.join(root, 'out-link'), body: 'new', control: DEFAULT_CONTROL }, root, log);
+  await writeOne({ target: path.join(root, 'out-link'), body: 'new', control: DEFAULT_CONTROL }, root, log);
   t.equal(readFileSync(path.join(base, 'outside'), 'utf8'), 'precious');
   t.equal(mode(path.join(root, 'out-link')), 0o644, 'nothing taken from outside the root');
 });

@@ -5,7 +5,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { measure, repeat } from './measure.mjs';
+import { interleave, measure } from './measure.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const UPSTREAM = '/usr/bin/os-apply-config';
@@ -24,6 +24,9 @@ const body = [
 ].join('\n');
 const env = { ...process.env };
 delete env.OS_CONFIG_FILES;
+// This sandbox sets NODE_EXTRA_CA_CERTS for npm; with it every node process parses the whole CA bundle at start (about
+// 60 ms here). An instance's systemd unit and phase scripts do not set it, so neither side is measured with it.
+delete env.NODE_EXTRA_CA_CERTS;
 const summarise = (r) => ({ wallS: +r.wall.toFixed(3), peakRssMb: +(r.rssKb / 1024).toFixed(1), cpuS: +r.cpu.toFixed(3), statuses: r.statuses });
 
 /** One tree of `count` templates (directories of 10), both tools on it. */
@@ -41,16 +44,15 @@ function benchTree(count) {
   // Ours through its launcher with the same flags (plus --root so no default path outside the bench dir is read).
   const oursCmd = (out) => [process.execPath, launcher, '--root', base, ...args(out)];
   const upCmd = (out) => [UPSTREAM, ...args(out)];
-  const fresh = (side, cmd) => repeat(RUNS, (i) => measure(cmd(path.join(base, `${side}-fresh-${i}`)), { env }));
+  const fresh = (side, cmd) => (i) => measure(cmd(path.join(base, `${side}-fresh-${i}`)), { env });
+  const [ours, upstream] = interleave(RUNS, [fresh('ours', oursCmd), fresh('up', upCmd)]);
+  // Re-runs onto an up-to-date tree (each side's first run is not measured).
   const steady = (side, cmd) => {
     const out = path.join(base, `${side}-steady`);
     measure(cmd(out), { env });
-    return repeat(RUNS, () => measure(cmd(out), { env }));
+    return () => measure(cmd(out), { env });
   };
-  const ours = fresh('ours', oursCmd);
-  const upstream = fresh('up', upCmd);
-  const oursSteady = steady('ours', oursCmd);
-  const upSteady = steady('up', upCmd);
+  const [oursSteady, upSteady] = interleave(RUNS, [steady('ours', oursCmd), steady('up', upCmd)]);
   rmSync(base, { recursive: true, force: true });
   return {
     templates: count,
@@ -60,8 +62,10 @@ function benchTree(count) {
 }
 
 const startupBase = mkdtempSync(path.join(os.tmpdir(), 'oca-bench-apply-'));
-const oursStart = repeat(RUNS, () => measure([process.execPath, launcher, '--root', startupBase, '--print-templates'], { env }));
-const upStart = repeat(RUNS, () => measure([UPSTREAM, '--print-templates'], { env }));
+const [oursStart, upStart] = interleave(RUNS, [
+  () => measure([process.execPath, launcher, '--root', startupBase, '--print-templates'], { env }),
+  () => measure([UPSTREAM, '--print-templates'], { env }),
+]);
 rmSync(startupBase, { recursive: true, force: true });
 const sizes = [200, 2000].map(benchTree);
 const [small, large] = sizes;

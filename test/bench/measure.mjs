@@ -36,14 +36,28 @@ export function median(values) {
   return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
-/** Run `fn` `n` times and summarise. */
-export function repeat(n, fn) {
-  const runs = [];
-  for (let i = 0; i < n; i++) runs.push(fn(i));
+function summarise(runs) {
   return {
     wall: median(runs.map((r) => r.wall)),
     rssKb: Math.max(...runs.map((r) => r.rssKb ?? 0)),
     cpu: median(runs.map((r) => r.cpu ?? 0)),
     statuses: [...new Set(runs.map((r) => r.status))],
   };
+}
+
+/** Run `fn` `n` times and summarise. */
+export function repeat(n, fn) {
+  const runs = [];
+  for (let i = 0; i < n; i++) runs.push(fn(i));
+  return summarise(runs);
+}
+
+/**
+ * Run each of `fns` `n` times, taking turns (a, b, a, b, ...) so that drift in the machine's speed (other tenants,
+ * page-cache reclaim) falls on every side alike; one summary per function.
+ */
+export function interleave(n, fns) {
+  const runs = fns.map(() => []);
+  for (let i = 0; i < n; i++) fns.forEach((fn, k) => runs[k].push(fn(i)));
+  return runs.map(summarise);
 }

@@ -74,6 +74,8 @@ export function makeSource(dir: string, options: { omitHooks?: readonly string[]
   mkdirSync(path.join(dir, 'dist'), { recursive: true });
   cpSync(requireBundle(), path.join(dir, 'dist/os-config-agent.mjs'));
   cpSync(path.join(path.dirname(requireBundle()), 'chunks'), path.join(dir, 'dist/chunks'), { recursive: true });
+  // Times kept, as a build tree has them: the code cache is stamped with its bundle's size and time.
+  for (const f of ['compat.cjs', 'compat-launcher.cjs', 'compat.cjs.cache']) cpSync(path.join(path.dirname(requireBundle()), f), path.join(dir, 'dist', f), { preserveTimestamps: true });
   cpSync(path.join(REPO, 'systemd'), path.join(dir, 'systemd'), { recursive: true });
   mkdirSync(path.join(dir, 'hooks/lib'), { recursive: true });
   const repoLib = path.join(REPO, 'hooks/lib');

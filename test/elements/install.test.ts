@@ -47,6 +47,13 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
   const chunks = readdirSync(path.join(path.dirname(requireBundle()), 'chunks')).sort();
   t.same(readdirSync(at('opt/os-config-agent/lib/chunks')).sort(), chunks, 'with every chunk it loads on demand');
   for (const c of chunks) t.equal(mode(at(`opt/os-config-agent/lib/chunks/${c}`)), 0o644);
+  const dist = path.dirname(requireBundle());
+  for (const f of ['compat.cjs', 'compat-launcher.cjs', 'compat.cjs.cache']) {
+    t.same(readFileSync(at(`opt/os-config-agent/lib/${f}`)), readFileSync(path.join(dist, f)), `${f} as built`);
+    t.equal(mode(at(`opt/os-config-agent/lib/${f}`)), 0o644);
+  }
+  t.equal(readlinkSync(at('opt/os-config-agent/lib/os-collect-config')), 'os-config-agent.mjs', 'the daemon-style command runs the main bundle');
+  for (const name of ['os-apply-config', 'os-refresh-config']) t.equal(readlinkSync(at(`opt/os-config-agent/lib/${name}`)), 'compat-launcher.cjs', `${name} runs the compat bundle`);
   for (const name of ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config']) {
     t.equal(readlinkSync(at(`usr/local/bin/${name}`)), `../../../opt/os-config-agent/bin/${name}`, `${name} on PATH, relative link`);
     t.equal(mode(at(`opt/os-config-agent/bin/${name}`)), 0o755);
@@ -56,6 +63,10 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
   }
   const help = run(at('usr/local/bin/os-collect-config'), ['--help']);
   t.match(help.stdout, /^Usage: os-collect-config /, 'the compatibility launcher runs the bundle under its own name');
+  const cacheBefore = statSync(at('opt/os-config-agent/lib/compat.cjs.cache'));
+  t.match(run(at('usr/local/bin/os-apply-config'), ['--help']).stdout, /^Usage: os-apply-config /, 'so does the code-cache launcher');
+  t.equal(statSync(at('opt/os-config-agent/lib/compat.cjs.cache')).mtimeMs, cacheBefore.mtimeMs, 'with the shipped code cache (its stamp survived staging and install)');
+  t.match(run(at('usr/local/bin/os-refresh-config'), ['--help']).stdout, /^Usage: os-refresh-config /);
   t.match(run(at('usr/local/bin/os-config-agent'), ['--help']).stdout, /^Usage: os-config-agent /);
 
   // The unit, enabled as `systemctl enable` does it.

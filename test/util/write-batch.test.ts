@@ -1,0 +1,122 @@
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { onePerFilesystem, SYNCFS_MIN_FILES, WriteBatch, type SyncfsRunner } from '../../src/util/write-batch.js';
+
+const modeOf = (file: string) => statSync(file).mode & 0o7777;
+const bytes = (s: string) => Buffer.from(s, 'utf8');
+/** Every name in a tree, temp files included (they start with a dot). */
+const allNames = (dir: string): string[] => readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
+
+/** A syncfs runner that records its calls and answers as told. */
+function recordingSyncfs(answer: boolean): { run: SyncfsRunner; calls: string[][] } {
+  const calls: string[][] = [];
+  return { calls, run: async (paths) => (calls.push([...paths]), answer) };
+}
+
+t.test('nothing under the targets changes until commit; then every file is in place with its mode', async (t) => {
+  const dir = t.testdir({ keep: 'old keep', gone: 'old gone' });
+  const batch = new WriteBatch();
+  batch.stage(path.join(dir, 'keep'), bytes('new keep'), { mode: 0o640 });
+  batch.stage(path.join(dir, 'fresh'), bytes('fresh'), { mode: 0o600 });
+  batch.remove(path.join(dir, 'gone'));
+  t.equal(readFileSync(path.join(dir, 'keep'), 'utf8'), 'old keep', 'target untouched while staged');
+  t.notOk(existsSync(path.join(dir, 'fresh')));
+  t.ok(existsSync(path.join(dir, 'gone')), 'removal waits for commit');
+  t.equal(allNames(dir).filter((n) => n.startsWith('.')).length, 2, 'two temp files beside their targets');
+  await batch.commit();
+  t.equal(readFileSync(path.join(dir, 'keep'), 'utf8'), 'new keep');
+  t.equal(modeOf(path.join(dir, 'keep')), 0o640);
+  t.equal(modeOf(path.join(dir, 'fresh')), 0o600);
+  t.notOk(existsSync(path.join(dir, 'gone')));
+  t.same(allNames(dir), ['fresh', 'keep'], 'no temp file left');
+});
+
+t.test('abort removes every temp file and replaces nothing', async (t) => {
+  const dir = t.testdir({ a: 'old a' });
+  const batch = new WriteBatch();
+  batch.stage(path.join(dir, 'a'), bytes('new a'), { mode: 0o644 });
+  batch.stage(path.join(dir, 'b'), bytes('new b'), { mode: 0o644 });
+  batch.remove(path.join(dir, 'a'));
+  batch.abort();
+  t.same(allNames(dir), ['a']);
+  t.equal(readFileSync(path.join(dir, 'a'), 'utf8'), 'old a');
+  t.throws(() => batch.stage(path.join(dir, 'c'), bytes('c'), { mode: 0o644 }), /already committed or aborted/);
+});
+
+t.test('a stage that fails (directory not writable) leaves earlier temp files for abort to remove', { skip: process.getuid?.() === 0 && 'root ignores directory permissions' }, async (t) => {
+  const dir = t.testdir({ ok: {}, locked: {} });
+  chmodSync(path.join(dir, 'locked'), 0o555);
+  t.teardown(() => chmodSync(path.join(dir, 'locked'), 0o755));
+  const batch = new WriteBatch();
+  batch.stage(path.join(dir, 'ok/f'), bytes('x'), { mode: 0o644 });
+  t.throws(() => batch.stage(path.join(dir, 'locked/f'), bytes('x'), { mode: 0o644 }), { code: 'EACCES' });
+  batch.abort();
+  t.same(readdirSync(path.join(dir, 'ok')), []);
+});
+
+t.test('setuid and setgid bits survive a change of owner (chown clears them; chmod comes after)', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
+  const dir = t.testdir({});
+  const batch = new WriteBatch();
+  batch.stage(path.join(dir, 'tool'), bytes('#!/bin/sh\n'), { mode: 0o6755, uid: 65534, gid: 65534 });
+  await batch.commit();
+  t.match(statSync(path.join(dir, 'tool')), { uid: 65534, gid: 65534 });
+  t.equal(modeOf(path.join(dir, 'tool')), 0o6755);
+});
+
+t.test('small batches fsync file by file; large ones call syncfs once before and once after the renames', async (t) => {
+  const dir = t.testdir({});
+  const small = recordingSyncfs(true);
+  const few = new WriteBatch(small.run);
+  for (let i = 0; i < SYNCFS_MIN_FILES - 1; i++) few.stage(path.join(dir, `s${i}`), bytes('x'), { mode: 0o644 });
+  t.same(await few.commit(), { files: 'fsync', directories: 'fsync' });
+  t.same(small.calls, [], 'no syncfs for a small batch');
+
+  const large = recordingSyncfs(true);
+  const many = new WriteBatch(large.run);
+  for (let d = 0; d < SYNCFS_MIN_FILES; d++) {
+    mkdirSync(path.join(dir, `d${d}`));
+    many.stage(path.join(dir, `d${d}`, 'f'), bytes(`file ${d}`), { mode: 0o644 });
+  }
+  t.same(await many.commit(), { files: 'syncfs', directories: 'syncfs' });
+  t.same(large.calls, [[path.join(dir, 'd0')], [path.join(dir, 'd0')]], 'one directory per filesystem, twice');
+  t.equal(readFileSync(path.join(dir, 'd15/f'), 'utf8'), 'file 15');
+});
+
+t.test('when syncfs is not available (old coreutils, no sync binary) the batch falls back to fsync', async (t) => {
+  const dir = t.testdir({});
+  const refusing = recordingSyncfs(false);
+  const batch = new WriteBatch(refusing.run);
+  for (let i = 0; i < SYNCFS_MIN_FILES; i++) batch.stage(path.join(dir, `f${i}`), bytes('x'), { mode: 0o644 });
+  t.same(await batch.commit(), { files: 'fsync', directories: 'fsync' });
+  t.equal(refusing.calls.length, 1, 'asked once for the files; one directory is below the threshold');
+  t.equal(allNames(dir).length, SYNCFS_MIN_FILES);
+});
+
+t.test('the real `sync -f` runs (a large batch, no runner injected)', async (t) => {
+  const dir = t.testdir({});
+  const batch = new WriteBatch();
+  for (let i = 0; i < SYNCFS_MIN_FILES * 2; i++) batch.stage(path.join(dir, `f${i}`), bytes(`body ${i}`), { mode: 0o644 });
+  const report = await batch.commit();
+  t.equal(report.files, 'syncfs', 'coreutils sync -f succeeded');
+  t.equal(readFileSync(path.join(dir, 'f31'), 'utf8'), 'body 31');
+});
+
+t.test('a rename that fails removes the remaining temp files and reports the error', async (t) => {
+  const dir = t.testdir({ blocker: { inside: 'x' } });
+  const batch = new WriteBatch();
+  batch.stage(path.join(dir, 'first'), bytes('1'), { mode: 0o644 });
+  // Renaming a file over a non-empty directory fails (EISDIR / ENOTEMPTY).
+  batch.stage(path.join(dir, 'blocker'), bytes('2'), { mode: 0o644 });
+  batch.stage(path.join(dir, 'third'), bytes('3'), { mode: 0o644 });
+  await t.rejects(batch.commit(), { code: /EISDIR|ENOTEMPTY|EEXIST/ });
+  t.same(allNames(dir), ['blocker', 'blocker/inside', 'first'], 'renames before the failure stay; no temp file is left');
+});
+
+t.test('onePerFilesystem keeps one directory per device', async (t) => {
+  const dir = t.testdir({ a: {}, b: {} });
+  t.same(onePerFilesystem([path.join(dir, 'a'), path.join(dir, 'b')]), [path.join(dir, 'a')]);
+  const other = ['/proc', '/dev/shm'].filter((p) => existsSync(p) && statSync(p).dev !== statSync(dir).dev);
+  t.equal(onePerFilesystem([path.join(dir, 'a'), ...other]).length, 1 + new Set(other.map((p) => statSync(p).dev)).size);
+  t.same(onePerFilesystem([path.join(dir, 'missing')]), [], 'a vanished directory is skipped');
+});
