@@ -22,7 +22,9 @@ const MAX_STAMP_BYTES = 200;
 /** The first line of a cache made from `bundle` as it is now. */
 function stampOf(bundle: string): string {
   const st = statSync(bundle);
-  return `${STAMP_PREFIX} ${st.size} ${Math.trunc(st.mtimeMs)}`;
+  // Whole seconds, as Python's .pyc: copies that keep times (cp -p, install -p, fs.cpSync) do not all keep the
+  // sub-second part exactly.
+  return `${STAMP_PREFIX} ${st.size} ${Math.floor(st.mtimeMs / 1000)}`;
 }
 
 /** The V8 data of `cacheFile` if its stamp matches, 'stale' if it does not, 'absent' if there is no cache. */

@@ -56,7 +56,13 @@ function benchTree(count) {
   rmSync(base, { recursive: true, force: true });
   return {
     templates: count,
-    fresh: { ours: summarise(ours), upstream: summarise(upstream), wallRatio: +(upstream.wall / ours.wall).toFixed(2), rssRatio: +(upstream.rssKb / ours.rssKb).toFixed(2), cpuRatio: +(upstream.cpu / ours.cpu).toFixed(2) },
+    fresh: {
+      ours: summarise(ours),
+      upstream: summarise(upstream),
+      wallRatio: +(upstream.wall / ours.wall).toFixed(2),
+      rssRatio: +(upstream.rssKb / ours.rssKb).toFixed(2),
+      cpuRatio: +(upstream.cpu / ours.cpu).toFixed(2),
+    },
     unchangedRerun: { ours: summarise(oursSteady), upstream: summarise(upSteady), wallRatio: +(upSteady.wall / oursSteady.wall).toFixed(2) },
   };
 }
