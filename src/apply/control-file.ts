@@ -32,8 +32,7 @@ export async function readControlFile(file: string | undefined): Promise<Control
 
 export async function parseControlFile(text: string, file: string): Promise<ControlSettings> {
   let doc: unknown;
-  // The YAML parser is loaded on the first control file: most trees have none, and it is the largest module apply uses.
-  const { parse: parseYaml } = await import('yaml');
+  const parseYaml = await loadYamlParser();
   try {
     doc = parseYaml(text, { version: '1.1' });
   } catch (err) {
@@ -56,6 +55,20 @@ export async function parseControlFile(text: string, file: string): Promise<Cont
   if (Object.hasOwn(raw, 'owner')) out.uid = await checkAccount('owner', 'passwd', raw.owner, file);
   if (Object.hasOwn(raw, 'group')) out.gid = await checkAccount('group', 'group', raw.group, file);
   return out;
+}
+
+type YamlModule = typeof import('yaml');
+
+/**
+ * The YAML parser, loaded on the first control file: most trees have none, and it is the largest module apply uses.
+ * yaml is CommonJS: Node's import() gives its exports as named bindings too, but a code-split bundle gives them only
+ * as the default export, so both are looked at.
+ */
+async function loadYamlParser(): Promise<YamlModule['parse']> {
+  const mod = (await import('yaml')) as YamlModule & { default?: YamlModule };
+  const parse = typeof mod.parse === 'function' ? mod.parse : mod.default?.parse;
+  if (typeof parse !== 'function') throw new ControlFileError('the YAML parser could not be loaded; reinstall os-config-agent');
+  return parse;
 }
 
 function checkMode(value: unknown, file: string): number {
