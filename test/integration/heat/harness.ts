@@ -120,7 +120,8 @@ export async function startRealHeat(options: RealHeatOptions = {}): Promise<Real
       timings,
       async stop(options = {}) {
         await stopAll();
-        if (!options.keep) rmSync(dir, { recursive: true, force: true });
+        // Retries: a process that was just killed may still have had a file open in it.
+        if (!options.keep) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
       },
     };
   } catch (err) {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { guardGroup } from './processes.js';
+import { guardGroup, STOP_BOUND_MS, within } from './processes.js';
 
 // "The instance" of a real-Heat scenario: a directory standing in for a machine's root, holding only what a cold
 // boot has — the heat_local data Heat's cloud-init part-handler writes (cfn-init-data with the server's
@@ -128,18 +128,20 @@ export function startAgent(instance: Instance, logFile: string): AgentProcess {
     },
     async stop(graceMs = 5000) {
       stopping = true;
-      if (child.exitCode !== null || child.signalCode !== null) {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => group('SIGKILL'), graceMs);
+        // Bounded even if the process cannot die (a task stuck in the kernel): a teardown that hangs would turn one
+        // slow scenario into a timed-out test file.
+        const result = await within(exit, graceMs + STOP_BOUND_MS, `still running ${graceMs + STOP_BOUND_MS} ms after SIGTERM`);
+        clearTimeout(timer);
         group('SIGKILL');
         forget();
-        return exit;
+        return result;
       }
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => group('SIGKILL'), graceMs);
-      const result = await exit;
-      clearTimeout(timer);
       group('SIGKILL');
       forget();
-      return result;
+      return exit;
     },
   };
 }

@@ -17,6 +17,19 @@ export interface Service {
 
 const live = new Set<ChildProcess>();
 
+/** How long a stop waits for the process to go after its SIGKILL before giving up on it. */
+export const STOP_BOUND_MS = 10_000;
+
+/** `promise`'s value, or `onTimeout` once `ms` have passed (the timer keeps nothing alive). */
+export function within<T, U>(promise: Promise<T>, ms: number, onTimeout: U): Promise<T | U> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<U>((resolve) => {
+    timer = setTimeout(resolve, ms, onTimeout);
+    timer.unref();
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 /** Synchronous last resort: SIGKILL every group still running (process exit; SIGALRM is how tap ends a test file at its timeout). */
 function killAllSync(): void {
   for (const child of live) killGroup(child, 'SIGKILL');
@@ -99,7 +112,8 @@ export function startService(opts: StartOptions): Service {
       }
       killGroup(child, signal);
       const timer = setTimeout(() => killGroup(child, 'SIGKILL'), graceMs);
-      await exited;
+      // Bounded: a process stuck in the kernel ignores even SIGKILL for a while, and a teardown must not hang on it.
+      await within(exited, graceMs + STOP_BOUND_MS, undefined);
       clearTimeout(timer);
       // Children of the leader that ignored the first signal.
       killGroup(child, 'SIGKILL');

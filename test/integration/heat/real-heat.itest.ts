@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -41,6 +41,16 @@ t.teardown(async () => {
   if (keep) t.comment(`real-heat state and logs kept in ${heat.dir}`);
 });
 
+/**
+ * A scenario's own directory (its instance root, markers, config files), inside Heat's state directory rather than a
+ * tap fixture: it is kept with Heat's logs and the agent's when a run fails, and removed with them otherwise.
+ */
+function scenarioDir(stack: string): string {
+  const dir = path.join(heat!.dir, 'scenarios', stack);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
 function template(name: string): string {
   return readFileSync(path.join(TEMPLATES, name), 'utf8');
 }
@@ -54,7 +64,7 @@ interface Booted {
 }
 
 /** Creates the stack, waits for its server, builds the instance from the server's os-collect-config and starts the agent. */
-async function boot(tt: Test, stack: string, file: string, parameters: Record<string, unknown>, dir = tt.testdir()): Promise<Booted> {
+async function boot(tt: Test, stack: string, file: string, parameters: Record<string, unknown>, dir = scenarioDir(stack)): Promise<Booted> {
   const createdAt = Date.now();
   await client.createStack(stack, template(file), parameters);
   await client.waitResource(stack, 'server', 30_000);
@@ -64,8 +74,12 @@ async function boot(tt: Test, stack: string, file: string, parameters: Record<st
   const logFile = path.join(heat!.dir, `agent-${stack}.log`);
   const agent = startAgent(instance, logFile);
   tt.teardown(async () => {
-    await agent.stop();
-    if (!tt.passing()) tt.comment(`agent log: ${logFile}`);
+    const stopping = Date.now();
+    const result = await agent.stop();
+    const ms = Date.now() - stopping;
+    // Past the 5 s grace the agent did not leave on SIGTERM (an agent that crashed on purpose is gone already).
+    if (ms >= 5000) tt.comment(`agent stop: ${result} after ${ms} ms; agent log: ${logFile}`);
+    else if (!tt.passing()) tt.comment(`agent log: ${logFile}`);
   });
   return { instance, agent, createdAt, logFile };
 }
@@ -103,7 +117,7 @@ t.test('harness self-check: Debian os-collect-config reads the metadata through 
   await client.waitResource(stack, 'server', 30_000);
   const occ = (await client.resourceMetadata(stack, 'server'))['os-collect-config'] as { cfn: Record<string, string> };
   t.match(occ.cfn.metadata_url, /^http:\/\/127\.0\.0\.1:\d+\/v1\/$/, 'the CFN metadata URL is loopback');
-  const dir = t.testdir();
+  const dir = scenarioDir(stack);
   const conf = path.join(dir, 'occ.conf');
   writeFileSync(
     conf,
@@ -248,7 +262,7 @@ t.test('a failing script fails the stack and Heat keeps its stderr', SCENARIO, a
 
 t.test('stack update re-runs the hook with UPDATE; stack delete runs it with DELETE before Heat finishes', SCENARIO, async (t) => {
   const stack = 'cfn-lifecycle';
-  const dir = t.testdir();
+  const dir = scenarioDir(stack);
   const record = path.join(dir, 'markers', 'record.log');
   const booted = await boot(t, stack, 'lifecycle.yaml', { value: 'one', record }, dir);
   const created = (await settle(stack, 'CREATE', 40_000, [booted.agent])) as Stack;
@@ -284,7 +298,7 @@ t.test('a deployment whose group has no hook is reported to Heat at once', SCENA
 
 t.test('agent killed with SIGKILL while a hook runs, then restarted: the stack completes, each deployment signalled once', SCENARIO, async (t) => {
   const stack = 'cfn-kill';
-  const dir = t.testdir();
+  const dir = scenarioDir(stack);
   const markers = path.join(dir, 'markers');
   const booted = await boot(t, stack, 'kill-restart.yaml', { markers }, dir);
   const deadline = Date.now() + 60_000;
