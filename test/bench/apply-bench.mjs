@@ -39,6 +39,11 @@ delete env.OS_CONFIG_FILES;
 // This sandbox sets NODE_EXTRA_CA_CERTS for npm; with it every node process parses the whole CA bundle at start (about
 // 60 ms here). An instance's systemd unit and phase scripts do not set it, so neither side is measured with it.
 delete env.NODE_EXTRA_CA_CERTS;
+/** One measured run, after an untimed flush of the filesystem. */
+const timed = (argv) => {
+  settle();
+  return measure(argv, { env });
+};
 const summarise = (r) => ({ wallS: +r.wall.toFixed(3), peakRssMb: +(r.rssKb / 1024).toFixed(1), cpuS: +r.cpu.toFixed(3), statuses: r.statuses });
 
 /** One tree of `count` templates (directories of 10), both tools on it. */
@@ -59,10 +64,6 @@ async function benchTree(count) {
   // Ours through its launcher with the same flags (plus --root so no default path outside the bench dir is read).
   const oursCmd = (out, v) => [process.execPath, launcher, '--root', base, ...args(out, v)];
   const upCmd = (out, v) => [UPSTREAM, ...args(out, v)];
-  const timed = (argv) => {
-    settle();
-    return measure(argv, { env });
-  };
   const fresh = (side, cmd) => (i) => timed(cmd(path.join(base, `${side}-fresh-${i}`)));
   const [ours, upstream] = interleave(RUNS, [fresh('ours', oursCmd), fresh('up', upCmd)]);
   // Re-runs onto an existing tree (each side's first run is not measured): the same metadata, then changed metadata.
@@ -100,8 +101,8 @@ async function benchTree(count) {
 
 const startupBase = mkdtempSync(path.join(os.tmpdir(), 'oca-bench-apply-'));
 const [oursStart, upStart] = interleave(RUNS, [
-  () => (settle(), measure([process.execPath, launcher, '--root', startupBase, '--print-templates'], { env })),
-  () => (settle(), measure([UPSTREAM, '--print-templates'], { env })),
+  () => timed([process.execPath, launcher, '--root', startupBase, '--print-templates']),
+  () => timed([UPSTREAM, '--print-templates']),
 ]);
 rmSync(startupBase, { recursive: true, force: true });
 const sizes = [await benchTree(200), await benchTree(2000)];

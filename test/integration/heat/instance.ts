@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { guardGroup, STOP_BOUND_MS, within } from './processes.js';
+import { guardGroup, stopGroup } from './processes.js';
 
 // "The instance" of a real-Heat scenario: a directory standing in for a machine's root, holding only what a cold
 // boot has — the heat_local data Heat's cloud-init part-handler writes (cfn-init-data with the server's
@@ -13,6 +13,8 @@ export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 /** The agent under test: the project's bundle, or another build named by OCA_AGENT_BUNDLE. */
 export const BUNDLE = process.env.OCA_AGENT_BUNDLE ?? path.join(REPO, 'dist/os-config-agent.mjs');
 const CONFIG_FILE = '/etc/os-collect-config.conf';
+/** How long stop() gives the agent to leave on SIGTERM before it kills its process group. */
+export const AGENT_STOP_GRACE_MS = 5000;
 
 export interface Instance {
   readonly root: string;
@@ -92,13 +94,6 @@ export function startAgent(instance: Instance, logFile: string): AgentProcess {
   });
   const exit = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
   void exit.then(() => log.end());
-  const group = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, signal);
-    } catch {
-      // gone already
-    }
-  };
   const forget = guardGroup(child);
   let stopping = false;
   return {
@@ -126,22 +121,11 @@ export function startAgent(instance: Instance, logFile: string): AgentProcess {
       child.kill('SIGKILL');
       await exit;
     },
-    async stop(graceMs = 5000) {
+    async stop(graceMs = AGENT_STOP_GRACE_MS) {
       stopping = true;
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => group('SIGKILL'), graceMs);
-        // Bounded even if the process cannot die (a task stuck in the kernel): a teardown that hangs would turn one
-        // slow scenario into a timed-out test file.
-        const result = await within(exit, graceMs + STOP_BOUND_MS, `still running ${graceMs + STOP_BOUND_MS} ms after SIGTERM`);
-        clearTimeout(timer);
-        group('SIGKILL');
-        forget();
-        return result;
-      }
-      group('SIGKILL');
+      const result = await stopGroup(child, exit, () => child.kill('SIGTERM'), graceMs);
       forget();
-      return exit;
+      return result;
     },
   };
 }

@@ -18,7 +18,7 @@ export interface Service {
 const live = new Set<ChildProcess>();
 
 /** How long a stop waits for the process to go after its SIGKILL before giving up on it. */
-export const STOP_BOUND_MS = 10_000;
+const STOP_BOUND_MS = 10_000;
 
 /** `promise`'s value, or `onTimeout` once `ms` have passed (the timer keeps nothing alive). */
 export function within<T, U>(promise: Promise<T>, ms: number, onTimeout: U): Promise<T | U> {
@@ -28,6 +28,27 @@ export function within<T, U>(promise: Promise<T>, ms: number, onTimeout: U): Pro
     timer.unref();
   });
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Stop `child` and its process group: `first()` (the polite signal), SIGKILL of the group after `graceMs`, then SIGKILL
+ * of whatever the leader left in its group. The wait is bounded: a process stuck in the kernel ignores even SIGKILL for
+ * a while, and a teardown must not hang on it. Resolves with `exited`'s value, or a sentence saying the leader stayed.
+ */
+export async function stopGroup<T>(child: ChildProcess, exited: Promise<T>, first: () => void, graceMs: number): Promise<T | string> {
+  if (child.exitCode !== null || child.signalCode !== null) {
+    // The leader is gone; anything it left in its group goes too.
+    killGroup(child, 'SIGKILL');
+    return exited;
+  }
+  first();
+  const timer = setTimeout(() => killGroup(child, 'SIGKILL'), graceMs);
+  const bound = graceMs + STOP_BOUND_MS;
+  const result = await within(exited, bound, `still running ${bound} ms after the first signal`);
+  clearTimeout(timer);
+  // Children of the leader that ignored the first signal.
+  killGroup(child, 'SIGKILL');
+  return result;
 }
 
 /** Synchronous last resort: SIGKILL every group still running (process exit; SIGALRM is how tap ends a test file at its timeout). */
@@ -59,7 +80,7 @@ function installExitGuards(): void {
   }
 }
 
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+export function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   if (child.pid === undefined) return;
   try {
     process.kill(-child.pid, signal);
@@ -103,20 +124,7 @@ export function startService(opts: StartOptions): Service {
     logFile: opts.logFile,
     exited,
     async stop(signal = 'SIGTERM', graceMs = 10_000) {
-      if (child.exitCode !== null || child.signalCode !== null) {
-        // The leader is gone; anything it left in its group goes too.
-        killGroup(child, 'SIGKILL');
-        forget();
-        log.end();
-        return;
-      }
-      killGroup(child, signal);
-      const timer = setTimeout(() => killGroup(child, 'SIGKILL'), graceMs);
-      // Bounded: a process stuck in the kernel ignores even SIGKILL for a while, and a teardown must not hang on it.
-      await within(exited, graceMs + STOP_BOUND_MS, undefined);
-      clearTimeout(timer);
-      // Children of the leader that ignored the first signal.
-      killGroup(child, 'SIGKILL');
+      await stopGroup(child, exited, () => killGroup(child, signal), graceMs);
       forget();
       log.end();
     },

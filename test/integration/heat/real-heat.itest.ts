@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { HeatClient, outputsOf, type Stack } from './heat-client.js';
 import { startRealHeat, type RealHeat } from './harness.js';
-import { prepareInstance, startAgent, type AgentProcess, type Instance } from './instance.js';
+import { AGENT_STOP_GRACE_MS, prepareInstance, startAgent, type AgentProcess, type Instance } from './instance.js';
 
 // The agent against real OpenStack Heat and Keystone (Debian's packages, all on 127.0.0.1): each scenario creates a
 // stack around an OS::Heat::DeployedServer, gives a fresh instance root only the heat_local data a cold boot has,
@@ -77,8 +77,8 @@ async function boot(tt: Test, stack: string, file: string, parameters: Record<st
     const stopping = Date.now();
     const result = await agent.stop();
     const ms = Date.now() - stopping;
-    // Past the 5 s grace the agent did not leave on SIGTERM (an agent that crashed on purpose is gone already).
-    if (ms >= 5000) tt.comment(`agent stop: ${result} after ${ms} ms; agent log: ${logFile}`);
+    // Past the grace the agent did not leave on SIGTERM (an agent that crashed on purpose is gone already).
+    if (ms >= AGENT_STOP_GRACE_MS) tt.comment(`agent stop: ${result} after ${ms} ms; agent log: ${logFile}`);
     else if (!tt.passing()) tt.comment(`agent log: ${logFile}`);
   });
   return { instance, agent, createdAt, logFile };
