@@ -1,18 +1,22 @@
-import { readFileSync } from 'node:fs';
 import { AgentError, errorMessage } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { WriteBatch } from '../util/write-batch.js';
 import { TemplateError } from './apply-errors.js';
-import { readControlFile } from './control-file.js';
+import { DEFAULT_CONTROL, readControlFile } from './control-file.js';
 import { runExecutableTemplate } from './executable-template.js';
 import { renderTemplate } from './render-template.js';
-import { discoverTemplates } from './template-tree.js';
+import { readTemplateSource } from './template-source.js';
+import { discoverTemplates, type TemplateEntry } from './template-tree.js';
 import { newPathCheckCache, resolveOutputPath, writeRendered, type RenderedFile, type WriteOutcome } from './write-rendered.js';
 
 // The os-apply-config run: render every template and validate every control file and output path first, then stage
 // every changed file as a temp file, and only then rename them all into place (one WriteBatch): a bad template or
-// control file, or a write that fails (full disk), leaves every output as it was. Missing keys render empty with one
-// warning per key (fatal in strict mode).
+// control file, or a write that fails (full disk), leaves every output as it was, without so much as a new directory.
+// Missing keys render empty with one warning per key (fatal in strict mode).
+//
+// One template after another, synchronously: each step is a cheap system call or a little JavaScript, and the thread
+// pool's round trips would cost more than they save. Only config scripts and control files (YAML, account lookups)
+// are awaited.
 
 export interface ApplyOptions {
   templatesDir: string;
@@ -31,27 +35,22 @@ export interface ApplyResult {
   deleted: string[];
 }
 
-// Templates are independent: rendering, checks and writes run a few at a time, so a large tree is not paced by one
-// filesystem round trip after another. Results and log lines keep the tree order.
-const CONCURRENCY = 16;
-
 export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
   const { log } = opts;
   const entries = await discoverTemplates(opts.templatesDir);
   const pathCache = newPathCheckCache();
-  const planned = await mapLimit(entries, CONCURRENCY, async (entry) => {
-    const body = await renderOne(entry.source, entry.executable, opts.metadata);
-    const control = await readControlFile(entry.control);
-    const target = await resolveOutputPath(opts.outputDir, entry.relative, pathCache);
-    return { entry, missing: body.missing, file: { target, body: body.text, control } satisfies RenderedFile };
-  });
+  const planned: RenderedFile[] = [];
   const missingInStrict: string[] = [];
-  for (const { entry, missing, file } of planned) {
+  for (const entry of entries) {
+    const rendered = renderOne(entry, opts.metadata, log);
+    const { text, missing } = rendered instanceof Promise ? { text: await rendered, missing: [] } : rendered;
+    const control = entry.control === undefined ? DEFAULT_CONTROL : await readControlFile(entry.control);
+    planned.push({ ...resolveOutputPath(opts.outputDir, entry.relative, pathCache), body: text, control });
     for (const key of missing) {
       log.warn({ template: entry.source, key }, 'template names a key missing from the metadata');
       missingInStrict.push(`${entry.relative}: ${key}`);
     }
-    if (file.control.mode === 0) log.warn({ template: entry.source }, 'mode 0 in the control file is ignored');
+    if (control.mode === 0) log.warn({ template: entry.source }, 'mode 0 in the control file is ignored');
   }
   if (opts.strict && missingInStrict.length > 0) {
     throw new TemplateError(`strict mode: templates name keys missing from the metadata (${missingInStrict.slice(0, 20).join(', ')}${missingInStrict.length > 20 ? ', ...' : ''}); nothing was written`);
@@ -63,9 +62,11 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
   }
   const madeDirs = new Set<string>();
   const batch = new WriteBatch();
-  let outcomes: WriteOutcome[];
+  const outcomes: WriteOutcome[] = [];
   try {
-    outcomes = await mapLimit(planned, CONCURRENCY, ({ file }) => writeRendered(file, opts.outputDir, log, batch, madeDirs));
+    for (const file of planned) outcomes.push(writeRendered(file, opts.outputDir, log, batch, madeDirs));
+    // The lines so far reach the log before the wait for the disk (a buffered logger holds them otherwise).
+    log.flush();
     const flushed = await batch.commit();
     log.debug({ files: flushed.files, directories: flushed.directories }, 'rendered files flushed to disk');
   } catch (err) {
@@ -73,7 +74,7 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
     throw new TemplateError(`could not write the rendered files under ${opts.outputDir} (${errorMessage(err)}); no file was replaced`, { cause: err });
   }
   outcomes.forEach((outcome, i) => {
-    const target = (planned[i] as (typeof planned)[number]).file.target;
+    const target = (planned[i] as RenderedFile).target;
     if (outcome === 'written') result.written.push(target);
     else if (outcome === 'unchanged') result.unchanged.push(target);
     else if (outcome === 'deleted') result.deleted.push(target);
@@ -82,46 +83,17 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
   return result;
 }
 
-/**
- * Map with at most `limit` calls in flight, results in input order. After a failure no new call starts; the error of
- * the lowest failing index is thrown (every lower index had started, so the choice does not depend on timing).
- */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array<R>(items.length);
-  let next = 0;
-  const failures: Array<{ index: number; err: unknown }> = [];
-  const worker = async () => {
-    while (failures.length === 0 && next < items.length) {
-      const i = next++;
-      try {
-        results[i] = await fn(items[i] as T);
-      } catch (err) {
-        failures.push({ index: i, err });
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failures.length > 0) throw failures.reduce((a, b) => (b.index < a.index ? b : a)).err;
-  return results;
-}
-
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
-
-async function renderOne(source: string, executable: boolean, metadata: Record<string, unknown>): Promise<{ text: string; missing: string[] }> {
-  if (executable) return { text: await runExecutableTemplate(source, metadata), missing: [] };
-  let text: string;
-  try {
-    // Templates are small: a synchronous read costs less than a thread-pool round trip.
-    text = UTF8.decode(readFileSync(source));
-  } catch (err) {
-    const why = err instanceof TypeError ? 'not valid UTF-8' : ((err as NodeJS.ErrnoException).code ?? String(err));
-    throw new TemplateError(`could not read template ${source} (${why})`, { cause: err });
+/** The rendered text and its missing keys, or (a config script) the promise of its output. */
+function renderOne(entry: TemplateEntry, metadata: Record<string, unknown>, log: Logger): { text: string; missing: string[] } | Promise<string> {
+  const source = readTemplateSource(entry.source);
+  if (source.executable) {
+    log.flush();
+    return runExecutableTemplate(entry.source, metadata);
   }
   try {
-    // Python reads templates with universal newlines: CRLF and lone CR become LF.
-    return renderTemplate(text.replace(/\r\n?/g, '\n'), metadata);
+    return renderTemplate(source.text, metadata);
   } catch (err) {
-    if (err instanceof AgentError) throw new TemplateError(`could not render moustache template ${source}: ${err.message}`, { cause: err });
+    if (err instanceof AgentError) throw new TemplateError(`could not render moustache template ${entry.source}: ${err.message}`, { cause: err });
     throw err;
   }
 }

@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { lookupId } from './account-lookup.js';
 import { ControlFileError } from './apply-errors.js';
 
@@ -23,7 +23,7 @@ export async function readControlFile(file: string | undefined): Promise<Control
   if (file === undefined) return DEFAULT_CONTROL;
   let text: string;
   try {
-    text = await fs.readFile(file, 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch (err) {
     throw new ControlFileError(`cannot read control file ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
   }

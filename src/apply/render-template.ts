@@ -15,12 +15,18 @@ export interface RenderResult {
 
 const MISSING = Symbol('missing');
 
+/** What one render collects as it goes: the pieces of the text, and the missing variables' names. */
+interface Output {
+  parts: string[];
+  missing: string[];
+}
+
 export function renderTemplate(source: string, context: unknown): RenderResult {
   const nodes = parseTemplate(source);
-  const missing = new Set<string>();
-  const out: string[] = [];
-  renderNodes(nodes, [context], out, missing);
-  return { text: out.join(''), missing: [...missing] };
+  const out: Output = { parts: [], missing: [] };
+  renderNodes(nodes, [context], out);
+  // One flat string: a run keeps every rendered body until its writes start.
+  return { text: out.parts.join(''), missing: out.missing };
 }
 
 /** How a value interpolates: strings as they are, null as nothing, anything else as compact Python JSON. */
@@ -38,63 +44,66 @@ export function isTruthy(value: unknown): boolean {
   return true;
 }
 
-function renderNodes(nodes: readonly Node[], stack: unknown[], out: string[], missing: Set<string>): void {
-  for (const node of nodes) {
+// Indexed loops and the name lookup written out in place: os-apply-config runs this once per template in a fresh
+// process, and the daemon runs it in V8's lite mode, so most of it is interpreted, where every call and iterator
+// step costs.
+function renderNodes(nodes: readonly Node[], stack: unknown[], out: Output): void {
+  for (let n = 0; n < nodes.length; n++) {
+    const node = nodes[n] as Node;
     if (node.kind === 'text') {
-      out.push(node.text);
+      out.parts.push(node.text);
       continue;
     }
-    const value = lookup(node.path, stack);
+    // Resolve the dotted path: "." is the innermost value; otherwise the first segment is looked up from the innermost
+    // frame outwards, and the remaining segments inside that value only.
+    const path = node.path;
+    const first = path[0] as string;
+    let value: unknown = MISSING;
+    if (first === '.') {
+      value = stack[stack.length - 1];
+    } else {
+      for (let i = stack.length - 1; i >= 0; i--) {
+        value = ownMember(stack[i], first);
+        if (value !== MISSING) break;
+      }
+      for (let i = 1; i < path.length && value !== MISSING; i++) value = ownMember(value, path[i] as string);
+    }
     if (node.kind === 'var') {
-      if (value === MISSING) missing.add(node.name);
-      else out.push(interpolateValue(value));
+      if (value === MISSING) {
+        if (!out.missing.includes(node.name)) out.missing.push(node.name);
+      } else if (typeof value === 'string') {
+        out.parts.push(value);
+      } else if (value !== null) {
+        out.parts.push(pythonJsonDumps(value));
+      }
       continue;
     }
     const truthy = value !== MISSING && isTruthy(value);
     if (node.inverted) {
-      if (!truthy) renderNodes(node.children, stack, out, missing);
+      if (!truthy) renderNodes(node.children, stack, out);
       continue;
     }
     if (!truthy) continue;
     if (Array.isArray(value)) {
-      for (const item of value) {
-        stack.push(item);
-        renderNodes(node.children, stack, out, missing);
+      for (let i = 0; i < value.length; i++) {
+        stack.push(value[i]);
+        renderNodes(node.children, stack, out);
         stack.pop();
       }
     } else {
       stack.push(value);
-      renderNodes(node.children, stack, out, missing);
+      renderNodes(node.children, stack, out);
       stack.pop();
     }
   }
 }
 
-/**
- * Resolve a tag's dotted path against the context stack: "." is the innermost value; otherwise the first segment is
- * looked up from the innermost object outwards and the remaining segments inside that value only.
- */
-function lookup(parts: readonly string[], stack: readonly unknown[]): unknown {
-  const first = parts[0] as string;
-  if (first === '.') return stack[stack.length - 1];
-  let value: unknown = MISSING;
-  for (let i = stack.length - 1; i >= 0; i--) {
-    const found = ownMember(stack[i], first);
-    if (found !== MISSING) {
-      value = found;
-      break;
-    }
-  }
-  for (let i = 1; i < parts.length && value !== MISSING; i++) value = ownMember(value, parts[i] as string);
-  return value;
-}
-
 /** `value[key]` when value is a JSON object that has key as its own property; MISSING otherwise. */
 function ownMember(value: unknown, key: string): unknown {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return MISSING;
-  // JSON never holds undefined, so undefined means "absent"; a defined result is checked for being the object's own
-  // only when the key also names something inherited ("constructor", "toString", ...).
+  // JSON holds neither undefined nor functions: undefined means "absent", and a function can only be inherited
+  // (constructor, toString, ...). The one inherited member that is neither is __proto__.
   const member = (value as Record<string, unknown>)[key];
-  if (member === undefined) return MISSING;
-  return key in Object.prototype && !Object.hasOwn(value, key) ? MISSING : member;
+  if (member === undefined || typeof member === 'function') return MISSING;
+  return key === '__proto__' && !Object.hasOwn(value, key) ? MISSING : member;
 }

@@ -1,11 +1,12 @@
-import { constants as fsConstants, promises as fs, statSync, type Dirent } from 'node:fs';
+import { readdirSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { TemplateError } from './apply-errors.js';
 
 // Template discovery as os-apply-config walks its root: every file that does not end in ".oac" is a template (dot
 // files included), its output path is its path relative to the root; directory symlinks are not followed, file
 // symlinks are read through. A missing root means "no templates" (upstream); an unreadable root or subdirectory is an
-// error here, where upstream silently skipped it and reported success.
+// error here, where upstream silently skipped it and reported success. Synchronous, one readdir per directory and no
+// stat per plain file: whether a template is executable is learnt when it is opened (template-source.ts).
 
 export const CONTROL_SUFFIX = '.oac';
 
@@ -16,79 +17,69 @@ export interface TemplateEntry {
   relative: string;
   /** The control file, when `<template>.oac` is a regular file. */
   control: string | undefined;
-  /** Executable templates are run (metadata JSON on stdin, stdout is the body) instead of rendered. */
-  executable: boolean;
 }
 
 export async function discoverTemplates(root: string): Promise<TemplateEntry[]> {
   const out: TemplateEntry[] = [];
+  let rootStat;
   try {
-    const st = await fs.stat(root);
-    if (!st.isDirectory()) throw new TemplateError(`template root ${root} is not a directory; point -t/--templates (or [apply] templates) at the template tree`);
+    rootStat = statSync(root);
   } catch (err) {
-    if (err instanceof TemplateError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return out;
     throw new TemplateError(`cannot read the template root ${root} (${code ?? String(err)}); check its permissions`, { cause: err });
   }
-  // Iterative walk: deep trees cannot exhaust the stack.
+  if (!rootStat.isDirectory()) throw new TemplateError(`template root ${root} is not a directory; point -t/--templates (or [apply] templates) at the template tree`);
+  // Iterative walk, files of a directory before its subdirectories: deep trees cannot exhaust the stack.
   const pending: string[] = [''];
   while (pending.length > 0) {
-    const rel = pending.shift() as string;
+    const rel = pending.pop() as string;
     const dir = path.join(root, rel);
+    const prefix = dir.endsWith(path.sep) ? dir : dir + path.sep;
     let entries: Dirent[];
     try {
-      entries = await fs.readdir(dir, { withFileTypes: true });
+      entries = readdirSync(dir, { withFileTypes: true });
     } catch (err) {
       throw new TemplateError(`cannot read the template directory ${dir} (${(err as NodeJS.ErrnoException).code ?? String(err)}); check its permissions`, { cause: err });
     }
-    const names = new Set(entries.map((e) => e.name));
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const names = new Set<string>();
+    for (const entry of entries) names.add(entry.name);
     const subdirs: string[] = [];
-    const files: Dirent[] = [];
-    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      if (entry.isDirectory()) subdirs.push(rel === '' ? entry.name : path.join(rel, entry.name));
-      else files.push(entry);
+    for (const entry of entries) {
+      const childRel = rel === '' ? entry.name : `${rel}/${entry.name}`;
+      if (entry.isDirectory()) {
+        subdirs.push(childRel);
+        continue;
+      }
+      const source = prefix + entry.name;
+      if (!isTemplateFile(entry, source) || entry.name.endsWith(CONTROL_SUFFIX)) continue;
+      const controlName = entry.name + CONTROL_SUFFIX;
+      const control = names.has(controlName) && isRegularFile(prefix + controlName) ? prefix + controlName : undefined;
+      out.push({ source, relative: childRel, control });
     }
-    // The checks of one directory's files run together (each is a filesystem round trip).
-    const found = await Promise.all(files.map((entry) => describeFile(root, rel, dir, entry, names)));
-    for (const f of found) if (f) out.push(f);
-    pending.unshift(...subdirs);
+    // Popped last first: the subdirectories are then walked in name order.
+    for (let i = subdirs.length - 1; i >= 0; i--) pending.push(subdirs[i] as string);
   }
   return out;
 }
 
-async function describeFile(root: string, rel: string, dir: string, entry: Dirent, names: Set<string>): Promise<TemplateEntry | undefined> {
-  const childRel = rel === '' ? entry.name : path.join(rel, entry.name);
-  const abs = path.join(root, childRel);
+/** True for a regular file or a symlink to one; false for a symlink to a directory (skipped); other things throw. */
+function isTemplateFile(entry: Dirent, abs: string): boolean {
+  if (entry.isFile()) return true;
   if (entry.isSymbolicLink()) {
-    const target = await fs.stat(abs).catch(() => undefined);
-    if (target?.isDirectory()) return undefined;
+    const target = statSync(abs, { throwIfNoEntry: false });
+    if (target?.isDirectory()) return false;
     if (!target) throw new TemplateError(`template ${abs} is a symlink to nothing; remove it or fix its target`);
     if (!target.isFile()) throw new TemplateError(`template ${abs} is not a regular file; remove it from the template tree`);
-  } else if (!entry.isFile()) {
-    throw new TemplateError(`template ${abs} is not a regular file; remove it from the template tree`);
-  }
-  if (entry.name.endsWith(CONTROL_SUFFIX)) return undefined;
-  const controlName = entry.name + CONTROL_SUFFIX;
-  const [hasControl, executable] = await Promise.all([names.has(controlName) ? isRegularFile(path.join(dir, controlName)) : false, isExecutable(abs)]);
-  return { source: abs, relative: childRel, control: hasControl ? path.join(dir, controlName) : undefined, executable };
-}
-
-async function isRegularFile(file: string): Promise<boolean> {
-  try {
-    return (await fs.stat(file)).isFile();
-  } catch {
-    return false;
-  }
-}
-
-async function isExecutable(file: string): Promise<boolean> {
-  // Most templates have no execute bit at all: the mode says so without access(2) failing (and throwing) for each.
-  const st = statSync(file, { throwIfNoEntry: false });
-  if (!st || (st.mode & 0o111) === 0) return false;
-  try {
-    await fs.access(file, fsConstants.X_OK);
     return true;
+  }
+  throw new TemplateError(`template ${abs} is not a regular file; remove it from the template tree`);
+}
+
+function isRegularFile(file: string): boolean {
+  try {
+    return statSync(file).isFile();
   } catch {
     return false;
   }

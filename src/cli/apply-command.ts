@@ -23,7 +23,7 @@ const META_LIST_FILE = 'os_config_files.json';
 /** stderr logger, plus upstream's root-only /var/log/os-apply-config.log when [apply] legacy_log_file is set. */
 export function createApplyLogger(loaded: LoadedConfig | undefined, level: LogLevel): Logger {
   const legacy = loaded?.config.apply.legacy_log_file === true && process.geteuid?.() === 0;
-  if (!legacy || !loaded) return createLogger({ level, destination: 'stderr' });
+  if (!legacy || !loaded) return createLogger({ level, destination: 'stderr', buffered: true });
   const file = pino.destination({ dest: loaded.paths.map(LEGACY_LOG_FILE), append: true, sync: true, mkdir: true });
   const stream = pino.multistream([
     { level: 'trace', stream: pino.destination({ fd: 2, sync: true }) },

@@ -45,6 +45,8 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
 }
 
 let tempCounter = 0;
+// One random part per process: with the pid and the counter it keeps names apart from a dead process's leftovers.
+const tempNonce = Math.floor(Math.random() * 0x100000000).toString(16);
 
 /**
  * A fresh temp file name beside `target`. It need not be unguessable: temp files are opened with O_EXCL, which fails
@@ -53,8 +55,8 @@ let tempCounter = 0;
  */
 export function tempPathFor(target: string): string {
   tempCounter = (tempCounter + 1) % 0x7fffffff;
-  const nonce = Math.floor(Math.random() * 0x100000000).toString(16);
-  return path.join(path.dirname(target), `.${path.basename(target)}.tmp-${process.pid}-${tempCounter}-${nonce}`);
+  const slash = target.lastIndexOf('/');
+  return `${target.slice(0, slash + 1)}.${target.slice(slash + 1)}.tmp-${process.pid}-${tempCounter}-${tempNonce}`;
 }
 
 /** fsync a directory, so the renames done in it survive a power cut. */

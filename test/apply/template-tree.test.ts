@@ -4,7 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import { discoverTemplates } from '../../src/apply/template-tree.js';
 
-t.test('every non-.oac file is a template, with its control file and output path', async (t) => {
+t.test('every non-.oac file is a template (executable ones too), with its control file and output path', async (t) => {
   const root = t.testdir({
     etc: { 'a.conf': 'a', 'a.conf.oac': 'mode: 0600\n', 'orphan.oac': 'x', '.hidden': 'h', 'swap~': 's' },
     usr: { bin: { tool: 'x' } },
@@ -19,8 +19,6 @@ t.test('every non-.oac file is a template, with its control file and output path
   const a = entries.find((e) => e.relative === 'etc/a.conf');
   t.equal(a?.control, path.join(root, 'etc/a.conf.oac'));
   t.equal(a?.source, path.join(root, 'etc/a.conf'));
-  t.equal(a?.executable, false);
-  t.equal(entries.find((e) => e.relative === 'usr/bin/tool')?.executable, true);
   t.equal(entries.find((e) => e.relative === 'top')?.control, undefined);
 });
 
@@ -30,6 +28,13 @@ t.test('file symlinks are read through; directory symlinks are not followed', as
   symlinkSync(path.join(root, 'other'), path.join(root, 'dirlink'));
   const entries = await discoverTemplates(root);
   t.same(entries.map((e) => e.relative).sort(), ['link', 'other/g', 'real/f']);
+});
+
+t.test('the walk is depth first in name order, files of a directory before its subdirectories; a trailing slash changes nothing', async (t) => {
+  const root = t.testdir({ b: { z: 'z', a: { f: 'f' } }, a: { y: 'y' }, x: 'x' });
+  const expected = ['x', 'a/y', 'b/z', 'b/a/f'];
+  t.same((await discoverTemplates(root)).map((e) => e.relative), expected);
+  t.same((await discoverTemplates(`${root}/`)).map((e) => e.source), expected.map((r) => path.join(root, r)));
 });
 
 t.test('a missing root means no templates; a root that is a file is an error', async (t) => {

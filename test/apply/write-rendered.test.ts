@@ -2,30 +2,45 @@ import { chmodSync, chownSync, existsSync, lstatSync, readFileSync, statSync, sy
 import path from 'node:path';
 import t from 'tap';
 import { DEFAULT_CONTROL } from '../../src/apply/control-file.js';
-import { resolveOutputPath, writeRendered, type RenderedFile } from '../../src/apply/write-rendered.js';
+import { newPathCheckCache, resolveOutputPath, writeRendered, type RenderedFile } from '../../src/apply/write-rendered.js';
 import type { Logger } from '../../src/log/logger.js';
 import { WriteBatch } from '../../src/util/write-batch.js';
 import { captureLog } from '../helpers/log-capture.js';
 
 const mode = (p: string) => statSync(p).mode & 0o7777;
 
-/** One file through its own batch: staged, then committed. */
-async function writeOne(file: RenderedFile, root: string, log: Logger) {
+/** One file through its own batch: its target looked at now, staged, then committed. */
+async function writeOne(file: { target: string; body: string; control: RenderedFile['control'] }, root: string, log: Logger) {
   const batch = new WriteBatch();
-  const outcome = await writeRendered(file, root, log, batch);
+  const existing = lstatSync(file.target, { throwIfNoEntry: false });
+  const outcome = writeRendered({ ...file, existing }, root, log, batch);
   await batch.commit();
   return outcome;
 }
 
 t.test('resolveOutputPath joins under the root and refuses escapes', async (t) => {
   const root = t.testdir({ etc: {}, file: 'x', adir: { inner: {} } });
-  t.equal(await resolveOutputPath(root, 'etc/a.conf'), path.join(root, 'etc/a.conf'));
-  t.equal(await resolveOutputPath(root, 'new/dir/f'), path.join(root, 'new/dir/f'), 'missing directories are fine');
+  t.same(resolveOutputPath(root, 'etc/a.conf'), { target: path.join(root, 'etc/a.conf'), existing: undefined });
+  t.equal(resolveOutputPath(root, 'new/dir/f').target, path.join(root, 'new/dir/f'), 'missing directories are fine');
+  t.ok(resolveOutputPath(root, 'file').existing?.isFile(), 'what is at the target comes with it');
   for (const bad of ['../x', 'etc/../../x', '/etc/passwd', '', 'a/..']) {
-    await t.rejects(resolveOutputPath(root, bad), { code: 'ERR_UNSAFE_PATH' }, bad);
+    t.throws(() => resolveOutputPath(root, bad), { code: 'ERR_UNSAFE_PATH' }, bad);
   }
-  await t.rejects(resolveOutputPath(root, 'file/x'), { code: 'ERR_UNSAFE_PATH', message: /is not a directory/ });
-  await t.rejects(resolveOutputPath(root, 'adir'), { code: 'ERR_UNSAFE_PATH', message: /is a directory/ });
+  t.throws(() => resolveOutputPath(root, 'file/x'), { code: 'ERR_UNSAFE_PATH', message: /is not a directory/ });
+  t.throws(() => resolveOutputPath(root, 'adir'), { code: 'ERR_UNSAFE_PATH', message: /is a directory/ });
+});
+
+t.test('within one run, a directory is looked at once, and nothing under an absent one is looked at', async (t) => {
+  const root = t.testdir({ etc: { old: 'x' } });
+  const cache = newPathCheckCache();
+  t.same(resolveOutputPath(root, 'new/a/b/f1', cache), { target: path.join(root, 'new/a/b/f1'), existing: undefined });
+  t.ok(cache.absent.has(path.join(root, 'new')) && cache.absent.has(path.join(root, 'new/a/b')), 'the absent directories are remembered');
+  t.equal(resolveOutputPath(root, 'new/a/b/f2', cache).existing, undefined);
+  t.ok(resolveOutputPath(root, 'etc/old', cache).existing?.isFile());
+  t.ok(cache.checked.has(path.join(root, 'etc')));
+  // A symlink planted after the check is not looked at again in the same run; the next run sees it.
+  symlinkSync('/', path.join(root, 'late'));
+  t.throws(() => resolveOutputPath(root, 'late/f', newPathCheckCache()), { code: 'ERR_UNSAFE_PATH' });
 });
 
 t.test('symlinked directories: inside the root is fine, outside is refused', async (t) => {
@@ -35,10 +50,10 @@ t.test('symlinked directories: inside the root is fine, outside is refused', asy
   symlinkSync(path.join(base, 'outside'), path.join(root, 'escape'));
   symlinkSync('/etc', path.join(root, 'etc'));
   symlinkSync(path.join(base, 'nowhere'), path.join(root, 'dangling'));
-  t.equal(await resolveOutputPath(root, 'inner-link/f'), path.join(root, 'inner-link/f'));
-  await t.rejects(resolveOutputPath(root, 'escape/f'), { code: 'ERR_UNSAFE_PATH', message: /leads outside the output root/ });
-  await t.rejects(resolveOutputPath(root, 'etc/passwd'), { code: 'ERR_UNSAFE_PATH' });
-  await t.rejects(resolveOutputPath(root, 'dangling/f'), { code: 'ERR_UNSAFE_PATH' });
+  t.equal(resolveOutputPath(root, 'inner-link/f').target, path.join(root, 'inner-link/f'));
+  t.throws(() => resolveOutputPath(root, 'escape/f'), { code: 'ERR_UNSAFE_PATH', message: /leads outside the output root/ });
+  t.throws(() => resolveOutputPath(root, 'etc/passwd'), { code: 'ERR_UNSAFE_PATH' });
+  t.throws(() => resolveOutputPath(root, 'dangling/f'), { code: 'ERR_UNSAFE_PATH' });
 });
 
 t.test('new files: 0644, parents created; rewrite truncates; identical content is unchanged', async (t) => {

@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger, LOG_LEVELS, parseLogLevel } from '../../src/log/logger.js';
@@ -98,4 +99,32 @@ t.test('parseLogLevel', async (t) => {
   t.throws(() => parseLogLevel('verbose'), { message: /unknown log level "verbose": use one of fatal, error, warn, info, debug, trace, silent/ });
   t.throws(() => parseLogLevel(''), /unknown log level/);
   t.throws(() => parseLogLevel('constructor'), /unknown log level/);
+});
+
+// The buffered destination (short-lived commands) is tested in a real child process: its lines reach stderr at exit
+// and when the logger is flushed, and not before.
+const child = new URL('./buffered-child.ts', import.meta.url).pathname;
+const childArgs = [...process.execArgv.filter((a) => a.includes('@tapjs/typescript')), child];
+
+t.test('buffered logger: every line is written by the time the process exits, process.exit included', async (t) => {
+  const res = spawnSync(process.execPath, [...childArgs, 'exit'], { encoding: 'utf8', timeout: 30_000 });
+  t.equal(res.status, 3);
+  const lines = res.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { path: string });
+  t.equal(lines.length, 300);
+  t.equal(lines[299]?.path, '/etc/app/file-299.conf');
+});
+
+t.test('buffered logger: flush() writes at once; lines after it wait for the next flush or exit', async (t) => {
+  const proc = spawn(process.execPath, [...childArgs, 'flush-then-hang'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const killer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+  await new Promise<void>((resolve) => proc.stdout.on('data', (c: Buffer) => c.toString().includes('waiting') && resolve()));
+  // Whatever the child wrote before it said "waiting" is in the pipe; give the reader a moment to drain it.
+  await new Promise((r) => setTimeout(r, 200));
+  proc.kill('SIGKILL');
+  await new Promise((r) => proc.on('close', r));
+  clearTimeout(killer);
+  const msgs = stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { msg: string }).msg);
+  t.same(msgs, Array(5).fill('before the wait'), 'the flushed lines, and not the line still buffered when it was killed');
 });

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { readFileIfExists, writeFileAtomic } from '../../src/util/atomic-write.js';
+import { readFileIfExists, tempPathFor, writeFileAtomic } from '../../src/util/atomic-write.js';
 
 const modeOf = (file: string) => statSync(file).mode & 0o7777;
 
@@ -99,4 +99,11 @@ t.test('readFileIfExists', async (t) => {
   t.equal(await readFileIfExists(path.join(dir, 'empty')), '', 'an empty file is the empty string, not undefined');
   mkdirSync(path.join(dir, 'd'));
   t.equal(await readFileIfExists(path.join(dir, 'd/absent')), undefined);
+});
+
+t.test('temp names sit beside their target, hidden, distinct on every call', async (t) => {
+  const names = Array.from({ length: 3 }, () => tempPathFor('/etc/app/app.conf'));
+  for (const name of names) t.match(name, new RegExp(`^/etc/app/\\.app\\.conf\\.tmp-${process.pid}-\\d+-[0-9a-f]+$`));
+  t.equal(new Set(names).size, 3);
+  t.match(tempPathFor('bare'), /^\.bare\.tmp-/, 'a bare name stays in the current directory');
 });

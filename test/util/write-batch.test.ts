@@ -64,7 +64,7 @@ t.test('setuid and setgid bits survive a change of owner (chown clears them; chm
   t.equal(modeOf(path.join(dir, 'tool')), 0o6755);
 });
 
-t.test('small batches fsync file by file; large ones call syncfs once before and once after the renames', async (t) => {
+t.test('small batches fsync file by file; large ones call syncfs once before the renames; directories are fsynced', async (t) => {
   const dir = t.testdir({});
   const small = recordingSyncfs(true);
   const few = new WriteBatch(small.run);
@@ -78,9 +78,41 @@ t.test('small batches fsync file by file; large ones call syncfs once before and
     mkdirSync(path.join(dir, `d${d}`));
     many.stage(path.join(dir, `d${d}`, 'f'), bytes(`file ${d}`), { mode: 0o644 });
   }
-  t.same(await many.commit(), { files: 'syncfs', directories: 'syncfs' });
-  t.same(large.calls, [[path.join(dir, 'd0')], [path.join(dir, 'd0')]], 'one directory per filesystem, twice');
+  t.same(await many.commit(), { files: 'syncfs', directories: 'fsync' });
+  t.same(large.calls, [[path.join(dir, 'd0')]], 'one directory per filesystem, once, before the renames');
   t.equal(readFileSync(path.join(dir, 'd15/f'), 'utf8'), 'file 15');
+});
+
+t.test('the mode is exact whatever the umask: open() modes the umask cut down are set again', async (t) => {
+  const dir = t.testdir({});
+  const previous = process.umask(0o077);
+  t.teardown(() => void process.umask(previous));
+  const batch = new WriteBatch();
+  batch.stage(path.join(dir, 'a'), bytes('a'), { mode: 0o644 });
+  batch.stage(path.join(dir, 'b'), bytes('b'), { mode: 0o644 });
+  batch.stage(path.join(dir, 'c'), bytes('c'), { mode: 0o600 });
+  batch.stage(path.join(dir, 'd'), bytes('d'), { mode: 0o1755 });
+  await batch.commit();
+  t.same(['a', 'b', 'c', 'd'].map((f) => modeOf(path.join(dir, f))), [0o644, 0o644, 0o600, 0o1755]);
+  process.umask(0o022);
+  const second = new WriteBatch();
+  second.stage(path.join(dir, 'e'), bytes('e'), { mode: 0o664 });
+  second.stage(path.join(dir, 'f'), bytes('f'), { mode: 0o664 });
+  await second.commit();
+  t.same(['e', 'f'].map((f) => modeOf(path.join(dir, f))), [0o664, 0o664], 'group write bit the umask removes');
+});
+
+t.test('after the first file of a mode, the rest of that mode take the one-call write; contents and modes are exact', async (t) => {
+  const dir = t.testdir({ old: 'old' });
+  const previous = process.umask(0o022);
+  t.teardown(() => void process.umask(previous));
+  const batch = new WriteBatch();
+  const names = ['a', 'b', 'c', 'old'];
+  names.forEach((n, i) => batch.stage(path.join(dir, n), i % 2 ? bytes(`bytes ${n}`) : `text ${n} \u00e9`, { mode: 0o640 }));
+  t.equal(allNames(dir).filter((n) => n.startsWith('.')).length, 4, 'four temp files');
+  await batch.commit();
+  t.same(names.map((n) => readFileSync(path.join(dir, n), 'utf8')), ['text a \u00e9', 'bytes b', 'text c \u00e9', 'bytes old']);
+  t.same(names.map((n) => modeOf(path.join(dir, n))), [0o640, 0o640, 0o640, 0o640]);
 });
 
 t.test('when syncfs is not available (old coreutils, no sync binary) the batch falls back to fsync', async (t) => {
