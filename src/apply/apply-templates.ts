@@ -7,16 +7,18 @@ import { runExecutableTemplate } from './executable-template.js';
 import { renderTemplate } from './render-template.js';
 import { readTemplateSource } from './template-source.js';
 import { discoverTemplates, type TemplateEntry } from './template-tree.js';
-import { newPathCheckCache, resolveOutputPath, writeRendered, type RenderedFile, type WriteOutcome } from './write-rendered.js';
+import { newPathCheckCache, resolveOutputPath, writeRendered, type WriteOutcome } from './write-rendered.js';
 
-// The os-apply-config run: render every template and validate every control file and output path first, then stage
-// every changed file as a temp file, and only then rename them all into place (one WriteBatch): a bad template or
-// control file, or a write that fails (full disk), leaves every output as it was, without so much as a new directory.
+// The os-apply-config run: each template is rendered, its control file and output path checked, and its new body
+// staged as a temp file beside the target (one WriteBatch); only when every template has rendered and every body is
+// written are they renamed into place. A bad template or control file, a missing key in strict mode, or a write that
+// fails (full disk) leaves every output as it was: the batch removes its temp files and the directories it made.
 // Missing keys render empty with one warning per key (fatal in strict mode).
 //
 // One template after another, synchronously: each step is a cheap system call or a little JavaScript, and the thread
-// pool's round trips would cost more than they save. Only config scripts and control files (YAML, account lookups)
-// are awaited.
+// pool's round trips would cost more than they save. Writing each body as soon as it is rendered lets it be collected
+// young instead of holding every body to the end. Only config scripts and control files (YAML, account lookups) are
+// awaited.
 
 export interface ApplyOptions {
   templatesDir: string;
@@ -39,48 +41,64 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
   const { log } = opts;
   const entries = await discoverTemplates(opts.templatesDir);
   const pathCache = newPathCheckCache();
-  const planned: RenderedFile[] = [];
-  const missingInStrict: string[] = [];
-  for (const entry of entries) {
-    const rendered = renderOne(entry, opts.metadata, log);
-    const { text, missing } = rendered instanceof Promise ? { text: await rendered, missing: [] } : rendered;
-    const control = entry.control === undefined ? DEFAULT_CONTROL : await readControlFile(entry.control);
-    planned.push({ ...resolveOutputPath(opts.outputDir, entry.relative, pathCache), body: text, control });
-    for (const key of missing) {
-      log.warn({ template: entry.source, key }, 'template names a key missing from the metadata');
-      missingInStrict.push(`${entry.relative}: ${key}`);
-    }
-    if (control.mode === 0) log.warn({ template: entry.source }, 'mode 0 in the control file is ignored');
-  }
-  if (opts.strict && missingInStrict.length > 0) {
-    throw new TemplateError(`strict mode: templates name keys missing from the metadata (${missingInStrict.slice(0, 20).join(', ')}${missingInStrict.length > 20 ? ', ...' : ''}); nothing was written`);
-  }
-  const result: ApplyResult = { written: [], unchanged: [], deleted: [] };
-  if (opts.validate) {
-    log.info({ templates: planned.length }, 'templates validated; nothing written');
-    return result;
-  }
-  const madeDirs = new Set<string>();
   const batch = new WriteBatch();
-  const outcomes: WriteOutcome[] = [];
+  const staged: Array<{ target: string; outcome: WriteOutcome }> = [];
+  const missingInStrict: string[] = [];
   try {
-    for (const file of planned) outcomes.push(writeRendered(file, opts.outputDir, log, batch, madeDirs));
+    for (const entry of entries) {
+      const rendered = renderOne(entry, opts.metadata, log);
+      const { text, missing } = rendered instanceof Promise ? { text: await rendered, missing: [] } : rendered;
+      const control = entry.control === undefined ? DEFAULT_CONTROL : await readControlFile(entry.control);
+      const output = resolveOutputPath(opts.outputDir, entry.relative, pathCache);
+      for (const key of missing) {
+        log.warn({ template: entry.source, key }, 'template names a key missing from the metadata');
+        missingInStrict.push(`${entry.relative}: ${key}`);
+      }
+      if (control.mode === 0) log.warn({ template: entry.source }, 'mode 0 in the control file is ignored');
+      if (opts.validate) continue;
+      staged.push({ target: output.target, outcome: writingStep(() => writeRendered({ ...output, body: text, control }, opts.outputDir, batch), opts.outputDir) });
+    }
+    if (opts.strict && missingInStrict.length > 0) {
+      throw new TemplateError(`strict mode: templates name keys missing from the metadata (${missingInStrict.slice(0, 20).join(', ')}${missingInStrict.length > 20 ? ', ...' : ''}); nothing was written`);
+    }
+    if (opts.validate) {
+      log.info({ templates: entries.length }, 'templates validated; nothing written');
+      return { written: [], unchanged: [], deleted: [] };
+    }
+    for (const { target, outcome } of staged) {
+      if (outcome === 'written') log.info({ path: target }, 'writing file');
+      else if (outcome === 'deleted') log.info({ path: target }, 'deleting file: empty rendering and allow_empty is false');
+      else if (outcome === 'skipped') log.info({ path: target }, 'not creating empty file: allow_empty is false');
+    }
     // The lines so far reach the log before the wait for the disk (a buffered logger holds them otherwise).
     log.flush();
-    const flushed = await batch.commit();
+    const flushed = await writingStep(() => batch.commit(), opts.outputDir);
     log.debug({ files: flushed.files, directories: flushed.directories }, 'rendered files flushed to disk');
   } catch (err) {
     batch.abort();
-    throw new TemplateError(`could not write the rendered files under ${opts.outputDir} (${errorMessage(err)}); no file was replaced`, { cause: err });
+    throw err;
   }
-  outcomes.forEach((outcome, i) => {
-    const target = (planned[i] as RenderedFile).target;
+  const result: ApplyResult = { written: [], unchanged: [], deleted: [] };
+  for (const { target, outcome } of staged) {
     if (outcome === 'written') result.written.push(target);
     else if (outcome === 'unchanged') result.unchanged.push(target);
     else if (outcome === 'deleted') result.deleted.push(target);
-  });
+  }
   log.info({ written: result.written.length, unchanged: result.unchanged.length, deleted: result.deleted.length }, 'templates applied');
   return result;
+}
+
+/** A step that writes under the output root: its failure (full disk, permissions) is reported as a write failure. */
+function writingStep<T>(step: () => T, outputDir: string): T {
+  const fail = (err: unknown): never => {
+    throw new TemplateError(`could not write the rendered files under ${outputDir} (${errorMessage(err)}); no file was replaced`, { cause: err });
+  };
+  try {
+    const value = step();
+    return (value instanceof Promise ? value.catch(fail) : value) as T;
+  } catch (err) {
+    return fail(err);
+  }
 }
 
 /** The rendered text and its missing keys, or (a config script) the promise of its output. */

@@ -45,10 +45,34 @@ export function parseTemplate(source: string): Node[] {
       break;
     }
     let inner = start + open.length;
-    // Whitespace may separate the opening delimiter from the tag type ("{{ #a }}"), as pystache allows.
-    while (inner < length && isWhitespace(source.charCodeAt(inner))) inner++;
-    const sigil = inner < length ? source.charCodeAt(inner) : -1;
-    const kind = tagKind(sigil);
+    let sigil = inner < length ? source.charCodeAt(inner) : -1;
+    // Whitespace may separate the opening delimiter from the tag type ("{{ #a }}"), as pystache allows. (Printable
+    // ASCII, the usual next character, is decided without a call.)
+    if (sigil <= SPACE || sigil >= 0x7f) {
+      while (inner < length && isWhitespace(source.charCodeAt(inner))) inner++;
+      sigil = inner < length ? source.charCodeAt(inner) : -1;
+    }
+    let kind = VARIABLE;
+    switch (sigil) {
+      case 0x23: // #
+        kind = OPEN_SECTION;
+        break;
+      case 0x5e: // ^
+        kind = OPEN_INVERTED;
+        break;
+      case 0x2f: // /
+        kind = CLOSE_SECTION;
+        break;
+      case EQUALS:
+        kind = SET_DELIMITERS;
+        break;
+      case 0x21: // !
+      case 0x3e: // >
+        kind = COMMENT_OR_PARTIAL;
+        break;
+      default:
+      // Plain, {{{triple}}} and {{&ampersand}} variables are all the same here (no HTML escaping).
+    }
     const endDelim = sigil === BRACE ? `}${close}` : sigil === EQUALS ? `=${close}` : close;
     const end = source.indexOf(endDelim, sigil === BRACE || sigil === EQUALS ? inner + 1 : inner);
     if (end === -1) throw new TemplateError(`line ${lineAt(source, start)}: tag opened with "${open}" is never closed with "${endDelim}"`);
@@ -129,25 +153,6 @@ const SET_DELIMITERS = 4;
 const COMMENT_OR_PARTIAL = 5;
 const AMPERSAND = 0x26; // &
 
-function tagKind(sigil: number): number {
-  switch (sigil) {
-    case 0x23: // #
-      return OPEN_SECTION;
-    case 0x5e: // ^
-      return OPEN_INVERTED;
-    case 0x2f: // /
-      return CLOSE_SECTION;
-    case EQUALS:
-      return SET_DELIMITERS;
-    case 0x21: // !
-    case 0x3e: // >
-      return COMMENT_OR_PARTIAL;
-    default:
-      // Plain, {{{triple}}} and {{&ampersand}} variables are all the same here (no HTML escaping).
-      return VARIABLE;
-  }
-}
-
 /** What /\s/ matches, with the common ASCII answers decided without a regular expression. */
 function isWhitespace(c: number): boolean {
   if (c > SPACE && c < 0x7f) return false;
@@ -168,5 +173,5 @@ function emptyName(source: string, at: number): TemplateError {
 
 /** The dotted name split once here, not at every lookup ("." stays whole: it names the current item). */
 function namePath(name: string): readonly string[] {
-  return name === '.' || !name.includes('.') ? [name] : name.split('.');
+  return name === '.' || name.indexOf('.') === -1 ? [name] : name.split('.');
 }

@@ -1,7 +1,6 @@
-import { lstatSync, mkdirSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, readFileSync, realpathSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { UnsafePathError } from '../errors.js';
-import type { Logger } from '../log/logger.js';
 import { isInside } from '../util/rooted-path.js';
 import type { WriteBatch } from '../util/write-batch.js';
 import type { ControlSettings } from './control-file.js';
@@ -95,17 +94,16 @@ function checkDirectories(root: string, segments: readonly string[], target: str
   }
 }
 
-/** Stage one rendered file in `batch` (or its deletion); nothing under the output root changes until the batch commits. */
-export function writeRendered(file: RenderedFile, outputRoot: string, log: Logger, batch: WriteBatch, madeDirs: Set<string> = new Set()): WriteOutcome {
+/**
+ * Stage one rendered file in `batch` (or its deletion); nothing under the output root changes until the batch
+ * commits. The caller logs the outcome.
+ */
+export function writeRendered(file: RenderedFile, outputRoot: string, batch: WriteBatch): WriteOutcome {
   const { target, existing, body, control } = file;
   if (!control.allowEmpty && body.length === 0) {
-    if (existing) {
-      log.info({ path: target }, 'deleting file: empty rendering and allow_empty is false');
-      batch.remove(target);
-      return 'deleted';
-    }
-    log.info({ path: target }, 'not creating empty file: allow_empty is false');
-    return 'skipped';
+    if (!existing) return 'skipped';
+    batch.remove(target);
+    return 'deleted';
   }
   const base = baseAttributes(target, existing, outputRoot);
   // Upstream ignores `mode: 0` (it tests the mode for truth); kept so existing trees behave the same.
@@ -115,13 +113,8 @@ export function writeRendered(file: RenderedFile, outputRoot: string, log: Logge
   if (existing?.isFile() && (existing.mode & 0o7777) === mode && (uid === undefined || existing.uid === uid) && (gid === undefined || existing.gid === gid) && existing.size === Buffer.byteLength(body, 'utf8') && holds(target, body)) {
     return 'unchanged';
   }
-  log.info({ path: target }, 'writing file');
-  // Parent directories are made once per run (madeDirs): the temp file goes beside its target.
-  const dir = path.dirname(target);
-  if (!existing && !madeDirs.has(dir)) {
-    mkdirSync(dir, { recursive: true, mode: 0o777 });
-    madeDirs.add(dir);
-  }
+  // The temp file goes beside its target: a missing directory is made now (and removed again if the batch aborts).
+  if (!existing) batch.ensureDirectory(path.dirname(target));
   batch.stage(target, body, { mode, uid, gid });
   return 'written';
 }

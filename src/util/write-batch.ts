@@ -1,4 +1,4 @@
-import { closeSync, fchmodSync, fchownSync, fstatSync, fsyncSync, openSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fchownSync, fstatSync, fsyncSync, mkdirSync, openSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { tempPathFor } from './atomic-write.js';
 
@@ -34,6 +34,10 @@ export type SyncfsRunner = (paths: readonly string[]) => Promise<boolean>;
 export class WriteBatch {
   private readonly staged: Array<{ temp: string; target: string }> = [];
   private readonly removals: string[] = [];
+  /** Directories this batch made, parents before children (abort removes them, commit makes their entries durable). */
+  private readonly madeDirs: string[] = [];
+  /** Directories known to exist (made here, or found there). */
+  private readonly knownDirs = new Set<string>();
   private done = false;
   /** Whether open(2) gives a new file exactly the mode asked for (the umask may clear bits), learnt once per mode. */
   private readonly openKeepsMode = new Map<number, boolean>();
@@ -87,6 +91,22 @@ export class WriteBatch {
     return kept;
   }
 
+  /** Make `dir` and any missing parents (mode 0777 less the umask, as upstream), remembering what was made. */
+  ensureDirectory(dir: string): void {
+    this.assertOpen();
+    if (this.knownDirs.has(dir)) return;
+    const first = mkdirSync(dir, { recursive: true, mode: 0o777 });
+    if (first !== undefined) {
+      const made: string[] = [];
+      for (let d = dir; ; d = path.dirname(d)) {
+        made.push(d);
+        if (d === first || d === path.dirname(d)) break;
+      }
+      this.madeDirs.push(...made.reverse());
+    }
+    this.knownDirs.add(dir);
+  }
+
   /** Delete `target` when the batch commits. */
   remove(target: string): void {
     this.assertOpen();
@@ -110,16 +130,25 @@ export class WriteBatch {
     const dirs = new Set<string>();
     for (const { target } of this.staged) dirs.add(path.dirname(target));
     for (const target of this.removals) dirs.add(path.dirname(target));
+    // A directory made by this batch is an entry in its parent: that entry must last too.
+    for (const made of this.madeDirs) dirs.add(path.dirname(made));
     for (const dir of dirs) fsyncPath(dir);
     report.directories = 'fsync';
     return report;
   }
 
-  /** Remove every temp file; nothing is renamed or deleted. */
+  /** Remove every temp file and every directory this batch made; nothing is renamed or deleted. */
   abort(): void {
     if (this.done) return;
     this.done = true;
     this.removeTemps();
+    for (let i = this.madeDirs.length - 1; i >= 0; i--) {
+      try {
+        rmdirSync(this.madeDirs[i] as string);
+      } catch {
+        // Not empty (something else wrote there meanwhile) or already gone: left as it is.
+      }
+    }
   }
 
   /** Make the data of the staged files durable: one syncfs per filesystem for a large batch, else fsync each. */

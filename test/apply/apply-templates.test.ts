@@ -20,6 +20,7 @@ t.test('renders the tree, reports written then unchanged', async (t) => {
   t.equal(readFileSync(path.join(dir, 'out/etc/app.conf'), 'utf8'), 'host=h\n- 1\n- 2\n');
   t.equal(readFileSync(path.join(dir, 'out/run.sh'), 'utf8'), '{"db": {"host": "h"}, "l": [1, 2], "pw": "pw"}');
   t.match(lines.at(-1), { msg: 'templates applied', written: 3, unchanged: 0 });
+  t.same(lines.filter((l) => l.msg === 'writing file').map((l) => path.relative(opts.outputDir, l.path as string)), ['run.sh', 'etc/app.conf', 'etc/secret'], 'one line per file written, in tree order');
   const second = await applyTemplates(opts);
   t.same(second.written, []);
   t.equal(second.unchanged.length, 3);
@@ -82,6 +83,23 @@ t.test('validate renders but writes nothing; a missing template root is an empty
   t.same(res, { written: [], unchanged: [], deleted: [] });
   t.same(readdirSync(path.join(dir, 'out')), []);
   t.same(await applyTemplates({ templatesDir: path.join(dir, 'none'), outputDir: path.join(dir, 'out'), metadata: {}, strict: true, log }), { written: [], unchanged: [], deleted: [] });
+});
+
+t.test('allow_empty false: an empty rendering deletes the old file or is not created, each with its log line', async (t) => {
+  const dir = t.testdir({ templates: { old: '{{x}}', 'old.oac': 'allow_empty: false\n', new: '{{x}}', 'new.oac': 'allow_empty: false\n' }, out: { old: 'was here' } });
+  const { log, lines } = captureLog();
+  const res = await applyTemplates({ templatesDir: path.join(dir, 'templates'), outputDir: path.join(dir, 'out'), metadata: { x: '' }, strict: false, log });
+  t.same(res.deleted, [path.join(dir, 'out/old')]);
+  t.same(readdirSync(path.join(dir, 'out')), []);
+  t.match(lines.filter((l) => l.level === 'info').map((l) => l.msg), ['not creating empty file: allow_empty is false', 'deleting file: empty rendering and allow_empty is false', 'templates applied']);
+});
+
+t.test('a failure after some files were staged leaves no temp file and no new directory, and logs no file as written', async (t) => {
+  const dir = t.testdir({ templates: { a: { b: { c: 'fine' } }, d: { e: 'fine' }, zz: { bad: '{{#open}}' } }, out: { d: {} } });
+  const { log, lines } = captureLog();
+  await t.rejects(applyTemplates({ templatesDir: path.join(dir, 'templates'), outputDir: path.join(dir, 'out'), metadata: {}, strict: false, log }), { code: 'ERR_TEMPLATE', message: /never closed/ });
+  t.same(readdirSync(path.join(dir, 'out'), { recursive: true }), ['d'], 'the directory that was there, empty; a/ and a/b/ are gone');
+  t.same(lines.filter((l) => l.msg === 'writing file'), []);
 });
 
 t.test('CRLF templates are read with universal newlines, as Python does', async (t) => {

@@ -1,19 +1,17 @@
-import { chmodSync, chownSync, existsSync, lstatSync, readFileSync, statSync, symlinkSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { DEFAULT_CONTROL } from '../../src/apply/control-file.js';
 import { newPathCheckCache, resolveOutputPath, writeRendered, type RenderedFile } from '../../src/apply/write-rendered.js';
-import type { Logger } from '../../src/log/logger.js';
 import { WriteBatch } from '../../src/util/write-batch.js';
-import { captureLog } from '../helpers/log-capture.js';
 
 const mode = (p: string) => statSync(p).mode & 0o7777;
 
 /** One file through its own batch: its target looked at now, staged, then committed. */
-async function writeOne(file: { target: string; body: string; control: RenderedFile['control'] }, root: string, log: Logger) {
+async function writeOne(file: { target: string; body: string; control: RenderedFile['control'] }, root: string) {
   const batch = new WriteBatch();
   const existing = lstatSync(file.target, { throwIfNoEntry: false });
-  const outcome = writeRendered({ ...file, existing }, root, log, batch);
+  const outcome = writeRendered({ ...file, existing }, root, batch);
   await batch.commit();
   return outcome;
 }
@@ -58,64 +56,72 @@ t.test('symlinked directories: inside the root is fine, outside is refused', asy
 
 t.test('new files: 0644, parents created; rewrite truncates; identical content is unchanged', async (t) => {
   const root = t.testdir({});
-  const { log, lines } = captureLog();
   const target = path.join(root, 'a/b/c.conf');
-  t.equal(await writeOne({ target, body: 'long content\n', control: DEFAULT_CONTROL }, root, log), 'written');
+  t.equal(await writeOne({ target, body: 'long content\n', control: DEFAULT_CONTROL }, root), 'written');
   t.equal(readFileSync(target, 'utf8'), 'long content\n');
   t.equal(mode(target), 0o644);
-  t.match(lines, [{ level: 'info', msg: 'writing file', path: target }]);
-  t.equal(await writeOne({ target, body: 'short\n', control: DEFAULT_CONTROL }, root, log), 'written');
+  t.equal(await writeOne({ target, body: 'short\n', control: DEFAULT_CONTROL }, root), 'written');
   t.equal(readFileSync(target, 'utf8'), 'short\n', 'no stale tail');
   const before = statSync(target);
-  t.equal(await writeOne({ target, body: 'short\n', control: DEFAULT_CONTROL }, root, log), 'unchanged');
+  t.equal(await writeOne({ target, body: 'short\n', control: DEFAULT_CONTROL }, root), 'unchanged');
   t.equal(statSync(target).ino, before.ino, 'not replaced');
 });
 
 t.test('existing mode, owner and group are kept unless the control file says otherwise', async (t) => {
   const root = t.testdir({ keep: 'old', suid: 'old', owned: 'old' });
-  const { log } = captureLog();
   chmodSync(path.join(root, 'keep'), 0o600);
-  await writeOne({ target: path.join(root, 'keep'), body: 'new', control: DEFAULT_CONTROL }, root, log);
+  await writeOne({ target: path.join(root, 'keep'), body: 'new', control: DEFAULT_CONTROL }, root);
   t.equal(mode(path.join(root, 'keep')), 0o600);
   chmodSync(path.join(root, 'suid'), 0o4755);
-  await writeOne({ target: path.join(root, 'suid'), body: 'new', control: DEFAULT_CONTROL }, root, log);
+  await writeOne({ target: path.join(root, 'suid'), body: 'new', control: DEFAULT_CONTROL }, root);
   t.equal(mode(path.join(root, 'suid')), 0o4755, 'setuid bit survives');
-  t.equal(await writeOne({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0o640 } }, root, log), 'written', 'same bytes, new mode');
+  t.equal(await writeOne({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0o640 } }, root), 'written', 'same bytes, new mode');
   t.equal(mode(path.join(root, 'keep')), 0o640);
-  t.equal(await writeOne({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0 } }, root, log), 'unchanged', 'mode 0 ignored as upstream');
+  t.equal(await writeOne({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0 } }, root), 'unchanged', 'mode 0 ignored as upstream');
   if (process.getuid?.() === 0) {
     chownSync(path.join(root, 'owned'), 65534, 65534);
-    await writeOne({ target: path.join(root, 'owned'), body: 'new', control: DEFAULT_CONTROL }, root, log);
+    await writeOne({ target: path.join(root, 'owned'), body: 'new', control: DEFAULT_CONTROL }, root);
     t.match(statSync(path.join(root, 'owned')), { uid: 65534, gid: 65534 }, 'owner kept');
-    await writeOne({ target: path.join(root, 'owned'), body: 'new', control: { ...DEFAULT_CONTROL, uid: 0 } }, root, log);
+    await writeOne({ target: path.join(root, 'owned'), body: 'new', control: { ...DEFAULT_CONTROL, uid: 0 } }, root);
     t.match(statSync(path.join(root, 'owned')), { uid: 0, gid: 65534 }, 'owner from .oac, group kept');
   }
 });
 
+t.test('new directories are made by the batch, and removed again if it aborts', async (t) => {
+  const root = t.testdir({ etc: {} });
+  const batch = new WriteBatch();
+  const file = (rel: string) => ({ target: path.join(root, rel), existing: undefined, body: 'x', control: DEFAULT_CONTROL });
+  t.equal(writeRendered(file('new/deep/a'), root, batch), 'written');
+  t.equal(writeRendered(file('new/b'), root, batch), 'written');
+  t.equal(writeRendered(file('etc/c'), root, batch), 'written');
+  t.ok(existsSync(path.join(root, 'new/deep')), 'made while staging, for the temp file');
+  batch.abort();
+  t.notOk(existsSync(path.join(root, 'new')), 'every directory the batch made is gone');
+  t.ok(existsSync(path.join(root, 'etc')), 'one that was there stays');
+  t.same(readdirSync(path.join(root, 'etc')), []);
+});
+
 t.test('allow_empty false deletes or skips an empty rendering', async (t) => {
   const root = t.testdir({ old: 'x' });
-  const { log, lines } = captureLog();
   const control = { ...DEFAULT_CONTROL, allowEmpty: false };
-  t.equal(await writeOne({ target: path.join(root, 'old'), body: '', control }, root, log), 'deleted');
+  t.equal(await writeOne({ target: path.join(root, 'old'), body: '', control }, root), 'deleted');
   t.notOk(existsSync(path.join(root, 'old')));
-  t.equal(await writeOne({ target: path.join(root, 'new'), body: '', control }, root, log), 'skipped');
+  t.equal(await writeOne({ target: path.join(root, 'new'), body: '', control }, root), 'skipped');
   t.notOk(existsSync(path.join(root, 'new')));
-  t.match(lines, [{ msg: /deleting file/ }, { msg: /not creating empty file/ }]);
-  t.equal(await writeOne({ target: path.join(root, 'empty'), body: '', control: DEFAULT_CONTROL }, root, log), 'written', 'allowed by default');
+  t.equal(await writeOne({ target: path.join(root, 'empty'), body: '', control: DEFAULT_CONTROL }, root), 'written', 'allowed by default');
   t.equal(readFileSync(path.join(root, 'empty'), 'utf8'), '');
 });
 
 t.test('a symlink at the target is replaced by a regular file, never written through', async (t) => {
   const base = t.testdir({ out: { real: 'inside' }, outside: 'precious' });
   const root = path.join(base, 'out');
-  const { log } = captureLog();
   chmodSync(path.join(root, 'real'), 0o600);
   symlinkSync(path.join(root, 'real'), path.join(root, 'in-link'));
   symlinkSync(path.join(base, 'outside'), path.join(root, 'out-link'));
-  await writeOne({ target: path.join(root, 'in-link'), body: 'new', control: DEFAULT_CONTROL }, root, log);
+  await writeOne({ target: path.join(root, 'in-link'), body: 'new', control: DEFAULT_CONTROL }, root);
   t.ok(lstatSync(path.join(root, 'in-link')).isFile());
   t.equal(mode(path.join(root, 'in-link')), 0o600, 'mode of the link target inside the root');
-  await writeOne({ target: path.join(root, 'out-link'), body: 'new', control: DEFAULT_CONTROL }, root, log);
+  await writeOne({ target: path.join(root, 'out-link'), body: 'new', control: DEFAULT_CONTROL }, root);
   t.equal(readFileSync(path.join(base, 'outside'), 'utf8'), 'precious');
   t.equal(mode(path.join(root, 'out-link')), 0o644, 'nothing taken from outside the root');
 });
