@@ -1,5 +1,3 @@
-import { endQuietlyOnEpipe } from './cli/quiet-epipe.js';
-
 // Process entry of the bundle.
 //
 // The long-running daemon spends its life waiting on timers and sockets, so it trades JIT speed for memory: V8's
@@ -10,6 +8,7 @@ if (args[0] === 'run' && !args.includes('--one-time') && process.env.OS_CONFIG_A
   (await import('node:v8')).default.setFlagsFromString('--lite-mode');
 }
 
-endQuietlyOnEpipe();
+const { keepStdioBlocking } = await import('./cli/stdio-blocking.js');
+keepStdioBlocking();
 const { main, programNameFrom } = await import('./cli/main.js');
 process.exitCode = await main(args, programNameFrom(process.argv[1]));

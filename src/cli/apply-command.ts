@@ -8,10 +8,11 @@ import { FALLBACK_METADATA, loadMetadata, selectMetadataFiles } from '../apply/m
 import { resolveTemplatesDir } from '../apply/templates-dir.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
-import { createLogger, parseLogLevel, type Logger, type LogLevel } from '../log/logger.js';
+import { createLogger, fdDestination, parseLogLevel, type Logger, type LogLevel } from '../log/logger.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
+import { printData } from './quiet-epipe.js';
 
 // `os-config-agent apply` (render the templates from the cached metadata, configured by the agent's config file) and
 // the compatibility command `os-apply-config` (upstream's flags, output and exit codes: 0 success, 1 failure or
@@ -26,7 +27,7 @@ export function createApplyLogger(loaded: LoadedConfig | undefined, level: LogLe
   if (!legacy || !loaded) return createLogger({ level, destination: 'stderr', buffered: true });
   const file = pino.destination({ dest: loaded.paths.map(LEGACY_LOG_FILE), append: true, sync: true, mkdir: true });
   const stream = pino.multistream([
-    { level: 'trace', stream: pino.destination({ fd: 2, sync: true }) },
+    { level: 'trace', stream: fdDestination(2) },
     { level: 'trace', stream: file },
   ]);
   return createLogger({ level, destination: stream });
@@ -150,7 +151,7 @@ export function defineOsApplyConfigCommand(program: Command, setExit: (code: num
     const log = createApplyLogger(loaded, 'info');
     const templates = flags.templates ?? (await defaultTemplates(loaded, log));
     if (flags.printTemplates) {
-      process.stdout.write(`${templates}\n`);
+      printData(`${templates}\n`);
       setExit(0);
       return;
     }
@@ -164,14 +165,14 @@ export function defineOsApplyConfigCommand(program: Command, setExit: (code: num
       const value = extractKey(metadata, flags.key);
       if (value === undefined) {
         if (flags.keyDefault !== undefined) {
-          process.stdout.write(`${flags.keyDefault}\n`);
+          printData(`${flags.keyDefault}\n`);
           setExit(0);
           return;
         }
         throw new MetadataError(`key ${flags.key} does not exist in ${JSON.stringify(selected)}`);
       }
       checkValueType(value, flags.type);
-      process.stdout.write(`${formatKeyValue(value)}\n`);
+      printData(`${formatKeyValue(value)}\n`);
       setExit(0);
       return;
     }

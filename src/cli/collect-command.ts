@@ -6,6 +6,7 @@ import { buildAgent } from './agent-factory.js';
 import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { installSignalHandlers } from './process-signals.js';
+import { printData } from './quiet-epipe.js';
 
 // `os-config-agent collect` and the compatibility command `os-collect-config`: upstream flags and behaviour.
 // Without a command (or with --print) the merged metadata is printed as JSON and the process exits; with a command
@@ -26,7 +27,7 @@ export function defineCollectCommand(cmd: Command, options: { strictExit: boolea
     const level = chooseLogLevel(flags, config.agent.log_level);
     bootLog.level = level;
     if (config.DEFAULT.print_cachedir) {
-      process.stdout.write(`${config.DEFAULT.cachedir}\n`);
+      printData(`${config.DEFAULT.cachedir}\n`);
       options.setExit(0);
       return;
     }
@@ -34,7 +35,7 @@ export function defineCollectCommand(cmd: Command, options: { strictExit: boolea
     try {
       if (config.DEFAULT.print_only || !config.DEFAULT.command) {
         const outcome = await agent.collectOnly(handlers.signal);
-        process.stdout.write(`${pythonJsonDumps(mergePairs(outcome.pairs), { indent: 1 })}\n`);
+        printData(`${pythonJsonDumps(mergePairs(outcome.pairs), { indent: 1 })}\n`);
         const bad = options.strictExit && outcome.failures.some((f) => f.code !== 'ERR_SOURCE_UNAVAILABLE');
         options.setExit(bad ? 1 : 0);
         return;

@@ -8,6 +8,7 @@ import { PHASES, runRefresh } from '../refresh/run-refresh.js';
 import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { installSignalHandlers } from './process-signals.js';
+import { printData } from './quiet-epipe.js';
 
 // `os-config-agent refresh` and the compatibility command `os-refresh-config`: run the phase directories
 // (pre-configure, configure, post-configure, migration) under the base directory, as os-refresh-config does, with
@@ -42,12 +43,12 @@ async function execute(loaded: LoadedConfig, flags: RefreshFlags, log: Logger, s
   const env = processEnv();
   const baseDir = await resolveBaseDir({ configured: loaded.config.refresh.base_dir, env, paths: loaded.paths, log });
   if (flags.printBase) {
-    process.stdout.write(`${baseDir}\n`);
+    printData(`${baseDir}\n`);
     setExit(0);
     return;
   }
   if (flags.printPhases) {
-    process.stdout.write(`${PHASES.join('\t')}\n`);
+    printData(`${PHASES.join('\t')}\n`);
     setExit(0);
     return;
   }

@@ -4,6 +4,7 @@ import { formatStatusTable, readStatus } from '../deploy/status.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
 import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
+import { printData } from './quiet-epipe.js';
 
 // `os-config-agent status [--json]`: every deployment the agent knows, with its state, times, exit code, signal
 // state and last error. Reads the state directory only. Data on stdout, logs (warnings only by default) on stderr.
@@ -23,7 +24,7 @@ export function defineStatusCommand(cmd: Command, setExit: (code: number) => voi
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     if (flags.logLevel || flags.debug) log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
     const list = await readStatus(loaded.config, log);
-    process.stdout.write(flags.json ? `${JSON.stringify(list, null, 2)}\n` : formatStatusTable(list));
+    printData(flags.json ? `${JSON.stringify(list, null, 2)}\n` : formatStatusTable(list));
     setExit(0);
   });
   return cmd;

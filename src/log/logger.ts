@@ -42,9 +42,13 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   );
 }
 
-function fdDestination(fd: number, buffered: boolean): DestinationStream {
-  if (!buffered) return pino.destination({ fd, sync: true });
-  const stream = pino.destination({ fd, sync: true, minLength: BUFFERED_BLOCK_BYTES });
+/**
+ * A synchronous writer on a descriptor. Given as `dest`, not `fd`: with `fd` pino also reads process.stdout.fd, which
+ * creates process.stdout and so switches a pipe or socket on fd 1 to non-blocking mode (see cli/quiet-epipe.ts).
+ */
+export function fdDestination(fd: number, buffered = false): DestinationStream {
+  if (!buffered) return pino.destination({ dest: fd, sync: true });
+  const stream = pino.destination({ dest: fd, sync: true, minLength: BUFFERED_BLOCK_BYTES });
   // flush(), not flushSync(): in sync mode it writes at once, without the fsync flushSync adds (a cost when the
   // output is a file).
   process.once('exit', () => stream.flush());

@@ -119,11 +119,17 @@ export class WriteBatch {
     this.done = true;
     const report: CommitReport = { files: 'none', directories: 'none' };
     if (this.size === 0) return report;
+    let renamed = 0;
     try {
       if (this.staged.length > 0) report.files = await this.flushFiles(this.staged.map((s) => s.temp));
-      for (const { temp, target } of this.staged) renameSync(temp, target);
+      for (const { temp, target } of this.staged) {
+        renameSync(temp, target);
+        renamed++;
+      }
     } catch (err) {
       this.removeTemps();
+      // Before the first rename nothing is in place yet: the directories made for the temp files go too.
+      if (renamed === 0) this.removeMadeDirs();
       throw err;
     }
     for (const target of this.removals) rmSync(target, { force: true });
@@ -142,6 +148,11 @@ export class WriteBatch {
     if (this.done) return;
     this.done = true;
     this.removeTemps();
+    this.removeMadeDirs();
+  }
+
+  /** Remove the directories this batch made, children first. */
+  private removeMadeDirs(): void {
     for (let i = this.madeDirs.length - 1; i >= 0; i--) {
       try {
         rmdirSync(this.madeDirs[i] as string);

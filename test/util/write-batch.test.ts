@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { onePerFilesystem, SYNCFS_MIN_FILES, WriteBatch, type SyncfsRunner } from '../../src/util/write-batch.js';
@@ -143,6 +143,24 @@ t.test('a rename that fails removes the remaining temp files and reports the err
   batch.stage(path.join(dir, 'third'), bytes('3'), { mode: 0o644 });
   await t.rejects(batch.commit(), { code: /EISDIR|ENOTEMPTY|EEXIST/ });
   t.same(allNames(dir), ['blocker', 'blocker/inside', 'first'], 'renames before the failure stay; no temp file is left');
+});
+
+t.test('a commit that fails before its first rename removes the directories the batch made, and one after keeps them', async (t) => {
+  const dir = t.testdir({ blocker: { inside: 'x' } });
+  // fsync of a temp file that is gone fails (ENOENT): the flush, before any rename.
+  const early = new WriteBatch();
+  early.ensureDirectory(path.join(dir, 'new/deeper'));
+  early.stage(path.join(dir, 'new/deeper/f'), bytes('x'), { mode: 0o644 });
+  for (const name of readdirSync(path.join(dir, 'new/deeper'))) unlinkSync(path.join(dir, 'new/deeper', name));
+  await t.rejects(early.commit(), { code: 'ENOENT' });
+  t.notOk(existsSync(path.join(dir, 'new')), 'no directory left behind');
+  // A rename that fails after another succeeded: the renamed file needs its directory.
+  const late = new WriteBatch();
+  late.ensureDirectory(path.join(dir, 'made'));
+  late.stage(path.join(dir, 'made/first'), bytes('1'), { mode: 0o644 });
+  late.stage(path.join(dir, 'blocker'), bytes('2'), { mode: 0o644 });
+  await t.rejects(late.commit(), { code: /EISDIR|ENOTEMPTY|EEXIST/ });
+  t.equal(readFileSync(path.join(dir, 'made/first'), 'utf8'), '1');
 });
 
 t.test('onePerFilesystem keeps one directory per device', async (t) => {
