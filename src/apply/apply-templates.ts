@@ -56,7 +56,13 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
       }
       if (control.mode === 0) log.warn({ template: entry.source }, 'mode 0 in the control file is ignored');
       if (opts.validate) continue;
-      staged.push({ target: output.target, outcome: writingStep(() => writeRendered({ ...output, body: text, control }, opts.outputDir, batch), opts.outputDir) });
+      let outcome: WriteOutcome;
+      try {
+        outcome = writeRendered({ ...output, body: text, control }, opts.outputDir, batch);
+      } catch (err) {
+        throw writeFailure(err, opts.outputDir);
+      }
+      staged.push({ target: output.target, outcome });
     }
     if (opts.strict && missingInStrict.length > 0) {
       throw new TemplateError(`strict mode: templates name keys missing from the metadata (${missingInStrict.slice(0, 20).join(', ')}${missingInStrict.length > 20 ? ', ...' : ''}); nothing was written`);
@@ -72,7 +78,9 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
     }
     // The lines so far reach the log before the wait for the disk (a buffered logger holds them otherwise).
     log.flush();
-    const flushed = await writingStep(() => batch.commit(), opts.outputDir);
+    const flushed = await batch.commit().catch((err: unknown) => {
+      throw writeFailure(err, opts.outputDir);
+    });
     log.debug({ files: flushed.files, directories: flushed.directories }, 'rendered files flushed to disk');
   } catch (err) {
     batch.abort();
@@ -88,17 +96,9 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
   return result;
 }
 
-/** A step that writes under the output root: its failure (full disk, permissions) is reported as a write failure. */
-function writingStep<T>(step: () => T, outputDir: string): T {
-  const fail = (err: unknown): never => {
-    throw new TemplateError(`could not write the rendered files under ${outputDir} (${errorMessage(err)}); no file was replaced`, { cause: err });
-  };
-  try {
-    const value = step();
-    return (value instanceof Promise ? value.catch(fail) : value) as T;
-  } catch (err) {
-    return fail(err);
-  }
+/** A failed write under the output root (full disk, permissions), as the operator reads it. */
+function writeFailure(err: unknown, outputDir: string): TemplateError {
+  return new TemplateError(`could not write the rendered files under ${outputDir} (${errorMessage(err)}); no file was replaced`, { cause: err });
 }
 
 /** The rendered text and its missing keys, or (a config script) the promise of its output. */

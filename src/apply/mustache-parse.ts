@@ -82,7 +82,7 @@ export function parseTemplate(source: string): Node[] {
     // and tabs between the line start and the tag (and no earlier tag on the line), and the line ends right after the
     // tag. Such a tag takes its indentation and line break with it.
     let textEnd = start;
-    if (kind >= SECTION) {
+    if (kind !== VARIABLE) {
       let lineStart = start;
       while (lineStart > 0) {
         const c = source.charCodeAt(lineStart - 1);
@@ -143,9 +143,8 @@ export function parseTemplate(source: string): Node[] {
   return root;
 }
 
-// Tag kinds. Those from SECTION on are the ones that can stand alone on their line.
+// Tag kinds. Every kind but a variable can stand alone on its line.
 const VARIABLE = 0;
-const SECTION = 1;
 const OPEN_SECTION = 1;
 const OPEN_INVERTED = 2;
 const CLOSE_SECTION = 3;

@@ -25,7 +25,6 @@ export function renderTemplate(source: string, context: unknown): RenderResult {
   const nodes = parseTemplate(source);
   const out: Output = { parts: [], missing: [] };
   renderNodes(nodes, [context], out);
-  // One flat string: a run keeps every rendered body until its writes start.
   return { text: out.parts.join(''), missing: out.missing };
 }
 
@@ -69,13 +68,8 @@ function renderNodes(nodes: readonly Node[], stack: unknown[], out: Output): voi
       for (let i = 1; i < path.length && value !== MISSING; i++) value = ownMember(value, path[i] as string);
     }
     if (node.kind === 'var') {
-      if (value === MISSING) {
-        if (!out.missing.includes(node.name)) out.missing.push(node.name);
-      } else if (typeof value === 'string') {
-        out.parts.push(value);
-      } else if (value !== null) {
-        out.parts.push(pythonJsonDumps(value));
-      }
+      if (value !== MISSING) out.parts.push(interpolateValue(value));
+      else if (!out.missing.includes(node.name)) out.missing.push(node.name);
       continue;
     }
     const truthy = value !== MISSING && isTruthy(value);

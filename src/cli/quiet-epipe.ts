@@ -1,10 +1,8 @@
 // Data (not logs) that commands print on stdout: `collect --print`, `os-apply-config --key`, `status`, ...
 //
-// process.stdout is created here, on first use, and nowhere at start-up: creating it switches a pipe or socket on fd
-// 1 to non-blocking mode, and that flag belongs to the open file description, shared with every process that
-// inherited it (under systemd, journald's socket is the daemon's stdout and stderr, and its children's). Synchronous
-// log writes to such a descriptor then fail with EAGAIN when the reader lags: pino's writer sleeps 100 ms per retry,
-// and a Python child raises BlockingIOError. Processes that never print data keep their descriptors as they got them.
+// process.stdout is created here, on first use, and nowhere at start-up: for a pipe or socket, creating it loads
+// Node's stream and socket code (~2 ms a start), which commands that print no data do not need. (Its blocking mode is
+// kept by cli/stdio-blocking.ts.)
 
 let quiet = false;
 

@@ -44,7 +44,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 
 /**
  * A synchronous writer on a descriptor. Given as `dest`, not `fd`: with `fd` pino also reads process.stdout.fd, which
- * creates process.stdout and so switches a pipe or socket on fd 1 to non-blocking mode (see cli/quiet-epipe.ts).
+ * creates process.stdout at start-up (see cli/quiet-epipe.ts and cli/stdio-blocking.ts).
  */
 export function fdDestination(fd: number, buffered = false): DestinationStream {
   if (!buffered) return pino.destination({ dest: fd, sync: true });
