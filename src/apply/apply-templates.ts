@@ -1,5 +1,5 @@
 import { AgentError, errorMessage } from '../errors.js';
-import type { Logger } from '../log/logger.js';
+import { holdLogLines, type Logger } from '../log/logger.js';
 import { WriteBatch } from '../util/write-batch.js';
 import { TemplateError } from './apply-errors.js';
 import { DEFAULT_CONTROL, readControlFile } from './control-file.js';
@@ -38,6 +38,17 @@ export interface ApplyResult {
 }
 
 export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
+  // A line per file: written in blocks of lines while the run lasts (one system call per line would cost more than
+  // the render in a daemon whose journald reads every one).
+  const release = holdLogLines(opts.log);
+  try {
+    return await applyTree(opts);
+  } finally {
+    release();
+  }
+}
+
+async function applyTree(opts: ApplyOptions): Promise<ApplyResult> {
   const { log } = opts;
   const entries = await discoverTemplates(opts.templatesDir);
   const pathCache = newPathCheckCache();

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { CacheWriteError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { readFileIfExists, writeFileAtomic } from '../util/atomic-write.js';
-import { jsonEqual } from '../util/json-equal.js';
+import { jsonEqual, jsonIdentical } from '../util/json-equal.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { checkFileName } from '../util/safe-name.js';
 
@@ -43,16 +43,23 @@ export class MetadataCache {
     }
   }
 
-  /** Store a value; report whether it differs from the last committed one. */
+  /**
+   * Store a value; report whether it differs from the last committed one. At almost every poll nothing changed: the
+   * cache file is then compared as a parsed value (keys in order, as the file would be written), and nothing is
+   * serialised or written (serialising every source every second was most of what an idle daemon allocated).
+   */
   async store(key: string, value: unknown): Promise<StoreResult> {
     const file = this.pathOf(key);
-    const text = pythonJsonDumps(value, { indent: 1 });
     let changed = false;
+    let text: string | undefined;
     try {
       await this.ensureDir();
-      const current = await readFileIfExists(file);
-      if (current !== text) await writeFileAtomic(file, text, { mode: FILE_MODE });
-      if ((await readFileIfExists(`${file}.orig`)) === undefined) {
+      text = await readFileIfExists(file);
+      if (text === undefined || !holdsValue(text, value)) {
+        text = pythonJsonDumps(value, { indent: 1 });
+        await writeFileAtomic(file, text, { mode: FILE_MODE });
+      }
+      if (!(await fileExists(`${file}.orig`))) {
         await writeFileAtomic(`${file}.orig`, text, { mode: FILE_MODE });
         changed = true;
       }
@@ -60,14 +67,16 @@ export class MetadataCache {
       if (err instanceof CacheWriteError) throw err;
       throw new CacheWriteError(`cannot write cache file ${file}: ${(err as NodeJS.ErrnoException).code ?? err}; the last good cache is kept`, { cause: err });
     }
-    if (!changed) changed = !(await this.matchesLast(key, file, value));
+    if (!changed) changed = !(await this.matchesLast(key, file, value, text));
     return { changed, path: file };
   }
 
-  /** Whether the last committed value of a key equals `value`. */
-  private async matchesLast(key: string, file: string, value: unknown): Promise<boolean> {
+  /** Whether the last committed value of a key equals `value` (whose cache file holds `text`). */
+  private async matchesLast(key: string, file: string, value: unknown, text: string): Promise<boolean> {
     const last = await readFileIfExists(`${file}.last`).catch(() => undefined);
     if (last === undefined) return false;
+    // A commit copies the cache file byte for byte, so an unchanged key has the same text in both.
+    if (last === text) return true;
     try {
       return jsonEqual(JSON.parse(last), value);
     } catch {
@@ -129,5 +138,24 @@ async function isDirectory(dir: string): Promise<boolean> {
     return (await fs.stat(dir)).isDirectory();
   } catch {
     return false;
+  }
+}
+
+/** Whether a cache file's text is valid JSON holding `value`, keys in the same order (a damaged file is not). */
+function holdsValue(text: string, value: unknown): boolean {
+  try {
+    return jsonIdentical(JSON.parse(text), value);
+  } catch {
+    return false;
+  }
+}
+
+async function fileExists(file: string): Promise<boolean> {
+  try {
+    await fs.lstat(file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
   }
 }

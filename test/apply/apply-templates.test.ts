@@ -4,6 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { applyTemplates } from '../../src/apply/apply-templates.js';
+import { LineSink } from '../../src/log/line-sink.js';
+import { createLogger } from '../../src/log/logger.js';
 import { captureLog } from '../helpers/log-capture.js';
 
 t.test('renders the tree, reports written then unchanged', async (t) => {
@@ -133,4 +135,20 @@ t.test('all or nothing on write: a file that cannot be written (immutable direct
   const done = await applyTemplates(opts);
   t.equal(done.written.length, 2, 'the next run writes both');
   t.equal(readFileSync(path.join(dir, 'out/a/x'), 'utf8'), 'new x 1');
+});
+
+t.test("a line per file, written in blocks while the run lasts; the logger is back to a write per line after it", async (t) => {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 300; i++) files[`file-${String(i).padStart(3, '0')}.conf`] = 'v={{v}}\n';
+  const dir = t.testdir({ templates: files, out: {} });
+  const writes: string[] = [];
+  const log = createLogger({ destination: new LineSink({ write: (s: string) => void writes.push(s) }) });
+  await applyTemplates({ templatesDir: path.join(dir, 'templates'), outputDir: path.join(dir, 'out'), metadata: { v: 1 }, strict: false, log });
+  const lines = writes.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; path?: string });
+  t.equal(lines.filter((l) => l.msg === 'writing file').length, 300, 'every file has its line');
+  t.equal(lines.at(-1)?.msg, 'templates applied');
+  t.ok(writes.length < 20, `${writes.length} writes for ${lines.length} lines`);
+  const before = writes.length;
+  log.info('after the run');
+  t.equal(writes.length, before + 1, 'released when the run ends');
 });

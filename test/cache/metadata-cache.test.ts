@@ -228,3 +228,28 @@ t.test('a read-only cache directory is a CacheWriteError when not root', { skip:
   t.teardown(() => chmodSync(dir, 0o700));
   await t.rejects(cache.store('k', 1), CacheWriteError);
 });
+
+t.test('an unchanged value is neither serialised nor rewritten: the file keeps its inode and its own formatting', async (t) => {
+  const { cache } = setup(t);
+  const { path: file } = await cache.store('k', { a: 1, b: ['x'] });
+  // The same document, formatted otherwise (as another writer might have left it).
+  writeFileSync(file, '{"a":1,"b":["x"]}', { mode: 0o600 });
+  const ino = statSync(file).ino;
+  t.equal((await cache.store('k', { a: 1, b: ['x'] })).changed, true, 'never committed: still a change');
+  t.equal(statSync(file).ino, ino, 'not replaced');
+  t.equal(read(file), '{"a":1,"b":["x"]}');
+  await cache.commit('k');
+  t.equal((await cache.store('k', { a: 1, b: ['x'] })).changed, false, 'committed: unchanged');
+  t.equal(statSync(file).ino, ino);
+  t.equal((await cache.store('k', { a: 2, b: ['x'] })).changed, true, 'a new value');
+  t.not(statSync(file).ino, ino, 'written anew');
+  t.equal(read(file), '{\n "a": 2,\n "b": [\n  "x"\n ]\n}');
+});
+
+t.test('a damaged cache file is rewritten from the value', async (t) => {
+  const { cache } = setup(t);
+  const { path: file } = await cache.store('k', { a: 1 });
+  writeFileSync(file, '{"a": 1', { mode: 0o600 });
+  await cache.store('k', { a: 1 });
+  t.equal(read(file), '{\n "a": 1\n}');
+});

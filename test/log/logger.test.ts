@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import t from 'tap';
-import { createLogger, LOG_LEVELS, parseLogLevel } from '../../src/log/logger.js';
+import { createLogger, holdLogLines, LOG_LEVELS, parseLogLevel } from '../../src/log/logger.js';
 import { clearRegisteredSecrets, registerSecret } from '../../src/log/redact.js';
 
 // createLogger with a destination stream, exactly as production builds it; the raw lines are checked as written.
@@ -75,6 +75,15 @@ t.test('credential fields are redacted by name even when not registered', async 
   t.same(line?.headers, { authorization: '[REDACTED]', 'x-auth-token': '[REDACTED]' });
 });
 
+t.test('credential fields are redacted whatever their type, and in child bindings', async (t) => {
+  const { log, lines } = capture();
+  log.child({ token: 'bound-token' }).info({ password: 98765, heat: { token: { id: 'obj' } } }, 'typed');
+  const [line] = lines() as Array<Record<string, never>>;
+  t.equal(line?.token, '[REDACTED]', 'a binding');
+  t.equal(line?.password, '[REDACTED]', 'a number');
+  t.same(line?.heat, { token: '[REDACTED]' }, 'an object');
+});
+
 t.test('signed URLs logged by careless code are scrubbed by shape', async (t) => {
   const { log, raw } = capture();
   log.info({ url: 'http://h:8000/v1/signal/x?Signature=c2lnbmF0dXJl&Timestamp=1' }, 'signal');
@@ -114,8 +123,9 @@ t.test('buffered logger: every line is written by the time the process exits, pr
   t.equal(lines[299]?.path, '/etc/app/file-299.conf');
 });
 
-t.test('buffered logger: flush() writes at once; lines after it wait for the next flush or exit', async (t) => {
-  const proc = spawn(process.execPath, [...childArgs, 'flush-then-hang'], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** The messages a child in `mode` had written to stderr when it said "waiting" on stdout (it is then killed). */
+async function messagesBeforeKill(mode: string): Promise<string[]> {
+  const proc = spawn(process.execPath, [...childArgs, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const killer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
@@ -125,6 +135,22 @@ t.test('buffered logger: flush() writes at once; lines after it wait for the nex
   proc.kill('SIGKILL');
   await new Promise((r) => proc.on('close', r));
   clearTimeout(killer);
-  const msgs = stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { msg: string }).msg);
-  t.same(msgs, Array(5).fill('before the wait'), 'the flushed lines, and not the line still buffered when it was killed');
+  return stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { msg: string }).msg);
+}
+
+t.test('buffered logger: flush() writes at once; lines after it wait for the next flush or exit', async (t) => {
+  t.same(await messagesBeforeKill('flush-then-hang'), Array(5).fill('before the wait'), 'the flushed lines, and not the line still buffered when it was killed');
+});
+
+t.test('holdLogLines: a held logger writes nothing until released; then the held lines, and each later line at once', async (t) => {
+  t.same(await messagesBeforeKill('hold-then-hang'), [], 'held lines are not written yet');
+  t.same(await messagesBeforeKill('hold-release-then-hang'), [...Array(5).fill('held'), 'after the release']);
+});
+
+t.test('holdLogLines on a logger with a stream of its own: nothing is held', async (t) => {
+  const { log, lines } = capture();
+  const release = holdLogLines(log);
+  log.info('at once');
+  t.equal(lines().length, 1);
+  release();
 });

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { clearRegisteredSecrets, redactUrl, registerSecret, scrubText } from '../../src/log/redact.js';
+import { clearRegisteredSecrets, redactFields, redactUrl, registerSecret, scrubText } from '../../src/log/redact.js';
 
 t.afterEach(() => clearRegisteredSecrets());
 
@@ -92,4 +92,37 @@ t.test('redactUrl on something that is not a URL falls back to text scrubbing', 
   registerSecret('zzzz-secret');
   t.equal(redactUrl('not a url zzzz-secret ?Signature=abc'), 'not a url [REDACTED] ?Signature=[REDACTED]');
   t.equal(redactUrl('plain words'), 'plain words');
+});
+
+t.test('redactFields: credential names at the top level, one level down and in headers; any value type', async (t) => {
+  const fields = { password: 12345, heat: { password: { nested: 'p' }, user: 'u' }, cfn: { secret_access_key: 'k' }, token: ['t'], headers: { authorization: 'Bearer x', 'x-auth-token': 'tok', accept: 'json' }, path: '/etc/x' };
+  const before = JSON.stringify(fields);
+  t.same(redactFields(fields), {
+    password: '[REDACTED]',
+    heat: { password: '[REDACTED]', user: 'u' },
+    cfn: { secret_access_key: '[REDACTED]' },
+    token: '[REDACTED]',
+    headers: { authorization: '[REDACTED]', 'x-auth-token': '[REDACTED]', accept: 'json' },
+    path: '/etc/x',
+  });
+  t.equal(JSON.stringify(fields), before, 'the caller\'s object is not changed');
+});
+
+t.test('redactFields: nothing to redact gives the same object back (no copy); non-objects pass through', async (t) => {
+  const fields = { path: '/etc/x', headers: { accept: 'json' }, list: [{ password: 'in a list: left to scrubText' }] };
+  t.equal(redactFields(fields), fields);
+  t.equal(redactFields(undefined), undefined);
+  t.equal(redactFields('text'), 'text');
+});
+
+t.test('redactFields: an Error that carries a credential keeps its message and stack', async (t) => {
+  const err = Object.assign(new Error('login failed'), { password: 'pw', code: 'E_AUTH' });
+  const out = redactFields({ err }).err as Error & { password: string; code: string };
+  t.not(out, err);
+  t.equal(out.password, '[REDACTED]');
+  t.equal(out.message, 'login failed');
+  t.equal(out.stack, err.stack);
+  t.equal(out.code, 'E_AUTH');
+  t.ok(out instanceof Error);
+  t.equal(err.password, 'pw', 'the original is untouched');
 });

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { jsonEqual } from '../../src/util/json-equal.js';
+import { jsonEqual, jsonIdentical } from '../../src/util/json-equal.js';
 
 t.test('equal values', async (t) => {
   t.ok(jsonEqual(1, 1));
@@ -46,4 +46,18 @@ t.test('an own key is required: inherited names do not count', async (t) => {
   t.notOk(jsonEqual({ constructor: Object }, { toString: Object }));
   t.notOk(jsonEqual(JSON.parse('{"__proto__": 1}'), JSON.parse('{"other": 1}')));
   t.ok(jsonEqual(JSON.parse('{"__proto__": {"a": 1}}'), JSON.parse('{"__proto__": {"a": 1}}')));
+});
+
+t.test('jsonIdentical: equal values with every key in the same order, at every depth', async (t) => {
+  t.ok(jsonIdentical({ a: 1, b: { x: [1, { y: null }] } }, { a: 1, b: { x: [1, { y: null }] } }));
+  t.ok(jsonIdentical('s', 's'));
+  t.ok(jsonIdentical([], []));
+  t.notOk(jsonIdentical({ a: 1, b: 2 }, { b: 2, a: 1 }), 'top-level order');
+  t.notOk(jsonIdentical({ n: { x: 1, y: 2 } }, { n: { y: 2, x: 1 } }), 'nested order');
+  t.notOk(jsonIdentical([{ x: 1, y: 2 }], [{ y: 2, x: 1 }]), 'order inside a list');
+  t.notOk(jsonIdentical({ a: 1 }, { a: 1, b: 2 }));
+  t.notOk(jsonIdentical({ a: 1, b: 2 }, { a: 1 }));
+  t.notOk(jsonIdentical({ a: true }, { a: 1 }));
+  t.notOk(jsonIdentical([1, 2], [2, 1]));
+  t.notOk(jsonIdentical({}, []));
 });
