@@ -8,16 +8,13 @@ import type { DestinationStream } from 'pino';
 /** Characters gathered before a held sink writes them (below sonic-boom's 16 KB largest write, for most lines). */
 const BLOCK_CHARS = 8192;
 
-export interface SyncWriter extends DestinationStream {
-  flush?(cb?: (err?: Error | null) => void): void;
-}
-
 export class LineSink implements DestinationStream {
   #holds = 0;
   #parts: string[] = [];
   #chars = 0;
 
-  constructor(private readonly writer: SyncWriter) {
+  // `writer` writes each call at once (pino's synchronous destination), so nothing is left behind in it to flush.
+  constructor(private readonly writer: DestinationStream) {
     process.once('exit', () => this.#writeHeld());
   }
 

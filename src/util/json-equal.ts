@@ -1,28 +1,10 @@
 // Deep equality of parsed JSON values. Object key order is ignored (as Python dict equality ignores it); list order
 // matters. Unlike Python, `true` and `1` differ: upstream's `true == 1` hid real changes (reference B14).
 //
-// Plain loops, no callbacks or key arrays: the daemon compares every source with its committed copy at every poll,
-// and what it allocates each second is what grows an idle daemon's heap.
+// Plain loops, no callbacks: the daemon compares every source with its committed copy at every poll, and what it
+// allocates each second is what grows an idle daemon's heap.
 export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) {
-    const bb = b as unknown[];
-    if (a.length !== bb.length) return false;
-    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], bb[i])) return false;
-    return true;
-  }
-  const ao = a as Record<string, unknown>;
-  const bo = b as Record<string, unknown>;
-  let count = 0;
-  for (const k in ao) {
-    if (!Object.hasOwn(ao, k)) continue;
-    if (!Object.hasOwn(bo, k) || !jsonEqual(ao[k], bo[k])) return false;
-    count++;
-  }
-  for (const k in bo) if (Object.hasOwn(bo, k)) count--;
-  return count === 0;
+  return sameJson(a, b, false);
 }
 
 /**
@@ -30,23 +12,42 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
  * same order (so both serialise to the same text).
  */
 export function jsonIdentical(a: unknown, b: unknown): boolean {
+  return sameJson(a, b, true);
+}
+
+function sameJson(a: unknown, b: unknown, ordered: boolean): boolean {
   if (a === b) return true;
   if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
   if (Array.isArray(a)) {
     const bb = b as unknown[];
     if (a.length !== bb.length) return false;
-    for (let i = 0; i < a.length; i++) if (!jsonIdentical(a[i], bb[i])) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], bb[i], ordered)) return false;
     return true;
   }
-  const ao = a as Record<string, unknown>;
-  const bo = b as Record<string, unknown>;
-  const ak = Object.keys(ao);
-  const bk = Object.keys(bo);
+  return ordered ? sameObjectInOrder(a as Record<string, unknown>, b as Record<string, unknown>) : sameObject(a as Record<string, unknown>, b as Record<string, unknown>);
+}
+
+/** Same own keys and values, in any order (no key arrays: for-in walks V8's cached key list). */
+function sameObject(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  let count = 0;
+  for (const k in a) {
+    if (!Object.hasOwn(a, k)) continue;
+    if (!Object.hasOwn(b, k) || !sameJson(a[k], b[k], false)) return false;
+    count++;
+  }
+  for (const k in b) if (Object.hasOwn(b, k)) count--;
+  return count === 0;
+}
+
+/** Same own keys and values, key for key in the same order. */
+function sameObjectInOrder(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const ak = Object.keys(a);
+  const bk = Object.keys(b);
   if (ak.length !== bk.length) return false;
   for (let i = 0; i < ak.length; i++) {
     const k = ak[i] as string;
-    if (k !== bk[i] || !jsonIdentical(ao[k], bo[k])) return false;
+    if (k !== bk[i] || !sameJson(a[k], b[k], true)) return false;
   }
   return true;
 }
