@@ -1,13 +1,11 @@
 import path from 'node:path';
-import { Command, CommanderError } from 'commander';
-import { AgentError } from '../errors.js';
-import { VERSION } from '../version.js';
-import { normaliseArgv } from './argv-normalise.js';
+import type { Command } from 'commander';
+import { newProgram, parseProgram, type ProgramName } from './program.js';
 
 // Entry point. One bundle serves every command name: `os-config-agent <subcommand>` and the compatibility names
 // os-collect-config, os-apply-config and os-refresh-config (chosen by the name the program was started as).
 
-export type ProgramName = 'os-config-agent' | 'os-collect-config' | 'os-apply-config' | 'os-refresh-config';
+export type { ProgramName };
 
 export function programNameFrom(argv1: string | undefined): ProgramName {
   const base = path.basename(argv1 ?? '').replace(/\.(m?js|cjs)$/, '');
@@ -41,8 +39,7 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
   const setExit = (code: number) => {
     exitCode = code;
   };
-  const program = new Command(name).version(VERSION, '--version').exitOverride().configureOutput({ writeErr: (s) => process.stderr.write(s) });
-  program.showHelpAfterError();
+  const program = newProgram(name);
 
   if (name === 'os-collect-config') {
     program.description('Collect metadata from cloud sources and run a command when it changes (os-collect-config compatible).');
@@ -52,7 +49,6 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
     (await import('./apply-command.js')).defineOsApplyConfigCommand(program, setExit);
   } else if (name === 'os-refresh-config') {
     // compat: os-refresh-config
-    program.description('Run the configuration phases (os-refresh-config compatible).');
     (await import('./refresh-command.js')).defineRefreshCompatCommand(program, setExit);
   } else {
     program.description('In-instance agent for OpenStack Heat software configuration.');
@@ -74,19 +70,5 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
     }
   }
 
-  try {
-    await program.parseAsync(normaliseArgv(args), { from: 'user' });
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      // --help and --version exit 0; usage errors exit 2 like argparse/oslo.
-      return err.exitCode === 0 ? 0 : 2;
-    }
-    if (err instanceof AgentError) {
-      process.stderr.write(`${name}: ${err.message} [${err.code}]\n`);
-      return 1;
-    }
-    process.stderr.write(`${name}: ${(err as Error).message}\n`);
-    return 1;
-  }
-  return exitCode;
+  return parseProgram(program, args, name, () => exitCode);
 }

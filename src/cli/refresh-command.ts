@@ -95,6 +95,7 @@ export function defineRefreshCommand(cmd: Command, setExit: (code: number) => vo
 /** The compatibility command `os-refresh-config`: upstream's flags, plus hidden --root and --config-file. */
 export function defineRefreshCompatCommand(program: Command, setExit: (code: number) => void): Command {
   program
+    .description('Run the configuration phases (os-refresh-config compatible).')
     .option('--print-base', 'print the base directory and exit')
     .option('--print-phases', 'print the phases (tab separated) and exit')
     .addOption(new Option('--log-level <level>', 'log level').choices(Object.keys(COMPAT_LEVELS)).default('INFO'))

@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { daemonApplies } from './daemon-apply.mjs';
-import { interleave, measure, median } from './measure.mjs';
+import { interleave, measure, median, withThisNode } from './measure.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 const UPSTREAM = '/usr/bin/os-apply-config';
@@ -42,7 +42,7 @@ const body = [
   '',
 ].join('\n');
 const settle = () => spawnSync('sync');
-const env = { ...process.env };
+const env = withThisNode();
 delete env.OS_CONFIG_FILES;
 // This sandbox sets NODE_EXTRA_CA_CERTS for npm; with it every node process parses the whole CA bundle at start (about
 // 35-60 ms here). An instance's systemd unit and phase scripts do not set it, so neither side is measured with it.
@@ -89,8 +89,9 @@ async function benchTree(fsBase, count) {
     return file;
   };
   const args = (out, v = 0) => ['-t', templates, '-o', out, '-m', metaFile(v), '--fallback-metadata', '--os-config-files', path.join(base, 'none.json')];
-  // Ours through its launcher with the same flags (plus --root so no default path outside the bench dir is read).
-  const oursCmd = (out, v) => [process.execPath, launcher, '--root', base, ...args(out, v)];
+  // Ours through its launcher, started by its #! line as on an instance, with the same flags (plus --root so no default
+  // path outside the bench dir is read).
+  const oursCmd = (out, v) => [launcher, '--root', base, ...args(out, v)];
   const upCmd = (out, v) => [UPSTREAM, ...args(out, v)];
   const fresh = (side, cmd) => (i) => timed(cmd(path.join(base, `${side}-fresh-${i}`)));
   const [ours, upstream] = interleave(RUNS, [fresh('ours', oursCmd), fresh('up', upCmd)]);
@@ -125,7 +126,7 @@ async function benchTree(fsBase, count) {
 async function benchFilesystem(label, fsBase) {
   const startupBase = mkdtempSync(path.join(fsBase, 'oca-bench-apply-'));
   const [oursStart, upStart] = interleave(RUNS, [
-    () => timed([process.execPath, launcher, '--root', startupBase, '--print-templates']),
+    () => timed([launcher, '--root', startupBase, '--print-templates']),
     () => timed([UPSTREAM, '--print-templates']),
   ]);
   rmSync(startupBase, { recursive: true, force: true });

@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { measure, repeat } from './measure.mjs';
+import { measure, repeat, withThisNode } from './measure.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 600);
@@ -29,7 +29,7 @@ function args(side, i) {
     '--local-path', local, '--command', 'true', '--one-time', 'local'];
 }
 
-const ours = repeat(RUNS, (i) => measure([process.execPath, bundle, 'collect', ...args('ours', i)]));
+const ours = repeat(RUNS, (i) => measure([bundle, 'collect', ...args('ours', i)], { env: withThisNode() }));
 const upstream = repeat(RUNS, (i) => measure([UPSTREAM, ...args('up', i)]));
 const result = {
   bench: 'collect-one-shot-5-local-sources',
@@ -50,7 +50,7 @@ if (IDLE_SECONDS > 0) {
   cpSync(local, rootLocal, { recursive: true });
   writeFileSync(path.join(root, 'etc/os-collect-config.conf'),
     `[DEFAULT]\ncommand = true\ncollectors = local\nmin_polling_interval = 1\npolling_interval = 1\n[agent]\nnative_pipeline = false\nlog_level = warn\n`);
-  const child = spawn(process.execPath, [bundle, 'run', '--root', root], { stdio: 'ignore' });
+  const child = spawn(bundle, ['run', '--root', root], { stdio: 'ignore', env: withThisNode() });
   const rss = () => {
     const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
     const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);

@@ -37,7 +37,8 @@ export async function daemonApplies({ bundle, root, templatesDir, cycles, metada
   };
   settle();
   publish(0);
-  const child = spawn(process.execPath, [bundle, 'run', '--root', root, '--config-file', '/etc/os-collect-config.conf'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // Started by its #! line (env finds node on PATH: see withThisNode), as an instance's unit starts the daemon.
+  const child = spawn(bundle, ['run', '--root', root, '--config-file', '/etc/os-collect-config.conf'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const seconds = [];
   let waiting;

@@ -8,7 +8,7 @@ import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, re
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { measure, median } from './measure.mjs';
+import { measure, median, withThisNode } from './measure.mjs';
 
 const COUNT = Number(process.env.BENCH_DEPLOYMENTS ?? 50);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -125,8 +125,8 @@ try {
     const list = deployments(sink.url, `o${r}`);
     writeFileSync(path.join(root, 'heat-config.json'), JSON.stringify(list));
     writeFileSync(path.join(root, 'empty.json'), '[]');
-    ours.empty.push(measure([process.execPath, bundle, 'deploy', '--root', root, '--heat-config', '/empty.json'], { env }).wall);
-    const run = measure([process.execPath, bundle, 'deploy', '--root', root, '--heat-config', '/heat-config.json', '--log-level', 'warn'], { env });
+    ours.empty.push(measure([bundle, 'deploy', '--root', root, '--heat-config', '/empty.json'], { env: withThisNode(env) }).wall);
+    const run = measure([bundle, 'deploy', '--root', root, '--heat-config', '/heat-config.json', '--log-level', 'warn'], { env: withThisNode(env) });
     if (run.status !== 0) throw new Error(`os-config-agent deploy exited ${run.status}: ${run.stderr}`);
     const now = await sink.count();
     if (now - signals !== COUNT) throw new Error(`expected ${COUNT} signals, got ${now - signals}`);

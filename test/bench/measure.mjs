@@ -2,6 +2,7 @@
 // child, read from GNU time (Debian package `time`) when present, else from getrusage via python3.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 
 const GNU_TIME = '/usr/bin/time';
 
@@ -28,6 +29,14 @@ export function measure(argv, options = {}) {
   }
   const wall = Number(process.hrtime.bigint() - started) / 1e9;
   return { wall, rssKb, cpu, status: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+/**
+ * `env` in which a launcher's `#!/usr/bin/env -S node ...` line finds this Node.js first: the benchmarks start our
+ * commands through their #! lines, with the node flags an instance's launchers give them.
+ */
+export function withThisNode(env = process.env) {
+  return { ...env, PATH: `${path.dirname(process.execPath)}${path.delimiter}${env.PATH ?? ''}` };
 }
 
 export function median(values) {

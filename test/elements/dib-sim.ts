@@ -66,6 +66,9 @@ export function runPhase(hooks: string, phase: string, env: Record<string, strin
   return { ok: true, output };
 }
 
+/** What the build makes for os-apply-config and os-refresh-config: the launcher, each command's bundle and its code cache. */
+export const COMPAT_FILES = ['compat-launcher.cjs', 'os-apply-config.cjs', 'os-apply-config.cjs.cache', 'os-refresh-config.cjs', 'os-refresh-config.cjs.cache'];
+
 /**
  * An os-config-agent source as the element expects one: the built bundle and the unit from this repository, and the
  * hooks: this repository's where they exist, otherwise stand-ins (only their presence and modes matter here).
@@ -75,7 +78,7 @@ export function makeSource(dir: string, options: { omitHooks?: readonly string[]
   cpSync(requireBundle(), path.join(dir, 'dist/os-config-agent.mjs'));
   cpSync(path.join(path.dirname(requireBundle()), 'chunks'), path.join(dir, 'dist/chunks'), { recursive: true });
   // Times kept, as a build tree has them: the code cache is stamped with its bundle's size and time.
-  for (const f of ['compat.cjs', 'compat-launcher.cjs', 'compat.cjs.cache']) cpSync(path.join(path.dirname(requireBundle()), f), path.join(dir, 'dist', f), { preserveTimestamps: true });
+  for (const f of COMPAT_FILES) cpSync(path.join(path.dirname(requireBundle()), f), path.join(dir, 'dist', f), { preserveTimestamps: true });
   cpSync(path.join(REPO, 'systemd'), path.join(dir, 'systemd'), { recursive: true });
   mkdirSync(path.join(dir, 'hooks/lib'), { recursive: true });
   const repoLib = path.join(REPO, 'hooks/lib');

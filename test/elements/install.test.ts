@@ -5,7 +5,7 @@ import t from 'tap';
 import pkg from '../../package.json' with { type: 'json' };
 import { REPO, requireBundle } from '../helpers/bundle.js';
 import type { TapTest } from '../helpers/http-test-server.js';
-import { ALL_ELEMENTS, ELEMENTS_DIR, HOOK_GROUPS, installElements, makeNodeTarball, makeSource, mergeHooks, runPhase } from './dib-sim.js';
+import { ALL_ELEMENTS, COMPAT_FILES, ELEMENTS_DIR, HOOK_GROUPS, installElements, makeNodeTarball, makeSource, mergeHooks, runPhase } from './dib-sim.js';
 
 // The elements' install phases, run into a directory instead of DIB's chroot (see dib-sim.ts): the files, modes and
 // links an image gets, the enabled unit, launchers that run, and the build failures an image builder can meet.
@@ -48,25 +48,39 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
   t.same(readdirSync(at('opt/os-config-agent/lib/chunks')).sort(), chunks, 'with every chunk it loads on demand');
   for (const c of chunks) t.equal(mode(at(`opt/os-config-agent/lib/chunks/${c}`)), 0o644);
   const dist = path.dirname(requireBundle());
-  for (const f of ['compat.cjs', 'compat-launcher.cjs', 'compat.cjs.cache']) {
+  for (const f of COMPAT_FILES) {
     t.same(readFileSync(at(`opt/os-config-agent/lib/${f}`)), readFileSync(path.join(dist, f)), `${f} as built`);
     t.equal(mode(at(`opt/os-config-agent/lib/${f}`)), 0o644);
   }
   t.equal(readlinkSync(at('opt/os-config-agent/lib/os-collect-config')), 'os-config-agent.mjs', 'the daemon-style command runs the main bundle');
-  for (const name of ['os-apply-config', 'os-refresh-config']) t.equal(readlinkSync(at(`opt/os-config-agent/lib/${name}`)), 'compat-launcher.cjs', `${name} runs the compat bundle`);
+  for (const name of ['os-apply-config', 'os-refresh-config']) t.equal(readlinkSync(at(`opt/os-config-agent/lib/${name}`)), 'compat-launcher.cjs', `${name} runs its own bundle through the code-cache launcher`);
+  // The launchers give node the flags the build's #! lines give it.
+  const shebangFlags = /^#!\/usr\/bin\/env -S node (.+)$/m.exec(readFileSync(path.join(dist, 'compat-launcher.cjs'), 'utf8'))?.[1];
+  t.ok(shebangFlags, 'the build names node flags in its #! lines');
   for (const name of ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config']) {
     t.equal(readlinkSync(at(`usr/local/bin/${name}`)), `../../../opt/os-config-agent/bin/${name}`, `${name} on PATH, relative link`);
     t.equal(mode(at(`opt/os-config-agent/bin/${name}`)), 0o755);
+    t.match(readFileSync(at(`opt/os-config-agent/bin/${name}`), 'utf8'), `exec "\${here}/node" ${shebangFlags} `, `${name}: the same node flags`);
     const r = run(at(`usr/local/bin/${name}`), ['--version']);
     t.equal(r.status, 0, `${name} --version runs: ${r.stderr}`);
     t.equal(r.stdout.trim(), pkg.version);
   }
   const help = run(at('usr/local/bin/os-collect-config'), ['--help']);
   t.match(help.stdout, /^Usage: os-collect-config /, 'the compatibility launcher runs the bundle under its own name');
-  const cacheBefore = statSync(at('opt/os-config-agent/lib/compat.cjs.cache'));
-  t.match(run(at('usr/local/bin/os-apply-config'), ['--help']).stdout, /^Usage: os-apply-config /, 'so does the code-cache launcher');
-  t.equal(statSync(at('opt/os-config-agent/lib/compat.cjs.cache')).mtimeMs, cacheBefore.mtimeMs, 'with the shipped code cache (its stamp survived staging and install)');
-  t.match(run(at('usr/local/bin/os-refresh-config'), ['--help']).stdout, /^Usage: os-refresh-config /);
+  for (const name of ['os-apply-config', 'os-refresh-config']) {
+    const cache = at(`opt/os-config-agent/lib/${name}.cjs.cache`);
+    const cacheBefore = statSync(cache);
+    t.match(run(at(`usr/local/bin/${name}`), ['--help']).stdout, new RegExp(`^Usage: ${name} `), `so does the code-cache launcher for ${name}`);
+    t.equal(statSync(cache).mtimeMs, cacheBefore.mtimeMs, `${name}: with its shipped code cache (its stamp survived staging and install)`);
+  }
+  // Started by its installed path (as phase scripts and the unit start it), a launcher goes straight to /opt without
+  // resolving links: here, under a test root, that node is not there, which shows the path taken.
+  const launcherText = readFileSync(at('opt/os-config-agent/bin/os-apply-config'), 'utf8');
+  for (const started of ['/usr/local/bin/os-apply-config', '/opt/os-config-agent/bin/os-apply-config']) {
+    const direct = spawnSync('/bin/sh', ['-c', launcherText, started, '--version'], { encoding: 'utf8', env: { PATH: '/nonexistent' }, timeout: 30_000 });
+    t.equal(direct.status, 127, `started as ${started}: ${direct.stderr}`);
+    t.match(direct.stderr, /\/opt\/os-config-agent\/bin\/node/, `started as ${started}, it runs the node under /opt`);
+  }
   t.match(run(at('usr/local/bin/os-config-agent'), ['--help']).stdout, /^Usage: os-config-agent /);
 
   // The unit, enabled as `systemctl enable` does it.

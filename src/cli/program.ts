@@ -1,0 +1,52 @@
+import { Command, CommanderError } from 'commander';
+import { AgentError } from '../errors.js';
+import { VERSION } from '../version.js';
+import { normaliseArgv } from './argv-normalise.js';
+import { keepStdioBlocking } from './stdio-blocking.js';
+
+// The commander program every command name runs in, and how its outcome becomes the process's exit code. Kept apart
+// from main.ts so that a compatibility command's bundle holds this and its own command, not every subcommand.
+
+export type ProgramName = 'os-config-agent' | 'os-collect-config' | 'os-apply-config' | 'os-refresh-config';
+
+/** A program with the agent's version flag, commander's exits turned into exceptions, and help after usage errors. */
+export function newProgram(name: ProgramName): Command {
+  const program = new Command(name).version(VERSION, '--version').exitOverride().configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  program.showHelpAfterError();
+  return program;
+}
+
+/** Run `program` on `args`: the exit code its action set, 0 for --help and --version, 2 for a usage error, 1 for a failure. */
+export async function parseProgram(program: Command, args: readonly string[], name: ProgramName, exitCode: () => number): Promise<number> {
+  try {
+    await program.parseAsync(normaliseArgv(args), { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version exit 0; usage errors exit 2 like argparse/oslo.
+      return err.exitCode === 0 ? 0 : 2;
+    }
+    if (err instanceof AgentError) {
+      process.stderr.write(`${name}: ${err.message} [${err.code}]\n`);
+      return 1;
+    }
+    process.stderr.write(`${name}: ${(err as Error).message}\n`);
+    return 1;
+  }
+  return exitCode();
+}
+
+/**
+ * The process of a compatibility command's own bundle (dist/<name>.cjs): stdio kept blocking, `define` adds the
+ * command's options and action to the program, and the outcome becomes the exit code.
+ */
+export function runCompatCommand(name: ProgramName, define: (program: Command, setExit: (code: number) => void) => unknown): Promise<void> {
+  keepStdioBlocking();
+  let exitCode = 0;
+  const program = newProgram(name);
+  define(program, (code) => {
+    exitCode = code;
+  });
+  return parseProgram(program, process.argv.slice(2), name, () => exitCode).then((code) => {
+    process.exitCode = code;
+  });
+}
