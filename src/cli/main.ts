@@ -5,8 +5,6 @@ import { newProgram, parseProgram, type ProgramName } from './program.js';
 // Entry point. One bundle serves every command name: `os-config-agent <subcommand>` and the compatibility names
 // os-collect-config, os-apply-config and os-refresh-config (chosen by the name the program was started as).
 
-export type { ProgramName };
-
 export function programNameFrom(argv1: string | undefined): ProgramName {
   const base = path.basename(argv1 ?? '').replace(/\.(m?js|cjs)$/, '');
   if (base === 'os-collect-config' || base === 'os-apply-config' || base === 'os-refresh-config') return base;
