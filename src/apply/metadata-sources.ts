@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { Logger } from '../log/logger.js';
 import { jsonDepth, MAX_JSON_DEPTH } from '../util/json-depth.js';
 import { deepMerge, isJsonObject, type JsonObject } from '../util/json-merge.js';
@@ -37,7 +37,7 @@ export async function selectMetadataFiles(sel: MetadataSelection): Promise<strin
   if (fromEnv !== undefined) return fromEnv.split(':');
   const defaultPath = sel.env.OS_CONFIG_FILES_PATH ?? DEFAULT_OS_CONFIG_FILES;
   const listFile = sel.osConfigFiles ?? defaultPath;
-  const list = await readFileList(sel.paths.map(listFile), listFile);
+  const list = readFileList(sel.paths.map(listFile), listFile);
   if (list.length === 0 && listFile === DEFAULT_OS_CONFIG_FILES) {
     sel.log.warn({ file: OLD_OS_CONFIG_FILES }, 'DEPRECATED: falling back to the old os_config_files.json location');
     return readFileList(sel.paths.map(OLD_OS_CONFIG_FILES), OLD_OS_CONFIG_FILES);
@@ -45,10 +45,10 @@ export async function selectMetadataFiles(sel: MetadataSelection): Promise<strin
   return list;
 }
 
-async function readFileList(mapped: string, shown: string): Promise<string[]> {
+function readFileList(mapped: string, shown: string): string[] {
   let text: string;
   try {
-    text = await fs.readFile(mapped, 'utf8');
+    text = readFileSync(mapped, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw new MetadataError(`Could not open ${shown} for reading (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
@@ -72,22 +72,24 @@ export async function loadMetadata(files: readonly string[]): Promise<Record<str
   let merged: JsonObject = {};
   for (const file of files) {
     if (file === '') continue;
-    const value = await readMetadataFile(file);
+    const value = readMetadataFile(file);
     if (isJsonObject(value) && Object.keys(value).length > 0) merged = deepMerge(merged, value);
   }
   return merged;
 }
 
-async function readMetadataFile(file: string): Promise<unknown> {
+// Synchronous, as upstream reads them: the files are read one after another anyway, and a short-lived os-apply-config
+// then never starts libuv's thread pool (see config/load.ts). A pipe (-m <(...)) is read as it comes, as before.
+function readMetadataFile(file: string): unknown {
   let text: string;
   try {
-    const handle = await fs.open(file, 'r');
+    const fd = openSync(file, 'r');
     try {
-      const st = await handle.stat();
+      const st = fstatSync(fd);
       if (st.size > MAX_METADATA_BYTES) throw new MetadataError(`metadata file ${file} is ${st.size} bytes, over the ${MAX_METADATA_BYTES}-byte limit`);
-      text = await handle.readFile('utf8');
+      text = readFileSync(fd, 'utf8');
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   } catch (err) {
     if (err instanceof MetadataError) throw err;

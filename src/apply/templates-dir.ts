@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { statSync } from 'node:fs';
 import type { PathMapper } from '../util/rooted-path.js';
 
 // The template root when none is configured, resolved as os-apply-config does: $OS_CONFIG_APPLIER_TEMPLATES; else an
@@ -19,14 +19,15 @@ export async function resolveTemplatesDir(configured: string | undefined, paths:
   if (configured) return { dir: configured, deprecated: false };
   const fromEnv = env.OS_CONFIG_APPLIER_TEMPLATES;
   if (fromEnv !== undefined) return { dir: paths.map(fromEnv), deprecated: false };
-  const old = (await isDirectory(paths.map(OLD_TEMPLATES_DIRS[0]))) ? OLD_TEMPLATES_DIRS[0] : OLD_TEMPLATES_DIRS[1];
-  if ((await isDirectory(paths.map(old))) && !(await isDirectory(paths.map(DEFAULT_TEMPLATES_DIR)))) return { dir: paths.map(old), deprecated: true };
+  const old = isDirectory(paths.map(OLD_TEMPLATES_DIRS[0])) ? OLD_TEMPLATES_DIRS[0] : OLD_TEMPLATES_DIRS[1];
+  if (isDirectory(paths.map(old)) && !isDirectory(paths.map(DEFAULT_TEMPLATES_DIR))) return { dir: paths.map(old), deprecated: true };
   return { dir: paths.map(DEFAULT_TEMPLATES_DIR), deprecated: false };
 }
 
-async function isDirectory(p: string): Promise<boolean> {
+/** Synchronous: three stats cost less than starting the thread pool for them (see config/load.ts). */
+function isDirectory(p: string): boolean {
   try {
-    return (await fs.stat(p)).isDirectory();
+    return statSync(p).isDirectory();
   } catch {
     return false;
   }

@@ -1,3 +1,4 @@
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -25,6 +26,16 @@ t.test('loadMetadata is safe against __proto__ keys', async (t) => {
   t.equal(({} as Record<string, unknown>).polluted, undefined);
   t.equal(Object.getPrototypeOf(merged), Object.prototype);
   t.same(Object.keys(merged).sort(), ['__proto__', 'a']);
+});
+
+t.test('metadata from a pipe (-m <(...)) is read as it comes, as upstream reads it', async (t) => {
+  const dir = t.testdir({ 'base.json': JSON.stringify({ a: 1, b: 1 }) });
+  const fifo = path.join(dir, 'piped');
+  t.equal(spawnSync('mkfifo', [fifo]).status, 0);
+  // The writer is another process: the read opens the pipe and waits for it, as a shell's process substitution does.
+  const writer = spawn('sh', ['-c', `sleep 0.1; printf '%s' '{"b": 2, "c": 3}' > '${fifo}'`], { stdio: 'ignore', timeout: 10_000 });
+  t.same(await loadMetadata([path.join(dir, 'base.json'), fifo]), { a: 1, b: 2, c: 3 });
+  if (writer.exitCode === null) await new Promise((resolve) => writer.once('exit', resolve));
 });
 
 t.test('bad metadata files are errors naming the file', async (t) => {
