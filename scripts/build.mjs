@@ -129,8 +129,8 @@ try {
     'os-apply-config': ['-t', path.join(warm, 'templates'), '-o', path.join(warm, 'out'), '-m', path.join(warm, 'metadata.json')],
     'os-refresh-config': ['--lockfile', path.join(warm, 'refresh.lock')],
   };
+  const env = { ...process.env, OS_REFRESH_CONFIG_BASE_DIR: path.join(warm, 'refresh') };
   for (const name of COMPAT_COMMANDS) {
-    const env = { ...process.env, OS_REFRESH_CONFIG_BASE_DIR: path.join(warm, 'refresh') };
     const run = spawnSync(process.execPath, [`dist/bin/${name}`, '--root', warm, ...runs[name]], { encoding: 'utf8', env });
     if (run.status !== 0 || !existsSync(`dist/${name}.cjs.cache`)) throw new Error(`the code-cache warm-up run of ${name} failed (exit ${run.status}): ${run.stderr}`);
   }

@@ -1,5 +1,6 @@
 import { readdirSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
+import { isRegularFile } from '../util/path-kind.js';
 import { TemplateError } from './apply-errors.js';
 
 // Template discovery as os-apply-config walks its root: every file that does not end in ".oac" is a template (dot
@@ -75,12 +76,4 @@ function isTemplateFile(entry: Dirent, abs: string): boolean {
     return true;
   }
   throw new TemplateError(`template ${abs} is not a regular file; remove it from the template tree`);
-}
-
-function isRegularFile(file: string): boolean {
-  try {
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
 }

@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { isDirectory } from '../util/path-kind.js';
 import type { PathMapper } from '../util/rooted-path.js';
 
 // The template root when none is configured, resolved as os-apply-config does: $OS_CONFIG_APPLIER_TEMPLATES; else an
@@ -22,13 +22,4 @@ export async function resolveTemplatesDir(configured: string | undefined, paths:
   const old = isDirectory(paths.map(OLD_TEMPLATES_DIRS[0])) ? OLD_TEMPLATES_DIRS[0] : OLD_TEMPLATES_DIRS[1];
   if (isDirectory(paths.map(old)) && !isDirectory(paths.map(DEFAULT_TEMPLATES_DIR))) return { dir: paths.map(old), deprecated: true };
   return { dir: paths.map(DEFAULT_TEMPLATES_DIR), deprecated: false };
-}
-
-/** Synchronous: three stats cost less than starting the thread pool for them (see config/load.ts). */
-function isDirectory(p: string): boolean {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
 }

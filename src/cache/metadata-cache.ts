@@ -4,6 +4,7 @@ import { CacheWriteError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { readFileIfExists, writeFileAtomic } from '../util/atomic-write.js';
 import { jsonEqual, jsonIdentical } from '../util/json-equal.js';
+import { isDirectory } from '../util/path-kind.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { checkFileName } from '../util/safe-name.js';
 
@@ -117,7 +118,7 @@ export class MetadataCache {
     const staging = `${backupDir}.tmp-${process.pid}`;
     try {
       await fs.rm(staging, { recursive: true, force: true });
-      if (!(await isDirectory(this.dir))) {
+      if (!isDirectory(this.dir)) {
         await fs.rm(backupDir, { recursive: true, force: true });
         return;
       }
@@ -133,13 +134,6 @@ export class MetadataCache {
   }
 }
 
-async function isDirectory(dir: string): Promise<boolean> {
-  try {
-    return (await fs.stat(dir)).isDirectory();
-  } catch {
-    return false;
-  }
-}
 
 /** Whether a cache file's text is valid JSON holding `value`, keys in the same order (a damaged file is not). */
 function holdsValue(text: string, value: unknown): boolean {

@@ -1,7 +1,8 @@
-import { promises as fs, readdirSync, readFileSync, statSync } from 'node:fs';
+import { promises as fs, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { registerSecret } from '../log/redact.js';
+import { isRegularFile } from '../util/path-kind.js';
 import { createPathMapper, type PathMapper } from '../util/rooted-path.js';
 import { interpolate, parseOsloIni, type IniDocument } from './oslo-ini.js';
 import { DEFAULT_COLLECTORS, SCHEMA, SECTION_NAMES, sectionSpecs, type AgentConfig, type OptionSpec, type SectionName } from './options.js';
@@ -154,13 +155,13 @@ function discoverFiles(sources: ConfigSources, paths: PathMapper, problems: Conf
   if (sources.configFiles && sources.configFiles.length > 0) {
     for (const f of sources.configFiles) {
       const mapped = paths.map(path.resolve(f));
-      if (isFile(mapped)) all.push(mapped);
+      if (isRegularFile(mapped)) all.push(mapped);
       else problems.push({ severity: 'error', file: mapped, message: 'config file not found' });
     }
   } else {
     for (const dir of searchDirs) {
       const candidate = paths.map(path.join(dir, base));
-      if (isFile(candidate)) {
+      if (isRegularFile(candidate)) {
         all.push(candidate);
         break;
       }
@@ -198,18 +199,11 @@ function confFilesIn(dir: string): string[] | undefined {
   const out: string[] = [];
   for (const name of names.filter((n) => n.endsWith('.conf')).sort()) {
     const file = path.join(dir, name);
-    if (isFile(file)) out.push(file);
+    if (isRegularFile(file)) out.push(file);
   }
   return out;
 }
 
-function isFile(p: string): boolean {
-  try {
-    return statSync(p).isFile();
-  } catch {
-    return false;
-  }
-}
 
 interface Resolver {
   /** Interpolate `$name` references in a value read for `section`; report each unresolvable name. */

@@ -1,5 +1,5 @@
-import { promises as fs } from 'node:fs';
 import type { Logger } from '../log/logger.js';
+import { isDirectory } from '../util/path-kind.js';
 import type { PathMapper } from '../util/rooted-path.js';
 
 // Where the phase directories live, as os-refresh-config decides it: $OS_REFRESH_CONFIG_BASE_DIR if set, else the
@@ -9,14 +9,6 @@ import type { PathMapper } from '../util/rooted-path.js';
 export const DEFAULT_BASE_DIR = '/usr/libexec/os-refresh-config';
 export const OLD_BASE_DIR = '/opt/stack/os-config-refresh';
 export const BASE_DIR_ENV = 'OS_REFRESH_CONFIG_BASE_DIR';
-
-async function isDir(p: string): Promise<boolean> {
-  try {
-    return (await fs.stat(p)).isDirectory();
-  } catch {
-    return false;
-  }
-}
 
 export interface ResolveBaseDirOptions {
   /** `[refresh] base_dir` (already mapped by the config loader), if set. */
@@ -33,7 +25,7 @@ export async function resolveBaseDir(options: ResolveBaseDirOptions): Promise<st
   if (fromEnv !== undefined && fromEnv !== '') return options.paths.map(fromEnv);
   const current = options.paths.map(DEFAULT_BASE_DIR);
   const old = options.paths.map(OLD_BASE_DIR);
-  if ((await isDir(old)) && !(await isDir(current))) {
+  if (isDirectory(old) && !isDirectory(current)) {
     options.log?.warn({ baseDir: old, recommended: current }, 'deprecated base directory in use');
     return old;
   }

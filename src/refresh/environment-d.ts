@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { isRegularFile } from '../util/path-kind.js';
 import { compareBytes, ENV_FILE_PATTERN } from './run-parts-selection.js';
 
 // environment.d, as dib-run-parts reads it: every regular file (or symlink to one) directly in `<base>/environment.d`
@@ -20,11 +21,8 @@ export async function environmentFiles(envDir: string): Promise<string[]> {
   const out: string[] = [];
   for (const name of names.filter((n) => ENV_FILE_PATTERN.test(n))) {
     const file = path.join(envDir, name);
-    try {
-      if ((await fs.stat(file)).isFile()) out.push(file);
-    } catch {
-      // Dangling symlink: find -xtype f skips it too.
-    }
+    // A dangling symlink is not a file: find -xtype f skips it too.
+    if (isRegularFile(file)) out.push(file);
   }
   return out.sort(compareBytes);
 }
