@@ -1,0 +1,185 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+// The one place a deployment's processes are started: a hook executable, or the tool a built-in hook drives (bash,
+// puppet, ansible-playbook, chef-client, salt-call, git, hostname). Never through a shell: a file and an argument
+// list. Node's own child_process, so that a built-in hook bundled as a single file carries nothing more.
+//
+// A process the agent starts runs in its own process group (`detached`), so a timeout or a shutdown kills everything
+// it started, not just itself; SIGTERM first, SIGKILL after a grace period. Output is captured without ever killing
+// the process for talking too much: past the cap only the tail is kept, which is what a signal keeps anyway. Once
+// the process exits, processes it left in the background get a short grace to close its output pipes and are then
+// no longer waited for (upstream waited for them forever).
+
+export const OUTPUT_CAP_BYTES = 16 * 1024 * 1024;
+const DEFAULT_KILL_GRACE_MS = 5000;
+const DEFAULT_EXIT_GRACE_MS = 1000;
+
+export interface ProcessOptions {
+  readonly file: string;
+  readonly args?: readonly string[];
+  readonly cwd?: string;
+  /** The whole environment (nothing of the agent's is added). */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Written to stdin; stdin is closed at once when absent. */
+  readonly input?: string;
+  /** Milliseconds before the process is terminated (0: no limit). */
+  readonly timeoutMs?: number;
+  /** Bytes of stdout and of stderr kept (the tail past this). */
+  readonly maxBufferBytes?: number;
+  /** Milliseconds between SIGTERM and SIGKILL. */
+  readonly killGraceMs?: number;
+  /** Milliseconds to wait, after the process exits, for leftover processes to close its output. */
+  readonly exitGraceMs?: number;
+  /** Aborted on shutdown: the process is terminated and the result marked aborted. */
+  readonly signal?: AbortSignal;
+  /** Called once the process exists, with its pid (with a group of its own, also the group id). */
+  readonly onSpawn?: (pid: number) => void;
+  /**
+   * true (default): a process group of its own, killed whole. false: stays in the caller's group (a standalone hook's
+   * tool, which the agent kills together with the hook), and termination signals the process alone.
+   */
+  readonly ownGroup?: boolean;
+}
+
+export interface ProcessResult {
+  /** Exit status, or null when the process was killed by a signal or never started. */
+  readonly exitCode: number | null;
+  /** Name of the signal that killed it (SIGKILL, SIGSEGV, ...). */
+  readonly signal: string | null;
+  readonly timedOut: boolean;
+  readonly aborted: boolean;
+  /** The process could not be started at all (ENOENT, EACCES, ENOEXEC). */
+  readonly spawnError?: { readonly code: string; readonly message: string };
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly stdoutTruncated: boolean;
+  readonly stderrTruncated: boolean;
+  readonly durationMs: number;
+}
+
+/** Keeps the last `cap` bytes written to it. */
+class TailBuffer {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  truncated = false;
+  constructor(private readonly cap: number) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    while (this.size > this.cap) {
+      const first = this.chunks[0]!;
+      const excess = this.size - this.cap;
+      if (first.length <= excess) {
+        this.chunks.shift();
+        this.size -= first.length;
+      } else {
+        this.chunks[0] = first.subarray(excess);
+        this.size -= excess;
+      }
+      this.truncated = true;
+    }
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+export function runProcess(options: ProcessOptions): Promise<ProcessResult> {
+  const started = Date.now();
+  const cap = options.maxBufferBytes ?? OUTPUT_CAP_BYTES;
+  const ownGroup = options.ownGroup ?? true;
+  const out = new TailBuffer(cap);
+  const err = new TailBuffer(cap);
+  let timedOut = false;
+  let aborted = false;
+  const timers: NodeJS.Timeout[] = [];
+
+  return new Promise<ProcessResult>((resolve) => {
+    let child: ChildProcess | undefined;
+    const finish = (exitCode: number | null, signal: string | null, spawnError?: { code: string; message: string }) => {
+      for (const t of timers) clearTimeout(t);
+      options.signal?.removeEventListener('abort', onAbort);
+      // Whatever survived a timeout or shutdown in the group goes now.
+      if ((timedOut || aborted) && ownGroup) kill('SIGKILL');
+      resolve({
+        exitCode,
+        signal,
+        timedOut,
+        aborted,
+        ...(spawnError ? { spawnError } : {}),
+        stdout: out.text(),
+        stderr: err.text(),
+        stdoutTruncated: out.truncated,
+        stderrTruncated: err.truncated,
+        durationMs: Date.now() - started,
+      });
+    };
+    const kill = (sig: NodeJS.Signals) => {
+      if (child?.pid === undefined) return;
+      try {
+        if (ownGroup) process.kill(-child.pid, sig);
+        else child.kill(sig);
+      } catch {
+        // Already gone.
+      }
+    };
+    const terminate = () => {
+      kill('SIGTERM');
+      timers.push(setTimeout(() => kill('SIGKILL'), options.killGraceMs ?? DEFAULT_KILL_GRACE_MS));
+    };
+    const onAbort = () => {
+      aborted = true;
+      terminate();
+    };
+
+    try {
+      child = spawn(options.file, options.args ?? [], {
+        cwd: options.cwd,
+        env: options.env ?? process.env,
+        detached: ownGroup,
+        stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      });
+    } catch (e) {
+      // Synchronous failures: a bad argument (a NUL in the environment, a cwd that is not a string).
+      const error = e as NodeJS.ErrnoException;
+      finish(null, null, { code: error.code ?? 'ESPAWN', message: error.message });
+      return;
+    }
+    const proc = child;
+    // Without a pid the start failed (ENOENT, EACCES): 'error' says why. After a successful start an error is about
+    // signalling the process, whose end still comes through 'close'.
+    proc.once('error', (e: NodeJS.ErrnoException) => {
+      if (proc.pid === undefined) finish(null, null, { code: e.code ?? 'ESPAWN', message: e.message });
+    });
+    if (proc.pid === undefined) return;
+    options.onSpawn?.(proc.pid);
+    proc.stdout!.on('data', (c: Buffer) => out.push(c));
+    proc.stderr!.on('data', (c: Buffer) => err.push(c));
+    if (proc.stdin) {
+      // A process that never reads its stdin is not a failure: EPIPE is expected then.
+      proc.stdin.on('error', () => undefined);
+      proc.stdin.end(options.input);
+    }
+    if (options.timeoutMs !== undefined && options.timeoutMs > 0) {
+      timers.push(
+        setTimeout(() => {
+          timedOut = true;
+          terminate();
+        }, options.timeoutMs),
+      );
+    }
+    if (options.signal?.aborted) onAbort();
+    else options.signal?.addEventListener('abort', onAbort, { once: true });
+    proc.once('exit', () => {
+      timers.push(
+        setTimeout(() => {
+          proc.stdout?.destroy();
+          proc.stderr?.destroy();
+        }, options.exitGraceMs ?? DEFAULT_EXIT_GRACE_MS),
+      );
+    });
+    proc.once('close', (code, signal) => finish(code, signal));
+  });
+}
