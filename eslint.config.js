@@ -18,7 +18,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**', 'scripts/**', 'hooks/**'],
+    files: ['test/**', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },
 );

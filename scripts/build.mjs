@@ -5,7 +5,8 @@
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -114,6 +115,34 @@ await chmod('dist/bin/os-collect-config', 0o755);
 // link.
 for (const name of COMPAT_COMMANDS) await symlink('../compat-launcher.cjs', `dist/bin/${name}`);
 
+// The built-in hooks: one self-contained executable per group (src/deploy/hooks/groups/<group>.ts), dist/hooks/<group>,
+// that any Node.js >= 20 runs with nothing beside it. CommonJS, because Node.js before 20.19 loads a file without an
+// extension as CommonJS wherever it is installed; dist/hooks/package.json says so for this tree only (the repository's
+// package.json says "module"). Not minified: operators read the hook that ran. The second line is the stamp by which
+// the agent recognises its own build and runs the hook in-process (src/deploy/hooks/hook-stamp.ts: same format).
+const { version } = JSON.parse(await readFile('package.json', 'utf8'));
+const groups = (await readdir('src/deploy/hooks/groups')).filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3)).sort();
+await mkdir('dist/hooks', { recursive: true });
+await writeFile('dist/hooks/package.json', '{ "type": "commonjs" }\n');
+for (const group of groups) {
+  const built = await build({
+    ...common,
+    minify: false,
+    stdin: {
+      contents: `import { hook } from './groups/${group}.ts';\nimport { runStandaloneHook } from './standalone.ts';\nvoid runStandaloneHook(hook);\n`,
+      resolveDir: 'src/deploy/hooks',
+      sourcefile: `hooks/${group}`,
+      loader: 'ts',
+    },
+    format: 'cjs',
+    write: false,
+  });
+  const body = built.outputFiles[0].text;
+  const digest = createHash('sha256').update(body, 'utf8').digest('hex');
+  await writeFile(`dist/hooks/${group}`, `#!/usr/bin/env node\n// os-config-agent built-in hook group=${group} version=${version} sha256=${digest}\n${body}`, { mode: 0o755 });
+  await chmod(`dist/hooks/${group}`, 0o755);
+}
+
 // The code caches, each made by one representative run of its command: a cache holds what that run compiled
 // (start-up, configuration, then rendering and writing, or running a phase), so the work does not start by compiling.
 const warm = await mkdtemp(path.join(os.tmpdir(), 'oca-build-warm-'));
@@ -137,4 +166,4 @@ try {
 } finally {
   await rm(warm, { recursive: true, force: true });
 }
-console.log(`built ${out}, ${COMPAT_COMMANDS.map((n) => `dist/${n}.cjs`).join(', ')} (+ code caches)`);
+console.log(`built ${out}, ${COMPAT_COMMANDS.map((n) => `dist/${n}.cjs`).join(', ')} (+ code caches), dist/hooks/{${groups.join(',')}}`);

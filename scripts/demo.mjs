@@ -2,7 +2,7 @@
 // cloud and no root rights needed. Collects the example metadata, writes the cache, renders templates, runs the
 // example deployment with the bundled script hook, and prints what changed.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve('demo-root');
@@ -14,9 +14,11 @@ for (const f of readdirSync(path.join(root, 'var/lib/os-collect-config/local-dat
   chmodSync(path.join(root, 'var/lib/os-collect-config/local-data', f), 0o600);
 }
 chmodSync(path.join(root, 'etc/os-collect-config.conf'), 0o600);
-if (existsSync('hooks/script')) {
-  cpSync('hooks', path.join(root, 'var/lib/heat-config/hooks'), { recursive: true, filter: (src) => !src.endsWith('.md') });
-}
+// The built script hook, installed as the heat-config-script element does: the agent recognises its own build and runs
+// it in-process.
+mkdirSync(path.join(root, 'var/lib/heat-config/hooks'), { recursive: true });
+cpSync('dist/hooks/script', path.join(root, 'var/lib/heat-config/hooks/script'));
+chmodSync(path.join(root, 'var/lib/heat-config/hooks/script'), 0o755);
 
 const agent = path.resolve('dist/os-config-agent.mjs');
 console.log(`$ os-config-agent run --root ${path.relative('.', root)} --one-time`);

@@ -136,7 +136,8 @@ export const SCHEMA = {
     timeout: int(0, 'Seconds before all phase scripts are killed (0: no limit).'),
   },
   deploy: {
-    hooks_dir: multi(['/var/lib/heat-config/hooks', '/usr/libexec/heat-config/hooks'], 'Directories searched for hooks, in order.', { path: true }),
+    hooks_dir: multi(['/usr/libexec/heat-config/hooks', '/var/lib/heat-config/hooks'], 'Directories searched for hooks, in order, after $HEAT_CONFIG_HOOKS (upstream\'s order).', { path: true }),
+    hooks_in_process: bool(true, 'Run a hook inside the agent when the installed file is the agent\'s own build of it (false: every hook runs as its own process).'),
     deployed_dir: path('/var/lib/heat-config/deployed', 'Deployment state directory (upstream file names).'),
     heat_config_file: path('/var/run/heat-config/heat-config', 'Deployments file written for upstream tools.'),
     hook_timeout: int(3600, 'Seconds a hook may run before its process group is killed (0: no limit).'),

@@ -12,8 +12,24 @@ import { isSafeFileName } from '../util/safe-name.js';
 export const DEPLOY_ACTIONS = ['CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME'] as const;
 export const UNGROUPED = 'Heat::Ungrouped';
 
-/** Inputs holding credentials; registered for log scrubbing as soon as a deployment is read. */
-const SECRET_INPUTS = ['deploy_password', 'deploy_signal_id'];
+// Inputs whose values never appear in a log line: names containing password, secret or token (any case), and
+// deploy_signal_id (a pre-signed URL: whoever has it can signal). The agent registers their values for log scrubbing
+// as soon as a deployment is read, and the hooks mask them in their own log.
+const SECRET_INPUT_NAME = /password|secret|token/i;
+
+/** True for an input whose value must not be logged. */
+export function isSecretInput(name: string): boolean {
+  return SECRET_INPUT_NAME.test(name) || name === 'deploy_signal_id';
+}
+
+/**
+ * An input value as text (an environment variable, a fact, a script file): strings as they are, null or missing as
+ * empty, everything else as JSON.
+ */
+export function inputText(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
 
 export interface DeploymentInput {
   readonly name: string;
@@ -71,10 +87,7 @@ export function parseDeployment(raw: unknown): ParsedDeployment {
   const action = typeof actionValue === 'string' && actionValue !== '' ? actionValue : 'CREATE';
   if (!(DEPLOY_ACTIONS as readonly string[]).includes(action)) warnings.push(`deploy_action ${JSON.stringify(action)} is not one Heat sends; the hook runs anyway`);
 
-  for (const secret of SECRET_INPUTS) {
-    const v = lastInput(inputs, secret);
-    if (typeof v === 'string') registerSecret(v);
-  }
+  for (const input of inputs) if (isSecretInput(input.name)) registerSecret(inputText(input.value));
 
   const timeout = hookTimeout(raw.options, warnings);
   return {

@@ -2,14 +2,19 @@ import type { AgentConfig } from '../config/options.js';
 import { errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
+import { VERSION } from '../version.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import type { JsonObject } from '../util/json-merge.js';
 import { withDeployLock } from './deploy-lock.js';
 import { parseDeployment, UNGROUPED, type Deployment } from './deployment.js';
 import { findHook, hookDirs } from './find-hook.js';
+import { loadBuiltinHook, removeWorkFiles } from './hooks/builtin-hooks.js';
+import type { BuiltinHook } from './hooks/hook-context.js';
+import { readHookStamp } from './hooks/hook-stamp.js';
+import { runInProcess } from './hooks/in-process.js';
 import { killOrphanHook, processStartTicks } from './orphan-hook.js';
-import { selectComponent } from './hook-name.js';
+import { hookNameForGroup, selectComponent } from './hook-name.js';
 import { attemptSignal, flushDue, queuedSignal, type FlushReport, type OutboxDeps } from './outbox.js';
 import { pruneState } from './prune.js';
 import { runHook, type HookRunner } from './run-hook.js';
@@ -234,26 +239,25 @@ class Dispatcher {
     await this.store.writeDeployed(d.id, d.document);
     record = await this.store.transition(record, 'running', { hook: shown, hookStarts: record.hookStarts + 1, startedAt: this.timestamp(), hookPid: undefined, hookPidStart: undefined }, { hook: shown });
     this.ran.push(d.id);
-    // The hook's pid goes into the record as soon as it exists, so an agent that dies alone lets the next one end
-    // the orphan. Awaited before the result is stored: the two writes of the record must not cross.
+    // The pid of each process the deployment starts goes into the record as soon as it exists, so an agent that dies
+    // alone lets the next one end the orphan. Saves are chained (a built-in hook may start several tools) and awaited
+    // before the result is stored: two writes of the record must not cross.
     let pidSaved: Promise<unknown> = Promise.resolve();
     const running = record;
     const onSpawn = (pid: number) => {
       const start = processStartTicks(pid);
-      if (start !== undefined) pidSaved = this.store.save({ ...running, hookPid: pid, hookPidStart: start }).catch((err: unknown) => dlog.warn({ reason: errorMessage(err) }, 'could not record the hook pid'));
+      if (start === undefined) return;
+      pidSaved = pidSaved.then(() => this.store.save({ ...running, hookPid: pid, hookPidStart: start })).catch((err: unknown) => dlog.warn({ reason: errorMessage(err) }, 'could not record the hook pid'));
     };
-    const result = await this.runner({
-      file: lookup.found.path,
-      input: pythonJsonDumps(d.document),
-      env: this.hookEnv(),
-      timeoutMs: timeoutSeconds * 1000,
-      signal: this.ctx.signal,
-      onSpawn,
-      ...(this.ctx.killGraceMs !== undefined ? { killGraceMs: this.ctx.killGraceMs } : {}),
-    });
+    const env = this.hookEnv();
+    const builtin = await this.builtinHookFor(lookup.found.path, lookup.name);
+    const killGrace = this.ctx.killGraceMs !== undefined ? { killGraceMs: this.ctx.killGraceMs } : {};
+    const result = builtin
+      ? await runInProcess({ hook: builtin, deployment: d, env, log: dlog, timeoutMs: timeoutSeconds * 1000, signal: this.ctx.signal, onSpawn, ...killGrace })
+      : await this.runner({ file: lookup.found.path, input: pythonJsonDumps(d.document), env, timeoutMs: timeoutSeconds * 1000, signal: this.ctx.signal, onSpawn, ...killGrace });
     await pidSaved;
     dlog.info(
-      { hook: shown, exitCode: result.exitCode, killedBy: result.signal, timedOut: result.timedOut, durationMs: result.durationMs, stdoutBytes: result.stdout.length, stderrBytes: result.stderr.length },
+      { hook: shown, inProcess: builtin !== undefined, exitCode: result.exitCode, killedBy: result.signal, timedOut: result.timedOut, durationMs: result.durationMs, stdoutBytes: result.stdout.length, stderrBytes: result.stderr.length },
       'hook finished',
     );
     if (result.stderr !== '') dlog.debug({ stderrTail: result.stderr.slice(-4096) }, 'hook stderr');
@@ -302,11 +306,35 @@ class Dispatcher {
   }
 
   private async markRemoved(record: DeploymentRecord): Promise<DeploymentRecord> {
+    await this.removeWorkFiles(record);
     const pending = record.signal.state === 'pending';
     const signal: SignalRecord = pending
       ? { state: 'cancelled', transport: record.signal.transport, attempts: record.signal.attempts, lastError: 'the deployment left the metadata before its signal was delivered' }
       : record.signal;
     return this.store.transition(record, 'removed', { stateBeforeRemoval: record.state, removedAt: this.timestamp(), signal }, pending ? { signalCancelled: true } : {});
+  }
+
+  /**
+   * The agent's own hook for this group, when the installed file is the agent's own build of it (hook-stamp.ts) and
+   * in-process hooks are on; undefined means the file runs as a process.
+   */
+  private async builtinHookFor(file: string, name: string): Promise<BuiltinHook | undefined> {
+    if (!this.ctx.config.deploy.hooks_in_process) return undefined;
+    const loading = loadBuiltinHook(name);
+    if (!loading) return undefined;
+    const stamp = await readHookStamp(file);
+    if (stamp?.group !== name || stamp.version !== VERSION) return undefined;
+    return loading;
+  }
+
+  /** A deployment left the metadata: the work files its built-in hook kept go (upstream kept them forever). */
+  private async removeWorkFiles(record: DeploymentRecord): Promise<void> {
+    try {
+      const files = await removeWorkFiles(hookNameForGroup(record.group), record.id, this.hookEnv());
+      if (files.length > 0) this.ctx.log.debug({ deploymentId: record.id, files: files.map((f) => this.ctx.paths.unmap(f)) }, 'hook work files removed');
+    } catch (err) {
+      this.ctx.log.warn({ deploymentId: record.id, reason: errorMessage(err) }, 'hook work files could not be removed');
+    }
   }
 
   /**

@@ -99,7 +99,7 @@ t.test('missing, non-executable, crashing and failing hooks: an immediate failur
   t.same(report.ran, ['crash', 'fails', 'ok']);
   const body = (id: string) => sink.received.find((r) => r.id === id)?.body as Record<string, unknown>;
   t.equal(body('missing').deploy_status_code, 127);
-  t.match(body('missing').deploy_stderr, /no hook for group "no-such-tool" \(looked for "no-such-tool" in \/var\/lib\/heat-config\/hooks, \/usr\/libexec\/heat-config\/hooks\)/);
+  t.match(body('missing').deploy_stderr, /no hook for group "no-such-tool" \(looked for "no-such-tool" in \/usr\/libexec\/heat-config\/hooks, \/var\/lib\/heat-config\/hooks\)/);
   t.equal(body('noexec').deploy_status_code, 126);
   t.match(body('noexec').deploy_stderr, /hook \/var\/lib\/heat-config\/hooks\/not-executable is not executable \(mode 0644\)/);
   t.equal(body('crash').deploy_status_code, 139);

@@ -70,8 +70,8 @@ export function runPhase(hooks: string, phase: string, env: Record<string, strin
 export const COMPAT_FILES = ['compat-launcher.cjs', 'os-apply-config.cjs', 'os-apply-config.cjs.cache', 'os-refresh-config.cjs', 'os-refresh-config.cjs.cache'];
 
 /**
- * An os-config-agent source as the element expects one: the built bundle and the unit from this repository, and the
- * hooks: this repository's where they exist, otherwise stand-ins (only their presence and modes matter here).
+ * An os-config-agent source as the element expects one: the built bundle, the built hooks and the unit from this
+ * repository.
  */
 export function makeSource(dir: string, options: { omitHooks?: readonly string[] } = {}): string {
   mkdirSync(path.join(dir, 'dist'), { recursive: true });
@@ -80,18 +80,15 @@ export function makeSource(dir: string, options: { omitHooks?: readonly string[]
   // Times kept, as a build tree has them: the code cache is stamped with its bundle's size and time.
   for (const f of COMPAT_FILES) cpSync(path.join(path.dirname(requireBundle()), f), path.join(dir, 'dist', f), { preserveTimestamps: true });
   cpSync(path.join(REPO, 'systemd'), path.join(dir, 'systemd'), { recursive: true });
-  mkdirSync(path.join(dir, 'hooks/lib'), { recursive: true });
-  const repoLib = path.join(REPO, 'hooks/lib');
-  if (existsSync(path.join(repoLib, 'heat-hook.mjs'))) cpSync(repoLib, path.join(dir, 'hooks/lib'), { recursive: true });
-  else writeFileSync(path.join(dir, 'hooks/lib/heat-hook.mjs'), 'export const standIn = true;\n');
+  // The built hooks (dist/hooks/<group>), with the modes a copy without them would have.
+  mkdirSync(path.join(dir, 'dist/hooks'), { recursive: true });
   for (const group of HOOK_GROUPS) {
     if (options.omitHooks?.includes(group)) continue;
-    const real = path.join(REPO, 'hooks', group);
-    const target = path.join(dir, 'hooks', group);
-    if (existsSync(real)) cpSync(real, target);
-    else writeFileSync(target, `#!/usr/bin/env node\nimport './lib/heat-hook.mjs';\nprocess.stdout.write('{}');\n`);
+    const target = path.join(dir, 'dist/hooks', group);
+    cpSync(path.join(path.dirname(requireBundle()), 'hooks', group), target);
     chmodSync(target, 0o644);
   }
+  cpSync(path.join(path.dirname(requireBundle()), 'hooks/package.json'), path.join(dir, 'dist/hooks/package.json'));
   return dir;
 }
 

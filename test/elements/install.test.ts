@@ -100,15 +100,16 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
   for (const d of ['var/lib/os-collect-config', 'var/lib/os-collect-config/local-data', 'var/lib/os-config-agent', 'var/lib/heat-cfntools', 'var/lib/heat-config/deployed']) {
     t.equal(mode(at(d)), 0o700, `${d} is root-only`);
   }
-  for (const d of ['var/lib/heat-config', 'var/lib/heat-config/hooks', 'var/lib/heat-config/hooks/lib', 'usr/libexec/os-apply-config/templates']) t.equal(mode(at(d)), 0o755, d);
+  for (const d of ['var/lib/heat-config', 'var/lib/heat-config/hooks', 'usr/libexec/os-apply-config/templates']) t.equal(mode(at(d)), 0o755, d);
   for (const phase of ['pre-configure', 'configure', 'post-configure', 'migration']) t.equal(mode(at(`usr/libexec/os-refresh-config/${phase}.d`)), 0o755);
 
-  // Hooks: executable whatever the source's modes, with their library.
+  // Hooks: exactly the built files, executable whatever the source's modes, and nothing else in the directory (upstream's
+  // 55-heat-config would take any other entry for a group).
   for (const group of HOOK_GROUPS) {
     t.equal(mode(at(`var/lib/heat-config/hooks/${group}`)), 0o755, `${group} hook executable`);
-    t.same(readFileSync(at(`var/lib/heat-config/hooks/${group}`)), readFileSync(path.join(source, 'hooks', group)));
+    t.same(readFileSync(at(`var/lib/heat-config/hooks/${group}`)), readFileSync(path.join(source, 'dist/hooks', group)));
   }
-  t.equal(mode(at('var/lib/heat-config/hooks/lib/heat-hook.mjs')), 0o644);
+  t.same(readdirSync(at('var/lib/heat-config/hooks')).sort(), [...HOOK_GROUPS].sort(), 'the hooks directory holds only hooks');
   t.match(output, /note: puppet is not installed in this image/, 'a hook whose tool is missing is reported');
   t.notMatch(output, /note: .*script/, 'the script hook needs no tool');
 
@@ -256,7 +257,7 @@ t.test('a hook element whose hook the source lacks fails the build', async (t) =
   const dir = t.testdir();
   const source = makeSource(path.join(dir, 'src'), { omitHooks: ['salt'] });
   t.throws(() => installElements(dir, ['os-config-agent', 'heat-config-salt'], { DIB_OS_CONFIG_AGENT_SOURCE: source, DIB_OS_CONFIG_AGENT_NODE_TARBALL: makeNodeTarball(dir) }), {
-    message: /50-heat-config-salt failed:[\s\S]*the os-config-agent source has no hooks\/salt/,
+    message: /50-heat-config-salt failed:[\s\S]*the os-config-agent build has no dist\/hooks\/salt/,
   });
 });
 

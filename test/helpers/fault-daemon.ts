@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO, requireBundle } from './bundle.js';
+import { installBuiltinHooks, requireBundle } from './bundle.js';
 import type { Orchestrator } from './orchestrator/orchestrator.js';
 
 // Shared pieces of the fault-injection, secrets and soak tests: the bundled daemon started in its own process group
@@ -178,7 +178,7 @@ export function prepareRoot(dir: string, o: Orchestrator, options: RootOptions =
   const cfnInit = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
   mkdirSync(path.dirname(cfnInit), { recursive: true, mode: 0o700 });
   writeFileSync(cfnInit, JSON.stringify(o.metadata()), { mode: 0o600 });
-  cpSync(path.join(REPO, 'hooks'), path.join(root, 'var/lib/heat-config/hooks'), { recursive: true });
+  installBuiltinHooks(path.join(root, 'var/lib/heat-config/hooks'));
   for (const [name, body] of Object.entries(options.hooks ?? {})) writeHook(root, name, body);
   const templates = path.join(root, 'usr/libexec/os-apply-config/templates/etc/app');
   mkdirSync(templates, { recursive: true });
@@ -192,6 +192,21 @@ export function writeHook(root: string, group: string, body: string): string {
   writeFileSync(file, `#!/bin/sh\n${body}\n`);
   chmodSync(file, 0o755);
   return file;
+}
+
+/**
+ * A config for the built-in script hook that counts like countingHook: the deployment id is the last part of
+ * $heat_outputs_path. Run by the agent's own script hook, which the daemon runs in-process.
+ */
+export function countingScript(sleepSeconds = 0): string {
+  return [
+    '#!/bin/sh',
+    'id=$(basename "$heat_outputs_path")',
+    'echo "start $id" >> "$COUNTER_FILE"',
+    sleepSeconds > 0 ? `sleep ${sleepSeconds}` : ':',
+    'echo "end $id" >> "$COUNTER_FILE"',
+    'echo "ran $id"',
+  ].join('\n');
 }
 
 /**

@@ -1,13 +1,18 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { parseDeployment } from '../../src/deploy/deployment.js';
+import { loadBuiltinHook } from '../../src/deploy/hooks/builtin-hooks.js';
+import { runInProcess } from '../../src/deploy/hooks/in-process.js';
 import { REPO } from '../helpers/bundle.js';
 import type { TapTest } from '../helpers/http-test-server.js';
+import { captureLog } from '../helpers/log-capture.js';
 
-// Runs the real hook executables from hooks/ as the agent does: one deployment JSON on stdin, a fixed environment
-// (nothing leaks in from the test process), stdout parsed as the result JSON.
+// Runs the built-in hooks both ways the agent does: as the executables the build makes (dist/hooks/<group>: one
+// deployment JSON on stdin, stdout parsed as the result JSON) and inside the agent (runInProcess). Either way with a
+// fixed environment (nothing leaks in from the test process).
 
-export const HOOKS_DIR = path.join(REPO, 'hooks');
+export const HOOKS_DIR = path.join(REPO, 'dist/hooks');
 export const FAKE_TOOLS = path.join(REPO, 'test/fixtures/fake-tools');
 /** A PATH that finds this test's node (the hooks' #! line) and the system tools, but no fake. */
 export const SYSTEM_PATH = `${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`;
@@ -30,7 +35,7 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
-/** Runs hooks/<file> (or an absolute path) with `stdin` (JSON-encoded unless it is a string). */
+/** Runs dist/hooks/<file> (or an absolute path) with `stdin` (JSON-encoded unless it is a string). */
 export function runHook(file: string, stdin: unknown, options: RunOptions = {}): Promise<HookRun> {
   const hook = path.isAbsolute(file) ? file : path.join(HOOKS_DIR, file);
   return new Promise((resolve, reject) => {
@@ -59,6 +64,36 @@ export function runHook(file: string, stdin: unknown, options: RunOptions = {}):
     child.stdin.end(typeof stdin === 'string' ? stdin : JSON.stringify(stdin));
   });
 }
+
+/**
+ * Runs the built-in hook of `group` inside this process, as the agent's dispatcher does, and answers as the
+ * executable would have: its result as stdout, its log lines as stderr, exit status 0 (1 when it crashed).
+ */
+export async function runHookInProcess(group: string, stdin: unknown, options: RunOptions = {}): Promise<HookRun> {
+  const hook = await loadBuiltinHook(group);
+  if (!hook) throw new Error(`no built-in hook for group ${group}`);
+  const parsed = parseDeployment(typeof stdin === 'string' ? JSON.parse(stdin) : stdin);
+  if (!parsed.ok) throw new Error(`not a deployment the agent would run: ${parsed.reason}`);
+  const res = await runInProcess({
+    hook, deployment: parsed.deployment, env: options.env ?? {}, log: captureLog().log, timeoutMs: options.timeoutMs ?? 60_000,
+    ...(options.started ? { onSpawn: options.started } : {}),
+  });
+  let result: HookResult = {};
+  try {
+    result = JSON.parse(res.stdout) as HookResult;
+  } catch {
+    // Left empty, as for the executable.
+  }
+  return { code: res.exitCode, signal: res.signal as NodeJS.Signals | null, stdout: res.stdout, stderr: res.stderr, result, pid: 0 };
+}
+
+export type HookRunFn = (group: string, stdin: unknown, options?: RunOptions) => Promise<HookRun>;
+
+/** The two ways a built-in hook runs; a test of hook behaviour runs in each. */
+export const HOOK_MODES: ReadonlyArray<{ readonly name: string; readonly run: HookRunFn }> = [
+  { name: 'executable', run: runHook },
+  { name: 'in-process', run: runHookInProcess },
+];
 
 /** Working and outputs directories (not created: the hook must create them) plus a HOME, all under a test dir. */
 export function hookDirs(t: TapTest, group: string): { dir: string; working: string; outputs: string; home: string } {

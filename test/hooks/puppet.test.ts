@@ -3,8 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import type { TapTest } from '../helpers/http-test-server.js';
 import {
-  DEPLOY_INPUTS, FAKE_TOOLS, SECRET_INPUTS, SYSTEM_PATH, assertNoSecrets, hookDirs, modeOf, readRecords, runHook,
-} from './hook-process.js';
+  DEPLOY_INPUTS, FAKE_TOOLS, SECRET_INPUTS, SYSTEM_PATH, assertNoSecrets, hookDirs, modeOf, readRecords, HOOK_MODES } from './hook-process.js';
 
 // The puppet hook with the real Debian puppet (/usr/bin/puppet), and its command-line contract with a recording fake.
 
@@ -17,6 +16,12 @@ function setup(t: TapTest) {
     HEAT_PUPPET_LOGDIR: logDir, HEAT_PUPPET_HIERA_DATADIR: hieraDir,
   };
   return { ...dirs, logDir, hieraDir, env };
+}
+
+/** A whole line of the hook's log: heat-config's time stamp and the hook's name, the level, then `rest` (literal text). */
+function logLine(level: 'INFO' | 'WARNING' | 'ERROR', rest: string): RegExp {
+  const literal = rest.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&');
+  return new RegExp(String.raw`^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] \(heat-config-puppet\) \[${level}\] ${literal}$`, 'm');
 }
 
 /**
@@ -39,14 +44,14 @@ const deployment = (config: string, extra: Record<string, unknown> = {}) => ({
   outputs: [], config, ...extra,
 });
 
-t.test('real puppet: a manifest writes a file from facts and an output; changes applied (2) is success', async (t) => {
+for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: real puppet: a manifest writes a file from facts and an output; changes applied (2) is success`, async (t) => {
   const { dir, working, outputs, logDir, env } = setup(t);
   const target = path.join(dir, 'motd');
   const manifest = [
     `file { '${target}': content => "\${facts['greeting']} \${facts['count']} \${facts['deploy_action']}\\n" }`,
     'file { "${facts[\'heat_outputs_path\']}.result": content => "made by puppet" }',
   ].join('\n');
-  const run = await runHook('puppet', deployment(manifest, { outputs: [{ name: 'result' }] }), {
+  const run = await runIn('puppet', deployment(manifest, { outputs: [{ name: 'result' }] }), {
     env: { ...env, HEAT_PUPPET_CMD: realPuppet(dir) },
   });
   t.equal(run.code, 0, 'the hook exits 0', { stderr: run.stderr });
@@ -60,30 +65,35 @@ t.test('real puppet: a manifest writes a file from facts and an output; changes 
   t.same(readdirSync(logDir).sort(), [`${stamp}-stderr.log`, `${stamp}-stdout.log`], 'puppet\'s output kept where upstream kept it');
   t.equal(readFileSync(path.join(logDir, `${stamp}-stdout.log`), 'utf8'), run.result.deploy_stdout);
   t.equal(modeOf(path.join(logDir, `${stamp}-stdout.log`)), '600');
-  t.same(readdirSync(working), [], 'the manifest is removed');
+  const manifestFile = path.join(working, 'pup-0001.pp');
+  t.same(readdirSync(working), ['pup-0001.pp'], 'the manifest is kept, as upstream keeps it');
+  t.equal(readFileSync(manifestFile, 'utf8'), manifest, 'the manifest that ran');
+  t.equal(modeOf(manifestFile), '600', 'the manifest is readable by its owner only');
   t.same(readdirSync(outputs), [], 'the outputs are removed once read');
+  t.match(run.stderr, logLine('INFO', `manifest applied manifest=${manifestFile}`));
   assertNoSecrets(t, run.stderr, 'the log');
 });
 
-t.test('real puppet: a failing manifest reports puppet\'s detailed exit code', async (t) => {
-  const { dir, env } = setup(t);
-  const run = await runHook('puppet', deployment('exec { \'fails\': command => \'/bin/false\' }\n'), {
+for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: real puppet: a failing manifest reports puppet's detailed exit code`, async (t) => {
+  const { dir, working, env } = setup(t);
+  const run = await runIn('puppet', deployment('exec { \'fails\': command => \'/bin/false\' }\n'), {
     env: { ...env, HEAT_PUPPET_CMD: realPuppet(dir) },
   });
   t.equal(run.code, 0);
   t.equal(run.result.deploy_status_code, 4, '4 = failures, passed through');
   t.match(`${String(run.result.deploy_stdout)}${String(run.result.deploy_stderr)}`, /'\/bin\/false' returned 1 instead of one of \[0\]/);
-  t.match(run.stderr, /\[ERROR\] error running .*pup-0001\.pp: status 4/);
+  t.match(run.stderr, logLine('INFO', 'tool exited tool=puppet status=4'));
+  t.match(run.stderr, logLine('ERROR', `manifest failed manifest=${path.join(working, 'pup-0001.pp')} status=4`));
 });
 
-t.test('contract (recording fake puppet): command line, facts, hiera data, exit codes', async (t) => {
+for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: contract (recording fake puppet): command line, facts, hiera data, exit codes`, async (t) => {
   const { dir, working, outputs, hieraDir, env } = setup(t);
   const record = path.join(dir, 'record.jsonl');
   const fakeEnv = { ...env, HEAT_PUPPET_CMD: path.join(FAKE_TOOLS, 'puppet'), FAKE_TOOL_RECORD: record };
   const options = {
     enable_hiera: true, modulepath: '/etc/puppet/modules:/opt/modules', tags: 'a,b', enable_debug: true, enable_verbose: true,
   };
-  const run = await runHook('puppet', deployment('notice("hi")\n', { options, outputs: [{ name: 'result' }] }), {
+  const run = await runIn('puppet', deployment('notice("hi")\n', { options, outputs: [{ name: 'result' }] }), {
     env: { ...fakeEnv, FAKE_TOOL_EXIT: '2', FAKE_TOOL_STDOUT: 'out', FAKE_TOOL_STDERR: 'err', FAKE_TOOL_OUTPUTS: '{"result":"r"}' },
   });
   t.same(run.result, { result: 'r', deploy_stdout: 'out', deploy_stderr: 'err', deploy_status_code: 0 });
@@ -97,7 +107,9 @@ t.test('contract (recording fake puppet): command line, facts, hiera data, exit 
     manifest,
   ], 'the upstream option order');
   t.equal(rec.cwd, working);
-  t.same(rec.files[manifest], { content: 'notice("hi")\n', mode: '700' });
+  t.same(rec.files[manifest], { content: 'notice("hi")\n', mode: '600' });
+  t.equal(readFileSync(manifest, 'utf8'), 'notice("hi")\n', 'the manifest is kept after the run');
+  t.equal(modeOf(manifest), '600');
   t.equal(rec.env.FACTER_greeting, 'hello');
   t.equal(rec.env.FACTER_count, '42');
   t.equal(rec.env.FACTER_deploy_password, 'pw-0123456789', 'every input is a fact, as upstream (the environment is private)');
@@ -114,43 +126,50 @@ t.test('contract (recording fake puppet): command line, facts, hiera data, exit 
   t.ok(existsSync(hieraFile), 'the hiera file stays for later puppet runs');
 
   // Other exit codes pass through; facter off leaves only the hook's own facts.
-  const failed = await runHook('puppet', deployment('x', { options: { enable_facter: false } }), {
+  const failed = await runIn('puppet', deployment('x', { options: { enable_facter: false } }), {
     env: { ...fakeEnv, FAKE_TOOL_EXIT: '6' },
   });
   t.equal(failed.result.deploy_status_code, 6);
   const rec2 = readRecords(record)[1];
   t.same(Object.keys(rec2?.env ?? {}).filter((k) => k.startsWith('FACTER_')).sort(), ['FACTER_fqdn', 'FACTER_heat_outputs_path']);
   t.same(rec2?.argv, ['apply', '--color', 'false', '--detailed-exitcodes', '--logdest', 'console', manifest]);
+  t.equal(readFileSync(manifest, 'utf8'), 'x', 'the kept manifest is rewritten by the next run');
+  t.match(failed.stderr, logLine('ERROR', `manifest failed manifest=${manifest} status=6`));
 });
 
-t.test('contract: without hostname -f, no fqdn fact and a warning', async (t) => {
+for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: contract: without hostname -f, no fqdn fact and a warning`, async (t) => {
   const { dir, env } = setup(t);
   const bin = path.join(dir, 'bin');
   mkdirSync(bin);
   writeFileSync(path.join(bin, 'hostname'), '#!/bin/sh\necho "hostname: no fqdn" >&2\nexit 1\n', { mode: 0o755 });
   const record = path.join(dir, 'record.jsonl');
-  const run = await runHook('puppet', deployment('x'), {
+  const run = await runIn('puppet', deployment('x'), {
     env: { ...env, PATH: `${bin}:${env.PATH}`, HEAT_PUPPET_CMD: path.join(FAKE_TOOLS, 'puppet'), FAKE_TOOL_RECORD: record },
   });
   t.equal(run.result.deploy_status_code, 0);
   t.equal(readRecords(record)[0]?.env.FACTER_fqdn, undefined);
-  t.match(run.stderr, /\[WARNING\] "hostname -f" failed \(status 1: hostname: no fqdn\)/);
+  t.match(run.stderr, logLine('WARNING', '"hostname -f" failed reason=status 1: hostname: no fqdn'));
 });
 
-t.test('enable_hiera needs a usable deployment name', async (t) => {
+for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: enable_hiera needs a usable deployment name`, async (t) => {
   const { env } = setup(t);
-  const run = await runHook('puppet', deployment('x', { name: '../etc', options: { enable_hiera: true } }), {
+  const run = await runIn('puppet', deployment('x', { name: '../etc', options: { enable_hiera: true } }), {
     env: { ...env, HEAT_PUPPET_CMD: path.join(FAKE_TOOLS, 'puppet') },
   });
   t.equal(run.result.deploy_status_code, 1);
   t.match(run.result.deploy_stderr, /enable_hiera needs a deployment name usable as a file name/);
 });
 
-t.test('puppet not installed: a failure result naming the package', async (t) => {
+for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: puppet not installed: a failure result naming the package`, async (t) => {
   const { working, env } = setup(t);
-  const run = await runHook('puppet', deployment('x'), { env: { ...env, HEAT_PUPPET_CMD: 'no-such-puppet' } });
+  const run = await runIn('puppet', deployment('x'), { env: { ...env, HEAT_PUPPET_CMD: 'no-such-puppet' } });
   t.equal(run.code, 0);
   t.equal(run.result.deploy_status_code, 1, 'not an empty success');
   t.match(run.result.deploy_stderr, /^puppet is not installed: the command "no-such-puppet" was not found .*Install the puppet package .*HEAT_PUPPET_CMD/);
-  t.same(readdirSync(working), [], 'the manifest is removed anyway');
+  t.match(run.stderr, logLine('ERROR', 'hook failed reason=puppet is not installed: the command "no-such-puppet" was not found ' +
+    `(PATH=${env.PATH}). Install the puppet package (Debian, Ubuntu, Fedora) or Puppet's puppet-agent. Or set HEAT_PUPPET_CMD to the command's path.`));
+  const manifest = path.join(working, 'pup-0001.pp');
+  t.same(readdirSync(working), ['pup-0001.pp'], 'the manifest is kept anyway');
+  t.equal(readFileSync(manifest, 'utf8'), 'x');
+  t.equal(modeOf(manifest), '600');
 });

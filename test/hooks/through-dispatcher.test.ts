@@ -1,4 +1,4 @@
-import { chmodSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { TapTest } from '../helpers/http-test-server.js';
@@ -7,10 +7,12 @@ import { deployHarness, deployment, HOOKS_DIR as ROOT_HOOKS_DIR } from '../helpe
 import { startSignalSink } from '../helpers/signal-sink.js';
 import { FAKE_TOOLS, HOOKS_DIR, SYSTEM_PATH, readRecords } from './hook-process.js';
 
-// Each shipped hook once through the dispatcher, end to end: installed into an instance root like the image element
-// does, chosen by the deployment's group, given the deployment on stdin, and its result signalled over CFN to a
-// server that checks the signature. Under --root the hooks' default work paths move under the root
-// (OS_CONFIG_AGENT_ROOT). puppet and ansible are the real Debian tools; chef and salt are recording fakes (contract).
+// Each built-in hook through the dispatcher, end to end: its dist/hooks/<group> installed into an instance root like
+// the image element does, chosen by the deployment's group, and its result signalled over CFN to a server that checks
+// the signature. Twice: recognised as the agent's own build and run inside the agent, and forced out of process
+// ([deploy] hooks_in_process = false), where the file gets the deployment on stdin. Under --root the hooks' default
+// work paths move under the root (OS_CONFIG_AGENT_ROOT). puppet and ansible are the real Debian tools; chef and salt
+// are recording fakes (contract).
 
 interface Case {
   group: string;
@@ -77,14 +79,16 @@ const CASES: Case[] = [
   },
 ];
 
-for (const c of CASES) {
-  t.test(`${c.title}: run by the dispatcher for group "${c.group}" and signalled over CFN`, async (t) => {
+for (const c of CASES) for (const inProcess of [true, false]) {
+  t.test(`${c.title}: run ${inProcess ? 'in-process' : 'as a process'} by the dispatcher for group "${c.group}" and signalled over CFN`, async (t) => {
     const dir = t.testdir();
     const root = path.join(dir, 'root');
-    cpSync(HOOKS_DIR, path.join(root, ROOT_HOOKS_DIR), { recursive: true, filter: (src) => !src.endsWith('.md') });
+    mkdirSync(path.join(root, ROOT_HOOKS_DIR), { recursive: true });
+    copyFileSync(path.join(HOOKS_DIR, c.group), path.join(root, ROOT_HOOKS_DIR, c.group));
+    chmodSync(path.join(root, ROOT_HOOKS_DIR, c.group), 0o755);
     const sink = await startSignalSink();
     t.teardown(() => sink.close());
-    const h = await deployHarness(root);
+    const h = await deployHarness(root, { deploy: { hooks_in_process: inProcess } });
     const dep = deployment({
       id: `${c.group}-0001`,
       name: `${c.group}_config`,
@@ -104,5 +108,7 @@ for (const c of CASES) {
     t.ok(readFileSync(path.join(root, 'var/lib/heat-config/deployed', `${c.group}-0001.notify.json`), 'utf8').includes('deploy_status_code'), 'notify file written');
     if (c.group === 'script') t.match(String(body.deploy_stdout), /hello hello/);
     else c.check?.(t, dir);
+    const finished = h.captured.lines.find((l) => l.msg === 'hook finished');
+    t.equal(finished?.inProcess, inProcess, inProcess ? 'the agent recognised its own hook and ran it inside itself' : 'forced out of process');
   });
 }

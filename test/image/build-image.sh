@@ -142,8 +142,16 @@ for element in ${elements}; do
     group=${element#heat-config-}
     check "the ${group} hook is installed, 0755" mode_is "${tree}/var/lib/heat-config/hooks/${group}" 755
 done
+only_hooks() {
+    local expected actual
+    expected=$(for element in ${elements}; do echo "${element#heat-config-}"; done | sort | tr '\n' ' ')
+    actual=$(ls "${tree}/var/lib/heat-config/hooks" | sort | tr '\n' ' ')
+    [ "${expected}" = "${actual}" ]
+}
+check "the hooks directory holds only the hooks" only_hooks
 if [ -n "${elements}" ]; then
-    check "the hooks' library is installed" test -f "${tree}/var/lib/heat-config/hooks/lib/heat-hook.mjs"
+    check "a hook runs alone with the image's Node.js (a deployment through hooks/script)" \
+        sh -c "echo '{\"id\": \"image-check\", \"config\": \"#!/bin/sh\\necho hook-ok\"}' | chroot '${tree}' env PATH=/opt/os-config-agent/bin:/usr/bin:/bin OS_CONFIG_AGENT_ROOT=/tmp/hook-check /var/lib/heat-config/hooks/script | grep -q hook-ok"
 fi
 check "collect --print of local data works in the image" \
     chroot "${tree}" /usr/local/bin/os-config-agent collect --print local

@@ -5,6 +5,7 @@ import {
   cachedDeploymentIds,
   counterEvents,
   countingHook,
+  countingScript,
   errorLines,
   invalidJsonFiles,
   killTree,
@@ -19,7 +20,8 @@ import {
 } from '../../helpers/fault-daemon.js';
 
 // SIGKILL at random points of whole cycles of the bundled daemon against the simulated orchestrator: collection,
-// self-configuration, template rendering, hooks (a slow one among them), signals. A seeded PRNG picks each kill delay
+// self-configuration, template rendering, hooks (a slow one among them, and the agent's own script hook run inside
+// the daemon, so kills also land while an in-process hook's tool runs), signals. A seeded PRNG picks each kill delay
 // (seed printed; OCA_FAULT_SEED replays a run, OCA_FAULT_TRIALS changes the count). Each kill is what systemd does
 // when the agent dies: SIGKILL to the agent and to everything it started (the running hook's own process group
 // included). After every kill the files on
@@ -48,7 +50,8 @@ t.test(`SIGKILL at ${TRIALS} seeded random points (seed ${SEED})`, async (t) => 
   const addBatch = (n: number) => {
     added.push(o.addDeployment({ name: `fast-${n}`, group: 'fast', config: {} }));
     added.push(o.addDeployment({ name: `slow-${n}`, group: 'slow', config: {} }));
-    added.push(o.addDeployment({ name: `script-${n}`, group: 'script', config: '#!/bin/sh\necho "script $deploy_action"' }));
+    // The agent's own script hook, run inside the daemon: kills land during in-process hooks too.
+    added.push(o.addDeployment({ name: `script-${n}`, group: 'script', config: countingScript(0.3) }));
   };
   addBatch(0);
   const root = prepareRoot(dir, o, {
@@ -139,6 +142,9 @@ t.test(`SIGKILL at ${TRIALS} seeded random points (seed ${SEED})`, async (t) => 
   const unexpected = lives.flatMap((d) => errorLines(d)).filter((l) => l.msg !== 'hook interrupted too often; failure signalled');
   t.same(unexpected, [], 'no error logged other than hooks interrupted too often');
   t.ok(lives.every((d) => d.lines.some((l) => l.msg === 'agent starting') || d.lines.length === 0), 'every life that logged started cleanly');
+  const finished = lives.flatMap((d) => d.lines.filter((l) => l.msg === 'hook finished'));
+  t.ok(finished.some((l) => l.inProcess === true && l.deploymentName !== undefined && String(l.deploymentName).startsWith('script-')), 'the script deployments ran in-process');
+  t.ok(finished.some((l) => l.inProcess === false), 'the shell hooks ran as processes');
 
   const hookRuns = events.filter((e) => e.event === 'start').length;
   const summary = {

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { installBuiltinHooks } from '../../helpers/bundle.js';
 import { guardGroup, stopGroup } from './processes.js';
 
 // "The instance" of a real-Heat scenario: a directory standing in for a machine's root, holding only what a cold
@@ -40,8 +41,7 @@ export function prepareInstance(dir: string, osCollectConfig: unknown): Instance
   const cfnInit = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
   mkdirSync(path.dirname(cfnInit), { recursive: true, mode: 0o700 });
   writeFileSync(cfnInit, JSON.stringify({ 'os-collect-config': osCollectConfig }), { mode: 0o600 });
-  const hooks = path.join(REPO, 'hooks');
-  if (existsSync(hooks) && readdirSync(hooks).length > 0) cpSync(hooks, path.join(root, 'var/lib/heat-config/hooks'), { recursive: true });
+  installBuiltinHooks(path.join(root, 'var/lib/heat-config/hooks'));
   return { root, markers, readConfig: () => readFileSync(path.join(root, CONFIG_FILE), 'utf8') };
 }
 

@@ -1,0 +1,74 @@
+import type { Logger } from '../../log/logger.js';
+import type { Deployment } from '../deployment.js';
+import { runProcess } from '../process-group.js';
+import type { HookResult } from '../run-hook.js';
+import { HookFailure, type BuiltinHook, type HookContext } from './hook-context.js';
+import { hookDeployment } from './hook-deployment.js';
+import { HookLog, type HookLogLevel } from './hook-log.js';
+import { executeHook } from './execute-hook.js';
+
+// A built-in hook run inside the agent: no process per deployment. The tool it drives still runs as a child in a
+// process group of its own, with the deployment's timeout, the output cap and the pid recorded for orphan handling,
+// exactly as a hook executable would be. The answer is what the executable would have printed, so the dispatcher
+// judges and signals both alike.
+
+export interface InProcessOptions {
+  readonly hook: BuiltinHook;
+  readonly deployment: Deployment;
+  readonly env: NodeJS.ProcessEnv;
+  readonly log: Logger;
+  /** Milliseconds before the deployment's processes are terminated (0: no limit). */
+  readonly timeoutMs: number;
+  readonly killGraceMs?: number;
+  /** Aborted on shutdown. */
+  readonly signal?: AbortSignal;
+  /** Called whenever a tool starts, with its pid (also its process-group id). */
+  readonly onSpawn?: (pid: number) => void;
+}
+
+const DEFAULT_KILL_GRACE_MS = 5000;
+/** After a stop, how long the hook may take to return once its tool is gone. */
+const SETTLE_MS = 1000;
+
+const LEVELS: Readonly<Record<HookLogLevel, 'debug' | 'warn' | 'error'>> = { INFO: 'debug', WARNING: 'warn', ERROR: 'error' };
+
+export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
+  const started = Date.now();
+  const stop = new AbortController();
+  let timedOut = false;
+  let aborted = false;
+  const killGraceMs = o.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const timer = o.timeoutMs > 0 ? setTimeout(() => { timedOut = true; stop.abort(); }, o.timeoutMs) : undefined;
+  const onAbort = () => { aborted = true; stop.abort(); };
+  if (o.signal?.aborted) onAbort();
+  else o.signal?.addEventListener('abort', onAbort, { once: true });
+
+  // The hook's lines: the agent's log (its INFO lines are detail, so debug), and kept as the executable's stderr.
+  const hookLog = o.log.child({ hookGroup: o.hook.group });
+  const log = new HookLog(`heat-config-${o.hook.group}`, (level, message, fields) => hookLog[LEVELS[level]]({ detail: fields }, message));
+  const ctx: HookContext = {
+    env: o.env,
+    log,
+    spawn(run) {
+      if (stop.signal.aborted) throw new HookFailure('the deployment was stopped before its tool started');
+      return runProcess({ ...run, ownGroup: true, signal: stop.signal, killGraceMs, ...(o.onSpawn ? { onSpawn: o.onSpawn } : {}) });
+    },
+  };
+
+  try {
+    const execution = executeHook(o.hook, () => hookDeployment(o.deployment), ctx);
+    // A stopped hook normally returns as soon as its tool is killed; one that does not is no longer waited for.
+    const stopped = new Promise<undefined>((resolve) => {
+      const settle = () => setTimeout(() => resolve(undefined), killGraceMs + SETTLE_MS).unref();
+      if (stop.signal.aborted) settle();
+      else stop.signal.addEventListener('abort', settle, { once: true });
+    });
+    const done = await Promise.race([execution, stopped]);
+    const base = { timedOut, aborted, stderr: log.text(), stdoutTruncated: false, stderrTruncated: false, durationMs: Date.now() - started };
+    if (timedOut || aborted || done === undefined) return { ...base, exitCode: null, signal: 'SIGTERM', stdout: '' };
+    return { ...base, exitCode: done.crashed ? 1 : 0, signal: null, stdout: JSON.stringify(done.outcome) };
+  } finally {
+    if (timer) clearTimeout(timer);
+    o.signal?.removeEventListener('abort', onAbort);
+  }
+}

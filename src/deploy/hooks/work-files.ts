@@ -1,0 +1,66 @@
+import { constants as fsConstants } from 'node:fs';
+import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { errorMessage } from '../../errors.js';
+import type { HookDeployment } from './hook-context.js';
+import type { HookLog } from './hook-log.js';
+
+// The files a hook writes for its tool (script, manifest, playbook, variables) and reads back from it (outputs).
+
+/** Creates a directory (and missing parents) only its owner can enter; an existing one is left as it is. */
+export async function prepareDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+}
+
+/**
+ * Writes a work file from scratch: truncated (upstream kept stale bytes after a shorter rewrite), with the given mode
+ * even when the file existed, and never through a symbolic link planted in its place.
+ */
+export async function writeWorkFile(file: string, content: string, mode: number): Promise<void> {
+  const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW;
+  const handle = await open(file, flags, mode);
+  try {
+    await handle.chmod(mode);
+    await handle.writeFile(content);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Removes files and directories; one already gone is fine. */
+export async function removeFiles(...files: string[]): Promise<void> {
+  await Promise.all(files.map((file) => rm(file, { force: true, recursive: true })));
+}
+
+/** Removes <outputsDir>/<id>.<anything>: outputs of an earlier run of the same deployment, or of this one once read. */
+export async function removeOutputs(outputsDir: string, id: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(outputsDir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  await removeFiles(...names.filter((n) => n.startsWith(`${id}.`)).map((n) => path.join(outputsDir, n)));
+}
+
+/**
+ * The declared outputs the tool wrote as <outputsPath>.<name> (whole file content); missing files are skipped. A name
+ * with a "/" would read outside the outputs directory, so it is skipped too.
+ */
+export async function readOutputs(deployment: HookDeployment, outputsPath: string, log: HookLog): Promise<Record<string, string>> {
+  const found: Record<string, string> = {};
+  for (const { name } of deployment.outputs) {
+    if (name === '' || name.includes('/') || name.includes('\0')) {
+      log.warn('output name cannot be a file name; not read', { output: JSON.stringify(name) });
+      continue;
+    }
+    try {
+      const value = await readFile(`${outputsPath}.${name}`, 'utf8');
+      Object.defineProperty(found, name, { value, enumerable: true, writable: true, configurable: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn('output could not be read', { output: name, reason: errorMessage(err) });
+    }
+  }
+  return found;
+}

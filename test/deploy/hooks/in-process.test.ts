@@ -1,0 +1,172 @@
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { runDeployments } from '../../../src/deploy/dispatch.js';
+import { storeFor } from '../../../src/deploy/state-store.js';
+import { REPO } from '../../helpers/bundle.js';
+import { deployHarness, deployment, HOOKS_DIR } from '../../helpers/deploy-fixtures.js';
+import type { TapTest } from '../../helpers/http-test-server.js';
+import { startSignalSink } from '../../helpers/signal-sink.js';
+
+// The dispatcher runs the agent's own build of a hook inside itself, and anything else as a process: recognition from
+// the file, the option that turns it off, and in-process faults (a hook that throws, hangs, floods, is stopped by a
+// shutdown), each with one signal naming the cause and the next deployment still running.
+
+const BUILT = path.join(REPO, 'dist/hooks');
+const SYSTEM_PATH = `${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`;
+
+function installBuilt(root: string, group: string, as = group, edit?: (text: string) => string): string {
+  const dir = path.join(root, HOOKS_DIR);
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, as);
+  if (edit) writeFileSync(file, edit(readFileSync(path.join(BUILT, group), 'utf8')));
+  else copyFileSync(path.join(BUILT, group), file);
+  chmodSync(file, 0o755);
+  return file;
+}
+
+async function setup(t: TapTest, cli: Parameters<typeof deployHarness>[1] = {}) {
+  const root = t.testdir();
+  const sink = await startSignalSink();
+  t.teardown(() => sink.close());
+  const h = await deployHarness(root, cli);
+  const env = { PATH: SYSTEM_PATH, HOME: root };
+  const dep = (id: string, config: unknown, extra: Parameters<typeof deployment>[0] = {}) =>
+    deployment({ id, name: id, group: 'script', config, signal: sink.inputs('CFN_SIGNAL', id, id), ...extra });
+  const body = (id: string) => sink.received.find((r) => r.id === id)?.body as Record<string, unknown>;
+  const inProcess = (id: string) => h.captured.lines.find((l) => l.msg === 'hook finished' && l.deploymentId === id)?.inProcess;
+  const store = storeFor(h.loaded.config, h.captured.log);
+  return { root, sink, h, env, dep, body, inProcess, store };
+}
+
+t.test('recognised from the file: the agent\'s own build runs in-process; an edited, foreign or misplaced one as a process', async (t) => {
+  const cases: Array<{ title: string; install: (root: string) => void; cli?: Parameters<typeof deployHarness>[1]; inProcess: boolean }> = [
+    { title: 'the built hook', install: (root) => installBuilt(root, 'script'), inProcess: true },
+    { title: 'forced out of process', install: (root) => installBuilt(root, 'script'), cli: { deploy: { hooks_in_process: false } }, inProcess: false },
+    { title: 'one byte edited after the stamp', install: (root) => installBuilt(root, 'script', 'script', (s) => s.replace('running tool', 'running tooL')), inProcess: false },
+    { title: 'from another release', install: (root) => installBuilt(root, 'script', 'script', (s) => s.replace(/ version=\S+ /, ' version=0.0.0-other ')), inProcess: false },
+    { title: 'the script hook installed under another group\'s name', install: (root) => installBuilt(root, 'script', 'puppet'), inProcess: false },
+  ];
+  for (const c of cases) {
+    await t.test(c.title, async (t) => {
+      const { root, h, env, dep, body, inProcess } = await setup(t, c.cli);
+      c.install(root);
+      const group = c.title.includes('another group') ? 'puppet' : 'script';
+      await runDeployments(h.ctx([dep('d1', '#!/bin/sh\necho "ran $deploy_action"\n', { group })], { env }));
+      t.equal(inProcess('d1'), c.inProcess, c.inProcess ? 'in-process' : 'as a process');
+      t.same(body('d1'), { deploy_stdout: 'ran CREATE\n', deploy_stderr: '', deploy_status_code: 0 }, 'the same answer either way');
+    });
+  }
+});
+
+t.test('a user\'s own hook under a built-in group\'s name runs as a process, exactly as before', async (t) => {
+  const { root, h, env, dep, body, inProcess } = await setup(t);
+  const file = path.join(root, HOOKS_DIR, 'script');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, '#!/bin/sh\ncat > /dev/null\necho \'{"deploy_stdout": "mine", "deploy_status_code": 0}\'\n');
+  chmodSync(file, 0o755);
+  await runDeployments(h.ctx([dep('d1', '#!/bin/sh\necho never\n')], { env }));
+  t.equal(inProcess('d1'), false);
+  t.same(body('d1'), { deploy_stdout: 'mine', deploy_status_code: 0 });
+});
+
+t.test('in-process faults: a hook that throws, a hung tool, a flood, a killed tool; one signal each, the next still runs', async (t) => {
+  const { root, sink, h, env, dep, body, inProcess } = await setup(t, { deploy: { hook_timeout: 1 } });
+  installBuilt(root, 'script');
+  // The script hook writes <working>/<id>; a directory in its place makes the hook itself fail (EISDIR).
+  mkdirSync(path.join(root, 'var/lib/heat-config/heat-config-script/throws'), { recursive: true });
+  const grandchild = path.join(root, 'grandchild.pid');
+  const list = [
+    dep('throws', '#!/bin/sh\necho never\n'),
+    dep('hangs', `#!/bin/sh\n(sleep 60 & echo $! > ${grandchild}; wait) &\nsleep 60\n`),
+    dep('floods', '#!/bin/sh\nhead -c 20000000 /dev/zero | tr "\\\\0" x\necho END-OF-OUTPUT\nexit 2\n'),
+    dep('killed', '#!/bin/sh\nkill -SEGV $$\n'),
+    dep('fine', '#!/bin/sh\necho fine\n'),
+  ];
+  const report = await runDeployments(h.ctx(list, { env }));
+  t.same(report.ran, ['throws', 'hangs', 'floods', 'killed', 'fine']);
+  t.same(report.failed.map((f) => f.id), ['throws', 'hangs', 'floods', 'killed']);
+  t.ok(list.every((d) => inProcess(d.id) === true), 'all ran in-process');
+  t.same(sink.received.map((r) => r.id), ['throws', 'hangs', 'floods', 'killed', 'fine'], 'one signal each, in order');
+
+  t.equal(body('throws').deploy_status_code, 1);
+  t.match(body('throws').deploy_stderr, /^the script hook failed: EISDIR/);
+  t.ok(h.captured.lines.some((l) => l.msg === 'hook crashed' && l.level === 'error' && l.hookGroup === 'script'), 'the crash is in the agent\'s log');
+
+  t.equal(body('hangs').deploy_status_code, 124);
+  t.match(body('hangs').deploy_stderr, /did not finish within 1 s; its process group was killed/);
+  const gpid = Number(readFileSync(grandchild, 'utf8'));
+  let alive = true;
+  for (let i = 0; i < 200 && alive; i++) {
+    try {
+      process.kill(gpid, 0);
+      await new Promise((r) => setTimeout(r, 20));
+    } catch {
+      alive = false;
+    }
+  }
+  t.notOk(alive, 'the tool\'s whole process group was killed');
+
+  t.equal(body('floods').deploy_status_code, 2);
+  t.match(String(body('floods').deploy_stdout), /END-OF-OUTPUT\n$/, 'the tail of the output is kept');
+  t.ok(Buffer.byteLength(JSON.stringify(body('floods'))) <= 950_000, 'the signal fits Heat\'s limit');
+
+  t.equal(body('killed').deploy_status_code, 139);
+  t.match(body('killed').deploy_stderr, /killed by SIGSEGV/);
+  t.same(body('fine'), { deploy_stdout: 'fine\n', deploy_stderr: '', deploy_status_code: 0 });
+
+  await runDeployments(h.ctx(list, { env }));
+  t.equal(sink.received.length, 5, 'nothing run or signalled twice');
+});
+
+t.test('the tool\'s pid is recorded while it runs; a shutdown stops it and leaves the deployment to run again', async (t) => {
+  const { root, h, env, dep, store } = await setup(t);
+  installBuilt(root, 'script');
+  const marker = path.join(root, 'started');
+  const controller = new AbortController();
+  const watching = (async () => {
+    for (let i = 0; i < 500 && !existsSync(marker); i++) await new Promise((r) => setTimeout(r, 20));
+    // The record is saved with the pid as soon as the tool exists; the tool may have touched its marker first.
+    let running = await store.read('slow');
+    for (let i = 0; i < 250 && running?.hookPid === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      running = await store.read('slow');
+    }
+    controller.abort();
+    return running;
+  })();
+  const d = dep('slow', `#!/bin/sh\ntouch ${marker}\nsleep 30\n`);
+  const report = await runDeployments(h.ctx([d], { env, signal: controller.signal }));
+  const running = await watching;
+  t.ok(report.interrupted);
+  t.equal(running?.state, 'running');
+  t.ok(running?.hookPid !== undefined && running.hookPidStart !== undefined, 'the tool\'s pid and start time are in the record');
+  let gone = false;
+  for (let i = 0; i < 200 && !gone; i++) {
+    try {
+      process.kill(running!.hookPid!, 0);
+      await new Promise((r) => setTimeout(r, 20));
+    } catch {
+      gone = true;
+    }
+  }
+  t.ok(gone, 'the shutdown killed the tool');
+  t.equal((await store.read('slow'))?.state, 'running', 'left to run again');
+  const again = await runDeployments(h.ctx([{ ...d, config: '#!/bin/sh\necho second\n' }], { env }));
+  t.same(again.ran, ['slow']);
+  t.equal((await store.read('slow'))?.hookStarts, 2);
+});
+
+t.test('work files are kept while the deployment exists and removed when it leaves the metadata', async (t) => {
+  const { root, h, env, dep } = await setup(t);
+  installBuilt(root, 'script');
+  const working = path.join(root, 'var/lib/heat-config/heat-config-script');
+  const a = dep('keep-a', '#!/bin/sh\necho a\n');
+  const b = dep('keep-b', '#!/bin/sh\necho b\n');
+  await runDeployments(h.ctx([a, b], { env }));
+  t.same(readdirSync(working).sort(), ['keep-a', 'keep-b'], 'both scripts kept, as upstream keeps them');
+  t.equal(statSync(path.join(working, 'keep-a')).mode & 0o777, 0o700);
+  t.equal(statSync(working).mode & 0o777, 0o700);
+  await runDeployments(h.ctx([a], { env }));
+  t.same(readdirSync(working), ['keep-a'], 'the removed deployment\'s script is gone');
+});
