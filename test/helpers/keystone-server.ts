@@ -5,7 +5,8 @@ import { sendFault, startTestServer, type Fault, type TestServer } from './http-
 // password identity; 201 with X-Subject-Token and a token body (expires_at, catalog). Tokens are remembered with
 // their expiry so the services next to it (heat-server, zaqar-server) can check them, and a test can expire them
 // server-side to force a re-authentication. Version discovery as Keystone serves it: GET on the unversioned root
-// (`/identity`) answers 300 with `versions.values`, GET on `/identity/v3` answers 200 with one `version`.
+// (`/identity`) answers 300 with `versions.values` and, as Keystone does, a Location header naming the v3 URL (which
+// the agent's HTTP client follows); GET on `/identity/v3` answers 200 with one `version`.
 
 export interface CatalogService {
   type: string;
@@ -58,7 +59,8 @@ export async function startKeystoneServer(options: { userId?: string; password?:
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (req.method === 'GET' && (path === '/identity' || path === '/identity/')) {
       state.discoveries++;
-      res.writeHead(state.versionsStatus, { 'content-type': 'application/json' });
+      const location = state.versions === undefined && state.versionsStatus === 300 ? { location: `${base}/identity/v3/` } : {};
+      res.writeHead(state.versionsStatus, { 'content-type': 'application/json', ...location });
       return void res.end(typeof state.versions === 'string' ? state.versions : JSON.stringify(state.versions ?? { versions: { values: [v3(), v2()] } }));
     }
     if (req.method === 'GET' && (path === '/identity/v3' || path === '/identity/v3/')) {

