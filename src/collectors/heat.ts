@@ -1,7 +1,7 @@
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
-import { findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
+import { collectorSessionOptions, findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
 import { isJsonObject } from '../util/json-merge.js';
 import { explodeDeployments } from './explode-deployments.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
@@ -25,7 +25,7 @@ export const heatCollector: Collector = {
       ['resource_name', cfg.resource_name],
     ];
     for (const [name, value] of required) if (!value) throw new SourceNotConfiguredError('heat', `no [heat] ${name}`);
-    const session = rememberedSession(ctx.memory, ctx.http, { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! }, { timeoutSeconds: cfg.timeout, now: ctx.now });
+    const session = rememberedSession(ctx.memory, ctx.http, { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! }, { timeoutSeconds: cfg.timeout, now: ctx.now, ...collectorSessionOptions(ctx.config, ctx.log) });
 
     let res = await fetchMetadata(ctx, session, cfg.stack_id!, cfg.resource_name!, cfg.region_name);
     if (res.statusCode === 401) {

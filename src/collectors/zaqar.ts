@@ -3,7 +3,7 @@ import path from 'node:path';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
-import { findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
+import { collectorSessionOptions, findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { explodeDeployments } from './explode-deployments.js';
@@ -36,7 +36,7 @@ export const zaqarCollector: Collector = {
     if (cfg.use_websockets) {
       throw new SourceUnavailableError('zaqar', 'the Zaqar websocket API is not supported by this agent; set [zaqar] use_websockets = false to poll over HTTP');
     }
-    const session = rememberedSession(ctx.memory, ctx.http, { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! }, { timeoutSeconds: cfg.timeout, now: ctx.now });
+    const session = rememberedSession(ctx.memory, ctx.http, { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! }, { timeoutSeconds: cfg.timeout, now: ctx.now, ...collectorSessionOptions(ctx.config, ctx.log) });
 
     let res = await pop(ctx, session);
     if (res.statusCode === 401) {

@@ -97,8 +97,8 @@ export const SCHEMA = {
     timeout: float(10, 'Seconds to wait for each request.'),
   },
   keystone: {
-    cache_dir: path(undefined, 'Directory for the Keystone token cache.'),
-    cache_ttl: int(1800, 'Seconds a cached token is reused at most.'),
+    cache_dir: path(undefined, 'Directory where the heat and zaqar collectors keep their Keystone tokens across restarts (unset: in memory only).'),
+    cache_ttl: int(1800, 'Longest age, in seconds, of a token reused from cache_dir.'),
   },
   zaqar: {
     user_id: str(undefined, 'Keystone user id.'),

@@ -1,11 +1,22 @@
 import { createHash } from 'node:crypto';
-import { AgentError } from '../errors.js';
-import { registerSecret } from '../log/redact.js';
+import type { AgentConfig } from '../config/options.js';
 import type { HttpClient } from '../http/types.js';
+import type { Logger } from '../log/logger.js';
+import { registerSecret } from '../log/redact.js';
+import { isObject, validCatalog, type KeystoneToken } from './catalog.js';
+import { forgetDiscovery, identityV3Url } from './discovery.js';
+import { KeystoneError } from './keystone-error.js';
+import { TokenCache, type CacheIdentity } from './token-cache.js';
+
+export { findEndpoint, type CatalogEndpoint, type CatalogEntry, type KeystoneToken } from './catalog.js';
+export { versionedV3Url } from './discovery.js';
+export { KeystoneError } from './keystone-error.js';
 
 // Keystone v3 password authentication shared by the heat and zaqar collectors and the HEAT/ZAQAR signal transports.
-// Tokens are cached in memory until shortly before they expire (upstream re-authenticated on every poll, B11) and
-// dropped by invalidate() when a service answers 401.
+// Tokens are kept in memory until shortly before they expire (upstream re-authenticated on every poll, B11) and
+// dropped by invalidate() when a service answers 401. With a token cache (`[keystone] cache_dir`) the first token a
+// session needs is looked for on disk, and every new one is written there, so a restart does not log in again.
+// The v3 endpoint is found by version discovery when auth_url names no version, and only when a login is needed.
 
 export interface KeystoneCredentials {
   readonly authUrl: string;
@@ -14,72 +25,87 @@ export interface KeystoneCredentials {
   readonly projectId: string;
 }
 
-export interface CatalogEndpoint {
-  readonly interface: string;
-  readonly region?: string;
-  readonly region_id?: string;
-  readonly url: string;
-}
-
-export interface CatalogEntry {
-  readonly type: string;
-  readonly endpoints: readonly CatalogEndpoint[];
-}
-
-export interface KeystoneToken {
-  readonly token: string;
-  readonly expiresAt: number;
-  readonly catalog: readonly CatalogEntry[];
-}
-
-export class KeystoneError extends AgentError {
-  override name = 'KeystoneError';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('ERR_HTTP', message, options);
-  }
-}
-
-/** Keystone URL with a /v3 suffix: upstream replaced /v2.0 with /v3 when discovery failed; we always use v3. */
-export function v3Url(authUrl: string): string {
-  const trimmed = authUrl.replace(/\/+$/, '');
-  if (/\/v3$/.test(trimmed)) return trimmed;
-  if (/\/v2\.0$/.test(trimmed)) return trimmed.replace(/\/v2\.0$/, '/v3');
-  return `${trimmed}/v3`;
+export interface KeystoneSessionOptions {
+  readonly timeoutSeconds: number;
+  readonly caFile?: string;
+  readonly insecure?: boolean;
+  readonly now?: () => number;
+  readonly log?: Logger;
+  /** `[keystone] cache_dir` (mapped under --root) and `cache_ttl`. */
+  readonly cache?: { readonly dir: string; readonly ttlSeconds: number };
 }
 
 const EXPIRY_MARGIN_MS = 60_000;
 const DEFAULT_LIFETIME_MS = 3600_000;
 
 export class KeystoneSession {
-  private cached: KeystoneToken | undefined;
-  private inflight: Promise<KeystoneToken> | undefined;
+  private cached: { token: KeystoneToken; reuseUntil: number } | undefined;
+  private inflight: Promise<{ token: KeystoneToken; reuseUntil: number }> | undefined;
+  private readonly cache: TokenCache | undefined;
+  private readonly identity: CacheIdentity;
+  /** The disk is read once, for the first token; afterwards memory holds whatever the disk would. */
+  private diskRead = false;
+  private removal: Promise<void> | undefined;
 
   constructor(
     private readonly http: HttpClient,
     private readonly creds: KeystoneCredentials,
-    private readonly options: { timeoutSeconds: number; caFile?: string; insecure?: boolean; now?: () => number } = { timeoutSeconds: 10 },
+    private readonly options: KeystoneSessionOptions = { timeoutSeconds: 10 },
   ) {
     registerSecret(creds.password);
+    this.identity = { authUrl: creds.authUrl, userId: creds.userId, projectId: creds.projectId };
+    if (options.cache) {
+      this.cache = new TokenCache({ dir: options.cache.dir, ttlSeconds: options.cache.ttlSeconds, marginMs: EXPIRY_MARGIN_MS, ...(options.log ? { log: options.log } : {}) });
+    }
   }
 
-  /** A valid token, from cache when it has more than a minute left. Concurrent callers share one login. */
+  /** A valid token, from memory (or the token cache) while it has more than a minute left. Concurrent callers share one login. */
   async token(signal?: AbortSignal): Promise<KeystoneToken> {
-    const now = (this.options.now ?? Date.now)();
-    if (this.cached && this.cached.expiresAt - EXPIRY_MARGIN_MS > now) return this.cached;
-    this.inflight ??= this.authenticate(signal).finally(() => {
+    if (this.cached && this.cached.reuseUntil > this.now()) return this.cached.token;
+    this.inflight ??= this.obtain(signal).finally(() => {
       this.inflight = undefined;
     });
     this.cached = await this.inflight;
-    return this.cached;
+    return this.cached.token;
   }
 
-  /** Forget the cached token (after a 401). */
+  /** Forget the token (a service answered 401): the next token() logs in, and a restart will not reuse it either. */
   invalidate(): void {
     this.cached = undefined;
+    this.diskRead = true;
+    if (this.cache) this.removal = this.cache.remove(this.identity);
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  private async obtain(signal?: AbortSignal): Promise<{ token: KeystoneToken; reuseUntil: number }> {
+    // A removal still running must not land after the new token is written.
+    await this.removal;
+    this.removal = undefined;
+    if (this.cache && !this.diskRead) {
+      this.diskRead = true;
+      const kept = await this.cache.load(this.identity, this.now());
+      if (kept) {
+        this.options.log?.debug({ expiresAt: new Date(kept.token.expiresAt).toISOString() }, 'reusing the cached Keystone token');
+        return kept;
+      }
+    }
+    const token = await this.authenticate(signal);
+    await this.cache?.save(this.identity, token, this.now());
+    return { token, reuseUntil: token.expiresAt - EXPIRY_MARGIN_MS };
   }
 
   private async authenticate(signal?: AbortSignal): Promise<KeystoneToken> {
-    const url = `${v3Url(this.creds.authUrl)}/auth/tokens`;
+    const v3 = await identityV3Url(this.http, this.creds.authUrl, {
+      timeoutSeconds: this.options.timeoutSeconds,
+      ...(this.options.caFile ? { caFile: this.options.caFile } : {}),
+      ...(this.options.insecure ? { insecure: true } : {}),
+      ...(signal ? { signal } : {}),
+      ...(this.options.log ? { log: this.options.log } : {}),
+    });
+    const url = `${v3}/auth/tokens`;
     const body = JSON.stringify({
       auth: {
         identity: { methods: ['password'], password: { user: { id: this.creds.userId, password: this.creds.password } } },
@@ -104,6 +130,8 @@ export class KeystoneSession {
     if (res.statusCode === 401 || res.statusCode === 403) {
       throw new KeystoneError(`Keystone at ${res.redactedUrl} refused the credentials (${res.statusCode}); check user_id, password and project_id`);
     }
+    // A discovered endpoint that is gone is looked for again next time.
+    if (res.statusCode === 404) forgetDiscovery(this.creds.authUrl);
     if (res.statusCode !== 201 && res.statusCode !== 200) {
       throw new KeystoneError(`Keystone authentication at ${res.redactedUrl} answered ${res.statusCode}; check auth_url`);
     }
@@ -119,67 +147,37 @@ export class KeystoneSession {
     }
     const tok = isObject(parsed) && isObject(parsed.token) ? parsed.token : undefined;
     if (!tok) throw new KeystoneError(`Keystone at ${res.redactedUrl} returned no "token" object`);
-    const now = (this.options.now ?? Date.now)();
     const expires = typeof tok.expires_at === 'string' ? Date.parse(tok.expires_at) : NaN;
-    const expiresAt = Number.isFinite(expires) ? expires : now + DEFAULT_LIFETIME_MS;
+    const expiresAt = Number.isFinite(expires) ? expires : this.now() + DEFAULT_LIFETIME_MS;
     return { token, expiresAt, catalog: validCatalog(tok.catalog) };
   }
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Catalog entries of the expected shape; anything else is dropped (a missing service is reported by findEndpoint). */
-function validCatalog(value: unknown): CatalogEntry[] {
-  if (!Array.isArray(value)) return [];
-  const out: CatalogEntry[] = [];
-  for (const entry of value) {
-    if (!isObject(entry) || typeof entry.type !== 'string' || !Array.isArray(entry.endpoints)) continue;
-    const endpoints: CatalogEndpoint[] = [];
-    for (const ep of entry.endpoints) {
-      if (!isObject(ep) || typeof ep.url !== 'string' || typeof ep.interface !== 'string') continue;
-      endpoints.push({
-        interface: ep.interface,
-        url: ep.url,
-        ...(typeof ep.region === 'string' ? { region: ep.region } : {}),
-        ...(typeof ep.region_id === 'string' ? { region_id: ep.region_id } : {}),
-      });
-    }
-    out.push({ type: entry.type, endpoints });
-  }
-  return out;
-}
-
-/**
- * Endpoint URL of a service from the catalog: type, interface public (upstream "publicURL"), and region when one is
- * given. A region of "null" or "None" (Heat rendered `region_name: null` into configs) counts as no region.
- */
-export function findEndpoint(catalog: readonly CatalogEntry[], type: string, region?: string): string {
-  const wantRegion = region && region !== 'null' && region !== 'None' ? region : undefined;
-  for (const entry of catalog) {
-    if (entry.type !== type) continue;
-    for (const ep of entry.endpoints) {
-      if (ep.interface !== 'public') continue;
-      if (wantRegion && ep.region !== wantRegion && ep.region_id !== wantRegion) continue;
-      return ep.url.replace(/\/+$/, '');
-    }
-  }
-  throw new KeystoneError(`no public "${type}" endpoint${wantRegion ? ` in region ${wantRegion}` : ''} in the Keystone catalog`);
+/** Session options for a collector: its logger, and the token cache when `[keystone] cache_dir` is set. */
+export function collectorSessionOptions(config: AgentConfig, log: Logger): Pick<KeystoneSessionOptions, 'log' | 'cache'> {
+  const dir = config.keystone.cache_dir;
+  return { log, ...(dir ? { cache: { dir, ttlSeconds: config.keystone.cache_ttl } } : {}) };
 }
 
 /**
  * A session kept in a collector's memory across polls, so its token is reused until it nears expiry. A new session
  * is made when the credentials, options or HTTP client (rebuilt on reload) change.
  */
-export function rememberedSession(
-  memory: Map<string, unknown>,
-  http: HttpClient,
-  creds: KeystoneCredentials,
-  options: { timeoutSeconds: number; caFile?: string; insecure?: boolean; now?: () => number },
-): KeystoneSession {
+export function rememberedSession(memory: Map<string, unknown>, http: HttpClient, creds: KeystoneCredentials, options: KeystoneSessionOptions): KeystoneSession {
   const fingerprint = createHash('sha256')
-    .update(JSON.stringify([creds.authUrl, creds.userId, creds.password, creds.projectId, options.timeoutSeconds, options.caFile ?? '', options.insecure ?? false]))
+    .update(
+      JSON.stringify([
+        creds.authUrl,
+        creds.userId,
+        creds.password,
+        creds.projectId,
+        options.timeoutSeconds,
+        options.caFile ?? '',
+        options.insecure ?? false,
+        options.cache?.dir ?? '',
+        options.cache?.ttlSeconds ?? 0,
+      ]),
+    )
     .digest('hex');
   const kept = memory.get(SESSION_KEY) as { fingerprint: string; http: HttpClient; session: KeystoneSession } | undefined;
   if (kept?.fingerprint === fingerprint && kept.http === http) return kept.session;

@@ -1,3 +1,5 @@
+import { readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { heatCollector } from '../../src/collectors/heat.js';
 import type { CliOverrides } from '../../src/config/load.js';
@@ -168,4 +170,35 @@ t.test('a failing heat source does not stop the other collectors', async (t) => 
   t.same(outcome.pairs.map((p) => p.key), ['heat_local']);
   t.match(outcome.failures, [{ collector: 'heat', code: 'ERR_HTTP' }]);
   assertNoSecrets(t, tc, ks, heat);
+});
+
+t.test('[keystone] cache_dir under --root: a restarted collector (fresh memory) makes no login; a 401 on the cached token means one login', async (t) => {
+  const { ks, heat, root, cli } = await setup(t);
+  const withCache: CliOverrides = { ...cli, heat: { ...cli.heat, auth_url: ks.rootUrl }, keystone: { cache_dir: '/var/lib/os-collect-config/keystone' } };
+  const first = await collectorContext('heat', { root, cli: withCache });
+  await heatCollector.collect(first.ctx);
+  t.equal(ks.tokensIssued(), 1);
+  t.equal(ks.discoveries(), 2, 'the unversioned auth_url was discovered (the root, and the v3 URL its 300 names)');
+  const dir = path.join(root, 'var/lib/os-collect-config/keystone');
+  const files = readdirSync(dir);
+  t.equal(files.length, 1, 'one token file, under the root');
+  t.equal(statSync(dir).mode & 0o777, 0o700);
+  t.equal(statSync(path.join(dir, files[0]!)).mode & 0o777, 0o600);
+
+  const restarted = await collectorContext('heat', { root, cli: withCache });
+  const result = await heatCollector.collect(restarted.ctx);
+  t.equal(result.pairs[0]?.key, 'heat');
+  t.equal(ks.tokensIssued(), 1, 'no login after the restart');
+  t.equal(ks.requests.length, 3, 'Keystone saw nothing from the restarted collector');
+
+  ks.expireAll();
+  const again = await collectorContext('heat', { root, cli: withCache });
+  const renewed = await heatCollector.collect(again.ctx);
+  t.equal(renewed.pairs[0]?.key, 'heat');
+  t.equal(ks.tokensIssued(), 2, 'Heat refused the cached token: one login');
+  t.ok(again.captured.lines.some((l) => l.msg === 'Heat refused the cached token; authenticating again'));
+  const last = await collectorContext('heat', { root, cli: withCache });
+  await heatCollector.collect(last.ctx);
+  t.equal(ks.tokensIssued(), 2, 'the renewed token was stored for the next restart');
+  for (const c of [first, restarted, again, last]) assertNoSecrets(t, c, ks, heat);
 });

@@ -166,3 +166,20 @@ t.test('a failing zaqar source does not stop the other collectors', async (t) =>
   t.match(outcome.failures, [{ collector: 'zaqar', code: 'ERR_HTTP' }]);
   assertNoSecrets(t, tc, ks, zaqar);
 });
+
+t.test('[keystone] cache_dir: a restarted zaqar collector (fresh memory) pops with the stored token, no login', async (t) => {
+  const { ks, zaqar, root, cli } = await setup(t);
+  const withCache: CliOverrides = { ...cli, keystone: { cache_dir: '/var/lib/os-collect-config/keystone' } };
+  zaqar.post(QUEUE, doc(1));
+  zaqar.post(QUEUE, doc(2));
+  const first = await collectorContext('zaqar', { root, cli: withCache });
+  await zaqarCollector.collect(first.ctx);
+  const restarted = await collectorContext('zaqar', { root, cli: withCache });
+  const second = await zaqarCollector.collect(restarted.ctx);
+  t.same(
+    second.pairs.map((p) => p.key),
+    ['zaqar', 'dep-2'],
+  );
+  t.equal(ks.tokensIssued(), 1, 'one login across the restart');
+  assertNoSecrets(t, restarted, ks, zaqar);
+});

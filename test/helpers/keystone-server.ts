@@ -4,7 +4,9 @@ import { sendFault, startTestServer, type Fault, type TestServer } from './http-
 // Keystone v3 password authentication as the instance meets it: POST <auth_url>/auth/tokens with a project-scoped
 // password identity; 201 with X-Subject-Token and a token body (expires_at, catalog). Tokens are remembered with
 // their expiry so the services next to it (heat-server, zaqar-server) can check them, and a test can expire them
-// server-side to force a re-authentication.
+// server-side to force a re-authentication. Version discovery as Keystone serves it: GET on the unversioned root
+// (`/identity`) answers 300 with `versions.values` and, as Keystone does, a Location header naming the v3 URL (which
+// the agent's HTTP client follows); GET on `/identity/v3` answers 200 with one `version`.
 
 export interface CatalogService {
   type: string;
@@ -12,7 +14,16 @@ export interface CatalogService {
 }
 
 export interface KeystoneServer extends TestServer {
+  /** The versioned auth_url (`.../identity/v3/`). */
   readonly authUrl: string;
+  /** The unversioned auth_url (`.../identity`), for version discovery. */
+  readonly rootUrl: string;
+  /** Body of the root's version document (default: v3.14 stable and v2.0 deprecated, as Keystone lists them). */
+  versionsDocument: unknown;
+  /** Status of the root's answer (Keystone: 300). */
+  versionsStatus: number;
+  /** GET requests answered with a version document. */
+  discoveries(): number;
   readonly userId: string;
   readonly password: string;
   readonly projectId: string;
@@ -32,11 +43,31 @@ export async function startKeystoneServer(options: { userId?: string; password?:
   const password = options.password ?? `pw-${randomUUID()}`;
   const projectId = options.projectId ?? `proj${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const tokens = new Map<string, number>();
-  const state = { catalog: [] as CatalogService[], lifetimeMs: 3600_000, fault: undefined as Fault | undefined, issued: 0 };
+  const state = { catalog: [] as CatalogService[], lifetimeMs: 3600_000, fault: undefined as Fault | undefined, issued: 0, versions: undefined as unknown, versionsStatus: 300, discoveries: 0 };
+  let base = '';
+  const v3 = (): Record<string, unknown> => ({
+    id: 'v3.14',
+    status: 'stable',
+    updated: '2020-04-07T00:00:00Z',
+    links: [{ rel: 'self', href: `${base}/identity/v3/` }],
+    'media-types': [{ base: 'application/json', type: 'application/vnd.openstack.identity-v3+json' }],
+  });
+  const v2 = () => ({ id: 'v2.0', status: 'deprecated', updated: '2016-08-04T00:00:00Z', links: [{ rel: 'self', href: `${base}/identity/v2.0/` }] });
 
   const server = await startTestServer((req, res, body) => {
     if (state.fault) return sendFault(state.fault, req, res, { wrongType: '[]' });
     const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (req.method === 'GET' && (path === '/identity' || path === '/identity/')) {
+      state.discoveries++;
+      const location = state.versions === undefined && state.versionsStatus === 300 ? { location: `${base}/identity/v3/` } : {};
+      res.writeHead(state.versionsStatus, { 'content-type': 'application/json', ...location });
+      return void res.end(typeof state.versions === 'string' ? state.versions : JSON.stringify(state.versions ?? { versions: { values: [v3(), v2()] } }));
+    }
+    if (req.method === 'GET' && (path === '/identity/v3' || path === '/identity/v3/')) {
+      state.discoveries++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end(JSON.stringify({ version: v3() }));
+    }
     if (req.method !== 'POST' || path !== '/identity/v3/auth/tokens') {
       res.writeHead(404, { 'content-type': 'application/json' });
       return void res.end('{"error":{"code":404,"message":"not found"}}');
@@ -73,9 +104,24 @@ export async function startKeystoneServer(options: { userId?: string; password?:
       }),
     );
   });
+  base = server.url;
   return {
     ...server,
     authUrl: `${server.url}/identity/v3/`,
+    rootUrl: `${server.url}/identity`,
+    get versionsDocument() {
+      return state.versions;
+    },
+    set versionsDocument(v) {
+      state.versions = v;
+    },
+    get versionsStatus() {
+      return state.versionsStatus;
+    },
+    set versionsStatus(v) {
+      state.versionsStatus = v;
+    },
+    discoveries: () => state.discoveries,
     userId,
     password,
     projectId,

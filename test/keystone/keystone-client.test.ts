@@ -1,9 +1,13 @@
+import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { createHttpClient } from '../../src/http/client.js';
-import { findEndpoint, KeystoneError, KeystoneSession, rememberedSession, v3Url, type CatalogEntry } from '../../src/keystone/keystone-client.js';
+import { findEndpoint, KeystoneError, KeystoneSession, rememberedSession, type CatalogEntry } from '../../src/keystone/keystone-client.js';
+import type { Logger } from '../../src/log/logger.js';
 import { scrubText } from '../../src/log/redact.js';
 import { startTestServer } from '../helpers/http-test-server.js';
-import { startKeystoneServer } from '../helpers/keystone-server.js';
+import { startKeystoneServer, type KeystoneServer } from '../helpers/keystone-server.js';
+import { captureLog } from '../helpers/log-capture.js';
 
 const http = () => createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, retryBaseMs: 5 });
 
@@ -15,15 +19,6 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
   }
   throw new Error('expected a rejection');
 }
-
-t.test('v3Url: /v3 kept, /v2.0 replaced, anything else gets /v3', async (t) => {
-  t.equal(v3Url('http://k:5000/v3/'), 'http://k:5000/v3');
-  t.equal(v3Url('http://k:5000/v3'), 'http://k:5000/v3');
-  t.equal(v3Url('http://k:5000/v2.0'), 'http://k:5000/v3');
-  t.equal(v3Url('http://k:5000/v2.0/'), 'http://k:5000/v3');
-  t.equal(v3Url('http://k:5000'), 'http://k:5000/v3');
-  t.equal(v3Url('http://k/identity/'), 'http://k/identity/v3');
-});
 
 t.test('password login: token and catalog; cached until a minute before expiry; invalidate forces a login', async (t) => {
   const ks = await startKeystoneServer();
@@ -124,4 +119,141 @@ t.test('rememberedSession: reused for the same credentials and client, replaced 
   const b = rememberedSession(memory, client, { ...creds, password: 'other-secret' }, { timeoutSeconds: 1 });
   t.not(b, a);
   t.not(rememberedSession(memory, http(), { ...creds, password: 'other-secret' }, { timeoutSeconds: 1 }), b, 'a reloaded HTTP client');
+});
+
+t.test('an unversioned auth_url: one discovery GET, then the login at the v3 endpoint it names', async (t) => {
+  const ks = await startKeystoneServer();
+  t.teardown(() => ks.close());
+  const session = new KeystoneSession(http(), { authUrl: ks.rootUrl, userId: ks.userId, password: ks.password, projectId: ks.projectId }, { timeoutSeconds: 2 });
+  const tok = await session.token();
+  t.ok(ks.validate(tok.token));
+  t.same(
+    ks.requests.map((r) => `${r.method} ${r.url}`),
+    ['GET /identity', 'GET /identity/v3/', 'POST /identity/v3/auth/tokens'],
+  );
+  session.invalidate();
+  await session.token();
+  t.equal(ks.discoveries(), 2, 'discovery is not repeated for the next login');
+});
+
+t.test('discovery without v3 fails the login with the discovery error; nothing is posted', async (t) => {
+  const ks = await startKeystoneServer();
+  t.teardown(() => ks.close());
+  ks.versionsDocument = { versions: { values: [{ id: 'v2.0', status: 'deprecated', links: [{ rel: 'self', href: `${ks.url}/identity/v2.0/` }] }] } };
+  const session = new KeystoneSession(http(), { authUrl: `${ks.rootUrl}/`, userId: ks.userId, password: ks.password, projectId: ks.projectId });
+  const err = await rejection(session.token());
+  t.type(err, KeystoneError);
+  t.match(err.message, /offers no usable Identity v3 .*set auth_url to Keystone's v3 endpoint/);
+  t.equal(ks.tokensIssued(), 0);
+  t.notOk(err.message.includes(ks.password));
+});
+
+/** Two processes in a row: sessions with nothing in common but the cache directory. */
+function sessionOn(ks: KeystoneServer, dir: string, extra: { now?: () => number; ttlSeconds?: number; log?: Logger } = {}): KeystoneSession {
+  return new KeystoneSession(
+    http(),
+    { authUrl: ks.rootUrl, userId: ks.userId, password: ks.password, projectId: ks.projectId },
+    { timeoutSeconds: 2, cache: { dir, ttlSeconds: extra.ttlSeconds ?? 1800 }, ...(extra.now ? { now: extra.now } : {}), ...(extra.log ? { log: extra.log } : {}) },
+  );
+}
+
+t.test('token cache: a restarted client reuses the stored token and catalog: no discovery, no login', async (t) => {
+  const ks = await startKeystoneServer();
+  t.teardown(() => ks.close());
+  ks.catalog = [{ type: 'orchestration', endpoints: [{ interface: 'public', url: 'http://heat.test/v1/p' }] }];
+  const dir = path.join(t.testdir(), 'var/lib/os-collect-config/keystone');
+  const first = await sessionOn(ks, dir).token();
+  t.equal(ks.tokensIssued(), 1);
+  const [file] = readdirSync(dir);
+  t.equal(statSync(dir).mode & 0o777, 0o700);
+  t.equal(statSync(path.join(dir, file!)).mode & 0o777, 0o600);
+  const before = ks.requests.length;
+  const captured = captureLog();
+  const second = await sessionOn(ks, dir, { log: captured.log }).token();
+  t.equal(ks.requests.length, before, 'the second process sends Keystone nothing');
+  t.equal(second.token, first.token);
+  t.same(second.catalog, first.catalog);
+  t.equal(findEndpoint(second.catalog, 'orchestration'), 'http://heat.test/v1/p');
+  t.same(captured.lines.map((l) => l.msg), ['reusing the cached Keystone token']);
+  t.notOk(captured.text().includes(first.token));
+});
+
+t.test('token cache: an expired file (by expiry or cache_ttl) means one login, and the file is replaced', async (t) => {
+  const ks = await startKeystoneServer();
+  t.teardown(() => ks.close());
+  const dir = t.testdir();
+  let now = Date.now();
+  const first = await sessionOn(ks, dir, { now: () => now }).token();
+  now += 1800_000;
+  const captured = captureLog();
+  const second = await sessionOn(ks, dir, { now: () => now, log: captured.log }).token();
+  t.not(second.token, first.token, 'cache_ttl (1800 s) reached: logged in');
+  t.equal(ks.tokensIssued(), 2);
+  t.same(captured.lines.map((l) => l.msg), ['cached Keystone token expired; logging in']);
+  t.equal((await sessionOn(ks, dir, { now: () => now }).token()).token, second.token, 'the new token was stored');
+  ks.lifetimeMs = 90_000;
+  const longTtl = t.testdir();
+  const start = Date.now();
+  await sessionOn(ks, longTtl, { ttlSeconds: 86_400, now: () => start }).token();
+  t.equal(ks.tokensIssued(), 3);
+  await sessionOn(ks, longTtl, { ttlSeconds: 86_400, now: () => start + 29_000 }).token();
+  t.equal(ks.tokensIssued(), 3, 'reused while more than the one-minute margin is left');
+  await sessionOn(ks, longTtl, { ttlSeconds: 86_400, now: () => start + 31_000 }).token();
+  t.equal(ks.tokensIssued(), 4, 'not reused inside the margin, however long cache_ttl is');
+});
+
+t.test('token cache: a corrupt file is ignored with one warning, replaced by the next login, and reused after that', async (t) => {
+  const ks = await startKeystoneServer();
+  t.teardown(() => ks.close());
+  const dir = t.testdir();
+  await sessionOn(ks, dir).token();
+  const file = path.join(dir, readdirSync(dir)[0]!);
+  writeFileSync(file, '{"format": 1, "token": ', { mode: 0o600 });
+  const captured = captureLog();
+  const fresh = await sessionOn(ks, dir, { log: captured.log }).token();
+  t.equal(ks.tokensIssued(), 2);
+  t.same(captured.lines.map((l) => [l.level, l.msg, l.reason]), [['warn', 'ignoring the cached Keystone token; logging in', 'not JSON']]);
+  t.equal((await sessionOn(ks, dir).token()).token, fresh.token);
+  t.equal(ks.tokensIssued(), 2);
+});
+
+t.test('token cache: invalidate() (a 401) removes the file, so neither this process nor the next reuses the token', async (t) => {
+  const ks = await startKeystoneServer();
+  t.teardown(() => ks.close());
+  const dir = t.testdir();
+  const session = sessionOn(ks, dir);
+  const revoked = await session.token();
+  session.invalidate();
+  const renewed = await session.token();
+  t.not(renewed.token, revoked.token);
+  t.equal(ks.tokensIssued(), 2, 'one login after the refusal');
+  t.equal((await sessionOn(ks, dir).token()).token, renewed.token, 'the file holds the new token');
+  const restarted = sessionOn(ks, dir);
+  restarted.invalidate();
+  await new Promise((r) => setTimeout(r, 50));
+  t.same(readdirSync(dir), [], 'removed');
+  t.equal(ks.tokensIssued(), 2);
+});
+
+t.test('token cache: an unwritable cache_dir costs a warning, not the login', async (t) => {
+  const ks = await startKeystoneServer();
+  t.teardown(() => ks.close());
+  const dir = path.join(t.testdir({ file: 'x' }), 'file', 'keystone');
+  const captured = captureLog();
+  const session = sessionOn(ks, dir, { log: captured.log });
+  const tok = await session.token();
+  t.ok(ks.validate(tok.token));
+  t.equal(await session.token(), tok, 'kept in memory');
+  t.same(captured.lines.filter((l) => l.level !== 'debug').map((l) => l.msg), ['cannot write the Keystone token cache; the token is kept in memory only']);
+});
+
+t.test('rememberedSession: a different cache directory or ttl is a different session', async (t) => {
+  const memory = new Map<string, unknown>();
+  const client = http();
+  const creds = { authUrl: 'http://k/v3', userId: 'u', password: 'p-secret', projectId: 'p' };
+  const a = rememberedSession(memory, client, creds, { timeoutSeconds: 1, cache: { dir: '/a', ttlSeconds: 1800 } });
+  t.equal(rememberedSession(memory, client, creds, { timeoutSeconds: 1, cache: { dir: '/a', ttlSeconds: 1800 } }), a);
+  const b = rememberedSession(memory, client, creds, { timeoutSeconds: 1, cache: { dir: '/b', ttlSeconds: 1800 } });
+  t.not(b, a);
+  t.not(rememberedSession(memory, client, creds, { timeoutSeconds: 1, cache: { dir: '/b', ttlSeconds: 60 } }), b);
 });

@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
+import { startCountingProxy } from './counting-proxy.js';
 import { HeatClient, outputsOf, type Stack } from './heat-client.js';
 import { startRealHeat, type RealHeat } from './harness.js';
 import { AGENT_STOP_GRACE_MS, prepareInstance, startAgent, type AgentProcess, type Instance } from './instance.js';
@@ -18,6 +19,8 @@ import { AGENT_STOP_GRACE_MS, prepareInstance, startAgent, type AgentProcess, ty
 // and logs and names it. OCA_AGENT_BUNDLE=<file> runs another build of the agent than dist/os-config-agent.mjs.
 
 const TEMPLATES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'templates');
+// Shared by most scenarios; tap's --grep marks the options object of each test it filters out as skipped, so a
+// scenario meant to be run alone (--grep) takes a fresh object.
 const SCENARIO = { timeout: 90_000 };
 const run = promisify(execFile);
 
@@ -232,6 +235,60 @@ t.test('POLL_SERVER_HEAT + HEAT_SIGNAL with the stack user\'s Keystone password'
   t.equal(out.deploy_status_code, 0);
   t.match(booted.instance.readConfig(), /collectors = heat/, 'the agent switched itself to the heat collector');
   t.equal(await signalEvents(stack, 'deployment'), 1, 'signalled once');
+});
+
+t.test('heat collector with an unversioned auth_url and [keystone] cache_dir: version discovered, and a restarted agent reuses the cached token (no second login)', { timeout: SCENARIO.timeout }, async (t) => {
+  const stack = 'keystone-cache';
+  const dir = scenarioDir(stack);
+  await client.createStack(stack, template('heat-signal.yaml'), { who: 'cached token' });
+  await client.waitResource(stack, 'server', 30_000);
+  const occ = (await client.resourceMetadata(stack, 'server'))['os-collect-config'] as { heat: Record<string, string | null> };
+  t.match(String(occ.heat.auth_url), /\/v3\/?$/, 'Heat hands out a versioned auth_url');
+  // Every request the collector sends Keystone passes the proxy; the agent is given its unversioned root.
+  const proxy = await startCountingProxy(Number(new URL(heat!.keystoneUrl).port));
+  t.teardown(() => proxy.close());
+  const instance = prepareInstance(dir, occ);
+  const heatSection = Object.entries({ ...occ.heat, auth_url: `${proxy.url}/` })
+    .filter(([, v]) => typeof v === 'string' && v !== '' && v !== 'null')
+    .map(([k, v]) => `${k} = ${v}`);
+  // Only the heat collector, and no self-configuration (it would put Heat's versioned auth_url back).
+  writeFileSync(
+    path.join(instance.root, 'etc/os-collect-config.conf'),
+    ['[DEFAULT]', 'collectors = heat', 'command = /bin/true', 'min_polling_interval = 1', 'polling_interval = 1', '[agent]', 'poll_jitter = 0', 'config_target =',
+      '[keystone]', 'cache_dir = /var/lib/os-collect-config/keystone', '[heat]', ...heatSection, ''].join('\n'),
+    { mode: 0o600 },
+  );
+  const logFile = path.join(heat!.dir, `agent-${stack}.log`);
+  const first = startAgent(instance, logFile);
+  t.teardown(() => first.stop());
+  const done = (await settle(stack, 'CREATE', 60_000, [first])) as Stack;
+  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+  t.equal(outputsOf(done).greeting, 'hello cached token');
+  // Keystone's 300 carries Location: <v3 URL>, which the HTTP client follows; the v3 document names the same endpoint.
+  const discoveredAndLoggedIn = ['GET /', 'GET /v3/', 'POST /v3/auth/tokens'];
+  t.same(proxy.requests, discoveredAndLoggedIn, 'the first agent discovered v3 from the root, then logged in once');
+  const cacheDir = path.join(instance.root, 'var/lib/os-collect-config/keystone');
+  const files = readdirSync(cacheDir);
+  t.equal(files.length, 1, 'one token file');
+  t.equal(statSync(cacheDir).mode & 0o777, 0o700, 'cache directory 0700');
+  t.equal(statSync(path.join(cacheDir, files[0]!)).mode & 0o777, 0o600, 'token file 0600');
+  await first.stop();
+
+  const second = startAgent(instance, logFile);
+  t.teardown(() => second.stop());
+  // Polls that reached Heat with the cached token end in "no changes detected"; a refused one would be logged.
+  const deadline = Date.now() + 30_000;
+  while (second.lines.filter((l) => l.msg === 'no changes detected').length < 3) {
+    const problem = second.problem();
+    if (problem) throw new Error(`waiting for the restarted agent to poll Heat: ${problem}`);
+    if (Date.now() > deadline) throw new Error(`the restarted agent did not complete three polls; see ${logFile}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  t.ok(second.lines.some((l) => l.msg === 'reusing the cached Keystone token'), 'the restarted agent read the token from cache_dir');
+  t.notOk(second.lines.some((l) => l.msg === 'source unavailable' || l.msg === 'Heat refused the cached token; authenticating again'), 'Heat accepted the cached token');
+  t.same(proxy.requests, discoveredAndLoggedIn, 'Keystone saw nothing from the restarted agent: no discovery, no login');
+  const token = JSON.parse(readFileSync(path.join(cacheDir, files[0]!), 'utf8')) as { token: string };
+  t.notOk(readFileSync(logFile, 'utf8').includes(token.token), 'the token is in no log line');
 });
 
 t.test('POLL_TEMP_URL + TEMP_URL_SIGNAL through a real Swift proxy', SCENARIO, async (t) => {
