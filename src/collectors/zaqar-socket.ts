@@ -84,14 +84,20 @@ export async function openZaqarSocket(options: ZaqarSocketOptions): Promise<Zaqa
   }
   const { WebSocket } = await import('ws');
   const ca = options.caFile && !options.insecure ? await readFile(options.caFile) : undefined;
-  const ws = new WebSocket(options.url, {
-    handshakeTimeout: options.timeoutMs,
-    maxPayload: options.maxBytes,
-    perMessageDeflate: false,
-    followRedirects: false,
-    ...(ca ? { ca } : {}),
-    ...(options.insecure ? { rejectUnauthorized: false } : {}),
-  });
+  let ws: WebSocket;
+  try {
+    ws = new WebSocket(options.url, {
+      handshakeTimeout: options.timeoutMs,
+      maxPayload: options.maxBytes,
+      perMessageDeflate: false,
+      followRedirects: false,
+      ...(ca ? { ca } : {}),
+      ...(options.insecure ? { rejectUnauthorized: false } : {}),
+    });
+  } catch (err) {
+    // ws refuses some URLs up front (a fragment, for one).
+    throw new ZaqarSocketError('connect', `the Zaqar websocket endpoint ${where} cannot be used: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
   const socket = new ZaqarSocket(ws, options, where);
   await socket.opened;
   const auth = await socket.request('authenticate');

@@ -135,6 +135,17 @@ t.test('the endpoint comes from the messaging-websocket service of the catalog, 
   const none = await setup(t, {}, false);
   t.match(await failure(zaqarCollector.collect(none.tc.ctx)), { message: /no public "messaging-websocket" endpoint/ });
   t.equal(none.zaqar.connections(), 0);
+  // Endpoints a websocket cannot use are refused with a reason, not thrown at the daemon.
+  for (const [url, reason] of [
+    ['ftp://127.0.0.1:9/', /uses ftp:; only ws: and wss: are supported/],
+    [`${none.zaqar.endpoint}/#fragment`, /cannot be used: .*fragment/],
+  ] as const) {
+    const bad = await setup(t, {}, false);
+    bad.ks.catalog = [{ type: 'messaging-websocket', endpoints: [{ interface: 'public', url }] }];
+    const err = await failure(zaqarCollector.collect(bad.tc.ctx));
+    t.type(err, SourceUnavailableError);
+    t.match(err.message, reason);
+  }
 });
 
 t.test('a token Zaqar refuses gets one new token; a second refusal is the source unavailable', async (t) => {
