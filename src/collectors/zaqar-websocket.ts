@@ -24,6 +24,8 @@ const CLIENT_ID = 'ws-client-id';
 
 interface Link {
   readonly fingerprint: string;
+  /** The Keystone session the connection renews its token from (a new one after a reload). */
+  readonly session: KeystoneSession;
   socket: ZaqarSocket;
   subscribedAt: number;
   /** Failed connections before this one; reset by a successful pop. */
@@ -84,7 +86,7 @@ async function liveLink(ctx: CollectContext, session: KeystoneSession, random: (
   const cfg = ctx.config.zaqar;
   const fingerprint = JSON.stringify([cfg.auth_url, cfg.user_id, cfg.project_id, cfg.queue_id, cfg.region_name, cfg.ssl_certificate_validation, cfg.ca_file, cfg.timeout]);
   const kept = ctx.memory.get(LINK) as Link | undefined;
-  if (kept?.socket.isOpen && kept.fingerprint === fingerprint) return kept;
+  if (kept?.socket.isOpen && kept.fingerprint === fingerprint && kept.session === session) return kept;
   ctx.memory.delete(LINK);
   kept?.socket.close();
 
@@ -102,7 +104,7 @@ async function liveLink(ctx: CollectContext, session: KeystoneSession, random: (
     const token = await session.token(ctx.signal);
     const url = findEndpoint(token.catalog, 'messaging-websocket', cfg.region_name);
     // The socket is set once open; the callbacks below only run after that.
-    const link = { fingerprint, subscribedAt: 0, pushed: undefined, failuresBefore: reconnect?.failures ?? 0 } as Link;
+    const link = { fingerprint, session, subscribedAt: 0, pushed: undefined, failuresBefore: reconnect?.failures ?? 0 } as Link;
     socket = await openZaqarSocket({
       url,
       projectId: cfg.project_id!,

@@ -320,6 +320,17 @@ t.test('switching use_websockets off closes the kept connection', async (t) => {
   t.equal(s.zaqar.openConnections(), 0);
 });
 
+t.test('a reload (new settings or a new HTTP client) replaces the kept connection', async (t) => {
+  const s = await setup(t);
+  s.zaqar.post(QUEUE, doc(1));
+  await zaqarCollector.collect(s.tc.ctx);
+  const reloaded = await collectorContext('zaqar', { root: s.root, cli: s.cli, memory: s.tc.ctx.memory, now: () => s.clock.now, signal: s.abort.signal });
+  t.equal((await zaqarCollector.collect(reloaded.ctx)).unchanged, true);
+  t.equal(s.zaqar.connections(), 2, 'a new connection with the new session');
+  await until(() => s.zaqar.openConnections() === 1);
+  t.equal(s.zaqar.openConnections(), 1, 'the old one is closed');
+});
+
 t.test('reconnect delay: doubling from 1 s, capped at 5 min, jittered into [half, full]', async (t) => {
   t.equal(reconnectDelayMs(1, 1), 1000);
   t.equal(reconnectDelayMs(1, 0), 500);
