@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SourceUnavailableError } from '../errors.js';
 import { findEndpoint, KeystoneError, type KeystoneSession } from '../keystone/keystone-client.js';
+import { redactUrl } from '../log/redact.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { errorText, openZaqarSocket, ZaqarSocketError, type ZaqarSocket } from './zaqar-socket.js';
 import type { CollectContext } from './types.js';
@@ -140,7 +141,7 @@ async function liveLink(ctx: CollectContext, session: KeystoneSession, random: (
     link.subscribedAt = ctx.now();
     ctx.memory.set(LINK, link);
     ctx.memory.delete(RECONNECT);
-    ctx.log.info({ endpoint: url.replace(/[?#].*$/, ''), queue, reconnected: reconnect !== undefined }, 'Zaqar websocket subscribed');
+    ctx.log.info({ endpoint: redactUrl(url), queue, reconnected: reconnect !== undefined }, 'Zaqar websocket subscribed');
     return link;
   } catch (err) {
     socket?.close();

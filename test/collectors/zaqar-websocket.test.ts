@@ -148,6 +148,14 @@ t.test('the endpoint comes from the messaging-websocket service of the catalog, 
   }
 });
 
+t.test('a CA file that cannot be read is the source unavailable, said plainly', async (t) => {
+  const s = await setup(t, { ssl_certificate_validation: true, ca_file: '/nonexistent/zaqar-ca.pem' });
+  const err = await failure(zaqarCollector.collect(s.tc.ctx));
+  t.type(err, SourceUnavailableError);
+  t.match(err.message, /the Zaqar websocket could not be opened: ENOENT.*zaqar-ca\.pem/);
+  t.equal(s.zaqar.connections(), 0);
+});
+
 t.test('a token Zaqar refuses gets one new token; a second refusal is the source unavailable', async (t) => {
   const s = await setup(t);
   s.zaqar.post(QUEUE, doc(1));
