@@ -7,6 +7,7 @@ import { collectorSessionOptions, findEndpoint, KeystoneError, rememberedSession
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { closeWebsocket, popOverWebsocket } from './zaqar-websocket.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
 // `zaqar`: Heat posts the whole server metadata to a Zaqar queue on every change (ZAQAR_MESSAGE); each poll pops
@@ -15,7 +16,8 @@ import type { CollectContext, Collector, CollectResult } from './types.js';
 // ssl_certificate_validation = true, upstream's default; Keystone is always verified.
 // Difference from upstream: an empty queue is the normal state between changes, so it yields the last document seen
 // (from memory, else from <cachedir>/zaqar.json) marked unchanged, instead of "unavailable" dropping the source's
-// files from OS_CONFIG_FILES (B13). The websocket API is not offered: use_websockets = true is reported as such.
+// files from OS_CONFIG_FILES (B13). With use_websockets = true the pop goes over Zaqar's websocket API instead
+// (zaqar-websocket.ts); everything around it is shared.
 
 const CLIENT_ID = 'client-id';
 const LAST = 'last-document';
@@ -33,10 +35,13 @@ export const zaqarCollector: Collector = {
     ];
     for (const [name, value] of required) if (!value) throw new SourceNotConfiguredError('zaqar', `no [zaqar] ${name}`);
     if (cfg.ssl_certificate_validation && !cfg.ca_file) throw new SourceNotConfiguredError('zaqar', '[zaqar] ssl_certificate_validation needs ca_file');
-    if (cfg.use_websockets) {
-      throw new SourceUnavailableError('zaqar', 'the Zaqar websocket API is not supported by this agent; set [zaqar] use_websockets = false to poll over HTTP');
-    }
     const session = rememberedSession(ctx.memory, ctx.http, { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! }, { timeoutSeconds: cfg.timeout, now: ctx.now, ...collectorSessionOptions(ctx.config, ctx.log) });
+    if (cfg.use_websockets) {
+      const body = await popOverWebsocket(ctx, session);
+      if (!body) return lastDocument(ctx);
+      return latestDocument(ctx, body);
+    }
+    closeWebsocket(ctx.memory);
 
     let res = await pop(ctx, session);
     if (res.statusCode === 401) {
@@ -63,10 +68,15 @@ export const zaqarCollector: Collector = {
     const first: unknown = messages[0];
     const body = isJsonObject(first) ? first.body : undefined;
     if (!isJsonObject(body)) throw new SourceUnavailableError('zaqar', 'the Zaqar message body is not a JSON object', { code: 'ERR_SOURCE_INVALID_DATA' });
-    ctx.memory.set(LAST, body);
-    return { pairs: explodeDeployments('zaqar', body, ctx.config.DEFAULT.deployment_key, ctx.log) };
+    return latestDocument(ctx, body);
   },
 };
+
+/** A message arrived: it is the metadata now. */
+function latestDocument(ctx: CollectContext, body: JsonObject): CollectResult {
+  ctx.memory.set(LAST, body);
+  return { pairs: explodeDeployments('zaqar', body, ctx.config.DEFAULT.deployment_key, ctx.log) };
+}
 
 async function pop(ctx: CollectContext, session: KeystoneSession): Promise<HttpResponse> {
   const cfg = ctx.config.zaqar;

@@ -106,7 +106,7 @@ export const SCHEMA = {
     project_id: str(undefined, 'Keystone project id.'),
     auth_url: str(undefined, 'Keystone URL.'),
     queue_id: str(undefined, 'Zaqar queue to consume.'),
-    use_websockets: bool(false, 'Use the websocket API.'),
+    use_websockets: bool(false, "Talk to Zaqar over its websocket API (the catalog's messaging-websocket service), for this collector and for ZAQAR_SIGNAL signals."),
     region_name: str(undefined, 'Region of the messaging endpoint.'),
     ssl_certificate_validation: bool(false, 'Verify the Zaqar TLS certificate.'),
     ca_file: path(undefined, 'CA file for Zaqar TLS.'),

@@ -109,6 +109,7 @@ class Dispatcher {
       now: this.now,
       random: ctx.random ?? Math.random,
       signal: ctx.signal,
+      zaqarWebsockets: ctx.config.zaqar.use_websockets,
     };
   }
 

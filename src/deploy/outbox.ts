@@ -33,6 +33,8 @@ export interface OutboxDeps {
   readonly now: () => number;
   readonly random: () => number;
   readonly signal?: AbortSignal;
+  /** [zaqar] use_websockets: ZAQAR_SIGNAL goes over the websocket API. */
+  readonly zaqarWebsockets?: boolean;
 }
 
 export interface FlushReport {
@@ -90,7 +92,14 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
     log.error({ code: 'ERR_SIGNAL' }, 'signal cannot be sent');
     return deps.store.save({ ...record, lastError, signal: { state: 'failed', transport: record.signal.transport, attempts, lastAttemptAt: at, lastError } });
   }
-  const delivery = await deliver(target, text, { http: deps.http, log, timeoutSeconds: deps.timeoutSeconds, now: deps.now, ...(deps.signal ? { signal: deps.signal } : {}) });
+  const delivery = await deliver(target, text, {
+    http: deps.http,
+    log,
+    timeoutSeconds: deps.timeoutSeconds,
+    now: deps.now,
+    ...(deps.signal ? { signal: deps.signal } : {}),
+    ...(deps.zaqarWebsockets ? { zaqarWebsockets: true } : {}),
+  });
   // A shutdown during the attempt says nothing about Heat: the attempt is not counted.
   if (delivery.outcome === 'retry' && deps.signal?.aborted) return record;
   const base = { transport: target.transport, attempts, lastAttemptAt: at, ...(delivery.status !== undefined ? { lastStatus: delivery.status } : {}) };
@@ -160,6 +169,7 @@ export async function flushOutbox(loaded: LoadedConfig, log: Logger, http: HttpC
         now,
         random: options.random ?? Math.random,
         ...(options.signal ? { signal: options.signal } : {}),
+        zaqarWebsockets: config.zaqar.use_websockets,
       }),
     );
   } catch (err) {

@@ -124,12 +124,14 @@ t.test('not configured: required options in upstream order; validation without c
   t.match(await failure(zaqarCollector.collect(tc.ctx)), { message: /needs ca_file/ });
 });
 
-t.test('use_websockets is reported as not supported, clearly', async (t) => {
-  const { tc: _tc, root, cli } = await setup(t);
+t.test('use_websockets = true never uses the HTTP API (test/collectors/zaqar-websocket.test.ts has the rest)', async (t) => {
+  const { tc: _tc, root, cli, zaqar } = await setup(t);
+  zaqar.post(QUEUE, doc(1));
   const tc = await collectorContext('zaqar', { root, cli: { zaqar: { ...cli.zaqar, use_websockets: true } } });
   const err = await failure(zaqarCollector.collect(tc.ctx));
   t.type(err, SourceUnavailableError);
-  t.match(err.message, /websocket API is not supported by this agent; set \[zaqar\] use_websockets = false/);
+  t.match(err.message, /no public "messaging-websocket" endpoint in the Keystone catalog/);
+  t.equal(zaqar.requests.length, 0);
 });
 
 t.test('every fault is reported as unavailable with a clear message', async (t) => {

@@ -12,6 +12,8 @@ export interface DeliveryContext {
   readonly timeoutSeconds: number;
   readonly signal?: AbortSignal;
   readonly now: () => number;
+  /** ZAQAR_SIGNAL over Zaqar's websocket API ([zaqar] use_websockets) rather than its HTTP API. */
+  readonly zaqarWebsockets?: boolean;
 }
 
 export type Delivery =

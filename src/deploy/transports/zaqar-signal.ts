@@ -7,12 +7,14 @@ import { keystoneSessionFor, loginFailure } from './keystone-sessions.js';
 // ZAQAR_SIGNAL: log in to Keystone v3 as the deployment's user, find the public messaging endpoint, and post one
 // message {"ttl": 600, "body": <signal>} to deploy_queue_id, where Heat reads it. Upstream used the v1.1 client API;
 // this uses v2, which has the same message format and is the version Zaqar keeps. A 401 gets one fresh login.
+// With [zaqar] use_websockets = true the same message goes over the websocket API (zaqar-ws-signal.ts).
 
 const MESSAGE_TTL_SECONDS = 600;
 // Zaqar requires a Client-ID (a UUID) on every request; one per agent process.
 const CLIENT_ID = randomUUID();
 
 export async function sendZaqarSignal(target: Extract<SignalTarget, { transport: 'ZAQAR_SIGNAL' }>, text: string, ctx: DeliveryContext): Promise<Delivery> {
+  if (ctx.zaqarWebsockets) return (await import('./zaqar-ws-signal.js')).sendZaqarSignalOverWebsocket(target, text, ctx);
   const session = keystoneSessionFor(ctx.http, target, ctx.timeoutSeconds);
   const body = `{"messages": [{"ttl": ${MESSAGE_TTL_SECONDS}, "body": ${text}}]}`;
   let last: Delivery = { outcome: 'retry', error: 'Zaqar signal: not attempted' };
