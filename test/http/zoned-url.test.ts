@@ -41,7 +41,7 @@ t.test('the HTTP client reaches a zoned URL; the Host header carries no zone; re
 });
 
 t.test('a zone naming no interface fails as a transport error, not a crash', async (t) => {
-  const server = await startTestServer((_req, res) => res.end('x'), '::1');
+  const server = await startTestServer((_req, res) => void res.end('x'), '::1');
   t.teardown(() => server.close());
   const http = createHttpClient({ defaultMaxBytes: 4096, defaultRetries: 0 });
   const err = await http.request({ url: `http://[fe80::a9fe:a9fe%25nosuchif0]:${server.port}/`, timeoutSeconds: 2 }).then(
