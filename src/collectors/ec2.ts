@@ -46,7 +46,7 @@ export const ec2Collector: Collector = {
     const { urls, invalid } = configuredUrls(ctx.config);
     if (urls.length === 0) {
       if (driveNote) throw new SourceUnavailableError('ec2', `${driveNote}; no metadata service URL is configured`, { code: 'ERR_SOURCE_INVALID_DATA' });
-      const why = invalid.length > 0 ? `no usable metadata URL (${invalid.map(redactUrl).join('; ')})` : 'no config drive and no metadata service URL ([ec2] metadata_url is empty)';
+      const why = invalid.length > 0 ? `no usable metadata URL (${invalid.join('; ')})` : 'no config drive and no metadata service URL ([ec2] metadata_url is empty)';
       throw new SourceNotConfiguredError('ec2', why);
     }
 
@@ -81,7 +81,7 @@ function allFailed(failures: readonly AgentError[], driveNote: string | undefine
   const [only] = codes;
   const code = codes.size === 1 ? SHARED_CODES.find((c) => c === only) ?? 'ERR_SOURCE_UNAVAILABLE' : 'ERR_SOURCE_UNAVAILABLE';
   const parts = failures.length === 1 ? [failures[0]!.message] : [`none of ${failures.length} metadata URLs answered: ${failures.map((f) => f.message).join('; ')}`];
-  if (invalid.length > 0) parts.push(`skipped: ${invalid.map(redactUrl).join('; ')}`);
+  if (invalid.length > 0) parts.push(`skipped: ${invalid.join('; ')}`);
   if (driveNote) parts.unshift(driveNote);
   return new SourceUnavailableError('ec2', parts.join('; '), { code: driveNote && failures.length === 0 ? 'ERR_SOURCE_INVALID_DATA' : code, cause: failures[failures.length - 1] });
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { AgentConfig } from '../config/options.js';
 import { splitZone } from '../http/zoned-url.js';
 import type { Logger } from '../log/logger.js';
+import { redactUrl } from '../log/redact.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { readJsonFile } from '../util/read-json-file.js';
 
@@ -19,7 +20,7 @@ const ANY_ZONE = /%(?:25)?\*\]/;
 export interface Candidates {
   /** URLs to try, in order (zone ids in RFC 6874 form). */
   readonly urls: readonly string[];
-  /** Configured entries that are not http(s) URLs, with the reason. */
+  /** Configured entries that are not http(s) URLs, with the reason (redacted, ready to show). */
   readonly invalid: readonly string[];
 }
 
@@ -44,7 +45,7 @@ export function configuredUrls(config: AgentConfig, interfaces: Interfaces = os.
     const expanded = ANY_ZONE.test(entry) ? (zones ??= linkLocalInterfaces(interfaces)).map((zone) => entry.replace(ANY_ZONE, `%25${zone}]`)) : [entry];
     for (const url of expanded) {
       const problem = urlProblem(url);
-      if (problem) invalid.push(`${entry}: ${problem}`);
+      if (problem) invalid.push(`${redactUrl(entry)}: ${problem}`);
       else if (!urls.includes(url.replace(/\/+$/, ''))) urls.push(url.replace(/\/+$/, ''));
     }
   }
