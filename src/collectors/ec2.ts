@@ -23,6 +23,7 @@ const TOKEN_TTL_SECONDS = 21600;
 const MAX_DEPTH = 12;
 const MAX_REQUESTS = 2000;
 const SAFE_NAME = /^[A-Za-z0-9_.,:@+-]{1,255}$/;
+const NO_CONFIG_DRIVE = 'noConfigDrive';
 
 export const ec2Collector: Collector = {
   name: 'ec2',
@@ -30,13 +31,17 @@ export const ec2Collector: Collector = {
     const cached = await readCached(ctx);
     if (cached !== undefined) return { pairs: [{ key: 'ec2', value: cached }] };
 
-    const drive = await readConfigDrive({
-      paths: ctx.paths,
-      log: ctx.log,
-      timeoutMs: Math.max(1, Math.round(ctx.config.ec2.timeout * 1000)),
-      maxBytes: ctx.config.agent.max_source_bytes,
-      signal: ctx.signal,
-    });
+    // Nova attaches a config drive at boot, never later: once blkid has found none, later polls do not ask again.
+    const drive: DriveRead = ctx.memory.get(NO_CONFIG_DRIVE)
+      ? { kind: 'none' }
+      : await readConfigDrive({
+          paths: ctx.paths,
+          log: ctx.log,
+          timeoutMs: Math.max(1, Math.round(ctx.config.ec2.timeout * 1000)),
+          maxBytes: ctx.config.agent.max_source_bytes,
+          signal: ctx.signal,
+        });
+    if (drive.kind === 'none') ctx.memory.set(NO_CONFIG_DRIVE, true);
     if (drive.kind === 'data') {
       ctx.log.info({ device: drive.device, file: drive.file, via: drive.via }, 'ec2 metadata read from the config drive');
       return { pairs: [{ key: 'ec2', value: drive.value }] };

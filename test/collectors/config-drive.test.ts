@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { MetadataCache } from '../../src/cache/metadata-cache.js';
@@ -237,6 +238,18 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
       t.same(leftovers(s.root), [], 'no temp mount point left');
     });
   }
+
+  t.test('no config drive: blkid is asked once per process, not on every poll', async (t) => {
+    const s = await driveSetup(t, 'iso', { [EC2_FILE]: JSON.stringify(EC2_DOC) });
+    const bin = path.join(s.root, 'work/fake-bin');
+    const real = execFileSync('sh', ['-c', `PATH=${process.env.PATH?.split(':').slice(1).join(':')} command -v blkid`], { encoding: 'utf8' }).trim();
+    writeFileSync(path.join(bin, 'blkid'), `#!/bin/sh\necho "blkid $*" >> '${path.join(s.root, 'work/calls')}'\nexec ${real} "$@"\n`, { mode: 0o755 });
+    // This root's /dev has no config-2 device: the attached drive belongs to no root here.
+    rmSync(path.join(s.root, s.device));
+    const tc = await collectorContext('ec2', { root: s.root, cli: s.cli });
+    for (let i = 0; i < 3; i++) await ec2Collector.collect(tc.ctx).catch(() => undefined);
+    t.same(s.calls(), ['blkid -c /dev/null -o export -t LABEL=config-2']);
+  });
 
   t.test('a hanging blkid is killed at [ec2] timeout; the source is unavailable, not stuck', async (t) => {
     const s = await driveSetup(t, 'iso', { [EC2_FILE]: JSON.stringify(EC2_DOC) });
