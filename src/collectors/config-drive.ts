@@ -97,7 +97,8 @@ export async function readConfigDrive(ctx: DriveContext): Promise<DriveRead> {
     try {
       return await fromDirectory(ctx, shown, mountpoint, 'mount');
     } finally {
-      const unmounted = await tool(ctx, 'umount', ['-l', mountpoint]);
+      // Not abortable: a shutdown while the drive is mounted must still unmount it.
+      const unmounted = await tool({ ...ctx, signal: undefined }, 'umount', ['-l', mountpoint]);
       if (unmounted.ok) await fs.rmdir(mountpoint).catch((err: unknown) => ctx.log.warn({ dir: mountpoint, reason: (err as NodeJS.ErrnoException).code }, 'could not remove the config drive mount point'));
       else ctx.log.error({ device: shown, mountpoint, reason: unmounted.reason }, 'could not unmount the config drive; unmount it by hand');
     }
