@@ -80,7 +80,7 @@ function deviceOf(drive: DriveRead): string | undefined {
   return drive.kind === 'unusable' ? drive.device : undefined;
 }
 
-/** One error for the one log line: every URL's reason, and the drive's, with a code the failures share. */
+/** One error for the one log line: every URL's reason, and the drive's, with the code all URLs failed with, if one. */
 function allFailed(failures: readonly AgentError[], driveNote: string | undefined, invalid: readonly string[]): SourceUnavailableError {
   const codes = new Set(failures.map((f) => f.code));
   const [only] = codes;
@@ -88,7 +88,7 @@ function allFailed(failures: readonly AgentError[], driveNote: string | undefine
   const parts = failures.length === 1 ? [failures[0]!.message] : [`none of ${failures.length} metadata URLs answered: ${failures.map((f) => f.message).join('; ')}`];
   if (invalid.length > 0) parts.push(`skipped: ${invalid.join('; ')}`);
   if (driveNote) parts.unshift(driveNote);
-  return new SourceUnavailableError('ec2', parts.join('; '), { code: driveNote && failures.length === 0 ? 'ERR_SOURCE_INVALID_DATA' : code, cause: failures[failures.length - 1] });
+  return new SourceUnavailableError('ec2', parts.join('; '), { code, cause: failures[failures.length - 1] });
 }
 
 /** <cachedir>/ec2.json when it holds truthy JSON (upstream: `if content: return content`). */
