@@ -18,6 +18,8 @@ export function driveSkipReason(): string | undefined {
       return `${tool} is not installed (Debian: genisoimage dosfstools mtools libarchive-tools util-linux)`;
     }
   }
+  const loop = spawnSync('losetup', ['-f'], { encoding: 'utf8' });
+  if (loop.status !== 0) return `no free loop device (losetup -f: ${loop.stderr.trim()})`;
   return undefined;
 }
 
