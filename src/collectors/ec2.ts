@@ -1,42 +1,95 @@
 import path from 'node:path';
-import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
+import { AgentError, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
+import { splitZone, withZone } from '../http/zoned-url.js';
 import { redactUrl, registerSecret } from '../log/redact.js';
 import { readJsonFile } from '../util/read-json-file.js';
+import { readConfigDrive, type DriveRead } from './config-drive.js';
+import { configuredUrls, orderByLastAnswer, rememberAnswer } from './metadata-urls.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
-// `ec2`: the EC2-style metadata service, walked as upstream does. A URL ending in "/" is a listing (one entry per
-// line; "0=name" means "0/"), anything else is a leaf returned as text. The result is cached as <cachedir>/ec2.json
-// by the normal cache step, and a cached copy is used without touching the network: instance metadata does not change
-// (upstream commit a950edb, which took this load off nova-api). IMDSv2 is used when the service offers it: one PUT for
-// a session token, sent with every GET; a service without it (OpenStack's) answers the PUT with an error and the walk
-// continues without a token. Differences from upstream: empty listing lines are skipped instead of crashing, entries
-// that are not plain names are refused, and the walk is bounded in depth and size.
+// `ec2`, in upstream's order: the cached <cachedir>/ec2.json (instance metadata does not change; upstream commit
+// a950edb took this load off nova-api), then an OpenStack config drive (config-drive.ts), then the EC2-style
+// metadata service at the first of the configured URLs that answers (metadata-urls.ts). The service's tree is walked
+// as upstream does: a URL ending in "/" is a listing (one entry per line; "0=name" means "0/"), anything else a leaf
+// returned as text. IMDSv2 is used when the service offers it: one PUT for a session token, sent with every GET; a
+// service without it (OpenStack's) answers the PUT with an error and the walk continues without a token. Whatever
+// is read becomes the `ec2` pair and is cached by the normal cache step. Differences from upstream: empty listing
+// lines are skipped instead of crashing, entries that are not plain names are refused, the walk is bounded in depth
+// and size, a drive without the ec2 file is read from its OpenStack file, and several URLs can be tried.
 
 const TOKEN_TTL_SECONDS = 21600;
 const MAX_DEPTH = 12;
 const MAX_REQUESTS = 2000;
 const SAFE_NAME = /^[A-Za-z0-9_.,:@+-]{1,255}$/;
+const NO_CONFIG_DRIVE = 'noConfigDrive';
 
 export const ec2Collector: Collector = {
   name: 'ec2',
   async collect(ctx: CollectContext): Promise<CollectResult> {
     const cached = await readCached(ctx);
     if (cached !== undefined) return { pairs: [{ key: 'ec2', value: cached }] };
-    const base = ctx.config.ec2.metadata_url.replace(/\/+$/, '');
-    if (!base) throw new SourceNotConfiguredError('ec2', 'no [ec2] metadata_url');
-    try {
-      new URL(base);
-    } catch {
-      throw new SourceNotConfiguredError('ec2', `[ec2] metadata_url ${redactUrl(base)} is not a URL`);
+
+    // Nova attaches a config drive at boot, never later: once blkid has found none, later polls do not ask again.
+    const drive: DriveRead = ctx.memory.get(NO_CONFIG_DRIVE)
+      ? { kind: 'none' }
+      : await readConfigDrive({
+          paths: ctx.paths,
+          log: ctx.log,
+          timeoutMs: Math.max(1, Math.round(ctx.config.ec2.timeout * 1000)),
+          maxBytes: ctx.config.agent.max_source_bytes,
+          signal: ctx.signal,
+        });
+    if (drive.kind === 'none') ctx.memory.set(NO_CONFIG_DRIVE, true);
+    if (drive.kind === 'data') {
+      ctx.log.info({ device: drive.device, file: drive.file, via: drive.via }, 'ec2 metadata read from the config drive');
+      return { pairs: [{ key: 'ec2', value: drive.value }] };
     }
-    const token = await imdsToken(base, ctx);
-    const walker = new Walker(ctx, token);
-    const tree = await walker.walk(`${base}/`, 0);
-    return { pairs: [{ key: 'ec2', value: tree }] };
+    const driveNote = drive.kind === 'unusable' ? `config drive${drive.device ? ` ${drive.device}` : ''} unusable: ${drive.reason}` : undefined;
+
+    const { urls, invalid } = configuredUrls(ctx.config);
+    if (urls.length === 0) {
+      if (driveNote) throw new SourceUnavailableError('ec2', `${driveNote}; no metadata service URL is configured`, { code: 'ERR_SOURCE_INVALID_DATA' });
+      const why = invalid.length > 0 ? `no usable metadata URL (${invalid.join('; ')})` : 'no config drive and no metadata service URL ([ec2] metadata_url is empty)';
+      throw new SourceNotConfiguredError('ec2', why);
+    }
+
+    const stateDir = ctx.config.agent.state_dir;
+    const failures: AgentError[] = [];
+    for (const base of await orderByLastAnswer(urls, ctx.memory, stateDir, ctx.log)) {
+      try {
+        const token = await imdsToken(base, ctx);
+        const tree = await new Walker(ctx, token).walk(`${base}/`, 0);
+        await rememberAnswer(base, ctx.memory, stateDir, ctx.log);
+        if (driveNote) ctx.log.warn({ device: deviceOf(drive), reason: driveNote }, 'config drive unusable; ec2 metadata read from the metadata service');
+        return { pairs: [{ key: 'ec2', value: tree }] };
+      } catch (err) {
+        if (!(err instanceof AgentError) || ctx.signal.aborted) throw err;
+        failures.push(err);
+        ctx.log.debug({ url: redactUrl(base), reason: err.message }, 'metadata URL did not answer; trying the next');
+      }
+    }
+    throw allFailed(failures, driveNote, invalid);
   },
 };
+
+const SHARED_CODES = ['ERR_HTTP', 'ERR_HTTP_TOO_LARGE', 'ERR_SOURCE_INVALID_DATA', 'ERR_SOURCE_UNAVAILABLE'] as const;
+
+function deviceOf(drive: DriveRead): string | undefined {
+  return drive.kind === 'unusable' ? drive.device : undefined;
+}
+
+/** One error for the one log line: every URL's reason, and the drive's, with the code all URLs failed with, if one. */
+function allFailed(failures: readonly AgentError[], driveNote: string | undefined, invalid: readonly string[]): SourceUnavailableError {
+  const codes = new Set(failures.map((f) => f.code));
+  const [only] = codes;
+  const code = codes.size === 1 ? SHARED_CODES.find((c) => c === only) ?? 'ERR_SOURCE_UNAVAILABLE' : 'ERR_SOURCE_UNAVAILABLE';
+  const parts = failures.length === 1 ? [failures[0]!.message] : [`none of ${failures.length} metadata URLs answered: ${failures.map((f) => f.message).join('; ')}`];
+  if (invalid.length > 0) parts.push(`skipped: ${invalid.join('; ')}`);
+  if (driveNote) parts.unshift(driveNote);
+  return new SourceUnavailableError('ec2', parts.join('; '), { code, cause: failures[failures.length - 1] });
+}
 
 /** <cachedir>/ec2.json when it holds truthy JSON (upstream: `if content: return content`). */
 async function readCached(ctx: CollectContext): Promise<unknown> {
@@ -53,10 +106,12 @@ async function readCached(ctx: CollectContext): Promise<unknown> {
 
 /** The IMDSv2 token URL: <service root>/latest/api/token, the service root being what precedes /latest. */
 export function tokenUrl(base: string): string {
-  const u = new URL(base);
+  const zoned = splitZone(base);
+  const u = new URL(zoned.url);
   const at = u.pathname.indexOf('/latest');
   const prefix = at === -1 ? '' : u.pathname.slice(0, at);
-  return `${u.origin}${prefix}/latest/api/token`;
+  const plain = `${u.origin}${prefix}/latest/api/token`;
+  return zoned.zone !== undefined && zoned.address !== undefined ? withZone(plain, zoned.address, zoned.zone) : plain;
 }
 
 async function imdsToken(base: string, ctx: CollectContext): Promise<string | undefined> {

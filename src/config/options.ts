@@ -62,8 +62,12 @@ export const SCHEMA = {
     splay: float(0, 'Sleep a random whole number of seconds below this before the first poll (daemon mode).'),
   },
   ec2: {
-    metadata_url: str('http://169.254.169.254/latest/meta-data', 'EC2 metadata service URL.'),
-    timeout: float(10, 'Seconds to wait for each request.'),
+    metadata_url: str(undefined, 'EC2 metadata service URL. When set it is the only one asked (empty: no metadata service, config drive only); unset: metadata_urls.'),
+    metadata_urls: multi(
+      ['http://169.254.169.254/latest/meta-data', 'http://[fe80::a9fe:a9fe%25*]/latest/meta-data', 'http://[fd00:ec2::254]/latest/meta-data'],
+      'Metadata service URLs tried in order until one answers (remembered for next time); zone `%25*` means each up interface with an IPv6 link-local address.',
+    ),
+    timeout: float(10, 'Seconds to wait for each request or config drive tool run.'),
   },
   cfn: {
     metadata_url: str(undefined, 'heat-api-cfn URL (defaults to the contents of heat_metadata_hint plus /v1/).'),

@@ -4,6 +4,7 @@ import { HttpError } from './http-error.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
 import type { HttpClient, HttpRequest, HttpResponse } from './types.js';
+import { splitZone, zonedAgents } from './zoned-url.js';
 
 export { HttpError } from './http-error.js';
 
@@ -71,7 +72,10 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       const ca = req.caFile ? readCa(req.caFile, shown) : undefined;
       if (req.signal?.aborted) throw new HttpError(`request to ${shown} not sent: shutting down`, shown);
       let tooLarge: number | undefined;
-      const pending = base(req.url, {
+      // A link-local URL's zone id ("%25eth0") is out of got's sight: it goes to the socket through an agent, and
+      // redirects are not followed (they would reach another host through that same zoned socket).
+      const zoned = splitZone(req.url);
+      const pending = base(zoned.url, {
         method: req.method ?? 'GET',
         headers: req.headers ?? {},
         ...(req.body !== undefined ? { body: typeof req.body === 'string' ? req.body : Buffer.from(req.body) } : {}),
@@ -90,6 +94,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         },
         https: { ...(ca !== undefined ? { certificateAuthority: ca } : {}), rejectUnauthorized: !req.insecure },
         ...(req.signal ? { signal: req.signal } : {}),
+        ...(zoned.zone !== undefined && zoned.address !== undefined ? { agent: zonedAgents(zoned.address, zoned.zone), followRedirect: false } : {}),
       });
       pending.on('downloadProgress', (progress: { transferred: number; total?: number }) => {
         if (tooLarge !== undefined) return;
@@ -115,7 +120,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         const reason = `the response is over the ${maxBytes}-byte limit (${res.rawBody.length} bytes); raise [agent] http_max_bytes if it is legitimate`;
         throw new HttpError(`response from ${shown}: ${reason}`, shown, 'ERR_HTTP_TOO_LARGE', { reason });
       }
-      return { statusCode: res.statusCode, headers: res.headers, body: res.rawBody, redactedUrl: redactUrl(res.url || req.url) };
+      return { statusCode: res.statusCode, headers: res.headers, body: res.rawBody, redactedUrl: redactUrl(zoned.zone !== undefined ? req.url : res.url || req.url) };
     },
   };
 }

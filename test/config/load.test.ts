@@ -46,7 +46,11 @@ t.test('defaults equal the upstream tables (reference §2.2, §2.3)', async (t) 
       splay: 0,
     },
   );
-  t.same(config.ec2, { metadata_url: 'http://169.254.169.254/latest/meta-data', timeout: 10 });
+  t.same(config.ec2, {
+    metadata_url: undefined,
+    metadata_urls: ['http://169.254.169.254/latest/meta-data', 'http://[fe80::a9fe:a9fe%25*]/latest/meta-data', 'http://[fd00:ec2::254]/latest/meta-data'],
+    timeout: 10,
+  });
   t.same(
     { ...config.cfn, heat_metadata_hint: unmapped(config.cfn.heat_metadata_hint) },
     {
@@ -118,10 +122,10 @@ t.test('--root maps every path option (defaults and configured) but never URLs',
   t.ok(checked >= 15, `checked ${checked} path options`);
   t.equal(config.DEFAULT.cachedir, `${root}/srv/cache`);
   t.same(config.local.path, [`${root}/data/one`, `${root}/data/two`]);
-  t.same(config.deploy.hooks_dir, [`${root}/var/lib/heat-config/hooks`, `${root}/usr/libexec/heat-config/hooks`]);
+  t.same(config.deploy.hooks_dir, [`${root}/usr/libexec/heat-config/hooks`, `${root}/var/lib/heat-config/hooks`]);
   t.equal(config.deploy.deployed_dir, `${root}/var/lib/heat-config/deployed`);
   t.equal(config.apply.output, root, 'the output root "/" becomes the root itself');
-  t.equal(config.ec2.metadata_url, 'http://169.254.169.254/latest/meta-data', 'URLs are not paths');
+  t.same(config.ec2.metadata_urls, ['http://169.254.169.254/latest/meta-data', 'http://[fe80::a9fe:a9fe%25*]/latest/meta-data', 'http://[fd00:ec2::254]/latest/meta-data'], 'URLs are not paths');
   t.equal(config.cfn.metadata_url, 'http://cfn.example:8000/v1/');
   t.equal(config.request.metadata_url, 'http://swift.example/v1/o');
 });

@@ -38,7 +38,7 @@ export const REALISTIC_TREE: Ec2Tree = {
   'security-groups': 'default',
 };
 
-export async function startEc2Server(options: { tree?: Ec2Tree; imdsv2?: boolean; requireToken?: boolean; capBytes?: number } = {}): Promise<Ec2Server> {
+export async function startEc2Server(options: { tree?: Ec2Tree; imdsv2?: boolean; requireToken?: boolean; capBytes?: number; listenHost?: string } = {}): Promise<Ec2Server> {
   const tokens = new Set<string>();
   const state = { tree: options.tree ?? REALISTIC_TREE, fault: undefined as Fault | undefined, faultPath: undefined as RegExp | undefined };
   const server = await startTestServer((req, res) => {
@@ -90,7 +90,7 @@ export async function startEc2Server(options: { tree?: Ec2Tree; imdsv2?: boolean
     if (typeof node === 'string') return void res.end(node);
     // Listings end with a newline after the last entry only sometimes; end this one without it.
     res.end(Object.entries(node).map(([k, v]) => (typeof v === 'string' || k.includes('=') ? k : `${k}/`)).join('\n'));
-  });
+  }, options.listenHost);
   return {
     ...server,
     metadataUrl: `${server.url}/latest/meta-data`,

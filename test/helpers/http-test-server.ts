@@ -38,7 +38,8 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
-export async function startTestServer(handler: Handler): Promise<TestServer> {
+/** `listenHost` '::1' gives an IPv6 loopback server (URL host in brackets). */
+export async function startTestServer(handler: Handler, listenHost = '127.0.0.1'): Promise<TestServer> {
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   let sent = 0;
@@ -68,11 +69,12 @@ export async function startTestServer(handler: Handler): Promise<TestServer> {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, listenHost, resolve));
   const port = (server.address() as AddressInfo).port;
+  const shownHost = listenHost.includes(':') ? `[${listenHost}]` : listenHost;
   return {
-    url: `http://127.0.0.1:${port}`,
-    host: `127.0.0.1:${port}`,
+    url: `http://${shownHost}:${port}`,
+    host: `${shownHost}:${port}`,
     port,
     requests,
     bytesSent: () => sent,

@@ -1,6 +1,6 @@
 import type { JsonObject } from '../../util/json-merge.js';
 import type { Deployment } from '../deployment.js';
-import type { ProcessOptions, ProcessResult } from '../process-group.js';
+import type { ProcessOptions, ProcessResult } from '../../util/process-group.js';
 import type { HookLog } from './hook-log.js';
 
 // What a built-in hook is and what it is given. The same hook code runs inside the agent (no process per deployment)

@@ -1,6 +1,6 @@
 import type { Logger } from '../../log/logger.js';
 import type { Deployment } from '../deployment.js';
-import { runProcess } from '../process-group.js';
+import { runProcess } from '../../util/process-group.js';
 import type { HookResult } from '../run-hook.js';
 import { HookFailure, type BuiltinHook, type HookContext } from './hook-context.js';
 import { hookDeployment } from './hook-deployment.js';

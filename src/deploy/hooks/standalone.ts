@@ -1,4 +1,4 @@
-import { runProcess } from '../process-group.js';
+import { runProcess } from '../../util/process-group.js';
 import type { BuiltinHook, HookContext } from './hook-context.js';
 import { parseHookInput } from './hook-deployment.js';
 import { HookLog } from './hook-log.js';

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 
-// The one place a deployment's processes are started: a hook executable, or the tool a built-in hook drives (bash,
-// puppet, ansible-playbook, chef-client, salt-call, git, hostname). Never through a shell: a file and an argument
-// list. Node's own child_process, so that a built-in hook bundled as a single file carries nothing more.
+// The one place the agent's collectors and deployments start a process: a hook executable, the tool a built-in hook
+// drives (bash, puppet, ansible-playbook, chef-client, salt-call, git, hostname), a system tool a collector needs
+// (blkid, mount, bsdtar, mcopy). Never through a shell: a file and an argument list. Node's own child_process, so that
+// a built-in hook bundled as a single file carries nothing more.
 //
 // A process the agent starts runs in its own process group (`detached`), so a timeout or a shutdown kills everything
 // it started, not just itself; SIGTERM first, SIGKILL after a grace period. Output is captured without ever killing
