@@ -261,7 +261,8 @@ class Dispatcher {
       { hook: shown, inProcess: builtin !== undefined, exitCode: result.exitCode, killedBy: result.signal, timedOut: result.timedOut, durationMs: result.durationMs, stdoutBytes: result.stdout.length, stderrBytes: result.stderr.length },
       'hook finished',
     );
-    if (result.stderr !== '') dlog.debug({ stderrTail: result.stderr.slice(-4096) }, 'hook stderr');
+    // An in-process hook's lines are already in the log, one by one.
+    if (result.stderr !== '' && !builtin) dlog.debug({ stderrTail: result.stderr.slice(-4096) }, 'hook stderr');
     if (result.aborted) {
       // Left in `running`: the next start runs it again (and counts the start).
       this.interrupted = true;

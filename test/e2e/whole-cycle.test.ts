@@ -1,7 +1,7 @@
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { REPO } from '../helpers/bundle.js';
+import { installBuiltinHooks } from '../helpers/bundle.js';
 import { startDaemon, until } from '../helpers/fault-daemon.js';
 import { startOrchestrator, type Orchestrator } from '../helpers/orchestrator/orchestrator.js';
 
@@ -21,7 +21,7 @@ function prepareRoot(dir: string, o: Orchestrator): string {
   const cfnInit = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
   mkdirSync(path.dirname(cfnInit), { recursive: true, mode: 0o700 });
   writeFileSync(cfnInit, JSON.stringify(o.metadata()), { mode: 0o600 });
-  cpSync(path.join(REPO, 'hooks'), path.join(root, 'var/lib/heat-config/hooks'), { recursive: true });
+  installBuiltinHooks(path.join(root, 'var/lib/heat-config/hooks'));
   const templates = path.join(root, 'usr/libexec/os-apply-config/templates/etc/app');
   mkdirSync(templates, { recursive: true });
   writeFileSync(path.join(templates, 'app.conf'), 'port = {{app.port}}\nname = {{app.name}}\n');
