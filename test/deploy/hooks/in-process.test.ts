@@ -4,6 +4,7 @@ import t from 'tap';
 import { runDeployments } from '../../../src/deploy/dispatch.js';
 import { storeFor } from '../../../src/deploy/state-store.js';
 import { REPO } from '../../helpers/bundle.js';
+import { pidAlive, sleep, until } from '../../helpers/fault-daemon.js';
 import { deployHarness, deployment, HOOKS_DIR } from '../../helpers/deploy-fixtures.js';
 import type { TapTest } from '../../helpers/http-test-server.js';
 import { startSignalSink } from '../../helpers/signal-sink.js';
@@ -96,16 +97,8 @@ t.test('in-process faults: a hook that throws, a hung tool, a flood, a killed to
   t.equal(body('hangs').deploy_status_code, 124);
   t.match(body('hangs').deploy_stderr, /did not finish within 1 s; its process group was killed/);
   const gpid = Number(readFileSync(grandchild, 'utf8'));
-  let alive = true;
-  for (let i = 0; i < 200 && alive; i++) {
-    try {
-      process.kill(gpid, 0);
-      await new Promise((r) => setTimeout(r, 20));
-    } catch {
-      alive = false;
-    }
-  }
-  t.notOk(alive, 'the tool\'s whole process group was killed');
+  await until('the grandchild gone', () => !pidAlive(gpid), 5000).catch(() => undefined);
+  t.notOk(pidAlive(gpid), 'the tool\'s whole process group was killed');
 
   t.equal(body('floods').deploy_status_code, 2);
   t.match(String(body('floods').deploy_stdout), /END-OF-OUTPUT\n$/, 'the tail of the output is kept');
@@ -125,11 +118,11 @@ t.test('the tool\'s pid is recorded while it runs; a shutdown stops it and leave
   const marker = path.join(root, 'started');
   const controller = new AbortController();
   const watching = (async () => {
-    for (let i = 0; i < 500 && !existsSync(marker); i++) await new Promise((r) => setTimeout(r, 20));
+    await until('the tool started', () => existsSync(marker), 10_000);
     // The record is saved with the pid as soon as the tool exists; the tool may have touched its marker first.
     let running = await store.read('slow');
     for (let i = 0; i < 250 && running?.hookPid === undefined; i++) {
-      await new Promise((r) => setTimeout(r, 20));
+      await sleep(20);
       running = await store.read('slow');
     }
     controller.abort();
@@ -141,16 +134,8 @@ t.test('the tool\'s pid is recorded while it runs; a shutdown stops it and leave
   t.ok(report.interrupted);
   t.equal(running?.state, 'running');
   t.ok(running?.hookPid !== undefined && running.hookPidStart !== undefined, 'the tool\'s pid and start time are in the record');
-  let gone = false;
-  for (let i = 0; i < 200 && !gone; i++) {
-    try {
-      process.kill(running!.hookPid!, 0);
-      await new Promise((r) => setTimeout(r, 20));
-    } catch {
-      gone = true;
-    }
-  }
-  t.ok(gone, 'the shutdown killed the tool');
+  await until('the tool gone', () => !pidAlive(running!.hookPid!), 5000).catch(() => undefined);
+  t.notOk(pidAlive(running!.hookPid!), 'the shutdown killed the tool');
   t.equal((await store.read('slow'))?.state, 'running', 'left to run again');
   const again = await runDeployments(h.ctx([{ ...d, config: '#!/bin/sh\necho second\n' }], { env }));
   t.same(again.ran, ['slow']);
