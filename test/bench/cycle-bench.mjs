@@ -37,7 +37,10 @@ for (const f of [bundle, builtHook]) {
 
 // One environment for every side, as a systemd unit gives it: this sandbox's PATH starts with pyenv shims (a bash
 // script in front of every `python3`, ~50 ms each) and its NODE_EXTRA_CA_CERTS makes every node parse the CA bundle
-// at start; an instance has neither. /usr/bin/python3 is Debian's, which the Debian tools' #! lines name anyway.
+// at start; an instance has neither. 55-heat-config, hook-script.py and heat-config-notify start by
+// `#!/usr/bin/env python3`, so PATH picks their Python: here Debian's /usr/bin/python3 (which the Debian tools name
+// anyway), with the clients heat-config-notify imports (heatclient, keystoneclient, zaqarclient) installed, as on an
+// image; the sandbox's pyenv Python lacks them and would start the notifier ~1 s faster than an instance does.
 const base = mkdtempSync(path.join(os.tmpdir(), 'oca-bench-cycle-'));
 const ENV = {
   PATH: [...new Set([path.dirname(process.execPath), '/usr/sbin', '/usr/bin', '/sbin', '/bin'])].join(':'),
@@ -70,10 +73,12 @@ const server = http.createServer((req, res) => {
   });
 });
 server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
+// Its stdin is a pipe from the bench: end of file means the bench is gone (even killed), and so goes the sink.
+process.stdin.on('end', () => process.exit(0)).resume();
 `;
 
 async function startSink() {
-  const child = spawn(process.execPath, ['-e', SINK], { stdio: ['ignore', 'pipe', 'inherit'], env: ENV });
+  const child = spawn(process.execPath, ['-e', SINK], { stdio: ['pipe', 'pipe', 'inherit'], env: ENV });
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('signal sink did not start within 10 s')), 10_000);
     child.stdout.once('data', (c) => { clearTimeout(timer); resolve(Number(String(c).trim())); });
@@ -83,7 +88,7 @@ async function startSink() {
   return {
     url,
     async count() {
-      return JSON.parse(await (await globalThis.fetch(`${url}/count`, { signal: AbortSignal.timeout(10_000) })).text());
+      return JSON.parse(await (await globalThis.fetch(`${url}/count`, { signal: globalThis.AbortSignal.timeout(10_000) })).text());
     },
     stop: () => child.kill('SIGKILL'),
   };
@@ -210,6 +215,8 @@ function upstreamTree(dir, list) {
   );
   const env = {
     ...ENV,
+    // Debian ships the modules compiled; this only makes sure no Python writes a cache outside the temporary directory.
+    PYTHONDONTWRITEBYTECODE: '1',
     OS_REFRESH_CONFIG_BASE_DIR: t('orc'),
     HEAT_SHELL_CONFIG: t('out/var/run/heat-config/heat-config'),
     HEAT_CONFIG_HOOKS: t('hooks'),
@@ -242,20 +249,30 @@ function scriptsAlone(dir, list) {
 }
 
 let signalsSoFar = { count: 0, ok: 0 };
-/** Fail loudly when a cycle measured nothing: every signal arrived and said success, every file was written. */
-async function check(label, run, outRoot) {
-  if (run.status !== 0) throw new Error(`${label}: exited ${run.status}: ${(run.stderr ?? '').slice(-3000)}`);
+/**
+ * Fail loudly when a cycle measured nothing: `want` signals arrived and said success, every file was written, and
+ * (ours) every hook ran where it should: the built hook in-process, the edited one as a process (`hook finished`
+ * lines, logged at info, the agent's default level).
+ */
+async function check(label, run, outRoot, want, inProcess) {
+  const tail = () => `\n${(run.stderr ?? '').slice(-3000)}`;
+  if (run.status !== 0) throw new Error(`${label}: exited ${run.status}${tail()}`);
   const now = await sink.count();
   const got = { count: now.count - signalsSoFar.count, ok: now.ok - signalsSoFar.ok };
   signalsSoFar = now;
-  const want = label.endsWith('empty') ? 0 : DEPLOYMENTS;
-  if (got.count !== want || got.ok !== want) throw new Error(`${label}: expected ${want} successful signals, got ${got.count} (${got.ok} successful)\n${(run.stderr ?? '').slice(-3000)}`);
+  if (got.count !== want || got.ok !== want) throw new Error(`${label}: expected ${want} successful signals, got ${got.count} (${got.ok} successful)${tail()}`);
   const files = countRendered(outRoot);
-  if (files !== TEMPLATES) throw new Error(`${label}: ${files} of ${TEMPLATES} templates rendered`);
+  if (files !== TEMPLATES) throw new Error(`${label}: ${files} of ${TEMPLATES} templates rendered${tail()}`);
+  if (inProcess !== undefined) {
+    const hooks = run.stdout.split('\n').filter((l) => l.includes('"hook finished"')).map((l) => JSON.parse(l).inProcess);
+    if (hooks.length !== want || hooks.some((x) => x !== inProcess)) throw new Error(`${label}: expected ${want} hooks with inProcess=${inProcess}, got [${hooks.join(',')}]`);
+  }
 }
 
 const sink = await startSink();
-const result = { bench: 'cycle-20-script-deployments-200-templates-20-tempurl-signals', deployments: DEPLOYMENTS, templates: TEMPLATES, runs: RUNS };
+// The machine's load around the runs: these are wall-time figures, and a busy machine (other tenants, a test suite)
+// stretches every process start and fsync, upstream's many processes most.
+const result = { bench: 'cycle-20-script-deployments-200-templates-20-tempurl-signals', deployments: DEPLOYMENTS, templates: TEMPLATES, runs: RUNS, loadAvg1mAtStart: +os.loadavg()[0].toFixed(2) };
 try {
   if (UPSTREAM && !existsSync(path.join(UPSTREAM, 'heat-config/os-refresh-config/configure.d/55-heat-config'))) {
     throw new Error(`HEAT_AGENTS_DIR=${UPSTREAM} is not an openstack/heat-agents checkout (no heat-config/os-refresh-config/configure.d/55-heat-config)`);
@@ -265,17 +282,17 @@ try {
     const round = path.join(base, `round-${r}`);
     let run;
     const root = oursRoot(path.join(round, 'ours'), deployments(sink.url, `o${r}`), 'builtin');
-    await check('ours', (run = oursCycle(root)), root);
+    await check('ours', (run = oursCycle(root)), root, DEPLOYMENTS, true);
     sides.ours.push(run);
     const empty = oursRoot(path.join(round, 'ours-empty'), [], 'builtin');
-    await check('ours-empty', (run = oursCycle(empty)), empty);
+    await check('ours-empty', (run = oursCycle(empty)), empty, 0, true);
     sides.oursEmpty.push(run);
     const ext = oursRoot(path.join(round, 'external'), deployments(sink.url, `x${r}`), 'external');
-    await check('external', (run = oursCycle(ext)), ext);
+    await check('external', (run = oursCycle(ext)), ext, DEPLOYMENTS, false);
     sides.external.push(run);
     if (UPSTREAM) {
       const up = upstreamTree(path.join(round, 'upstream'), deployments(sink.url, `u${r}`));
-      await check('upstream', (run = timed(up.argv, up.env)), path.join(up.dir, 'out'));
+      await check('upstream', (run = timed(up.argv, up.env)), path.join(up.dir, 'out'), DEPLOYMENTS);
       const notified = readdirSync(path.join(up.dir, 'deployed')).filter((f) => f.endsWith('.notify.json')).length;
       if (notified !== DEPLOYMENTS) throw new Error(`upstream: ${notified} notify files`);
       sides.upstream.push(run);
@@ -302,6 +319,11 @@ try {
   const ext = summary(sides.external);
   result.externalHook = { wallS: ext.wallS, cpuS: ext.cpuS, peakRssMb: ext.peakRssMb, perDeploymentOverheadMs: +overheadMs(sides.external).toFixed(1) };
   result.whereOursGoes = await breakdown(path.join(base, 'diagnostic'));
+  // Cross-check of the overhead from the agent's own log: the deploy step (55-heat-config in-process) less the
+  // scripts alone, per deployment. Free of start-up and render noise, but from the slower debug-level cycle.
+  if (typeof result.whereOursGoes === 'object' && result.whereOursGoes.deployStepS !== null) {
+    result.whereOursGoes.deployStepMinusScriptsPerDeploymentMs = +(((result.whereOursGoes.deployStepS - result.scriptsAloneS) / DEPLOYMENTS) * 1000).toFixed(1);
+  }
   if (UPSTREAM) {
     result.upstream = summary(sides.upstream);
     result.speedup = +(result.upstream.wallS / result.ours.wallS).toFixed(2);
@@ -309,7 +331,13 @@ try {
   } else {
     result.upstream = 'not run (set HEAT_AGENTS_DIR to an openstack/heat-agents checkout to compare)';
   }
-  result.targets = 'issue: >= 20x faster than upstream, ours peak RSS <= upstream largest process, <= 10 ms overhead per deployment beyond the script';
+  result.loadAvg1mAtEnd = +os.loadavg()[0].toFixed(2);
+  // The issue's targets, reported, not asserted (a benchmark measures; tests assert).
+  result.targets = {
+    speedupAtLeast20x: UPSTREAM ? result.speedup >= 20 : 'upstream not run',
+    peakRssNotAboveUpstreamLargestProcess: UPSTREAM ? result.rssRatio <= 1 : 'upstream not run',
+    overheadAtMost10MsPerDeployment: result.ours.perDeploymentOverheadMs <= 10,
+  };
 } finally {
   sink.stop();
   rmSync(base, { recursive: true, force: true });
@@ -318,35 +346,52 @@ console.log(JSON.stringify(result));
 
 /**
  * One more cycle of ours, not counted above, with `--log-level debug`: where its time goes, read from its own log
- * (line times are milliseconds since the epoch). Debug logging makes it a little slower than the measured cycles.
+ * (millisecond line times). Debug logging makes this cycle a little slower than the measured ones. Per deployment:
+ * pending -> running (deployed/<id>.json and the record written), the hook (`hook finished` durationMs: the in-process
+ * hook with its script), hook finished -> done (notify file, record), done -> signalled (the PUT, record); medians.
  */
 async function breakdown(dir) {
   const root = oursRoot(dir, deployments(sink.url, 'd'), 'builtin');
   const run = oursCycle(root, ['--log-level', 'debug']);
-  await check('diagnostic', run, root);
+  await check('diagnostic', run, root, DEPLOYMENTS, true);
   const lines = `${run.stdout}\n${run.stderr}`.split('\n').flatMap((l) => {
     try {
       const o = JSON.parse(l);
-      return typeof o === 'object' && o !== null && typeof o.time === 'number' ? [o] : [];
+      const t = typeof o?.time === 'string' ? Date.parse(o.time) : Number.NaN;
+      return Number.isFinite(t) ? [{ ...o, t }] : [];
     } catch {
       return [];
     }
   });
   if (lines.length === 0) return 'no JSON log lines';
-  const t0 = lines[0].time;
-  const finished = lines.filter((l) => l.msg === 'hook finished');
-  const firstOf = (pred) => lines.find(pred)?.time;
-  const deployStart = firstOf((l) => l.step === '55-heat-config');
-  const applyStart = firstOf((l) => l.step === '20-os-apply-config');
-  const last = lines[lines.length - 1].time;
+  const at = (pred) => lines.find(pred)?.t;
+  const stepSeconds = (name) => lines.find((l) => l.msg === 'script finished' && l.script === name)?.seconds ?? null;
+  const per = new Map();
+  for (const l of lines) {
+    if (!l.deploymentId) continue;
+    const d = per.get(l.deploymentId) ?? {};
+    if (l.msg === 'deployment state changed') d[l.to] = l.t;
+    if (l.msg === 'hook finished') Object.assign(d, { finished: l.t, hookMs: l.durationMs, inProcess: l.inProcess });
+    per.set(l.deploymentId, d);
+  }
+  const ds = [...per.values()];
+  const med = (f) => +median(ds.map(f)).toFixed(1);
   return {
-    logLines: lines.length,
-    firstLogLineToApplyMs: applyStart !== undefined ? applyStart - t0 : null,
-    applyStepMs: applyStart !== undefined && deployStart !== undefined ? deployStart - applyStart : null,
-    deployStepMs: deployStart !== undefined ? last - deployStart : null,
-    hooksInProcess: finished.filter((l) => l.inProcess).length,
-    hookDurationMsSum: finished.reduce((n, l) => n + (l.durationMs ?? 0), 0),
-    hookDurationMsMedian: finished.length ? median(finished.map((l) => l.durationMs ?? 0)) : null,
     wallS: +run.wall.toFixed(3),
+    startToMetadataChangedMs: at((l) => l.msg === 'metadata changed') - lines[0].t,
+    applyStepS: stepSeconds('20-os-apply-config'),
+    deployStepS: stepSeconds('55-heat-config'),
+    afterDeployStepMs: lines[lines.length - 1].t - at((l) => l.msg === 'script finished' && l.script === '55-heat-config'),
+    hooksInProcess: ds.filter((d) => d.inProcess).length,
+    perDeploymentMedianMs: {
+      pendingToRunning: med((d) => d.running - d.pending),
+      runningToHookStart: med((d) => d.finished - d.hookMs - d.running),
+      hook: med((d) => d.hookMs),
+      hookFinishedToDone: med((d) => d.done - d.finished),
+      doneToSignalled: med((d) => d.signalled - d.done),
+      whole: med((d) => d.signalled - d.pending),
+      // From one deployment's signal to the next one's first record.
+      between: +median(ds.slice(1).map((d, i) => d.pending - ds[i].signalled)).toFixed(1),
+    },
   };
 }
