@@ -95,6 +95,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
             // the other side, so it goes again at once on a new connection, once, whatever the retry limit.
             if (!staleRetried && current?.reusedSocket === true && error.code === 'ECONNRESET' && error.response === undefined) {
               staleRetried = true;
+              route?.closedOnReuse((current as ClientRequest & { agent?: unknown }).agent);
               return 1;
             }
             // got computes 0 when the error or status is not retryable (or the limit is reached).

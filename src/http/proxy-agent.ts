@@ -86,6 +86,18 @@ export function agentsFor(proxy: ProxyServer, protocol: string, setupMs: number)
   return { http: agent };
 }
 
+/**
+ * A proxy closed a kept-alive connection just as it was reused: it closes after every answer without saying so
+ * (tinyproxy does), so keeping its connections only costs a failed attempt per request. Its forwarding pool stops
+ * keeping them; true when that changed something (to log once). Tunnels are not affected: a CONNECT tunnel lives
+ * as long as the origin keeps it.
+ */
+export function stopKeepAliveAfterClosedReuse(agent: unknown): boolean {
+  if (!(agent instanceof ForwardAgent) || !agent.keepAlive) return false;
+  agent.keepAlive = false;
+  return true;
+}
+
 /** For tests and shutdown: close every pooled proxy connection. */
 export function destroyProxyAgents(): void {
   for (const agent of [...forwarders.values(), ...tunnels.values()]) agent.destroy();

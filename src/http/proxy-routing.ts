@@ -13,6 +13,8 @@ type AgentsModule = typeof import('./proxy-agent.js');
 export interface RequestRoute {
   readonly route: ProxyRoute;
   /** Options for got: the agents for the first hop and a hook that picks them again for each redirect. */
+  /** A kept-alive connection of `agent` was found closed on reuse (see stopKeepAliveAfterClosedReuse). */
+  closedOnReuse(agent: unknown): void;
   readonly gotOptions: { agent: ProxyAgents; hooks: { beforeRedirect: ((options: RedirectOptions) => void)[] } };
 }
 
@@ -26,8 +28,10 @@ export class ProxyRouting {
   private readonly settings: ProxySettings;
   private readonly needsAgents: boolean;
   private agents: Promise<AgentsModule> | undefined;
+  private readonly log: Logger | undefined;
 
   constructor(inputs: ProxyInputs, log?: Logger) {
+    this.log = log;
     this.settings = resolveProxySettings(inputs);
     this.needsAgents = anyProxy(this.settings);
     if (this.settings.malformedNoProxy.length > 0) {
@@ -56,6 +60,11 @@ export class ProxyRouting {
     return {
       get route() {
         return state.route;
+      },
+      closedOnReuse: (used) => {
+        if (state.route.kind === 'proxy' && module.stopKeepAliveAfterClosedReuse(used)) {
+          this.log?.info({ proxy: state.route.proxy.shown }, 'proxy closes connections after each answer: not keeping them open');
+        }
       },
       gotOptions: {
         agent,

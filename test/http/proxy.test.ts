@@ -97,7 +97,7 @@ t.beforeEach((t) => {
 t.test('http: every request is forwarded through the proxy (absolute URL, no CONNECT)', { skip }, async (t) => {
   const origin = await echoServer(t);
   const p = await proxy(t);
-  const { http } = client({}, { http_proxy: p.url });
+  const { http, log } = client({}, { http_proxy: p.url });
   for (let i = 0; i < 5; i++) {
     const res = await http.request({ url: `${origin.url}/doc/${i}` });
     t.equal(res.statusCode, 200);
@@ -105,6 +105,9 @@ t.test('http: every request is forwarded through the proxy (absolute URL, no CON
   }
   t.same(p.requests(), [0, 1, 2, 3, 4].map((i) => `GET ${origin.url}/doc/${i} HTTP/1.1`), 'tinyproxy handled each request, in order');
   t.equal(origin.requests.length, 5);
+  // tinyproxy closes after every answer without saying so: the second request found its kept-alive connection
+  // closed, was sent again on a new one, and the pool for this proxy stopped keeping connections.
+  t.same(log.lines.filter((l) => l.msg === 'proxy closes connections after each answer: not keeping them open').map((l) => l.proxy), [p.url]);
 });
 
 t.test('no_proxy: a matching host goes direct; the others still go through the proxy', { skip }, async (t) => {

@@ -1,0 +1,122 @@
+// Benchmark (issue 23, not a test): what a poll costs through an HTTP proxy compared with going direct. One poll of
+// the `request` collector in steady state is one conditional GET answered 304; a changed document is a full GET.
+// N polls of each kind are sent by the agent's own HTTP client (src/http/client.ts, bundled here with esbuild) to a
+// loopback Swift-like server, directly and through Debian's tinyproxy on loopback, in alternating rounds. Reported:
+// wall time and the agent's CPU time per poll (process.cpuUsage: the proxy's own CPU is not the instance agent's),
+// and their ratios (target: a cycle through the proxy costs <= 10 % more than direct). Cases:
+//   cycle304:       polls as the daemon makes them, `polling_interval` (30 s) apart: servers have closed the idle
+//                   connection by then (Swift's and Node's keep-alive timeouts are seconds), so every poll opens
+//                   one, direct or through the proxy. Modelled by an origin that closes after each answer.
+//   burst304/200:   requests back to back on kept-alive connections (an ec2 tree walk, a Keystone login then a Heat
+//                   request): direct reuses its connection; tinyproxy closes after every answer, so the proxied
+//                   client opens a connection per request.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { build } from 'esbuild';
+
+const POLLS = Number(process.env.PROXY_POLLS ?? 400);
+const ROUNDS = Number(process.env.PROXY_ROUNDS ?? 5);
+const DOC_BYTES = Number(process.env.DOC_BYTES ?? 16 * 1024);
+const TINYPROXY = '/usr/bin/tinyproxy';
+
+if (!existsSync(TINYPROXY)) {
+  console.log(JSON.stringify({ bench: 'proxy-poll', skipped: 'tinyproxy is not installed (apt-get install tinyproxy)' }));
+  process.exit(0);
+}
+
+const base = mkdtempSync(path.join(os.tmpdir(), 'oca-bench-proxy-'));
+const cacheDir = path.resolve('node_modules/.cache/oca-proxy-bench');
+mkdirSync(cacheDir, { recursive: true });
+const clientFile = path.join(cacheDir, 'client.mjs');
+await build({ entryPoints: ['src/http/client.ts'], outfile: clientFile, bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning' });
+const { createHttpClient } = await import(clientFile);
+
+// The origin: a Swift-like object with an ETag, answering If-None-Match with 304.
+const doc = JSON.stringify({ deployments: [], blob: 'x'.repeat(DOC_BYTES) });
+const etag = `"${createHash('md5').update(doc).digest('hex')}"`;
+let closeAfterAnswer = false;
+const origin = http.createServer((req, res) => {
+  if (closeAfterAnswer) res.setHeader('connection', 'close');
+  if (req.headers['if-none-match'] === etag) {
+    res.writeHead(304, { etag });
+    res.end();
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'application/json', etag, 'content-length': Buffer.byteLength(doc) });
+  res.end(doc);
+});
+await new Promise((resolve) => origin.listen(0, '127.0.0.1', resolve));
+const url = `http://127.0.0.1:${origin.address().port}/v1/AUTH_x/c/o`;
+
+const port = await new Promise((resolve) => {
+  const s = net.createServer();
+  s.listen(0, '127.0.0.1', () => {
+    const p = s.address().port;
+    s.close(() => resolve(p));
+  });
+});
+const conf = path.join(base, 'tinyproxy.conf');
+writeFileSync(conf, [`Port ${port}`, 'Listen 127.0.0.1', 'Timeout 15', `LogFile "${path.join(base, 'tinyproxy.log')}"`, 'LogLevel Connect',
+  'MaxClients 50', 'Allow 127.0.0.1', ...(process.getuid?.() === 0 ? ['User nobody', 'Group nogroup'] : []), ''].join('\n'));
+chmodSync(base, 0o777);
+const proxy = spawn(TINYPROXY, ['-d', '-c', conf], { stdio: 'ignore' });
+for (let i = 0; i < 100; i++) {
+  const up = await new Promise((resolve) => net.connect(port, '127.0.0.1').once('connect', function () { this.destroy(); resolve(true); }).once('error', () => resolve(false)));
+  if (up) break;
+  await new Promise((r) => setTimeout(r, 50));
+}
+
+const direct = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, proxy: { config: { http_proxy: '' }, env: {} } });
+const viaProxy = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, proxy: { config: { http_proxy: `http://127.0.0.1:${port}` }, env: {} } });
+
+async function polls(client, conditional) {
+  const cpu0 = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < POLLS; i++) {
+    const res = await client.request({ url, headers: conditional ? { 'if-none-match': etag } : {} });
+    if (res.statusCode !== (conditional ? 304 : 200)) throw new Error(`unexpected status ${res.statusCode}`);
+  }
+  const wallMs = Number(process.hrtime.bigint() - t0) / 1e6 / POLLS;
+  const cpu = process.cpuUsage(cpu0);
+  return { wallMs, cpuMs: (cpu.user + cpu.system) / 1000 / POLLS };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const result = { bench: 'proxy-poll', polls: POLLS, rounds: ROUNDS, docBytes: doc.length };
+try {
+  // Warm-up of both paths (JIT, connection pools), then alternating rounds.
+  await polls(direct, true);
+  await polls(viaProxy, true);
+  for (const [kind, conditional, close] of [['cycle304', true, true], ['burst304', true, false], ['burst200', false, false]]) {
+    closeAfterAnswer = close;
+    const d = [];
+    const p = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      d.push(await polls(direct, conditional));
+      p.push(await polls(viaProxy, conditional));
+    }
+    const dw = median(d.map((x) => x.wallMs));
+    const pw = median(p.map((x) => x.wallMs));
+    const dc = median(d.map((x) => x.cpuMs));
+    const pc = median(p.map((x) => x.cpuMs));
+    result[kind] = {
+      directWallMs: +dw.toFixed(3), proxyWallMs: +pw.toFixed(3), wallRatio: +(pw / dw).toFixed(2),
+      directAgentCpuMs: +dc.toFixed(3), proxyAgentCpuMs: +pc.toFixed(3), agentCpuRatio: +(pc / dc).toFixed(2),
+    };
+  }
+  const logged = readFileSync(path.join(base, 'tinyproxy.log'), 'utf8').split('\n').filter((l) => l.includes('Request (file descriptor')).length;
+  result.proxiedRequestsLogged = logged;
+} finally {
+  proxy.kill('SIGTERM');
+  origin.close();
+  origin.closeAllConnections();
+  rmSync(base, { recursive: true, force: true });
+}
+console.log(JSON.stringify(result));
+process.exit(0);
+
