@@ -9,7 +9,7 @@
 //                   one, direct or through the proxy. Modelled by an origin that closes after each answer.
 //   burst304/200:   requests back to back on kept-alive connections (an ec2 tree walk, a Keystone login then a Heat
 //                   request): direct reuses its connection; tinyproxy closes after every answer, so the proxied
-//                   client opens a connection per request.
+//                   client opens a connection per request. squid, measured too when installed, keeps it.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,6 +30,8 @@ if (!existsSync(TINYPROXY)) {
 }
 
 const base = mkdtempSync(path.join(os.tmpdir(), 'oca-bench-proxy-'));
+// The proxies run as an unprivileged user and must reach their directories below this one.
+chmodSync(base, 0o755);
 const cacheDir = path.resolve('node_modules/.cache/oca-proxy-bench');
 mkdirSync(cacheDir, { recursive: true });
 const clientFile = path.join(cacheDir, 'client.mjs');
@@ -53,26 +55,46 @@ const origin = http.createServer((req, res) => {
 await new Promise((resolve) => origin.listen(0, '127.0.0.1', resolve));
 const url = `http://127.0.0.1:${origin.address().port}/v1/AUTH_x/c/o`;
 
-const port = await new Promise((resolve) => {
-  const s = net.createServer();
-  s.listen(0, '127.0.0.1', () => {
-    const p = s.address().port;
-    s.close(() => resolve(p));
+async function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
   });
-});
-const conf = path.join(base, 'tinyproxy.conf');
-writeFileSync(conf, [`Port ${port}`, 'Listen 127.0.0.1', 'Timeout 15', `LogFile "${path.join(base, 'tinyproxy.log')}"`, 'LogLevel Connect',
-  'MaxClients 50', 'Allow 127.0.0.1', ...(process.getuid?.() === 0 ? ['User nobody', 'Group nogroup'] : []), ''].join('\n'));
-chmodSync(base, 0o777);
-const proxy = spawn(TINYPROXY, ['-d', '-c', conf], { stdio: 'ignore' });
-for (let i = 0; i < 100; i++) {
-  const up = await new Promise((resolve) => net.connect(port, '127.0.0.1').once('connect', function () { this.destroy(); resolve(true); }).once('error', () => resolve(false)));
-  if (up) break;
-  await new Promise((r) => setTimeout(r, 50));
 }
 
+async function waitForPort(port, child) {
+  for (let i = 0; i < 200 && child.exitCode === null; i++) {
+    const up = await new Promise((resolve) => {
+      const c = net.connect(port, '127.0.0.1');
+      c.once('connect', () => { c.destroy(); resolve(true); });
+      c.once('error', () => resolve(false));
+    });
+    if (up) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('the proxy did not start');
+}
+
+const asRoot = process.getuid?.() === 0;
+// tinyproxy: closes its client connection after every answer. squid (when installed): keeps it.
+const PROXIES = {
+  tinyproxy: { bin: TINYPROXY, async start(dir, port) {
+    writeFileSync(path.join(dir, 'p.conf'), [`Port ${port}`, 'Listen 127.0.0.1', 'Timeout 15', `LogFile "${path.join(dir, 'p.log')}"`, 'LogLevel Connect',
+      'MaxClients 50', 'Allow 127.0.0.1', ...(asRoot ? ['User nobody', 'Group nogroup'] : []), ''].join('\n'));
+    return spawn(TINYPROXY, ['-d', '-c', path.join(dir, 'p.conf')], { stdio: 'ignore' });
+  }, logged: (dir) => readFileSync(path.join(dir, 'p.log'), 'utf8').split('\n').filter((l) => l.includes('Request (file descriptor')).length },
+  squid: { bin: '/usr/sbin/squid', async start(dir, port) {
+    writeFileSync(path.join(dir, 'p.conf'), [`http_port 127.0.0.1:${port}`, `pid_filename ${path.join(dir, 'p.pid')}`, `access_log stdio:${path.join(dir, 'p.log')}`,
+      `cache_log ${path.join(dir, 'cache.log')}`, 'cache deny all', 'cache_mem 8 MB', 'http_access allow localhost', 'http_access deny all',
+      `coredump_dir ${dir}`, 'shutdown_lifetime 1 seconds', ''].join('\n'));
+    return spawn('/usr/sbin/squid', ['-N', '-f', path.join(dir, 'p.conf')], { stdio: 'ignore' });
+  }, logged: (dir) => readFileSync(path.join(dir, 'p.log'), 'utf8').split('\n').filter((l) => l.includes(' GET ')).length },
+};
+
 const direct = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, proxy: { config: { http_proxy: '' }, env: {} } });
-const viaProxy = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, proxy: { config: { http_proxy: `http://127.0.0.1:${port}` }, env: {} } });
 
 async function polls(client, conditional) {
   const cpu0 = process.cpuUsage();
@@ -89,30 +111,45 @@ async function polls(client, conditional) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const result = { bench: 'proxy-poll', polls: POLLS, rounds: ROUNDS, docBytes: doc.length };
 try {
-  // Warm-up of both paths (JIT, connection pools), then alternating rounds.
-  await polls(direct, true);
-  await polls(viaProxy, true);
-  for (const [kind, conditional, close] of [['cycle304', true, true], ['burst304', true, false], ['burst200', false, false]]) {
-    closeAfterAnswer = close;
-    const d = [];
-    const p = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      d.push(await polls(direct, conditional));
-      p.push(await polls(viaProxy, conditional));
+  for (const [name, proxyKind] of Object.entries(PROXIES)) {
+    if (!existsSync(proxyKind.bin)) continue;
+    const dir = mkdtempSync(path.join(base, `${name}-`));
+    // The proxies drop to an unprivileged user before they open their logs.
+    chmodSync(dir, 0o777);
+    const port = await freePort();
+    const child = await proxyKind.start(dir, port);
+    try {
+      await waitForPort(port, child);
+      const viaProxy = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, proxy: { config: { http_proxy: `http://127.0.0.1:${port}` }, env: {} } });
+      // Warm-up of both paths (JIT, connection pools), then alternating rounds.
+      await polls(direct, true);
+      await polls(viaProxy, true);
+      const out = {};
+      for (const [kind, conditional, close] of [['cycle304', true, true], ['burst304', true, false], ['burst200', false, false]]) {
+        closeAfterAnswer = close;
+        const d = [];
+        const p = [];
+        for (let r = 0; r < ROUNDS; r++) {
+          d.push(await polls(direct, conditional));
+          p.push(await polls(viaProxy, conditional));
+        }
+        const dw = median(d.map((x) => x.wallMs));
+        const pw = median(p.map((x) => x.wallMs));
+        const dc = median(d.map((x) => x.cpuMs));
+        const pc = median(p.map((x) => x.cpuMs));
+        out[kind] = {
+          directWallMs: +dw.toFixed(3), proxyWallMs: +pw.toFixed(3), wallRatio: +(pw / dw).toFixed(2),
+          directAgentCpuMs: +dc.toFixed(3), proxyAgentCpuMs: +pc.toFixed(3), agentCpuRatio: +(pc / dc).toFixed(2),
+        };
+      }
+      out.proxiedRequestsLogged = proxyKind.logged(dir);
+      result[name] = out;
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
     }
-    const dw = median(d.map((x) => x.wallMs));
-    const pw = median(p.map((x) => x.wallMs));
-    const dc = median(d.map((x) => x.cpuMs));
-    const pc = median(p.map((x) => x.cpuMs));
-    result[kind] = {
-      directWallMs: +dw.toFixed(3), proxyWallMs: +pw.toFixed(3), wallRatio: +(pw / dw).toFixed(2),
-      directAgentCpuMs: +dc.toFixed(3), proxyAgentCpuMs: +pc.toFixed(3), agentCpuRatio: +(pc / dc).toFixed(2),
-    };
   }
-  const logged = readFileSync(path.join(base, 'tinyproxy.log'), 'utf8').split('\n').filter((l) => l.includes('Request (file descriptor')).length;
-  result.proxiedRequestsLogged = logged;
 } finally {
-  proxy.kill('SIGTERM');
   origin.close();
   origin.closeAllConnections();
   rmSync(base, { recursive: true, force: true });
