@@ -6,14 +6,13 @@
 // and their ratios (target: a cycle through the proxy costs <= 10 % more than direct). Cases:
 //   cycle304:       polls as the daemon makes them, `polling_interval` (30 s) apart: servers have closed the idle
 //                   connection by then (Swift's and Node's keep-alive timeouts are seconds), so every poll opens
-//                   one, direct or through the proxy. Modelled by an origin that closes after each answer.
+//                   one, direct or through the proxy. Modelled by an origin that closes after each answer (asked
+//                   to by a header, which the proxies pass on).
 //   burst304/200:   requests back to back on kept-alive connections (an ec2 tree walk, a Keystone login then a Heat
 //                   request): direct reuses its connection; tinyproxy closes after every answer, so the proxied
 //                   client opens a connection per request. squid, measured too when installed, keeps it.
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,22 +37,27 @@ const clientFile = path.join(cacheDir, 'client.mjs');
 await build({ entryPoints: ['src/http/client.ts'], outfile: clientFile, bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning' });
 const { createHttpClient } = await import(clientFile);
 
-// The origin: a Swift-like object with an ETag, answering If-None-Match with 304.
-const doc = JSON.stringify({ deployments: [], blob: 'x'.repeat(DOC_BYTES) });
-const etag = `"${createHash('md5').update(doc).digest('hex')}"`;
-let closeAfterAnswer = false;
-const origin = http.createServer((req, res) => {
-  if (closeAfterAnswer) res.setHeader('connection', 'close');
-  if (req.headers['if-none-match'] === etag) {
-    res.writeHead(304, { etag });
-    res.end();
-    return;
-  }
+// The origin, in a process of its own so that the CPU measured here is the client's: a Swift-like object with an
+// ETag, answering If-None-Match with 304, and closing after its answer when the request asks (x-bench-close).
+const ORIGIN = `
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+const doc = JSON.stringify({ deployments: [], blob: 'x'.repeat(${DOC_BYTES}) });
+const etag = '"' + createHash('md5').update(doc).digest('hex') + '"';
+const server = http.createServer((req, res) => {
+  if (req.headers['x-bench-close'] === '1') res.setHeader('connection', 'close');
+  if (req.headers['if-none-match'] === etag) { res.writeHead(304, { etag }); res.end(); return; }
   res.writeHead(200, { 'content-type': 'application/json', etag, 'content-length': Buffer.byteLength(doc) });
   res.end(doc);
 });
-await new Promise((resolve) => origin.listen(0, '127.0.0.1', resolve));
-const url = `http://127.0.0.1:${origin.address().port}/v1/AUTH_x/c/o`;
+server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port, etag, bytes: doc.length })));
+`;
+const origin = spawn(process.execPath, ['--input-type=module', '-e', ORIGIN], { stdio: ['ignore', 'pipe', 'inherit'] });
+const { port: originPort, etag, bytes: docBytes } = await new Promise((resolve, reject) => {
+  origin.stdout.once('data', (c) => resolve(JSON.parse(String(c))));
+  origin.once('exit', () => reject(new Error('the origin server did not start')));
+});
+const url = `http://127.0.0.1:${originPort}/v1/AUTH_x/c/o`;
 
 async function freePort() {
   return new Promise((resolve) => {
@@ -96,11 +100,12 @@ const PROXIES = {
 
 const direct = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, proxy: { config: { http_proxy: '' }, env: {} } });
 
-async function polls(client, conditional) {
+async function polls(client, conditional, close) {
+  const headers = { ...(conditional ? { 'if-none-match': etag } : {}), ...(close ? { 'x-bench-close': '1' } : {}) };
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < POLLS; i++) {
-    const res = await client.request({ url, headers: conditional ? { 'if-none-match': etag } : {} });
+    const res = await client.request({ url, headers });
     if (res.statusCode !== (conditional ? 304 : 200)) throw new Error(`unexpected status ${res.statusCode}`);
   }
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6 / POLLS;
@@ -109,7 +114,7 @@ async function polls(client, conditional) {
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const result = { bench: 'proxy-poll', polls: POLLS, rounds: ROUNDS, docBytes: doc.length };
+const result = { bench: 'proxy-poll', polls: POLLS, rounds: ROUNDS, docBytes };
 try {
   for (const [name, proxyKind] of Object.entries(PROXIES)) {
     if (!existsSync(proxyKind.bin)) continue;
@@ -126,12 +131,11 @@ try {
       await polls(viaProxy, true);
       const out = {};
       for (const [kind, conditional, close] of [['cycle304', true, true], ['burst304', true, false], ['burst200', false, false]]) {
-        closeAfterAnswer = close;
         const d = [];
         const p = [];
         for (let r = 0; r < ROUNDS; r++) {
-          d.push(await polls(direct, conditional));
-          p.push(await polls(viaProxy, conditional));
+          d.push(await polls(direct, conditional, close));
+          p.push(await polls(viaProxy, conditional, close));
         }
         const dw = median(d.map((x) => x.wallMs));
         const pw = median(p.map((x) => x.wallMs));
@@ -150,8 +154,7 @@ try {
     }
   }
 } finally {
-  origin.close();
-  origin.closeAllConnections();
+  origin.kill('SIGTERM');
   rmSync(base, { recursive: true, force: true });
 }
 console.log(JSON.stringify(result));
