@@ -8,7 +8,8 @@ import { startTestServer } from '../helpers/http-test-server.js';
 import { startTinyproxy, tinyproxyMissing } from '../helpers/tinyproxy.js';
 
 // The command line hands the proxy settings to the HTTP client: the real bundle's `collect --print` with the
-// `request` collector, http_proxy in its environment, Debian's tinyproxy on loopback. The option beats the variable.
+// `request` collector, http_proxy in its environment, Debian's tinyproxy on loopback. The option beats the variable;
+// the proxy password shows nowhere, even with DEBUG=* (the bundle has no `debug` traces).
 
 function collect(root: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -42,8 +43,10 @@ t.test('collect honours http_proxy from the environment, and [agent] http_proxy 
 
   const conf = (agent: string) => `[DEFAULT]\ncollectors = request\n[request]\nmetadata_url = ${origin.url}/doc\n[agent]\n${agent}`;
   const viaEnv = t.testdir({ etc: { 'os-collect-config.conf': conf('') } });
-  const first = await collect(viaEnv, { http_proxy: proxy.url });
+  // With credentials (tinyproxy without BasicAuth ignores them) and every `debug` trace asked for: no output shows them.
+  const first = await collect(viaEnv, { http_proxy: proxy.url.replace('//', '//agent:pr0xy-secret@'), DEBUG: '*' });
   t.equal(first.code, 0, first.stderr);
+  t.notMatch(first.stdout + first.stderr, /pr0xy-secret/, 'the proxy password is in no output');
   t.match(JSON.parse(first.stdout), { request: { from: 'origin' } });
   t.same(proxy.requests(), [`GET ${origin.url}/doc HTTP/1.1`], 'the request went through tinyproxy');
 
