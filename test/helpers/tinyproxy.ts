@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, Socket, type AddressInfo } from 'node:net';
 import path from 'node:path';
 
@@ -8,6 +8,7 @@ import path from 'node:path';
 // handled: the forward requests' absolute URLs and the CONNECT targets.
 
 export const TINYPROXY = '/usr/bin/tinyproxy';
+const SETPRIV = '/usr/bin/setpriv';
 
 export function tinyproxyMissing(): string | false {
   return existsSync(TINYPROXY) ? false : 'tinyproxy is not installed (apt-get install tinyproxy; .ci/run installs it)';
@@ -40,8 +41,6 @@ async function freePort(): Promise<number> {
 export async function startTinyproxy(dir: string, options: TinyproxyOptions = {}): Promise<Tinyproxy> {
   const logFile = path.join(dir, 'tinyproxy.log');
   const readLog = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : '');
-  // tinyproxy opens its log after dropping to its user: world-writable is enough in a test directory.
-  chmodSync(dir, 0o777);
   // A port picked here may be taken by the time tinyproxy binds it: a few tries, each checked.
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort();
@@ -57,11 +56,13 @@ export async function startTinyproxy(dir: string, options: TinyproxyOptions = {}
       'Allow 127.0.0.1',
       // No ConnectPort line: CONNECT is allowed to any port (the test TLS server's port is random).
       ...(options.basicAuth ? [`BasicAuth ${options.basicAuth.user} ${options.basicAuth.password}`] : []),
-      // Running as root: tinyproxy would fall back to the current user with a warning; say it.
-      ...(process.getuid?.() === 0 ? ['User nobody', 'Group nogroup'] : []),
       '',
     ].join('\n'));
-    const child = spawn(TINYPROXY, ['-d', '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // Killed with the test process even when that dies without its teardown (a tap timeout): setpriv's parent-death
+    // signal. tinyproxy keeps the current user (no User line: it warns and goes on), since a change of user would
+    // clear that signal.
+    const argv = [TINYPROXY, '-d', '-c', conf];
+    const child = existsSync(SETPRIV) ? spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', ...argv], { stdio: ['ignore', 'ignore', 'pipe'] }) : spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
     if (await listening(port, child)) {
