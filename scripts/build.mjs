@@ -78,6 +78,8 @@ await build({
     js: "import { createRequire as __ocaCreateRequire } from 'node:module';\nconst require = __ocaCreateRequire(import.meta.url);",
   },
   logLevel: 'warning',
+  // The proxy agents' `debug` traces would print proxy credentials to stderr when DEBUG is set (scripts/debug-off.cjs).
+  alias: { debug: './scripts/debug-off.cjs' },
   plugins: [lazyBuiltins, lazyBuiltinStandIns],
 });
 // The entry is run directly (`./os-config-agent.mjs`): it alone gets the #! line.

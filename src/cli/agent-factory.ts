@@ -10,7 +10,12 @@ import { selfConfigHook } from '../self-config/self-config-hook.js';
 // The one place where the agent's parts are put together for the command line.
 export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode, strictExit: boolean): Promise<Agent> {
   const httpFor = (loaded: LoadedConfig): HttpClient =>
-    createLazyHttpClient({ defaultMaxBytes: loaded.config.agent.http_max_bytes, defaultRetries: loaded.config.agent.http_retries });
+    createLazyHttpClient({
+      defaultMaxBytes: loaded.config.agent.http_max_bytes,
+      defaultRetries: loaded.config.agent.http_retries,
+      proxy: { config: loaded.config.agent, env: process.env },
+      log: log.child({ component: 'http' }),
+    });
   return Agent.create({
     sources,
     log,

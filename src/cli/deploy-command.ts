@@ -32,7 +32,12 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
     log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
     const { config, paths } = loaded;
     // Signals get one attempt each here; the outbox keeps the rest for the daemon or the next `deploy`.
-    const http = createLazyHttpClient({ defaultMaxBytes: config.agent.http_max_bytes, defaultRetries: 0 });
+    const http = createLazyHttpClient({
+      defaultMaxBytes: config.agent.http_max_bytes,
+      defaultRetries: 0,
+      proxy: { config: config.agent, env: process.env },
+      log: log.child({ component: 'http' }),
+    });
     const handlers = installSignalHandlers(log);
     try {
       let deployments: unknown[] | undefined;

@@ -126,6 +126,9 @@ export const SCHEMA = {
     poll_jitter: float(0.1, 'Random fraction (0-1) added to each sleep so a fleet does not poll in lockstep.'),
     http_max_bytes: int(16 * 1024 * 1024, 'Largest metadata response accepted, in bytes.'),
     http_retries: int(2, 'Retries of a failed request within one poll (5xx and network errors only).'),
+    http_proxy: str(undefined, 'Proxy for http:// requests, http://[user:password@]host[:port]; replaces $http_proxy / $HTTP_PROXY (empty: none).'),
+    https_proxy: str(undefined, 'Proxy for https:// requests (tunnelled with CONNECT); replaces $https_proxy / $HTTPS_PROXY (empty: none).'),
+    no_proxy: str(undefined, 'Hosts, domains, addresses and CIDRs (each optionally :port) reached without a proxy, comma-separated, `*` for all; replaces $no_proxy.'),
     max_source_bytes: int(16 * 1024 * 1024, 'Largest local metadata file accepted, in bytes.'),
   },
   apply: {

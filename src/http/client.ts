@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs';
+import type { ClientRequest } from 'node:http';
 import got, { type Got, type Response } from 'got';
 import { HttpError } from './http-error.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
+import type { ProxyInputs } from './proxy-env.js';
+import { proxyAuthReason, proxyFailureReason, ProxyRouting } from './proxy-routing.js';
 import type { HttpClient, HttpRequest, HttpResponse } from './types.js';
 import { splitZone, zonedAgents } from './zoned-url.js';
 
@@ -21,6 +24,8 @@ export interface HttpClientOptions {
   readonly retryBaseMs?: number;
   readonly log?: Logger;
   readonly random?: () => number;
+  /** Proxy options and environment (docs/proxies.md); without them every request goes direct. */
+  readonly proxy?: ProxyInputs;
 }
 
 /** Statuses worth another try within one poll; a 4xx never is (the request itself is wrong). */
@@ -50,6 +55,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     headers: { 'user-agent': options.userAgent ?? 'os-config-agent' },
   });
   const caCache = new Map<string, string>();
+  const proxies = options.proxy ? new ProxyRouting(options.proxy, options.log) : undefined;
 
   const readCa = (file: string, shown: string): string => {
     let ca = caCache.get(file);
@@ -71,10 +77,14 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       const shown = redactUrl(req.url);
       const ca = req.caFile ? readCa(req.caFile, shown) : undefined;
       if (req.signal?.aborted) throw new HttpError(`request to ${shown} not sent: shutting down`, shown);
-      let tooLarge: number | undefined;
       // A link-local URL's zone id ("%25eth0") is out of got's sight: it goes to the socket through an agent, and
-      // redirects are not followed (they would reach another host through that same zoned socket).
+      // redirects are not followed (they would reach another host through that same zoned socket). Link-local
+      // addresses never go through a proxy.
       const zoned = splitZone(req.url);
+      const route = zoned.zone === undefined ? await proxies?.begin(req.url, shown, timeoutMs) : undefined;
+      let tooLarge: number | undefined;
+      let current: ClientRequest | undefined;
+      let staleRetried = false;
       const pending = base(zoned.url, {
         method: req.method ?? 'GET',
         headers: req.headers ?? {},
@@ -85,6 +95,14 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
           methods: [...RETRY_METHODS],
           statusCodes: [...RETRY_STATUS_CODES],
           calculateDelay: ({ attemptCount, computedValue, error }) => {
+            // A kept-alive connection that the server or proxy closed just as it was reused (tinyproxy closes after
+            // every answer without saying so) fails with ECONNRESET before any answer: the request never reached
+            // the other side, so it goes again at once on a new connection, once, whatever the retry limit.
+            if (!staleRetried && current?.reusedSocket === true && error.code === 'ECONNRESET' && error.response === undefined) {
+              staleRetried = true;
+              route?.closedOnReuse((current as ClientRequest & { agent?: unknown }).agent);
+              return 1;
+            }
             // got computes 0 when the error or status is not retryable (or the limit is reached).
             if (computedValue === 0) return 0;
             const delay = retryDelayMs(attemptCount, baseMs, random());
@@ -95,6 +113,10 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         https: { ...(ca !== undefined ? { certificateAuthority: ca } : {}), rejectUnauthorized: !req.insecure },
         ...(req.signal ? { signal: req.signal } : {}),
         ...(zoned.zone !== undefined && zoned.address !== undefined ? { agent: zonedAgents(zoned.address, zoned.zone), followRedirect: false } : {}),
+        ...route?.gotOptions,
+      });
+      pending.on('request', (request: ClientRequest) => {
+        current = request;
       });
       pending.on('downloadProgress', (progress: { transferred: number; total?: number }) => {
         if (tooLarge !== undefined) return;
@@ -112,13 +134,22 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
           const reason = `the response is over the ${maxBytes}-byte limit (at least ${tooLarge} bytes); raise [agent] http_max_bytes if it is legitimate`;
           throw new HttpError(`response from ${shown}: ${reason}`, shown, 'ERR_HTTP_TOO_LARGE', { reason });
         }
-        const reason = describeError(err, timeoutMs);
+        if (err instanceof HttpError) throw err;
+        const code = (err as { code?: string }).code;
+        // The proxy agents report a proxy that did not answer within the request's timeout as ETIMEDOUT.
+        const proxyTimeout = route?.route.kind === 'proxy' && code === 'ETIMEDOUT';
+        const described = proxyTimeout ? `no answer within ${timeoutMs / 1000} s (ETIMEDOUT)` : describeError(err, timeoutMs);
+        const reason = route?.route.kind === 'proxy' ? proxyFailureReason(route.route.proxy, code, described) : described;
         throw new HttpError(`request to ${shown} failed: ${reason}`, shown, 'ERR_HTTP', { cause: err, reason });
       }
       // A body that arrived whole but is over the cap (no progress event crossed it) is refused the same way.
       if (res.rawBody.length > maxBytes) {
         const reason = `the response is over the ${maxBytes}-byte limit (${res.rawBody.length} bytes); raise [agent] http_max_bytes if it is legitimate`;
         throw new HttpError(`response from ${shown}: ${reason}`, shown, 'ERR_HTTP_TOO_LARGE', { reason });
+      }
+      if (res.statusCode === 407 && route?.route.kind === 'proxy') {
+        const reason = proxyAuthReason(route.route.proxy);
+        throw new HttpError(`request to ${shown} failed: ${reason}`, shown, 'ERR_HTTP', { reason });
       }
       return { statusCode: res.statusCode, headers: res.headers, body: res.rawBody, redactedUrl: redactUrl(zoned.zone !== undefined ? req.url : res.url || req.url) };
     },
@@ -133,6 +164,6 @@ function describeError(err: unknown, timeoutMs: number): string {
   if (e.code === 'ECONNREFUSED') return 'connection refused';
   if (e.code === 'ECONNRESET' || e.name === 'ReadError') return `connection closed before the whole response arrived (${e.code ?? 'ReadError'})`;
   if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `host name not resolvable (${e.code})`;
-  if (typeof e.code === 'string' && /CERT|SSL|TLS|SELF_SIGNED/i.test(e.code)) return `TLS verification failed (${e.code}); check the CA certificate option`;
+  if (typeof e.code === 'string' && /CERT|SSL|TLS|SELF_SIGNED|VERIFY|ISSUER|ALTNAME/i.test(e.code)) return `TLS verification failed (${e.code}); check the CA certificate option`;
   return e.code ?? e.name ?? 'unknown error';
 }

@@ -23,6 +23,31 @@ export function registerSecret(value: string | undefined | null): void {
   if (added) scrubOrder = [...registered].sort((a, b) => b.length - a.length);
 }
 
+/**
+ * Remember the password in a URL's user-info, `[scheme://]user:password@host…` (proxy settings, which may omit the
+ * scheme), without parsing it as a URL: the value may be malformed and still end up in a line.
+ */
+export function registerUrlCredentials(value: string | undefined | null): void {
+  if (typeof value !== 'string') return;
+  const userinfo = /^\s*(?:[a-z][a-z0-9+.-]*:\/\/)?([^/?#\s]*)@/i.exec(value)?.[1];
+  const colon = userinfo?.indexOf(':') ?? -1;
+  if (userinfo === undefined || colon < 0) return;
+  const user = userinfo.slice(0, colon);
+  const password = userinfo.slice(colon + 1);
+  let decodedUser = user;
+  let decoded = password;
+  try {
+    decodedUser = decodeURIComponent(user);
+    decoded = decodeURIComponent(password);
+  } catch {
+    // Not percent-encoded after all: the raw forms are what could be logged.
+  }
+  registerSecret(password);
+  registerSecret(decoded);
+  // The Basic credentials a proxy agent sends in Proxy-Authorization.
+  registerSecret(Buffer.from(`${decodedUser}:${decoded}`).toString('base64'));
+}
+
 /** For tests: forget registered secrets. */
 export function clearRegisteredSecrets(): void {
   registered.clear();
@@ -32,6 +57,8 @@ export function clearRegisteredSecrets(): void {
 const SECRET_QUERY_PARAMS = /([?&](?:signature|temp_url_sig|x-amz-signature|x-amz-security-token|securitytoken|token|password|secret_access_key|secretaccesskey)=)[^&#\s"']*/gi;
 const SECRET_JSON_FIELDS = /("(?:password|secret_access_key|deploy_password|token|auth_token|x-auth-token|X-Auth-Token|signal_url|deploy_signal_id|temp_url_sig)"\s*:\s*")((?:[^"\\]|\\.)*)"/g;
 const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^/@\s"']+@/gi;
+// An (Proxy-)Authorization header written out as text: `proxy-authorization: Basic dXNlcjpwYXNz`, or as JSON.
+const AUTH_HEADER_TEXT = /((?:proxy-)?authorization"?\s*[:=]\s*"?)(?:(?:basic|bearer|digest|negotiate) +)?[^\s"',}]+/gi;
 
 export function scrubText(text: string): string {
   let out = text;
@@ -41,6 +68,7 @@ export function scrubText(text: string): string {
   out = out.replace(SECRET_QUERY_PARAMS, `$1${REDACTED}`);
   out = out.replace(SECRET_JSON_FIELDS, (_m, head: string, value: string) => (value === REDACTED ? _m : `${head}${REDACTED}"`));
   out = out.replace(URL_USERINFO, `$1${REDACTED}@`);
+  out = out.replace(AUTH_HEADER_TEXT, `$1${REDACTED}`);
   return out;
 }
 
@@ -68,7 +96,7 @@ export function redactUrl(url: string): string {
 // of these names, but not numbers, objects or an Authorization header). Top level and one level down, as in
 // `{ password }` or `{ heat: { password } }`, plus the credential headers of a logged request.
 const SECRET_FIELDS = new Set(['password', 'secret_access_key', 'token']);
-const SECRET_HEADERS = new Set(['authorization', 'x-auth-token']);
+const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-auth-token']);
 
 /**
  * A log call's fields with every credential-named field replaced by [REDACTED]. The fields are returned as they are

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { clearRegisteredSecrets, redactFields, redactUrl, registerSecret, scrubText } from '../../src/log/redact.js';
+import { clearRegisteredSecrets, redactFields, redactUrl, registerSecret, registerUrlCredentials, scrubText } from '../../src/log/redact.js';
 
 t.afterEach(() => clearRegisteredSecrets());
 
@@ -125,4 +125,24 @@ t.test('redactFields: an Error that carries a credential keeps its message and s
   t.equal(out.code, 'E_AUTH');
   t.ok(out instanceof Error);
   t.equal(err.password, 'pw', 'the original is untouched');
+});
+
+t.test('registerUrlCredentials: the password of a proxy URL, with or without a scheme, raw, decoded and as Basic', async (t) => {
+  registerUrlCredentials('proxy-user:pa%24%24word@proxy.test:3128');
+  registerUrlCredentials('https://other:second-pw@[fd00::1]:3128/');
+  registerUrlCredentials('http://proxy.test:3128');
+  registerUrlCredentials(undefined);
+  registerUrlCredentials('http://only-user@proxy.test');
+  t.equal(scrubText('a pa%24%24word b pa$$word c second-pw'), 'a [REDACTED] b [REDACTED] c [REDACTED]');
+  t.equal(scrubText(Buffer.from('proxy-user:pa$$word').toString('base64')), '[REDACTED]');
+  t.equal(scrubText('proxy.test:3128 only-user'), 'proxy.test:3128 only-user', 'no password: nothing registered');
+});
+
+t.test('Authorization and Proxy-Authorization headers are scrubbed as text and as fields', async (t) => {
+  t.equal(scrubText('sent Proxy-Authorization: Basic dXNlcjpwYXNz to the proxy'), 'sent Proxy-Authorization: [REDACTED] to the proxy');
+  t.equal(scrubText('{"proxy-authorization":"Basic dXNlcjpwYXNz","x":1}'), '{"proxy-authorization":"[REDACTED]","x":1}');
+  t.equal(scrubText('authorization=Bearer abc.def'), 'authorization=[REDACTED]');
+  t.equal(scrubText('the authorization failed'), 'the authorization failed', 'prose is left alone');
+  const fields = redactFields({ headers: { 'proxy-authorization': 'Basic dXNlcjpwYXNz', accept: 'x' } });
+  t.same(fields.headers, { 'proxy-authorization': '[REDACTED]', accept: 'x' });
 });
