@@ -18,6 +18,20 @@ export default tseslint.config(
     },
   },
   {
+    // The ES module view of node:http or node:https reads every export, and on Node.js 22 their lazy WebSocket/fetch
+    // exports compile WebAssembly: a fatal V8 error in the daemon once it has switched to lite mode (src/bin.ts).
+    files: ['src/**'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: ['node:http', 'node:https', 'http', 'https'].map((name) => ({
+          name,
+          allowTypeImports: true,
+          message: 'require() it (createRequire): importing it makes Node 22 compile WebAssembly, fatal in the lite-mode daemon',
+        })),
+      }],
+    },
+  },
+  {
     files: ['test/**', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },

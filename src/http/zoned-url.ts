@@ -1,7 +1,18 @@
-import http from 'node:http';
-import https from 'node:https';
-import net from 'node:net';
-import tls from 'node:tls';
+import type * as Http from 'node:http';
+import type * as Https from 'node:https';
+import { createRequire } from 'node:module';
+import type * as Net from 'node:net';
+import type * as Tls from 'node:tls';
+
+// Required, not imported: the ES module view of a builtin reads every one of its exports, and on Node.js 22
+// node:http's lazy WebSocket export loads undici, which compiles WebAssembly. In the daemon, which has switched V8 to
+// lite mode (jitless) at run time, that is a fatal V8 error, not an exception. (The build gives got the same
+// builtins through require() for the same reason.)
+const nodeRequire = createRequire(import.meta.url);
+const http = nodeRequire('node:http') as typeof Http;
+const https = nodeRequire('node:https') as typeof Https;
+const net = nodeRequire('node:net') as typeof Net;
+const tls = nodeRequire('node:tls') as typeof Tls;
 
 // IPv6 link-local URLs need a zone id ("http://[fe80::a9fe:a9fe%25eth0]/", RFC 6874; users also write "%eth0"), and
 // the WHATWG URL parser got relies on refuses it. So the zone is taken out of the URL before got sees it, and put
@@ -38,10 +49,10 @@ export function withZone(url: string, address: string, zone: string): string {
   return url.replace(`[${address}]`, `[${address}%25${zone}]`);
 }
 
-const agents = new Map<string, { http: http.Agent; https: https.Agent }>();
+const agents = new Map<string, { http: Http.Agent; https: Https.Agent }>();
 
 /** got's `agent` option for a zoned URL: sockets connect to "address%zone" whatever host got asks for. */
-export function zonedAgents(address: string, zone: string): { http: http.Agent; https: https.Agent } {
+export function zonedAgents(address: string, zone: string): { http: Http.Agent; https: Https.Agent } {
   const target = `${address}%${zone}`;
   let pair = agents.get(target);
   if (!pair) {
@@ -57,8 +68,8 @@ class ZonedHttpAgent extends http.Agent {
   constructor(private readonly target: string) {
     super({ keepAlive: true, timeout: 5000 });
   }
-  override createConnection(options: http.ClientRequestArgs): net.Socket {
-    return net.createConnection({ ...(options as net.TcpNetConnectOpts), host: this.target });
+  override createConnection(options: Http.ClientRequestArgs): Net.Socket {
+    return net.createConnection({ ...(options as Net.TcpNetConnectOpts), host: this.target });
   }
 }
 
@@ -66,9 +77,9 @@ class ZonedHttpsAgent extends https.Agent {
   constructor(private readonly target: string) {
     super({ keepAlive: true, timeout: 5000 });
   }
-  override createConnection(options: http.ClientRequestArgs): tls.TLSSocket {
+  override createConnection(options: Http.ClientRequestArgs): Tls.TLSSocket {
     // An IP literal carries no server name (SNI); the certificate is checked against the address.
-    const { servername: _sni, ...rest } = options as tls.ConnectionOptions;
+    const { servername: _sni, ...rest } = options as Tls.ConnectionOptions;
     return tls.connect({ ...rest, host: this.target });
   }
 }
