@@ -79,7 +79,8 @@ await build({
   },
   logLevel: 'warning',
   // The proxy agents' `debug` traces would print proxy credentials to stderr when DEBUG is set (scripts/debug-off.cjs).
-  alias: { debug: './scripts/debug-off.cjs' },
+  // got's HTTP/2 support is never used, and loading it costs every process ~50 ms and several MB (scripts/http2-off.cjs).
+  alias: { debug: './scripts/debug-off.cjs', 'http2-wrapper': './scripts/http2-off.cjs' },
   plugins: [lazyBuiltins, lazyBuiltinStandIns],
 });
 // The entry is run directly (`./os-config-agent.mjs`): it alone gets the #! line.
