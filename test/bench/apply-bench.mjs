@@ -17,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { daemonApplies } from './daemon-apply.mjs';
 import { interleave, measure, median, withThisNode } from './measure.mjs';
+import { TEMPLATE_BODY, templateMetadata } from './template-set.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
 const UPSTREAM = '/usr/bin/os-apply-config';
@@ -25,22 +26,6 @@ const bundle = path.resolve('dist/os-config-agent.mjs');
 const EXT4_IMAGE_BYTES = 2 * 1024 ** 3;
 const TOOL_TIMEOUT_MS = 60_000;
 
-/** Metadata of variant `v`: v > 0 changes every scalar, so every rendered file changes. */
-function metadataFor(v) {
-  const suffix = v === 0 ? '' : `-v${v}`;
-  const metadata = { items: Array.from({ length: 20 }, (_, i) => ({ name: `item-${i}${suffix}`, value: i })) };
-  for (let k = 0; k < 50; k++) metadata[`key${k}`] = `value-${k}${suffix}`;
-  metadata.nested = { port: 8080, enabled: true, list: ['a', 'b'] };
-  return metadata;
-}
-const body = [
-  ...Array.from({ length: 50 }, (_, k) => `key${k} = {{key${k}}}`),
-  'port = {{nested.port}} enabled = {{nested.enabled}} list = {{nested.list}}',
-  '{{#items}}',
-  '  {{name}}: {{value}}',
-  '{{/items}}',
-  '',
-].join('\n');
 const settle = () => spawnSync('sync');
 const env = withThisNode();
 delete env.OS_CONFIG_FILES;
@@ -81,11 +66,11 @@ async function benchTree(fsBase, count) {
   for (let d = 0; d < count / 10; d++) {
     const dir = path.join(templates, `dir${d}`);
     mkdirSync(dir, { recursive: true });
-    for (let f = 0; f < 10; f++) writeFileSync(path.join(dir, `file${f}.conf`), body);
+    for (let f = 0; f < 10; f++) writeFileSync(path.join(dir, `file${f}.conf`), TEMPLATE_BODY);
   }
   const metaFile = (v) => {
     const file = path.join(base, `metadata-${v}.json`);
-    writeFileSync(file, JSON.stringify(metadataFor(v)));
+    writeFileSync(file, JSON.stringify(templateMetadata(v)));
     return file;
   };
   const args = (out, v = 0) => ['-t', templates, '-o', out, '-m', metaFile(v), '--fallback-metadata', '--os-config-files', path.join(base, 'none.json')];
@@ -103,7 +88,7 @@ async function benchTree(fsBase, count) {
   };
   const [oursSteady, upSteady] = interleave(RUNS, [rerun('ours', oursCmd, false), rerun('up', upCmd, false)]);
   const [oursChanged, upChanged] = interleave(RUNS, [rerun('ours', oursCmd, true), rerun('up', upCmd, true)]);
-  const daemon = await daemonApplies({ bundle, root: path.join(base, 'daemon-root'), templatesDir: templates, cycles: RUNS + 1, metadataFor, settle, env });
+  const daemon = await daemonApplies({ bundle, root: path.join(base, 'daemon-root'), templatesDir: templates, cycles: RUNS + 1, metadataFor: templateMetadata, settle, env });
   rmSync(base, { recursive: true, force: true });
   const inProcessFresh = daemon.seconds[0];
   const inProcessChanged = median(daemon.seconds.slice(1));

@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measure, median } from './measure.mjs';
+import { TEMPLATE_BODY, templateMetadata } from './template-set.mjs';
 
 const DEPLOYMENTS = 20;
 const TEMPLATES = 200;
@@ -94,27 +95,13 @@ async function startSink() {
   };
 }
 
-// The templates and their values: apply-bench's shape (50 scalars and a 20-item section each), in directories of 10.
-function templateValues() {
-  const values = { items: Array.from({ length: 20 }, (_, i) => ({ name: `item-${i}`, value: i })) };
-  for (let k = 0; k < 50; k++) values[`key${k}`] = `value-${k}`;
-  values.nested = { port: 8080, enabled: true, list: ['a', 'b'] };
-  return values;
-}
-const BODY = [
-  ...Array.from({ length: 50 }, (_, k) => `key${k} = {{key${k}}}`),
-  'port = {{nested.port}} enabled = {{nested.enabled}} list = {{nested.list}}',
-  '{{#items}}',
-  '  {{name}}: {{value}}',
-  '{{/items}}',
-  '',
-].join('\n');
+// The templates and their values: the apply benchmark's set (template-set.mjs), in directories of 10.
 const OUT_SUBDIR = 'etc/bench';
 function writeTemplates(templatesDir) {
   for (let d = 0; d < TEMPLATES / 10; d++) {
     const dir = path.join(templatesDir, OUT_SUBDIR, `dir${d}`);
     mkdirSync(dir, { recursive: true });
-    for (let f = 0; f < 10; f++) writeFileSync(path.join(dir, `file${f}.conf`), BODY);
+    for (let f = 0; f < 10; f++) writeFileSync(path.join(dir, `file${f}.conf`), TEMPLATE_BODY);
   }
 }
 function countRendered(outRoot) {
@@ -150,7 +137,7 @@ function deployments(sinkUrl, tag) {
     };
   });
 }
-const metadata = (list) => JSON.stringify({ ...templateValues(), deployments: list });
+const metadata = (list) => JSON.stringify({ ...templateMetadata(), deployments: list });
 
 /** Time every measured cycle the same way: coreutils `timeout` (kills the whole process group) inside GNU time. */
 const timed = (argv, env) => measure(['timeout', '-k', '5', String(CYCLE_TIMEOUT_S), ...argv], { env, timeout: SPAWN_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 ** 2 });

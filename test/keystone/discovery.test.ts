@@ -5,20 +5,12 @@ import { KeystoneError } from '../../src/keystone/keystone-error.js';
 import { startTestServer, type TapTest } from '../helpers/http-test-server.js';
 import { startKeystoneServer } from '../helpers/keystone-server.js';
 import { captureLog } from '../helpers/log-capture.js';
+import { failure } from '../helpers/assertions.js';
 
 // Version discovery against loopback servers answering as Keystone does (300 + versions.values at the root, 200 +
 // version below it). Each test has its own server, so its own port and its own entry in the per-process cache.
 
 const http = () => createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, retryBaseMs: 5 });
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 async function versionServer(t: TapTest, answer: (path: string) => { status: number; body: string; headers?: Record<string, string> }) {
   const server = await startTestServer((req, res) => {
@@ -94,7 +86,7 @@ t.test('a document without v3 is an error naming the URL and what to set, and is
   const ks = await startKeystoneServer();
   t.teardown(() => ks.close());
   ks.versionsDocument = { versions: { values: [{ id: 'v2.0', status: 'stable', links: [{ rel: 'self', href: `${ks.url}/identity/v2.0/` }] }] } };
-  const err = await rejection(identityV3Url(http(), ks.rootUrl, { timeoutSeconds: 1 }));
+  const err = await failure(identityV3Url(http(), ks.rootUrl, { timeoutSeconds: 1 }));
   t.type(err, KeystoneError);
   t.equal((err as KeystoneError).code, 'ERR_HTTP');
   t.equal(
@@ -138,18 +130,18 @@ t.test('server errors, hangs and refused connections are errors that are tried a
   });
   t.teardown(() => server.close());
   const url = `${server.url}/`;
-  t.match(await rejection(identityV3Url(http(), url, { timeoutSeconds: 1 })), { message: /^Keystone version discovery at .* answered 503; check auth_url, or set it to the v3 endpoint/ });
+  t.match(await failure(identityV3Url(http(), url, { timeoutSeconds: 1 })), { message: /^Keystone version discovery at .* answered 503; check auth_url, or set it to the v3 endpoint/ });
   mode = 'hang';
-  t.match(await rejection(identityV3Url(http(), url, { timeoutSeconds: 0.2 })), { message: /^Keystone version discovery at .* failed: .*no answer within 0.2 s.*; check auth_url$/ });
+  t.match(await failure(identityV3Url(http(), url, { timeoutSeconds: 0.2 })), { message: /^Keystone version discovery at .* failed: .*no answer within 0.2 s.*; check auth_url$/ });
   mode = 'ok';
   t.equal(await identityV3Url(http(), url, { timeoutSeconds: 1 }), 'http://127.0.0.1:9/v3');
   const gone = await startTestServer(() => undefined);
   const goneUrl = gone.url;
   await gone.close();
-  t.match(await rejection(identityV3Url(http(), goneUrl, { timeoutSeconds: 1 })), { message: /connection refused/ });
+  t.match(await failure(identityV3Url(http(), goneUrl, { timeoutSeconds: 1 })), { message: /connection refused/ });
 });
 
 t.test('an oversized document is refused, not parsed', async (t) => {
   const server = await versionServer(t, () => ({ status: 300, body: JSON.stringify({ versions: { values: [], pad: 'x'.repeat(300 * 1024) } }) }));
-  t.match(await rejection(identityV3Url(http(), server.url, { timeoutSeconds: 1 })), { message: /over the 262144-byte limit/ });
+  t.match(await failure(identityV3Url(http(), server.url, { timeoutSeconds: 1 })), { message: /over the 262144-byte limit/ });
 });

@@ -8,17 +8,9 @@ import { scrubText } from '../../src/log/redact.js';
 import { startTestServer } from '../helpers/http-test-server.js';
 import { startKeystoneServer, type KeystoneServer } from '../helpers/keystone-server.js';
 import { captureLog } from '../helpers/log-capture.js';
+import { failure } from '../helpers/assertions.js';
 
 const http = () => createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, retryBaseMs: 5 });
-
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 t.test('password login: token and catalog; cached until a minute before expiry; invalidate forces a login', async (t) => {
   const ks = await startKeystoneServer();
@@ -58,19 +50,19 @@ t.test('refused credentials, server errors and transport failures are KeystoneEr
   const ks = await startKeystoneServer();
   t.teardown(() => ks.close());
   const bad = new KeystoneSession(http(), { authUrl: ks.authUrl, userId: ks.userId, password: 'wrong-password', projectId: ks.projectId });
-  const err = await rejection(bad.token());
+  const err = await failure(bad.token());
   t.type(err, KeystoneError);
   t.match(err.message, /refused the credentials \(401\); check user_id, password and project_id/);
   t.notOk(err.message.includes('wrong-password'));
 
   ks.fault = '500';
   const good = new KeystoneSession(http(), { authUrl: ks.authUrl, userId: ks.userId, password: ks.password, projectId: ks.projectId });
-  t.match(await rejection(good.token()), { message: /answered 500; check auth_url/ });
+  t.match(await failure(good.token()), { message: /answered 500; check auth_url/ });
   ks.fault = 'non-json';
-  t.match(await rejection(good.token()), { message: /returned no X-Subject-Token/ });
+  t.match(await failure(good.token()), { message: /returned no X-Subject-Token/ });
   ks.fault = 'hang';
   const slow = new KeystoneSession(http(), { authUrl: ks.authUrl, userId: ks.userId, password: ks.password, projectId: ks.projectId }, { timeoutSeconds: 0.2 });
-  t.match(await rejection(slow.token()), { message: /Keystone authentication failed: .*no answer within 0.2 s/ });
+  t.match(await failure(slow.token()), { message: /Keystone authentication failed: .*no answer within 0.2 s/ });
 });
 
 t.test('a token answer without a JSON token body is refused; bad catalog entries are dropped', async (t) => {
@@ -81,9 +73,9 @@ t.test('a token answer without a JSON token body is refused; bad catalog entries
   });
   t.teardown(() => server.close());
   const session = () => new KeystoneSession(http(), { authUrl: `${server.url}/v3`, userId: 'u', password: 'p-12345', projectId: 'p' });
-  t.match(await rejection(session().token()), { message: /not JSON/ });
+  t.match(await failure(session().token()), { message: /not JSON/ });
   body = '{"nottoken":1}';
-  t.match(await rejection(session().token()), { message: /no "token" object/ });
+  t.match(await failure(session().token()), { message: /no "token" object/ });
   body = JSON.stringify({
     token: {
       expires_at: 'garbage',
@@ -141,7 +133,7 @@ t.test('discovery without v3 fails the login with the discovery error; nothing i
   t.teardown(() => ks.close());
   ks.versionsDocument = { versions: { values: [{ id: 'v2.0', status: 'deprecated', links: [{ rel: 'self', href: `${ks.url}/identity/v2.0/` }] }] } };
   const session = new KeystoneSession(http(), { authUrl: `${ks.rootUrl}/`, userId: ks.userId, password: ks.password, projectId: ks.projectId });
-  const err = await rejection(session.token());
+  const err = await failure(session.token());
   t.type(err, KeystoneError);
   t.match(err.message, /offers no usable Identity v3 .*set auth_url to Keystone's v3 endpoint/);
   t.equal(ks.tokensIssued(), 0);
