@@ -9,7 +9,7 @@ import type { JsonObject } from '../util/json-merge.js';
 import { withDeployLock } from './deploy-lock.js';
 import { parseDeployment, UNGROUPED, type Deployment } from './deployment.js';
 import { findHook, hookDirs } from './find-hook.js';
-import { loadBuiltinHook, removeWorkFiles } from './hooks/builtin-hooks.js';
+import { BUILTIN_HOOK_GROUPS, loadBuiltinHook, removeWorkFiles } from './hooks/builtin-hooks.js';
 import type { BuiltinHook } from './hooks/hook-context.js';
 import { readHookStamp } from './hooks/hook-stamp.js';
 import { runInProcess } from './hooks/in-process.js';
@@ -321,12 +321,10 @@ class Dispatcher {
    * in-process hooks are on; undefined means the file runs as a process.
    */
   private async builtinHookFor(file: string, name: string): Promise<BuiltinHook | undefined> {
-    if (!this.ctx.config.deploy.hooks_in_process) return undefined;
-    const loading = loadBuiltinHook(name);
-    if (!loading) return undefined;
+    if (!this.ctx.config.deploy.hooks_in_process || !BUILTIN_HOOK_GROUPS.includes(name)) return undefined;
     const stamp = await readHookStamp(file);
     if (stamp?.group !== name || stamp.version !== VERSION) return undefined;
-    return loading;
+    return loadBuiltinHook(name);
   }
 
   /** A deployment left the metadata: the work files its built-in hook kept go (upstream kept them forever). */
