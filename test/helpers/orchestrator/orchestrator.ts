@@ -122,6 +122,7 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
     return { 'os-collect-config': agentSection(), deployments: [...deployments.values()].map(({ _signal: _s, ...d }) => d) };
   }
 
+  let metadataUrlExpires: number | undefined;
   function agentSection(): Record<string, unknown> {
     const section: Record<string, unknown> = {};
     if (options.transport === 'POLL_SERVER_CFN') {
@@ -132,7 +133,10 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
       section.heat = { auth_url: `${url}/identity/v3`, user_id: creds.userId, password: creds.password, project_id: creds.projectId, stack_id: `${stackName}/${stackId}`, resource_name: SERVER_RESOURCE, region_name: null };
     } else {
       section.collectors = ['request', 'local'];
-      section.request = { metadata_url: tempUrl(url, creds.swiftKey, 'GET', metadataObjectPath, Math.floor(Date.now() / 1000) + 86400) };
+      // One expiry for the orchestrator's life: a URL made anew each call would change the metadata (and so its ETag)
+      // every second, and a conditional GET that straddles a second would see a new document.
+      metadataUrlExpires ??= Math.floor(Date.now() / 1000) + 86400;
+      section.request = { metadata_url: tempUrl(url, creds.swiftKey, 'GET', metadataObjectPath, metadataUrlExpires) };
     }
     return section;
   }
