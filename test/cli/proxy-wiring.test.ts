@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { requireBundle } from '../helpers/bundle.js';
+import { runBundle } from '../helpers/bundle.js';
 import { startTestServer } from '../helpers/http-test-server.js';
 import { startTinyproxy, tinyproxyMissing } from '../helpers/tinyproxy.js';
 
@@ -11,23 +10,9 @@ import { startTinyproxy, tinyproxyMissing } from '../helpers/tinyproxy.js';
 // `request` collector, http_proxy in its environment, Debian's tinyproxy on loopback. The option beats the variable;
 // the proxy password shows nowhere, even with DEBUG=* (the bundle has no `debug` traces).
 
-function collect(root: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [requireBundle(), 'collect', '--root', root, '--print'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** `collect --print` of the bundle under `root`, with only PATH and `env` in its environment. */
+const collect = (root: string, env: Record<string, string>) =>
+  runBundle(['collect', '--root', root, '--print'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
 
 t.test('collect honours http_proxy from the environment, and [agent] http_proxy over it', { skip: tinyproxyMissing() }, async (t) => {
   const origin = await startTestServer((_req, res) => {

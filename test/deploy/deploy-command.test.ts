@@ -1,27 +1,12 @@
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { requireBundle } from '../helpers/bundle.js';
+import { runBundle as run } from '../helpers/bundle.js';
 import { counterLines, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import { startSignalSink } from '../helpers/signal-sink.js';
 
 // `os-config-agent deploy` as an operator runs it: the real bundle, under --root.
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [requireBundle(), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 const logLines = (text: string) =>
   text

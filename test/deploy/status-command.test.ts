@@ -1,24 +1,13 @@
-import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { DeploymentStatus } from '../../src/deploy/status.js';
-import { requireBundle } from '../helpers/bundle.js';
+import { runBundle as run } from '../helpers/bundle.js';
 import { deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import { startSignalSink } from '../helpers/signal-sink.js';
 
 // `os-config-agent status [--json]` after a real `deploy`.
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [requireBundle(), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 t.test('status lists what deploy did, as a table and as JSON, without secrets', async (t) => {
   const root = t.testdir();

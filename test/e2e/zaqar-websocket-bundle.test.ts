@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import t from 'tap';
-import { requireBundle } from '../helpers/bundle.js';
+import { runBundle, type BundleRun } from '../helpers/bundle.js';
 import { makeAgentRoot } from '../helpers/agent-root.js';
 import { startKeystoneServer } from '../helpers/keystone-server.js';
 import { startZaqarWsServer } from '../helpers/zaqar-ws-server.js';
@@ -8,23 +7,11 @@ import { startZaqarWsServer } from '../helpers/zaqar-ws-server.js';
 // The built bundle (ws in its own lazily loaded chunk) as an instance runs it: `collect` with the zaqar collector over
 // websockets prints the popped metadata and exits by itself, the kept connection holding nothing open.
 
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(args: string[]): Promise<BundleRun> {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [requireBundle(), ...args], { env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += String(c)));
-    child.stderr.on('data', (c: Buffer) => (stderr += String(c)));
-    // Bounded: a process kept alive by its socket fails the test instead of hanging it.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  // Bounded: a process kept alive by its socket fails the test instead of hanging it.
+  return runBundle(args, { env, timeoutMs: 30_000 });
 }
 
 t.test('collect over websockets with the bundle: prints the message and exits', async (t) => {

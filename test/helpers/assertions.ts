@@ -1,11 +1,11 @@
 // Small assertion helpers shared by the collector and agent tests.
 
-/** The error a promise rejects with; throws when it resolves. */
-export async function failure(p: Promise<unknown>): Promise<Error> {
+/** The error a promise rejects with (of the type the caller expects); throws when it resolves. */
+export async function failure<E extends Error = Error>(p: Promise<unknown>): Promise<E> {
   try {
     await p;
   } catch (err) {
-    return err as Error;
+    return err as E;
   }
   throw new Error('expected a failure');
 }

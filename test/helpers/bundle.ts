@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +10,32 @@ export const BUNDLE = path.join(REPO, 'dist/os-config-agent.mjs');
 export function requireBundle(): string {
   if (!existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run "node scripts/build.mjs" (npm test builds it)`);
   return BUNDLE;
+}
+
+export interface BundleRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs the bundle with `args` (stdin closed) and collects its output. Bounded: a process still running after
+ * `timeoutMs` is killed, so a command that never exits fails its test instead of hanging it.
+ */
+export function runBundle(args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<BundleRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [requireBundle(), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }
 
 /** The built-in hooks the build made (dist/hooks/<group>, nothing else) installed into a hooks directory, as the elements do. */

@@ -7,20 +7,15 @@ import t from 'tap';
 import { createHttpClient, HttpError, retryDelayMs, RETRY_STATUS_CODES } from '../../src/http/client.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { refusedUrl, sendFault, startTestServer } from '../helpers/http-test-server.js';
+import { failure } from '../helpers/assertions.js';
 
 // The one HTTP client, against real loopback servers: retries (and their absence), timeouts, the size cap, abort,
 // TLS CA handling, redaction.
 
 const client = (over: Partial<Parameters<typeof createHttpClient>[0]> = {}) => createHttpClient({ defaultMaxBytes: 4096, defaultRetries: 2, retryBaseMs: 5, ...over });
 
-async function rejection(p: Promise<unknown>): Promise<HttpError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as HttpError;
-  }
-  throw new Error('expected a rejection');
-}
+/** The HttpError a request rejects with. */
+const rejection = (p: Promise<unknown>) => failure<HttpError>(p);
 
 t.test('retryDelayMs: exponential, capped, jittered into [0.5, 1) of the step', async (t) => {
   t.equal(retryDelayMs(1, 500, 0), 250);

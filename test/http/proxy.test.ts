@@ -9,6 +9,7 @@ import { destroyProxyAgents } from '../../src/http/proxy-agent.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { refusedUrl, startTestServer, type TapTest, type TestServer } from '../helpers/http-test-server.js';
 import { startTinyproxy, tinyproxyMissing, type Tinyproxy } from '../helpers/tinyproxy.js';
+import { failure } from '../helpers/assertions.js';
 
 // Proxies in the one HTTP client against Debian's tinyproxy on loopback: its log proves which requests went through
 // it, the target servers' request logs prove which went direct. HTTPS goes through CONNECT to a loopback TLS server
@@ -32,14 +33,8 @@ function client(config: Config, env: Record<string, string> = {}, log = captureL
   return { http: createHttpClient({ defaultMaxBytes: 65536, defaultRetries: 0, retryBaseMs: 5, proxy: { config, env }, log: log.log }), log };
 }
 
-async function rejection(p: Promise<unknown>): Promise<HttpError> {
-  try {
-    await p;
-  } catch (err) {
-    return err as HttpError;
-  }
-  throw new Error('expected a rejection');
-}
+/** The HttpError a request rejects with. */
+const rejection = (p: Promise<unknown>) => failure<HttpError>(p);
 
 async function echoServer(t: TapTest): Promise<TestServer> {
   const server = await startTestServer((req, res) => {
