@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
-import { runDeployments } from '../deploy/dispatch.js';
+import { runDeployments, settleAppliedDeployments } from '../deploy/dispatch.js';
 import { deploymentsFrom, readCachedMetadata, readHeatConfigFile, writeHeatConfigFile } from '../deploy/metadata-source.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
@@ -12,7 +12,7 @@ import { installSignalHandlers } from './process-signals.js';
 
 // `os-config-agent deploy`: one pass of the deployment runner (upstream: configure.d/55-heat-config) over the
 // deployments of the cached metadata, or of a heat-config file given with --heat-config. Runs pending hooks, signals,
-// records removals. Exits 1 when a deployment failed, a local write failed or the pass was interrupted. Logs go to
+// records removals, then signals the os-apply-config deployments (their data is applied before this step). Exits 1 when a deployment failed, a local write failed or the pass was interrupted. Logs go to
 // stderr.
 
 interface DeployFlags extends CommonFlags {
@@ -47,8 +47,12 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
         deployments = deploymentsFrom(await readCachedMetadata(config, paths, log), log);
         if (deployments !== undefined) await writeHeatConfigFile(config, deployments);
       }
-      const report = await runDeployments({ config, paths, log: log.child({ component: 'deploy' }), http, signal: handlers.signal, deployments });
-      setExit(report.failed.length > 0 || report.interrupted ? 1 : 0);
+      const ctx = { config, paths, log: log.child({ component: 'deploy' }), http, signal: handlers.signal, deployments };
+      const report = await runDeployments(ctx);
+      // As 55-heat-config, this pass follows the apply (20-os-apply-config): os-apply-config deployments are
+      // signalled at its end rather than waiting for a daemon cycle that may not come.
+      const settled = report.interrupted ? { failed: [] } : await settleAppliedDeployments(ctx, { ok: true });
+      setExit(report.failed.length > 0 || settled.failed.length > 0 || report.interrupted ? 1 : 0);
     } finally {
       handlers.dispose();
     }

@@ -9,10 +9,14 @@ import type { Pipeline, PipelineContext } from './pipeline.js';
 // upstream positions: 20-os-apply-config (render templates from this cycle's metadata) and 55-heat-config (run and
 // signal the deployments). Users' scripts in the phase directories still run around them in sort order; a script file
 // of either name (an image still carrying upstream's) is replaced by the in-process step, so nothing runs twice.
+// When the phases have ended, os-apply-config deployments are signalled with the cycle's outcome (upstream never
+// signalled them; tripleo-image-elements images carried a 99-refresh-completed script for it).
 // The modules are loaded at the first run, so `collect` and an idle daemon never parse them.
 
 export const APPLY_STEP = '20-os-apply-config';
 export const DEPLOY_STEP = '55-heat-config';
+/** Log name of the end-of-cycle signalling of os-apply-config deployments (not a phase script). */
+const SETTLE_STEP = 'cycle-end';
 
 export function createNativePipeline(loaded: LoadedConfig, log: Logger, http: HttpClient): Pipeline {
   return {
@@ -50,9 +54,9 @@ async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ct
     {
       phase: 'configure',
       name: DEPLOY_STEP,
-      run: async (_stepEnv, signal) => {
+      run: async (stepEnv, signal) => {
         const { deployFromPairs } = await import('../deploy/deploy-step.js');
-        await deployFromPairs(loaded, log.child({ step: DEPLOY_STEP }), http, { pairs: ctx.pairs, signal });
+        await deployFromPairs(loaded, log.child({ step: DEPLOY_STEP }), http, { pairs: ctx.pairs, signal }, stepEnv);
       },
     },
   ];
@@ -70,7 +74,23 @@ async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ct
     // The cycle stays uncommitted and is retried; the refresh already logged which phase and script failed.
     const exitCode = typeof (err as { exitCode?: unknown }).exitCode === 'number' ? (err as { exitCode: number }).exitCode : 1;
     const code = err instanceof AgentError ? ` [${err.code}]` : '';
+    // os-apply-config deployments waiting for this cycle fail with its error (not after a shutdown: it runs again).
+    if (!ctx.signal.aborted) await settleAfterFailure(loaded, log, http, ctx, `${errorMessage(err)}${code}`);
     throw new CommandFailedError(`configuration phases failed: ${errorMessage(err)}${code}; new data not committed, retrying next cycle`, exitCode);
+  }
+  // A failure here (local state) fails the cycle: it is retried, and the deployments still wait for its end.
+  const { settleCycle } = await import('../deploy/deploy-step.js');
+  await settleCycle(loaded, log.child({ step: SETTLE_STEP }), http, { pairs: ctx.pairs, signal: ctx.signal }, { ok: true });
+}
+
+/** After a failed cycle; its own failure is logged, not thrown over the cycle's. */
+async function settleAfterFailure(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: PipelineContext, reason: string): Promise<void> {
+  const slog = log.child({ step: SETTLE_STEP });
+  try {
+    const { settleCycle } = await import('../deploy/deploy-step.js');
+    await settleCycle(loaded, slog, http, { pairs: ctx.pairs, signal: ctx.signal }, { ok: false, reason });
+  } catch (err) {
+    slog.error({ code: err instanceof AgentError ? err.code : undefined, reason: errorMessage(err) }, 'os-apply-config deployments could not be signalled');
   }
 }
 

@@ -2,7 +2,7 @@ import type { LoadedConfig } from '../config/load.js';
 import type { PipelineContext } from '../daemon/pipeline.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
-import { runDeployments, type DeployReport } from './dispatch.js';
+import { runDeployments, settleAppliedDeployments, type CycleOutcome, type DeployReport, type SettleReport } from './dispatch.js';
 import { deploymentsFrom, writeHeatConfigFile } from './metadata-source.js';
 
 export { flushOutbox, type FlushReport } from './outbox.js';
@@ -17,12 +17,24 @@ export function createDeployStep(loaded: LoadedConfig, log: Logger, http: HttpCl
   };
 }
 
-/** The step's work, returning the report (for callers that want the counts). */
-export async function deployFromPairs(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: Pick<PipelineContext, 'pairs' | 'signal'>): Promise<DeployReport> {
+/**
+ * The step's work, returning the report (for callers that want the counts). `env` is the hooks' environment: the
+ * phase's, as upstream's hooks inherit it from os-refresh-config (OS_CONFIG_FILES among it).
+ */
+export async function deployFromPairs(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: Pick<PipelineContext, 'pairs' | 'signal'>, env?: NodeJS.ProcessEnv): Promise<DeployReport> {
   const deployments = deploymentsFrom(
     ctx.pairs.map((p) => p.value),
     log,
   );
   if (deployments !== undefined) await writeHeatConfigFile(loaded.config, deployments);
-  return runDeployments({ config: loaded.config, paths: loaded.paths, log, http, signal: ctx.signal, deployments });
+  return runDeployments({ config: loaded.config, paths: loaded.paths, log, http, signal: ctx.signal, deployments, ...(env ? { env } : {}) });
+}
+
+/** The end of a cycle: its os-apply-config deployments are signalled with its outcome (dispatch.ts settleApplied). */
+export async function settleCycle(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: Pick<PipelineContext, 'pairs' | 'signal'>, outcome: CycleOutcome): Promise<SettleReport> {
+  const deployments = deploymentsFrom(
+    ctx.pairs.map((p) => p.value),
+    log,
+  );
+  return settleAppliedDeployments({ config: loaded.config, paths: loaded.paths, log, http, signal: ctx.signal, deployments }, outcome);
 }

@@ -84,6 +84,23 @@ export function runDeployments(ctx: DeployContext): Promise<DeployReport> {
   return withDeployLock(deployLockFile(ctx.config), () => new Dispatcher(ctx).run());
 }
 
+/** How a configuration cycle (collect, apply, the phases, the deployments) ended. */
+export type CycleOutcome = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+export interface SettleReport {
+  /** os-apply-config deployments whose signal was queued (and attempted). */
+  readonly signalled: readonly string[];
+  readonly failed: readonly DeployFailure[];
+}
+
+/**
+ * Signals the os-apply-config deployments of `ctx.deployments` that wait for the end of this cycle (state `applied`);
+ * when the cycle failed, with its error. Call it once the cycle's outcome is known.
+ */
+export function settleAppliedDeployments(ctx: DeployContext, outcome: CycleOutcome): Promise<SettleReport> {
+  return withDeployLock(deployLockFile(ctx.config), () => new Dispatcher(ctx).settleApplied(outcome));
+}
+
 class Dispatcher {
   private readonly now: () => number;
   private readonly store: StateStore;
@@ -216,11 +233,7 @@ class Dispatcher {
     const dirs = hookDirs(config, paths, this.ctx.env ?? process.env);
     const lookup = await findHook(d.group, dirs);
     if (!lookup.found) {
-      if (APPLY_GROUPS.has(d.group)) {
-        this.skipped.push(dep.id);
-        const reason = `group ${d.group} has no hook: its config is applied as os-apply-config metadata`;
-        return this.store.transition(record, 'skipped', {}, { reason });
-      }
+      if (APPLY_GROUPS.has(d.group)) return this.awaitCycle(d, record);
       const shownDirs = dirs.map((x) => paths.unmap(x)).join(', ');
       const message = `no hook for group "${d.group}" (looked for "${lookup.name}" in ${shownDirs}); install the hook or correct the deployment's group`;
       dlog.error({ code: 'ERR_HOOK', group: d.group, hookName: lookup.name, searched: shownDirs }, 'hook missing; failure signalled');
@@ -305,6 +318,57 @@ class Dispatcher {
       this.attempted.add(dep.id);
     }
     return next;
+  }
+
+  /**
+   * An os-apply-config deployment (no hook: the apply step renders its data). Heat waits for its signal like any
+   * other's, and upstream never sent one (the stack timed out), so it is sent when the cycle that applied the data
+   * ends: settleApplied(). One that asks for no signal is only recorded.
+   */
+  private async awaitCycle(d: Deployment, record: DeploymentRecord): Promise<DeploymentRecord> {
+    const choice = signalTargetFor(d);
+    if (choice.ok && choice.target.transport === 'NO_SIGNAL') {
+      this.skipped.push(d.id);
+      return this.store.transition(record, 'skipped', {}, { reason: `group ${d.group} has no hook: its config is applied as os-apply-config metadata, and it asks for no signal` });
+    }
+    return this.store.transition(record, 'applied', {}, { reason: `group ${d.group} has no hook: its config is applied as os-apply-config metadata; signalled when this cycle ends` });
+  }
+
+  /**
+   * The end of a configuration cycle: every os-apply-config deployment of the cycle's metadata that waits for it is
+   * signalled, success when the cycle succeeded; when it failed, with the cycle's error (also those the deployment
+   * step never reached: the apply step failed first).
+   */
+  async settleApplied(outcome: CycleOutcome): Promise<SettleReport> {
+    const { log } = this.ctx;
+    await this.store.init();
+    const { list } = this.parse();
+    const records = new Map((await this.store.list()).map((r) => [r.id, r]));
+    const signalled: string[] = [];
+    for (const dep of list) {
+      if (!APPLY_GROUPS.has(dep.group)) continue;
+      let record = records.get(dep.id);
+      if (outcome.ok) {
+        if (record?.state !== 'applied') continue;
+      } else {
+        if (record !== undefined && record.state !== 'applied' && record.state !== 'pending') continue;
+        const choice = signalTargetFor(dep);
+        if (choice.ok && choice.target.transport === 'NO_SIGNAL') continue;
+        // A user's own hook for the group runs (and signals) in the deployment step of a later cycle.
+        if ((await findHook(dep.group, hookDirs(this.ctx.config, this.ctx.paths, this.ctx.env ?? process.env))).found) continue;
+        if (record === undefined) {
+          if (await this.store.hasDeployed(dep.id)) continue;
+          record = await this.store.create({ id: dep.id, name: dep.name, group: dep.group, action: dep.action });
+        }
+      }
+      const body = outcome.ok
+        ? { deploy_stdout: `os-apply-config applied the data of deployment ${dep.name} and the configuration cycle completed`, deploy_stderr: '', deploy_status_code: 0 }
+        : failureBody(`the configuration cycle that applies the data of deployment ${dep.name} failed: ${outcome.reason}`, 1);
+      await this.finish(dep, record, body, { exitCode: null }, outcome.ok ? undefined : `configuration cycle failed: ${outcome.reason}`);
+      signalled.push(dep.id);
+    }
+    if (signalled.length > 0) log.info({ deployments: signalled.length, cycleSucceeded: outcome.ok }, 'os-apply-config deployments signalled');
+    return { signalled, failed: this.failed };
   }
 
   private async markRemoved(record: DeploymentRecord): Promise<DeploymentRecord> {

@@ -12,19 +12,21 @@ import type { SignalTarget, Transport } from './signal-target.js';
 // Durable per-deployment state: <state_dir>/deployments/<id>.json, one record per deployment, rewritten atomically
 // (fsync, rename) at every step, so whatever instant the agent dies at, the record says what is left to do:
 //
-//   pending -> running -> done -> signalled        (skipped, removed: see below)
+//   pending -> running -> done -> signalled        (skipped, applied, removed: see below)
 //
 // pending: seen, hook not started. running: hook started (hookStarts counts starts; an interrupted hook is run once
 // more, then reported failed, so a hook that reboots the machine cannot loop). done: the hook's result and the signal
 // (body and target) are stored; the signal is in the outbox until delivered. signalled: Heat has it. skipped: nothing
-// to run (an os-apply-config deployment without a hook, a component without a config for the action). removed: gone
-// from the metadata; pruned after [deploy] prune_after days.
+// to run (a component without a config for the action, an os-apply-config deployment that asks for no signal).
+// applied: an os-apply-config deployment (no hook: its data is rendered by the apply step) whose signal waits for the
+// end of the cycle that applied it (pending -> applied -> done, with a failure signal when that cycle fails). removed:
+// gone from the metadata; pruned after [deploy] prune_after days.
 //
 // Next to it, the upstream files in [deploy] deployed_dir: <id>.json (the deployment, written before the hook runs,
 // as heat-config does) and <id>.notify.json (the signal, written after the hook), both 0600, indent 2. Upstream tools
 // that test for <id>.json see the same deployments as deployed.
 
-export const DEPLOYMENT_STATES = ['pending', 'running', 'done', 'signalled', 'skipped', 'removed'] as const;
+export const DEPLOYMENT_STATES = ['pending', 'running', 'applied', 'done', 'signalled', 'skipped', 'removed'] as const;
 export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
 export type SignalState = 'none' | 'pending' | 'sent' | 'failed' | 'cancelled';
 

@@ -104,7 +104,7 @@ function shortTime(iso: string | undefined): string {
 
 function signalText(d: DeploymentStatus): string {
   const s = d.signal;
-  if (d.state === 'pending' || d.state === 'running' || d.state === 'skipped') return '-';
+  if (d.state === 'pending' || d.state === 'running' || d.state === 'applied' || d.state === 'skipped') return '-';
   if (s.state === 'none') return s.transport === 'NO_SIGNAL' ? 'none' : '-';
   const base = `${s.state} ${s.transport}`;
   if (s.state === 'pending') return `${base} (${s.attempts} tries${s.nextAttemptAt ? `, next ${shortTime(s.nextAttemptAt)}` : ''})`;

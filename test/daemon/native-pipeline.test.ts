@@ -6,7 +6,9 @@ import { APPLY_STEP, DEPLOY_STEP, createNativePipeline } from '../../src/daemon/
 import type { PipelineContext } from '../../src/daemon/pipeline.js';
 import { CommandFailedError } from '../../src/errors.js';
 import type { TapTest } from '../helpers/http-test-server.js';
+import { storeFor } from '../../src/deploy/state-store.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
+import { startSignalSink } from '../helpers/signal-sink.js';
 
 // The `run` pipeline: os-refresh-config phases from the image, with apply (20) and deployments (55) done in-process
 // at their upstream places among the users' scripts.
@@ -113,4 +115,54 @@ t.test('no phase directories and no templates: the deployments still run', async
     loaded: h.loaded, log: h.captured.log, signal: new AbortController().signal, configFiles: [], pairs, changedKeys: ['local'], force: false,
   });
   t.same(counterLines(readFileSync(counter, 'utf8')), ['solo CREATE']);
+});
+
+/** setup() plus an os-apply-config deployment signalled to a real CFN sink, and its record file. */
+async function withAppliedDeployment(t: TapTest) {
+  const s = await setup(t);
+  const sink = await startSignalSink();
+  t.teardown(() => sink.close());
+  const oac = deployment({ id: 'oac', name: 'oac', group: 'os-apply-config', config: { app: { port: 9090 } }, signal: sink.inputs('CFN_SIGNAL', 'oac', 'oac') });
+  const value = { app: { port: 8080 }, deployments: [oac] };
+  writeFileSync(path.join(s.root, 'var/lib/os-collect-config/local.json'), JSON.stringify(value));
+  const pairs: CollectedPair[] = [{ key: 'local', value }];
+  const ctx = (signal = new AbortController().signal): PipelineContext => ({ ...s.ctx(), pairs, signal });
+  return { ...s, sink, ctx, recordFile: storeFor(s.h.loaded.config, s.h.captured.log).recordPath('oac') };
+}
+
+t.test('an os-apply-config deployment is signalled once the whole cycle has succeeded, after the last phase', async (t) => {
+  const { root, h, ctx, sink, recordFile, trace } = await withAppliedDeployment(t);
+  script(root, 'post-configure.d/10-post', `if grep -q '"state": *"applied"' ${recordFile}; then echo "post: applied, not yet signalled" >> ${trace}; fi`);
+  await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx());
+  t.same(readFileSync(trace, 'utf8').trim().split('\n'), ['post: applied, not yet signalled'], 'waiting through the last phase');
+  t.same(sink.received.map((r) => [r.id, r.body.deploy_status_code]), [['oac', 0]], 'then signalled once, success');
+  t.match(readFileSync(recordFile, 'utf8'), /"state": *"signalled"/);
+  await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx());
+  t.equal(sink.received.length, 1, 'a later cycle signals nothing again');
+});
+
+t.test('a failing cycle signals its os-apply-config deployment as failed, with the apply\'s error', async (t) => {
+  const { root, h, ctx, sink } = await withAppliedDeployment(t);
+  writeFileSync(path.join(root, TEMPLATES, 'etc/bad.conf'), 'value = {{#unclosed}}\n');
+  const err = await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx()).then(() => undefined, (e: unknown) => e);
+  t.ok(err instanceof CommandFailedError, 'the cycle still fails (uncommitted, retried)');
+  t.equal(sink.received.length, 1);
+  t.equal(sink.received[0]?.body.deploy_status_code, 1);
+  t.match(String(sink.received[0]?.body.deploy_stderr), /configuration cycle that applies the data of deployment oac failed: .*unclosed/i);
+  await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx()).catch(() => undefined);
+  t.equal(sink.received.length, 1, 'the retried cycle does not signal it again');
+});
+
+t.test('a cycle stopped by shutdown leaves the os-apply-config deployment waiting, unsignalled', async (t) => {
+  const { root, h, ctx, sink, recordFile } = await withAppliedDeployment(t);
+  const stop = new AbortController();
+  // A post-configure script that outlives the shutdown: the refresh is aborted while it runs.
+  script(root, 'post-configure.d/10-slow', 'sleep 30');
+  const running = createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx(stop.signal)).then(() => undefined, (e: unknown) => e);
+  for (let i = 0; i < 200 && !(existsSync(recordFile) && readFileSync(recordFile, 'utf8').includes('applied')); i++) await new Promise((r) => setTimeout(r, 50));
+  await new Promise((r) => setTimeout(r, 200));
+  stop.abort();
+  t.ok((await running) instanceof CommandFailedError);
+  t.equal(sink.received.length, 0, 'nothing signalled');
+  t.match(readFileSync(recordFile, 'utf8'), /"state": *"applied"/, 'still waiting for a cycle to end');
 });

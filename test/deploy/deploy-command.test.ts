@@ -39,6 +39,22 @@ t.test('--heat-config FILE: runs the hooks, signals, exits 0; a failed deploymen
   t.equal(sink.countFor('c2'), 1);
 });
 
+t.test('an os-apply-config deployment is signalled at the end of the pass (deploy follows the apply, as 55-heat-config)', async (t) => {
+  const root = t.testdir();
+  installHooks(root);
+  const sink = await startSignalSink();
+  t.teardown(() => sink.close());
+  const file = path.join(root, 'etc/heat-config.json');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify([deployment({ id: 'oac', name: 'oac', group: 'os-apply-config', config: { a: 1 }, signal: sink.inputs('CFN_SIGNAL', 'oac', 'oac') })]));
+  const res = await run(['deploy', '--root', root, '--heat-config', '/etc/heat-config.json']);
+  t.equal(res.code, 0, 'exit 0');
+  t.equal(sink.countFor('oac'), 1, 'signalled once');
+  t.equal(sink.received[0]?.body.deploy_status_code, 0);
+  t.equal((await run(['deploy', '--root', root, '--heat-config', '/etc/heat-config.json'])).code, 0);
+  t.equal(sink.countFor('oac'), 1, 'not again');
+});
+
 t.test('from the cache: os_config_files.json merged; the heat-config file written', async (t) => {
   const root = t.testdir();
   installHooks(root);

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { MAX_HOOK_STARTS, runDeployments } from '../../src/deploy/dispatch.js';
+import { MAX_HOOK_STARTS, runDeployments, settleAppliedDeployments } from '../../src/deploy/dispatch.js';
 import { flushDue } from '../../src/deploy/outbox.js';
 import { deployLockFile, storeFor, type DeploymentRecord } from '../../src/deploy/state-store.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
@@ -139,17 +139,55 @@ t.test('a hanging hook is killed at its timeout (per-deployment override) with i
   t.notOk(alive, 'the grandchild was killed too');
 });
 
-t.test('os-apply-config and Heat::Ungrouped deployments without a hook are skipped, not signalled', async (t) => {
+t.test('os-apply-config deployments without a hook wait for the end of the cycle, then are signalled once; without signal inputs they are skipped', async (t) => {
   const { sink, h, record } = await setup(t);
   const list = [
-    deployment({ id: 'oac', group: 'os-apply-config', config: { app: { port: 1 } }, signal: sink.inputs('CFN_SIGNAL', 'oac', 'oac') }),
+    deployment({ id: 'oac', name: 'oac-res', group: 'os-apply-config', config: { app: { port: 1 } }, signal: sink.inputs('CFN_SIGNAL', 'oac', 'oac-res') }),
+    deployment({ id: 'oac-heat', name: 'oac-heat', group: 'Heat::Ungrouped', config: { y: 2 }, signal: sink.inputs('HEAT_SIGNAL', 'oac-heat', 'oac-heat') }),
     { ...deployment({ id: 'ungrouped', config: { x: 1 } }), group: undefined },
   ];
   const report = await runDeployments(h.ctx(list));
-  t.same(report.skipped, ['oac', 'ungrouped']);
-  t.equal((await record('oac'))?.state, 'skipped');
-  t.equal(sink.received.length, 0);
+  t.same(report.skipped, ['ungrouped'], 'no signal inputs: nothing to tell Heat');
+  t.same(report.ran, []);
+  t.equal((await record('oac'))?.state, 'applied');
+  t.equal((await record('oac-heat'))?.state, 'applied');
+  t.equal(sink.received.length, 0, 'nothing signalled before the cycle ends');
   t.same((await runDeployments(h.ctx(list))).skipped, [], 'decided once');
+
+  const settled = await settleAppliedDeployments(h.ctx(list), { ok: true });
+  t.same(settled.signalled, ['oac', 'oac-heat']);
+  t.same(sink.received.map((r) => [r.id, r.transport, r.body.deploy_status_code]), [['oac', 'CFN_SIGNAL', 0], ['oac-heat', 'HEAT_SIGNAL', 0]]);
+  t.match(String(sink.received[0]?.body.deploy_stdout), /os-apply-config applied the data of deployment oac-res/);
+  t.equal((await record('oac'))?.state, 'signalled');
+  t.same((await settleAppliedDeployments(h.ctx(list), { ok: true })).signalled, [], 'a second cycle end signals nothing');
+  t.same((await settleAppliedDeployments(h.ctx(list), { ok: false, reason: 'later failure' })).signalled, [], 'nor does a later failed cycle');
+  t.equal(sink.received.length, 2);
+});
+
+t.test('a failed cycle signals its os-apply-config deployments with the error, also those the deployment step never reached', async (t) => {
+  const { sink, h, record } = await setup(t);
+  const waiting = deployment({ id: 'waiting', name: 'waiting', group: 'os-apply-config', config: {}, signal: sink.inputs('CFN_SIGNAL', 'waiting', 'waiting') });
+  await runDeployments(h.ctx([waiting]));
+  t.equal((await record('waiting'))?.state, 'applied');
+  const unseen = deployment({ id: 'unseen', name: 'unseen', group: 'os-apply-config', config: {}, signal: sink.inputs('CFN_SIGNAL', 'unseen', 'unseen') });
+  const quiet = deployment({ id: 'quiet', group: 'os-apply-config', config: {} });
+  const scripted = deployment({ id: 'scripted', name: 'scripted', config: {}, signal: sink.inputs('CFN_SIGNAL', 'scripted', 'scripted') });
+  const settled = await settleAppliedDeployments(h.ctx([waiting, unseen, quiet, scripted]), { ok: false, reason: 'template etc/app.conf: bad control file' });
+  t.same(settled.signalled, ['waiting', 'unseen'], 'a deployment of another group, or one without a signal, is left alone');
+  t.same(settled.failed.map((f) => f.id), ['waiting', 'unseen']);
+  for (const r of sink.received) {
+    t.equal(r.body.deploy_status_code, 1);
+    t.match(String(r.body.deploy_stderr), /configuration cycle .* failed: template etc\/app.conf: bad control file/);
+  }
+  const unseenRecord = await record('unseen');
+  t.equal(unseenRecord?.state, 'signalled');
+  t.equal(unseenRecord?.failed, true);
+  t.equal(await record('quiet'), undefined);
+  t.equal(await record('scripted'), undefined);
+  // The retried cycle's deployment step leaves the signalled ones alone.
+  const again = await runDeployments(h.ctx([waiting, unseen]));
+  t.same(again.ran, []);
+  t.equal(sink.received.length, 2);
 });
 
 t.test('actions: DELETE runs the hook like any other; components pick their config by action', async (t) => {

@@ -56,7 +56,9 @@ t.test('a hook killed by a signal reports it', async (t) => {
 t.test('timeout kills the whole process group, grandchildren included', async (t) => {
   const dir = t.testdir();
   const pidFile = path.join(dir, 'grandchild.pid');
-  const res = await runHook({ file: fake, input: input({ hang: true, grandchildPidFile: pidFile, stderr: 'x' }), timeoutMs: 600, killGraceMs: 200 });
+  // Room for the fake hook (a node process) to start its grandchild and take SIGTERM on a loaded machine: with 600 ms
+  // and a 200 ms grace it was killed before it started the grandchild when CPUs were busy.
+  const res = await runHook({ file: fake, input: input({ hang: true, grandchildPidFile: pidFile, stderr: 'x' }), timeoutMs: 3000, killGraceMs: 2000 });
   t.ok(res.timedOut);
   t.equal(res.signal, 'SIGTERM');
   t.ok(existsSync(pidFile), 'the grandchild was started');

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { BUILTIN_HOOK_GROUPS } from '../../src/deploy/hooks/builtin-hooks.js';
 import { REPO, requireBundle } from '../helpers/bundle.js';
 
 // Runs this repository's diskimage-builder elements the way disk-image-create does, minus the chroot:
@@ -12,7 +13,8 @@ import { REPO, requireBundle } from '../helpers/bundle.js';
 // these tests run as root and an empty prefix would install into the real system.
 
 export const ELEMENTS_DIR = path.join(REPO, 'elements');
-export const HOOK_GROUPS = ['script', 'puppet', 'chef', 'salt', 'ansible'] as const;
+/** Every built-in hook group has its element heat-config-<group>. */
+export const HOOK_GROUPS: readonly string[] = BUILTIN_HOOK_GROUPS;
 export const ALL_ELEMENTS = ['os-config-agent', ...HOOK_GROUPS.map((g) => `heat-config-${g}`)];
 
 export function mergeHooks(elements: readonly string[], dest: string, elementDirs: readonly string[] = [ELEMENTS_DIR]): void {

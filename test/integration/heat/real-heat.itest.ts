@@ -67,13 +67,14 @@ interface Booted {
 }
 
 /** Creates the stack, waits for its server, builds the instance from the server's os-collect-config and starts the agent. */
-async function boot(tt: Test, stack: string, file: string, parameters: Record<string, unknown>, dir = scenarioDir(stack)): Promise<Booted> {
+async function boot(tt: Test, stack: string, file: string, parameters: Record<string, unknown>, dir = scenarioDir(stack), prepare?: (instance: Instance) => void): Promise<Booted> {
   const createdAt = Date.now();
   await client.createStack(stack, template(file), parameters);
   await client.waitResource(stack, 'server', 30_000);
   const metadata = await client.resourceMetadata(stack, 'server');
   tt.ok(metadata['os-collect-config'], 'Heat gives the server an os-collect-config section');
   const instance = prepareInstance(dir, metadata['os-collect-config']);
+  prepare?.(instance);
   const logFile = path.join(heat!.dir, `agent-${stack}.log`);
   const agent = startAgent(instance, logFile);
   tt.teardown(async () => {
@@ -351,6 +352,25 @@ t.test('a deployment whose group has no hook is reported to Heat at once', SCENA
   t.match(done.stack_status_reason, /status code/, 'failed by the signalled status code');
   const record = await deploymentRecord(stack, 'deployment');
   t.match(String(record.output_values?.deploy_stderr), /no-such-tool/, 'stderr names the group without a hook');
+});
+
+t.test('os-apply-config data (CFN_SIGNAL by default) is signalled once its cycle succeeded; apply-config renders the tree again', { timeout: SCENARIO.timeout }, async (t) => {
+  const stack = 'cfn-os-apply-config';
+  const conf = 'etc/demo/greeting.conf';
+  const booted = await boot(t, stack, 'os-apply-config.yaml', { greeting: 'hello from heat' }, scenarioDir(stack), (instance) => {
+    const templates = path.join(instance.root, 'usr/libexec/os-apply-config/templates');
+    mkdirSync(path.join(templates, path.dirname(conf)), { recursive: true });
+    writeFileSync(path.join(templates, conf), 'greeting={{demo.greeting}}\naction={{demo.action}}\n');
+  });
+  // The stack's own timeout is 10 minutes: completing within this scenario's bound means the agent signalled.
+  const done = (await settle(stack, 'CREATE', 60_000, [booted.agent])) as Stack;
+  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+  t.equal(readFileSync(path.join(booted.instance.root, conf), 'utf8'), 'greeting=hello from heat\naction=CREATE\n', 'the structured data rendered through the template tree');
+  const out = outputsOf(done);
+  t.equal(out.data_status, 0, 'the os-apply-config deployment was signalled as a success');
+  t.match(String(out.apply_stdout), /files written/, 'the apply-config hook signalled its run');
+  t.equal(await signalEvents(stack, 'data_deployment'), 1, 'signalled once');
+  t.equal(await signalEvents(stack, 'apply_deployment'), 1, 'signalled once');
 });
 
 t.test('agent killed with SIGKILL while a hook runs, then restarted: the stack completes, each deployment signalled once', SCENARIO, async (t) => {
