@@ -38,7 +38,7 @@ let heat: RealHeat | undefined;
 let client: HeatClient;
 let container: Container | undefined;
 /** Filled by the first boot, read by the reboot. */
-const firstBoot = { done: false, runs: '', bridgeCalls: 0, binds: {} as Record<string, string>, ids: { first: '', second: '' } };
+const firstBoot = { done: false, runs: '', bridgeCalls: 0, binds: {} as Record<string, string>, ids: { first: '', second: '', cfn: '' } };
 
 t.before(async () => {
   if (process.getuid?.() !== 0) throw new Error('run as root (systemd-nspawn, nsenter)');
@@ -46,7 +46,7 @@ t.before(async () => {
     if (!existsSync(tool)) throw new Error(`${tool} is missing: apt-get install -y systemd-container util-linux, and run "sudo bash test/integration/heat/install.sh"`);
   }
   if (!existsSync(path.join(TREE, 'usr/bin/cloud-init')) || !existsSync(path.join(TREE, 'opt/os-config-agent/bin/os-config-agent'))) {
-    throw new Error(`no tree with cloud-init and the agent in ${TREE}: run "OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS=heat-config-script test/image/build-image.sh ${WORK}" first`);
+    throw new Error(`no tree with cloud-init and the agent in ${TREE}: run "OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS=\"heat-config-script heat-config-cfn-init\" test/image/build-image.sh ${WORK}" first`);
   }
   const started = Date.now();
   heat = await startRealHeat();
@@ -161,7 +161,16 @@ t.test('first boot: cloud-init hands over Heat\'s data, the agent runs both depl
   t.equal(out.first_stdout, 'first deployment ran\n', 'deploy_stdout');
   t.equal(await signalEvents('first'), 1, 'first deployment signalled once');
   t.equal(await signalEvents('second'), 1, 'second deployment signalled once');
+  t.equal(out.cfn_status, 0, 'the cfn-init deployment succeeded');
+  t.equal(await signalEvents('cfn'), 1, 'cfn-init deployment signalled once');
   t.comment(`container start -> CREATE_COMPLETE: ${seconds.toFixed(1)} s`);
+
+  // cfn-init, native, with systemd as PID 1: the unit it wrote is enabled and running, its files have their modes.
+  t.equal((await c.exec(['systemctl', 'is-active', 'boot-test-web.service']).catch((e: { stdout?: string }) => e.stdout ?? '')).trim(), 'active', 'cfn-init started the service');
+  t.equal((await c.exec(['systemctl', 'is-enabled', 'boot-test-web.service']).catch((e: { stdout?: string }) => e.stdout ?? '')).trim(), 'enabled', 'and enabled it');
+  t.equal(await c.exec(['cat', '/etc/boot-test/cfn.conf']), 'written by cfn-init\n');
+  t.equal((await c.exec(['stat', '-c', '%a', '/etc/boot-test/cfn.conf'])).trim(), '600', 'with its mode');
+  t.notOk((await c.exec(['sh', '-c', 'command -v cfn-init || true'])).trim(), 'without heat-cfntools in the image (cloud-init brings Python; the hook needs none)');
   writeFileSync(path.join(BOOT, 'create-seconds'), `${seconds.toFixed(1)}\n`);
 
   // What cloud-init and the part-handler did.
@@ -189,7 +198,7 @@ t.test('first boot: cloud-init hands over Heat\'s data, the agent runs both depl
   const fullMetadata = await client.resourceMetadata(STACK, 'server');
   const listed = (fullMetadata.deployments ?? []) as Array<{ id: string; name: string }>;
   const idOf = (config: string) => listed.find((d) => d.name.startsWith(`${STACK}-${config}-`))?.id ?? `(no ${config} in the metadata)`;
-  const ids = { first: idOf('first_config'), second: idOf('second_config') };
+  const ids = { first: idOf('first_config'), second: idOf('second_config'), cfn: idOf('cfn_config') };
   for (const [name, id] of Object.entries(ids)) {
     const changes = journal.filter((l) => l.msg === 'deployment state changed' && l.deploymentId === id).map((l) => `${l.from ?? 'new'}>${l.to}`);
     t.ok(changes.length >= 3, `${name}: one line per state change (${changes.join(', ')})`);
@@ -207,14 +216,14 @@ t.test('first boot: cloud-init hands over Heat\'s data, the agent runs both depl
   const status = JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as Array<{ id: string; state: string; signal: { state: string } }>;
   t.same(
     status.map((s) => [s.id, s.state, s.signal.state]).sort(),
-    [[ids.first, 'signalled', 'sent'], [ids.second, 'signalled', 'sent']].sort(),
-    'status lists both deployments as signalled',
+    [[ids.first, 'signalled', 'sent'], [ids.second, 'signalled', 'sent'], [ids.cfn, 'signalled', 'sent']].sort(),
+    'status lists the three deployments as signalled',
   );
   for (const id of Object.values(ids)) t.match(table, new RegExp(`^${id}\\s.*signalled.*sent CFN_SIGNAL`, 'm'), `the status table shows ${id} signalled`);
   firstBoot.ids = ids;
 
   firstBoot.runs = await c.exec(['cat', '/var/lib/boot-test/runs']);
-  t.equal(firstBoot.runs, 'first CREATE\nsecond CREATE\n', 'each script ran once');
+  t.equal(firstBoot.runs, 'first CREATE\nsecond CREATE\ncfn-init\n', 'each script and the cfn-init command ran once');
   const stopStart = Date.now();
   await c.stop();
   container = undefined;
@@ -236,6 +245,8 @@ t.test('reboot of the same tree: nothing runs again, nothing is signalled twice'
   t.equal(await c.exec(['cat', '/var/lib/boot-test/runs']), firstBoot.runs, 'no script ran again');
   t.equal(await signalEvents('first'), 1, 'first deployment still signalled once');
   t.equal(await signalEvents('second'), 1, 'second deployment still signalled once');
+  t.equal(await signalEvents('cfn'), 1, 'cfn-init deployment still signalled once');
+  t.equal((await c.exec(['systemctl', 'is-active', 'boot-test-web.service']).catch((e: { stdout?: string }) => e.stdout ?? '')).trim(), 'active', 'the service cfn-init enabled is started at boot');
   const s = await client.stack(STACK);
   t.equal(s?.stack_status, 'CREATE_COMPLETE', 'the stack is untouched');
   const journalText = await c.exec(['journalctl', '--no-pager', '-b', '0', '-u', 'os-config-agent', '-o', 'short-iso']);
@@ -246,8 +257,8 @@ t.test('reboot of the same tree: nothing runs again, nothing is signalled twice'
   const status = JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as Array<{ id: string; state: string; hookStarts: number; signal: { state: string; attempts: number } }>;
   t.same(
     status.map((d) => [d.id, d.state, d.hookStarts, d.signal.state]).sort(),
-    [[firstBoot.ids.first, 'signalled', 1, 'sent'], [firstBoot.ids.second, 'signalled', 1, 'sent']].sort(),
-    'status: both still signalled, each hook started once',
+    [[firstBoot.ids.first, 'signalled', 1, 'sent'], [firstBoot.ids.second, 'signalled', 1, 'sent'], [firstBoot.ids.cfn, 'signalled', 1, 'sent']].sort(),
+    'status: all three still signalled, each hook started once',
   );
   t.comment(`journalctl --list-boots:\n${await c.exec(['journalctl', '--no-pager', '--list-boots'])}`);
   await c.stop();

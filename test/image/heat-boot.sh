@@ -29,13 +29,13 @@ fail() {
 command -v systemd-nspawn > /dev/null || fail "systemd-nspawn is missing: apt-get install -y systemd-container"
 
 if [ "${build}" = 1 ]; then
-    OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS=heat-config-script "${repo}/test/image/build-image.sh" "${work}"
+    OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS="heat-config-script heat-config-cfn-init" "${repo}/test/image/build-image.sh" "${work}"
 else
     (cd "${repo}" && node scripts/build.mjs)
 fi
 [ -x "${tree}/usr/bin/cloud-init" ] || fail "${tree} has no cloud-init: run without --no-build"
 
-# What the os-config-agent and heat-config-script elements put in the image (KiB, apparent sizes).
+# What the os-config-agent, heat-config-script and heat-config-cfn-init elements put in the image (KiB, apparent sizes).
 kib() {
     du -sk --apparent-size "$@" 2> /dev/null | awk '{ n += $1 } END { print n + 0 }'
 }
