@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { SourceUnavailableError } from '../errors.js';
+import { SteadyConditions } from '../log/steady-conditions.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import type { CollectContext, CollectedPair, Collector, CollectResult } from './types.js';
@@ -19,76 +20,98 @@ export const localCollector: Collector = {
   name: 'local',
   watchPaths: (config) => config.local.path,
   async collect(ctx: CollectContext): Promise<CollectResult> {
-    const dirs = ctx.config.local.path;
-    if (dirs.length === 0) throw new SourceUnavailableError('local', 'no local.path directories are configured');
-    const uid = process.getuid?.() ?? 0;
-    const pairs: CollectedPair[] = [];
-    for (const dir of dirs) {
-      let st;
-      try {
-        st = await fs.stat(dir);
-      } catch {
-        // Upstream warns on every poll; once per directory is enough for the journal (repeats at debug).
-        const key = `missing:${dir}`;
-        ctx.log[ctx.memory.has(key) ? 'debug' : 'warn']({ dir }, 'local data directory not found; skipping');
-        ctx.memory.set(key, true);
-        continue;
-      }
-      ctx.memory.delete(`missing:${dir}`);
-      if (!st.isDirectory()) {
-        ctx.log.warn({ dir }, 'local data path is not a directory; skipping');
-        continue;
-      }
-      if (st.uid !== uid) {
-        throw new SourceUnavailableError('local', `${dir} is owned by uid ${st.uid}, not by the agent's uid ${uid}: a security risk; fix its owner`, { code: 'ERR_SOURCE_INSECURE' });
-      }
-      if (st.mode & WORLD_WRITABLE) {
-        throw new SourceUnavailableError('local', `${dir} is world writable: a security risk; chmod o-w it`, { code: 'ERR_SOURCE_INSECURE' });
-      }
-      let names: string[];
-      try {
-        names = await fs.readdir(dir);
-      } catch (err) {
-        // The directory vanished or became unreadable between stat and readdir.
-        ctx.log.warn({ dir, code: (err as NodeJS.ErrnoException).code }, 'local data directory could not be listed; skipping');
-        continue;
-      }
-      for (const name of names) {
-        if (name.startsWith('.')) continue;
-        const file = path.join(dir, name);
-        let fst;
-        try {
-          fst = await fs.stat(file);
-        } catch {
-          continue; // removed mid-scan
-        }
-        if (fst.isDirectory()) continue;
-        if (!fst.isFile()) {
-          ctx.log.warn({ file }, 'local data entry is not a regular file; skipping');
-          continue;
-        }
-        if (fst.mode & WORLD_WRITABLE) {
-          throw new SourceUnavailableError('local', `${file} is world writable: a security risk; chmod o-w it`, { code: 'ERR_SOURCE_INSECURE' });
-        }
-        if (fst.mode & GROUP_WRITABLE) ctx.log.warn({ file }, 'local data file is group writable; accepted as upstream does, but consider chmod g-w');
-        if (!isSafeFileName(name)) {
-          ctx.log.warn({ file }, 'local data file name cannot be a cache key; skipping');
-          continue;
-        }
-        const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
-        if (!read.ok) {
-          if (read.reason === 'missing') continue; // removed mid-scan
-          throw new SourceUnavailableError('local', describeFailure(file, read.reason, read.detail), { code: 'ERR_SOURCE_INVALID_DATA' });
-        }
-        pairs.push({ key: name, value: read.value });
-      }
+    const conditions = steadyConditions(ctx);
+    try {
+      const pairs = await collectLocal(ctx, conditions);
+      conditions.endPass();
+      return { pairs };
+    } catch (err) {
+      conditions.abandonPass();
+      throw err;
     }
-    if (pairs.length === 0) ctx.log.info({ dirs }, 'no local metadata found');
-    // Upstream sorts with strxfrm in the C locale: plain byte order.
-    pairs.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
-    return { pairs };
   },
 };
+
+/** This source's conditions across polls (upstream logged each of them at every poll). */
+function steadyConditions(ctx: CollectContext): SteadyConditions {
+  let conditions = ctx.memory.get(CONDITIONS);
+  if (!(conditions instanceof SteadyConditions)) {
+    conditions = new SteadyConditions();
+    ctx.memory.set(CONDITIONS, conditions);
+  }
+  return conditions as SteadyConditions;
+}
+
+const CONDITIONS = 'steadyConditions';
+
+async function collectLocal(ctx: CollectContext, conditions: SteadyConditions): Promise<CollectedPair[]> {
+  const dirs = ctx.config.local.path;
+  if (dirs.length === 0) throw new SourceUnavailableError('local', 'no local.path directories are configured');
+  const uid = process.getuid?.() ?? 0;
+  const pairs: CollectedPair[] = [];
+  for (const dir of dirs) {
+    let st;
+    try {
+      st = await fs.stat(dir);
+    } catch {
+      conditions.hold(`missing:${dir}`, () => ctx.log.warn({ dir }, 'local data directory not found; skipping'), () => ctx.log.info({ dir }, 'local data directory found'));
+      continue;
+    }
+    if (!st.isDirectory()) {
+      conditions.hold(`not-dir:${dir}`, () => ctx.log.warn({ dir }, 'local data path is not a directory; skipping'), () => ctx.log.info({ dir }, 'local data path is no longer a non-directory'));
+      continue;
+    }
+    if (st.uid !== uid) {
+      throw new SourceUnavailableError('local', `${dir} is owned by uid ${st.uid}, not by the agent's uid ${uid}: a security risk; fix its owner`, { code: 'ERR_SOURCE_INSECURE' });
+    }
+    if (st.mode & WORLD_WRITABLE) {
+      throw new SourceUnavailableError('local', `${dir} is world writable: a security risk; chmod o-w it`, { code: 'ERR_SOURCE_INSECURE' });
+    }
+    let names: string[];
+    try {
+      names = await fs.readdir(dir);
+    } catch (err) {
+      // The directory vanished or became unreadable between stat and readdir.
+      ctx.log.warn({ dir, code: (err as NodeJS.ErrnoException).code }, 'local data directory could not be listed; skipping');
+      continue;
+    }
+    for (const name of names) {
+      if (name.startsWith('.')) continue;
+      const file = path.join(dir, name);
+      let fst;
+      try {
+        fst = await fs.stat(file);
+      } catch {
+        continue; // removed mid-scan
+      }
+      if (fst.isDirectory()) continue;
+      if (!fst.isFile()) {
+        conditions.hold(`not-file:${file}`, () => ctx.log.warn({ file }, 'local data entry is not a regular file; skipping'), () => ctx.log.info({ file }, 'local data entry is gone or now a regular file'));
+        continue;
+      }
+      if (fst.mode & WORLD_WRITABLE) {
+        throw new SourceUnavailableError('local', `${file} is world writable: a security risk; chmod o-w it`, { code: 'ERR_SOURCE_INSECURE' });
+      }
+      if (fst.mode & GROUP_WRITABLE) {
+        conditions.hold(`group-writable:${file}`, () => ctx.log.warn({ file }, 'local data file is group writable; accepted as upstream does, but consider chmod g-w'), () => ctx.log.info({ file }, 'local data file is gone or no longer group writable'));
+      }
+      if (!isSafeFileName(name)) {
+        conditions.hold(`unsafe-name:${file}`, () => ctx.log.warn({ file }, 'local data file name cannot be a cache key; skipping'), () => ctx.log.info({ file }, 'local data file with an unusable name is gone'));
+        continue;
+      }
+      const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
+      if (!read.ok) {
+        if (read.reason === 'missing') continue; // removed mid-scan
+        throw new SourceUnavailableError('local', describeFailure(file, read.reason, read.detail), { code: 'ERR_SOURCE_INVALID_DATA' });
+      }
+      pairs.push({ key: name, value: read.value });
+    }
+  }
+  if (pairs.length === 0) conditions.hold('empty', () => ctx.log.info({ dirs }, 'no local metadata found'), () => ctx.log.info({ dirs }, 'local metadata found'));
+  // Upstream sorts with strxfrm in the C locale: plain byte order.
+  pairs.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
+  return pairs;
+}
 
 function describeFailure(file: string, reason: string, detail: string): string {
   switch (reason) {

@@ -58,6 +58,14 @@ export function holdLogLines(log: Logger): () => void {
   return stream instanceof LineSink ? stream.hold() : () => undefined;
 }
 
+/**
+ * A child logger for a component, unless `log` already names one: pino writes every binding of every ancestor, so a
+ * second `component` would be a key twice in one line (JSON readers keep only one of them).
+ */
+export function componentLogger(log: Logger, component: string): Logger {
+  return Object.hasOwn(log.bindings(), 'component') ? log : log.child({ component });
+}
+
 /** Parse a --log-level value; unknown values are a usage error. */
 export function parseLogLevel(value: string): LogLevel {
   const v = value.toLowerCase();

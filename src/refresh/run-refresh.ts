@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { errorMessage } from '../errors.js';
-import type { Logger } from '../log/logger.js';
+import { componentLogger, type Logger } from '../log/logger.js';
 import { PHASES, runPhase, type InProcessStep, type PhaseName } from './phase-runner.js';
 import { PhaseFailedError } from './refresh-errors.js';
 import { acquireRefreshLock } from './refresh-lock.js';
@@ -33,7 +33,8 @@ export interface RunRefreshOptions {
 }
 
 export async function runRefresh(opts: RunRefreshOptions): Promise<void> {
-  const log = opts.log.child({ component: 'refresh' });
+  // Inside the daemon's pipeline the lines already name their component.
+  const log = componentLogger(opts.log, 'refresh');
   const wanted = new Set<PhaseName>(opts.phases ?? PHASES);
   if (opts.includeMigration === false) wanted.delete('migration');
   const phases = PHASES.filter((p) => wanted.has(p));

@@ -4,6 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import { requireBundle } from '../helpers/bundle.js';
 import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
+import { repeatedKeys } from '../helpers/log-capture.js';
 
 // The daemon as systemd runs it: a real process, JSON log lines on stdout, SIGHUP reloads, SIGTERM exits 0.
 
@@ -25,7 +26,10 @@ function startDaemon(args: string[]): Daemon {
     while ((i = buf.indexOf('\n')) >= 0) {
       const line = buf.slice(0, i);
       buf = buf.slice(i + 1);
-      if (line.trim()) lines.push(JSON.parse(line) as Record<string, unknown>);
+      if (!line.trim()) continue;
+      lines.push(JSON.parse(line) as Record<string, unknown>);
+      const twice = repeatedKeys(line);
+      if (twice.length > 0) lines.push({ msg: 'KEY TWICE', keys: twice, line });
     }
     for (const w of waiters.splice(0)) w();
   });
@@ -86,4 +90,36 @@ t.test('run --one-time exits with the failing command status', async (t) => {
   const d = startDaemon(['run', '--root', root.root, '--one-time']);
   t.equal(await d.exit, 4);
   t.ok(d.lines.some((l) => l.msg === 'pipeline failed; new data not committed' && l.exitCode === 4));
+});
+
+t.test('run, native pipeline: no log line carries a key twice (phases, apply, deployments all log under the pipeline)', async (t) => {
+  const dir = t.testdir();
+  const root = makeAgentRoot(path.join(dir, 'root'), '[DEFAULT]\ncollectors = local\n[agent]\nwatch = false\n');
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const phase = path.join(root.root, 'usr/libexec/os-refresh-config/configure.d');
+  mkdirSync(phase, { recursive: true });
+  writeFileSync(path.join(phase, '10-user'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+  root.writeLocal('a', { v: 1, deployments: [] });
+  const d = startDaemon(['run', '--root', root.root, '--one-time', '--log-level', 'debug']);
+  t.equal(await d.exit, 0);
+  t.ok(d.lines.some((l) => l.msg === 'script finished'), 'the phases logged');
+  t.same(d.lines.filter((l) => l.msg === 'KEY TWICE'), [], 'no key twice in any line');
+  t.ok(d.lines.filter((l) => l.msg === 'script finished').every((l) => l.component === 'pipeline'), 'phase lines: one component');
+});
+
+t.test('a steady condition is logged when it starts and when it ends, not at every poll', async (t) => {
+  const dir = t.testdir();
+  const root = makeAgentRoot(path.join(dir, 'root'), '[DEFAULT]\ncollectors = local\ncommand = /bin/true\npolling_interval = 1\nmin_polling_interval = 1\n[agent]\nnative_pipeline = false\nwatch = false\npoll_jitter = 0\n');
+  const d = startDaemon(['run', '--root', root.root, '--log-level', 'debug']);
+  t.teardown(() => d.kill('SIGKILL'));
+  const polls = () => d.lines.filter((l) => l.msg === 'no changes detected' || l.msg === 'cycle complete; cache committed').length;
+  // Four polls of an empty local-data directory (bounded: waitForLine gives up after 10 s each).
+  for (let n = 1; n <= 4; n++) await d.waitForLine(() => polls() >= n, 10_000);
+  t.equal(d.lines.filter((l) => l.msg === 'no local metadata found').length, 1, 'once, when it started');
+  root.writeLocal('a', { v: 1 });
+  await d.waitForLine((l) => l.msg === 'local metadata found', 10_000);
+  d.kill('SIGTERM');
+  t.equal(await d.exit, 0);
+  t.equal(d.lines.filter((l) => l.msg === 'local metadata found').length, 1, 'once, when it ended');
+  t.equal(d.lines.filter((l) => l.msg === 'no local metadata found').length, 1);
 });

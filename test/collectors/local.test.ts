@@ -225,3 +225,31 @@ t.test('watchPaths are the configured directories', async (t) => {
   t.same(localCollector.watchPaths?.(ctx.config), [`${root}/a`, `${root}/b`]);
   t.equal(localCollector.name, 'local');
 });
+
+t.test('steady conditions are logged when they start and when they end, not at every poll', async (t) => {
+  const root = t.testdir();
+  const dir = dataDir(root, 'data', { shared: '{"s": 1}' });
+  chmodSync(path.join(dir, 'shared'), 0o620);
+  const { ctx, captured } = await context(root, { local: { path: ['/absent', '/data'] } });
+  for (let i = 0; i < 3; i++) await localCollector.collect(ctx);
+  const msgs = () => captured.lines.map((l) => l.msg);
+  t.same(msgs(), ['local data directory not found; skipping', 'local data file is group writable; accepted as upstream does, but consider chmod g-w'], 'three polls, each condition once');
+
+  chmodSync(path.join(dir, 'shared'), 0o600);
+  dataDir(root, 'absent');
+  await localCollector.collect(ctx);
+  await localCollector.collect(ctx);
+  t.same(msgs().slice(2).sort(), ['local data directory found', 'local data file is gone or no longer group writable'], 'each end once');
+
+  // A poll the source fails (a world-writable file) ends nothing it did not look at.
+  rmSync(path.join(dir, 'shared'));
+  await localCollector.collect(ctx);
+  t.equal(msgs().filter((m) => m === 'no local metadata found').length, 1);
+  writeFileSync(path.join(dir, 'open'), '{}', { mode: 0o600 });
+  chmodSync(path.join(dir, 'open'), 0o666);
+  await localCollector.collect(ctx).catch(() => undefined);
+  rmSync(path.join(dir, 'open'));
+  await localCollector.collect(ctx);
+  t.equal(msgs().filter((m) => m === 'local metadata found').length, 0, 'the failed poll did not end "no local metadata"');
+  t.equal(msgs().filter((m) => m === 'no local metadata found').length, 1, 'nor start it again');
+});

@@ -20,10 +20,46 @@ export function captureLog(level: pino.Level = 'debug'): CapturedLog {
         if (line.trim() === '') continue;
         raw.push(line);
         lines.push(JSON.parse(line) as Record<string, unknown>);
+        // Every test that logs checks the rule: a key twice in a line is lost to JSON readers (they keep one).
+        const twice = repeatedKeys(line);
+        if (twice.length > 0) {
+          cb(new Error(`log line has the key(s) ${twice.join(', ')} twice: ${line.slice(0, 300)}`));
+          return;
+        }
       }
       cb();
     },
   });
   const log = pino({ level, hooks: { streamWrite: (s: string) => scrubText(s) }, formatters: { level: (label) => ({ level: label }) } }, stream);
   return { log, lines, text: () => raw.join('\n') };
+}
+
+/** Top-level keys that appear more than once in a JSON object text (JSON.parse silently keeps the last). */
+export function repeatedKeys(json: string): string[] {
+  const seen = new Set<string>();
+  const repeated = new Set<string>();
+  let depth = 0;
+  let expectKey = false;
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (j < json.length && json[j] !== '"') j += json[j] === '\\' ? 2 : 1;
+      if (depth === 1 && expectKey) {
+        const key = JSON.parse(json.slice(i, j + 1)) as string;
+        if (seen.has(key)) repeated.add(key);
+        seen.add(key);
+        expectKey = false;
+      }
+      i = j;
+    } else if (c === '{' || c === '[') {
+      depth++;
+      if (depth === 1 && c === '{') expectKey = true;
+    } else if (c === '}' || c === ']') {
+      depth--;
+    } else if (c === ',' && depth === 1) {
+      expectKey = true;
+    }
+  }
+  return [...repeated];
 }
