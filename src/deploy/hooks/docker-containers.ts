@@ -19,9 +19,12 @@ export interface ContainerDef {
   readonly options: Readonly<Record<string, unknown>>;
 }
 
-/** Keys a definition may have; anything else is a mistake worth failing for. */
+/**
+ * Keys a definition may have; anything else is a mistake worth failing for. `name` is ignored in the mapping form, as
+ * upstream ignored it (its own tests carry one).
+ */
 const KNOWN_KEYS = new Set([
-  'action', 'exit_codes', 'start_order', 'image', 'command', 'detach', 'env_file', 'environment', 'net', 'pid',
+  'name', 'action', 'exit_codes', 'start_order', 'image', 'command', 'detach', 'env_file', 'environment', 'net', 'pid',
   'privileged', 'restart', 'user', 'volumes', 'volumes_from',
 ]);
 /** docker's own rule for a container name (at least two characters). */
