@@ -140,14 +140,16 @@ for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: without do
   symlinkSync(process.execPath, path.join(bin, 'node'));
   symlinkSync(path.join(FAKE_TOOLS, 'podman'), path.join(bin, 'podman'));
   const record = path.join(dir, 'record.jsonl');
-  const run = await runIn('docker-cmd', deployment('pod', { web: { name: 'ignored', image: 'img', command: 'sleep 1', privileged: true } }), { env: { PATH: bin, FAKE_TOOL_RECORD: record } });
+  const run = await runIn('docker-cmd', deployment('pod', { web: { name: 'ignored', image: 'img', command: 'sleep 1', privileged: true, environment: ['API_TOKEN=tok-in-config'] } }), { env: { PATH: bin, FAKE_TOOL_RECORD: record } });
   t.equal(run.result.deploy_status_code, 0, { stderr: run.stderr });
   t.match(run.stderr, /docker not found; using podman/, 'the log says podman stands in');
+  t.match(run.stderr, /--env=API_TOKEN=\*\*\*/, 'the logged command masks a secret-looking environment value');
+  t.notMatch(run.stderr, /tok-in-config/);
   const calls = readRecords(record).map((r) => r.argv);
   t.same(calls.slice(0, 2), [
     ['inspect', '--type', 'container', '--format', 'exists', 'web'],
     ['run', '--name', 'web', '--label', 'deploy_stack_id=stack/0001', '--label', 'deploy_resource_name=deployment', '--label', 'config_id=pod',
-      '--label', 'container_name=web', '--label', 'managed_by=docker-cmd', '--detach=true', '--privileged=true', 'img', 'sleep', '1'],
+      '--label', 'container_name=web', '--label', 'managed_by=docker-cmd', '--detach=true', '--env=API_TOKEN=tok-in-config', '--privileged=true', 'img', 'sleep', '1'],
   ], 'upstream\'s command lines, through podman (a name inside a definition is ignored, as upstream)');
   const list = await runIn('docker-cmd', deployment('pod', '- name: late\n  image: img\n  start_order: 1\n- name: early\n  image: img\n'), { env: { PATH: bin, FAKE_TOOL_RECORD: record } });
   t.equal(list.result.deploy_status_code, 0, { stderr: list.stderr });

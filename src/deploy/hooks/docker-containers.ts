@@ -174,3 +174,14 @@ export function execArguments(def: ContainerDef, target: string): string[] {
 function listOf(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string' && v !== '') : [];
 }
+
+/**
+ * The `environment` entries of the definitions as name/value pairs, so values of secret-looking names (PASSWORD,
+ * TOKEN...) are masked wherever the hook logs the command line.
+ */
+export function environmentPairs(defs: readonly ContainerDef[]): Array<{ name: string; value: string }> {
+  return defs.flatMap((def) => listOf(def.options.environment)).flatMap((entry) => {
+    const at = entry.indexOf('=');
+    return at > 0 ? [{ name: entry.slice(0, at), value: entry.slice(at + 1) }] : [];
+  });
+}

@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { inputText } from '../../deployment.js';
 import { containerCommand, daemonFailure, daemonUnreachable, lastLine, runContainerTool } from '../docker-cli.js';
-import { containerDefs, containerLabels, execArguments, runArguments, type ContainerDef } from '../docker-containers.js';
+import { containerDefs, containerLabels, environmentPairs, execArguments, runArguments, type ContainerDef } from '../docker-containers.js';
 import { HookFailure, type BuiltinHook, type HookContext, type HookDeployment } from '../hook-context.js';
 import { inputValues } from '../hook-deployment.js';
 import { result } from '../hook-result.js';
@@ -44,6 +44,7 @@ export const hook: BuiltinHook = {
       log.info('no containers in the config; nothing to do');
       return result({ status: 0 });
     }
+    log.addSecrets(environmentPairs(defs));
     const stdouts: string[] = [];
     const stderrs: string[] = [];
     let status = 0;
