@@ -131,7 +131,9 @@ for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: bad input 
   const bin = path.join(dir, 'bin');
   mkdirSync(bin);
   symlinkSync(process.execPath, path.join(bin, 'node'));
-  await failing('no compose at all', 'none', composeFile({ env_file: undefined }), /docker-compose is not installed.*HEAT_DOCKER_COMPOSE_CMD/, [], { ...env, PATH: bin });
+  await failing('no compose at all', 'none', composeFile({ env_file: undefined }), /docker-compose is not installed: neither "docker compose" nor "docker-compose" works.*HEAT_DOCKER_COMPOSE_CMD/, [], { ...env, PATH: bin });
+  await failing('a HEAT_DOCKER_COMPOSE_CMD that is not there', 'none', composeFile({ env_file: undefined }), /docker-compose is not installed: the command ".*nowhere" was not found.*HEAT_DOCKER_COMPOSE_CMD/, [],
+    { ...env, HEAT_DOCKER_COMPOSE_CMD: path.join(dir, 'nowhere') });
 });
 
 const v2Missing = spawnSync(DOCKER, ['compose', 'version']).status === 0 ? false : 'Debian\'s docker has no compose v2 plugin (docker compose); its use is checked with the fake below';

@@ -8,7 +8,7 @@ import { HookFailure, type BuiltinHook, type HookContext } from '../hook-context
 import { inputValues } from '../hook-deployment.js';
 import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
-import { runTool, type ToolOutcome } from '../run-tool.js';
+import { notInstalled, runTool, type ToolOutcome } from '../run-tool.js';
 import { prepareDir, removeFiles, writeWorkFile } from '../work-files.js';
 
 // Group "docker-compose": the config is a compose file, brought up (`up -d --no-build`) as the project
@@ -171,7 +171,9 @@ async function takeDown(ctx: HookContext, project: string): Promise<ToolOutcome>
 
 async function compose(ctx: HookContext, project: string, args: readonly string[]): Promise<ToolOutcome> {
   const command = await composeCommand(ctx);
-  const missing = `docker-compose is not installed: neither "docker compose" nor "${command.file}" works (PATH=${ctx.env.PATH ?? ''}). `
-    + 'Install docker-compose (Debian, Ubuntu) or the docker compose plugin, or set HEAT_DOCKER_COMPOSE_CMD to its path.';
+  const install = 'Install docker-compose (Debian, Ubuntu) or the docker compose plugin.';
+  const missing = ctx.env.HEAT_DOCKER_COMPOSE_CMD
+    ? notInstalled(ctx.env, 'docker-compose', command.file, 'HEAT_DOCKER_COMPOSE_CMD', install)
+    : `docker-compose is not installed: neither "docker compose" nor "${command.file}" works (PATH=${ctx.env.PATH ?? ''}). ${install} Or set HEAT_DOCKER_COMPOSE_CMD to its path.`;
   return runTool(ctx, { file: command.file, args: [...command.prefix, ...args], cwd: project, env: ctx.env }, missing);
 }
