@@ -12,7 +12,7 @@ import { findHook, hookDirs } from './find-hook.js';
 import { BUILTIN_HOOK_GROUPS, loadBuiltinHook, removeWorkFiles } from './hooks/builtin-hooks.js';
 import type { BuiltinHook } from './hooks/hook-context.js';
 import { readHookStamp } from './hooks/hook-stamp.js';
-import { runInProcess } from './hooks/in-process.js';
+import { runInProcess, runRemovalInProcess } from './hooks/in-process.js';
 import { killOrphanHook, processStartTicks } from './orphan-hook.js';
 import { hookNameForGroup, selectComponent } from './hook-name.js';
 import { attemptSignal, flushDue, queuedSignal, type FlushReport, type OutboxDeps } from './outbox.js';
@@ -372,6 +372,7 @@ class Dispatcher {
   }
 
   private async markRemoved(record: DeploymentRecord): Promise<DeploymentRecord> {
+    await this.undoHook(record);
     await this.removeWorkFiles(record);
     const pending = record.signal.state === 'pending';
     const signal: SignalRecord = pending
@@ -389,6 +390,24 @@ class Dispatcher {
     const stamp = await readHookStamp(file);
     if (stamp?.group !== name || stamp.version !== VERSION) return undefined;
     return loadBuiltinHook(name);
+  }
+
+  /**
+   * A deployment left the metadata: what its built-in hook left running goes (docker-cmd's containers, a compose
+   * project), as upstream's os-refresh-config scripts removed it. A failure is logged; the pass goes on.
+   */
+  private async undoHook(record: DeploymentRecord): Promise<void> {
+    const loading = loadBuiltinHook(hookNameForGroup(record.group));
+    if (!loading) return;
+    try {
+      const hook = await loading;
+      if (!hook.removed) return;
+      const killGrace = this.ctx.killGraceMs !== undefined ? { killGraceMs: this.ctx.killGraceMs } : {};
+      await runRemovalInProcess({ hook, id: record.id, env: this.hookEnv(), log: this.ctx.log, signal: this.ctx.signal, ...killGrace });
+      this.ctx.log.info({ deploymentId: record.id, hookGroup: hook.group }, 'hook removal done');
+    } catch (err) {
+      this.ctx.log.warn({ deploymentId: record.id, reason: errorMessage(err) }, 'hook removal failed');
+    }
   }
 
   /** A deployment left the metadata: the work files its built-in hook kept go (upstream kept them forever). */

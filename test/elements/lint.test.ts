@@ -257,8 +257,8 @@ t.test("diskimage-builder's own checks", { skip: !dibInstalled && NO_DIB }, asyn
       const parsed = JSON.parse(readFileSync(out, 'utf8')) as { 'install.d': { install: Array<[string, string]> } };
       return parsed['install.d'].install.map(([p]) => p).sort();
     };
-    t.same(squash('package'), ['ansible', 'ca-certificates', 'git', 'nodejs', 'puppet', 'salt-minion']);
-    t.same(squash('tarball'), ['ansible', 'ca-certificates', 'git', 'puppet', 'salt-minion']);
+    t.same(squash('package'), ['ansible', 'ca-certificates', 'docker-compose', 'git', 'nodejs', 'puppet', 'salt-minion']);
+    t.same(squash('tarball'), ['ansible', 'ca-certificates', 'docker-compose', 'git', 'puppet', 'salt-minion']);
   });
 
   t.test('pkg-map: tool packages per distribution', async (t) => {
@@ -274,6 +274,9 @@ t.test("diskimage-builder's own checks", { skip: !dibInstalled && NO_DIB }, asyn
       ['heat-config-ansible', 'debian', 'ansible', 'ansible'],
       ['heat-config-ansible', 'centos', 'ansible', 'ansible-core'],
       ['heat-config-ansible', 'rhel', 'ansible', 'ansible-core'],
+      ['heat-config-docker-compose', 'debian', 'docker-compose', 'docker-compose'],
+      ['heat-config-docker-compose', 'fedora', 'docker-compose', 'docker-compose'],
+      ['heat-config-docker-compose', 'centos', 'docker-compose', ''],
     ];
     for (const [element, distro, name, expected] of table) t.equal(map(element, distro, name), expected, `${element} on ${distro}: ${name} -> ${expected || '(skipped)'}`);
   });

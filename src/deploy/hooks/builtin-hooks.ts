@@ -8,6 +8,8 @@ const LOADERS: Readonly<Record<string, () => Promise<BuiltinHook>>> = {
   ansible: async () => (await import('./groups/ansible.js')).hook,
   'apply-config': async () => (await import('./groups/apply-config.js')).hook,
   chef: async () => (await import('./groups/chef.js')).hook,
+  'docker-cmd': async () => (await import('./groups/docker-cmd.js')).hook,
+  'docker-compose': async () => (await import('./groups/docker-compose.js')).hook,
   puppet: async () => (await import('./groups/puppet.js')).hook,
   salt: async () => (await import('./groups/salt.js')).hook,
   script: async () => (await import('./groups/script.js')).hook,

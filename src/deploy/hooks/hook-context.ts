@@ -38,6 +38,12 @@ export interface BuiltinHook {
    * operators read them to see what ran), removed when the deployment leaves the metadata or its record is pruned.
    */
   workFiles(id: string, env: NodeJS.ProcessEnv): string[];
+  /**
+   * Optional: undoes what the hook left running for one deployment (containers, compose projects) once the
+   * deployment has left the metadata, as upstream's os-refresh-config scripts did. The agent calls it once, before
+   * removing the work files, with the agent's hook environment; a throw is logged and does not fail the pass.
+   */
+  removed?(id: string, ctx: HookContext): Promise<void>;
 }
 
 /** A failure the hook reports as its result (status 1, the message as deploy_stderr), not a crash. */

@@ -72,3 +72,36 @@ export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
     o.signal?.removeEventListener('abort', onAbort);
   }
 }
+
+/** Per process of a removal: a daemon that hangs must not hold the pass for ever. */
+const REMOVAL_TIMEOUT_MS = 120_000;
+
+export interface RemovalOptions {
+  readonly hook: BuiltinHook;
+  readonly id: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly log: Logger;
+  readonly signal?: AbortSignal;
+  /** Milliseconds before each tool the removal starts is terminated. */
+  readonly timeoutMs?: number;
+  readonly killGraceMs?: number;
+}
+
+/**
+ * Runs the hook's `removed` for a deployment that left the metadata (nothing when the hook has none), inside the
+ * agent, its lines in the agent's log. Its tools run as a deployment's do, each bounded by a timeout.
+ */
+export async function runRemovalInProcess(o: RemovalOptions): Promise<void> {
+  const { removed } = o.hook;
+  if (!removed) return;
+  const hookLog = o.log.child({ hookGroup: o.hook.group, deploymentId: o.id });
+  const log = new HookLog(`heat-config-${o.hook.group}`, (level, message, fields) => hookLog[LEVELS[level]]({ detail: fields }, message));
+  const timeoutMs = o.timeoutMs ?? REMOVAL_TIMEOUT_MS;
+  const killGraceMs = o.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const ctx: HookContext = {
+    env: o.env,
+    log,
+    spawn: (run) => runProcess({ ...run, ownGroup: true, timeoutMs, killGraceMs, ...(o.signal ? { signal: o.signal } : {}) }),
+  };
+  await removed.call(o.hook, o.id, ctx);
+}

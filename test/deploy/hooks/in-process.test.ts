@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { runDeployments } from '../../../src/deploy/dispatch.js';
@@ -8,6 +8,7 @@ import { pidAlive, sleep, until } from '../../helpers/fault-daemon.js';
 import { deployHarness, deployment, HOOKS_DIR } from '../../helpers/deploy-fixtures.js';
 import type { TapTest } from '../../helpers/http-test-server.js';
 import { startSignalSink } from '../../helpers/signal-sink.js';
+import { FAKE_TOOLS, readRecords } from '../../hooks/hook-process.js';
 
 // The dispatcher runs the agent's own build of a hook inside itself, and anything else as a process: recognition from
 // the file, the option that turns it off, and in-process faults (a hook that throws, hangs, floods, is stopped by a
@@ -154,4 +155,36 @@ t.test('work files are kept while the deployment exists and removed when it leav
   t.equal(statSync(working).mode & 0o777, 0o700);
   await runDeployments(h.ctx([a], { env }));
   t.same(readdirSync(working), ['keep-a'], 'the removed deployment\'s script is gone');
+});
+
+t.test('a hook\'s removal runs once its deployment leaves the metadata; a failing one is logged and the pass goes on (docker-cmd, recording fake podman)', async (t) => {
+  const { root, h, dep } = await setup(t);
+  installBuilt(root, 'docker-cmd');
+  const bin = path.join(root, 'bin');
+  mkdirSync(bin);
+  symlinkSync(process.execPath, path.join(bin, 'node'));
+  symlinkSync(path.join(FAKE_TOOLS, 'podman'), path.join(bin, 'podman'));
+  const record = path.join(root, 'record.jsonl');
+  const env = { PATH: bin, HOME: root, FAKE_TOOL_RECORD: record };
+  const a = dep('ctr-a', { web: { image: 'img' } }, { group: 'docker-cmd' });
+  const b = dep('ctr-b', { db: { image: 'img' } }, { group: 'docker-cmd' });
+  const first = await runDeployments(h.ctx([a, b], { env }));
+  t.same(first.ran, ['ctr-a', 'ctr-b']);
+  const before = readRecords(record).length;
+
+  const second = await runDeployments(h.ctx([b], { env }));
+  t.same(second.removed, ['ctr-a']);
+  t.same(readRecords(record).slice(before).map((r) => r.argv.slice(0, 6)), [
+    ['ps', '-q', '-a', '--filter', 'label=managed_by=docker-cmd', '--filter'],
+    ['ps', '-a', '--filter', 'label=managed_by=docker-cmd', '--format', '{{.Names}} {{.Label "container_name"}}'],
+  ], 'the containers of the deployment are looked up (to be removed), then names restored');
+  t.equal(readRecords(record)[before]?.argv[6], 'label=config_id=ctr-a', 'by its config_id');
+  t.ok(h.captured.lines.some((l) => l.msg === 'hook removal done' && l.deploymentId === 'ctr-a'));
+
+  const third = await runDeployments(h.ctx([], { env: { ...env, HEAT_DOCKER_CMD: path.join(root, 'no-such-docker') } }));
+  t.same(third.removed, ['ctr-b'], 'the deployment is recorded as removed all the same');
+  const warning = h.captured.lines.find((l) => l.msg === 'hook removal failed' && l.deploymentId === 'ctr-b');
+  t.match(warning?.reason, /docker is not installed: the command ".*no-such-docker" was not found/, 'the failure is logged with its cause');
+  const fourth = await runDeployments(h.ctx([], { env }));
+  t.same(fourth.removed, [], 'a removal is attempted once');
 });
