@@ -6,6 +6,7 @@ import { removeFiles } from './work-files.js';
 
 const LOADERS: Readonly<Record<string, () => Promise<BuiltinHook>>> = {
   ansible: async () => (await import('./groups/ansible.js')).hook,
+  'cfn-init': async () => (await import('./groups/cfn-init.js')).hook,
   chef: async () => (await import('./groups/chef.js')).hook,
   puppet: async () => (await import('./groups/puppet.js')).hook,
   salt: async () => (await import('./groups/salt.js')).hook,
