@@ -251,3 +251,29 @@ for (const { name: mode, run } of HOOK_MODES) t.test(`${mode}: HEAT_CFN_INIT_CMD
   t.equal(missing.result.deploy_status_code, 1);
   t.match(missing.result.deploy_stderr, /cfn-init is not installed: the command "\/nonexistent\/cfn-init" was not found/);
 });
+
+t.test('apt packages through a recording fake dpkg-query and apt-get: only what is missing, name=version, failure stops the run', async (t) => {
+  const { env, dir } = setup(t);
+  const bin = path.join(dir, 'bin');
+  mkdirSync(bin);
+  const calls = path.join(dir, 'apt.log');
+  writeFileSync(path.join(bin, 'dpkg-query'), '#!/bin/sh\nprintf "present\\t1.0\\tii \\npinned\\t1.0\\tii \\n"\nexit 1\n');
+  writeFileSync(path.join(bin, 'apt-get'), `#!/bin/sh\necho "$DEBIAN_FRONTEND $*" >> ${calls}\n[ -z "$FAIL" ] || { echo "E: Unable to locate package nope" >&2; exit 100; }\n`);
+  writeFileSync(path.join(bin, 'systemctl'), `#!/bin/sh\necho "systemctl $*" >> ${calls}\n`);
+  for (const f of ['dpkg-query', 'apt-get', 'systemctl']) chmodSync(path.join(bin, f), 0o755);
+  const fakeEnv = { ...env, PATH: `${bin}:${env.PATH}` };
+  const init = {
+    config: {
+      packages: { apt: { present: [], pinned: '2.0', fresh: [] } },
+      services: { sysvinit: { app: { ensureRunning: true, packages: { apt: ['fresh'] } } } },
+    },
+  };
+  const ok = await runHookInProcess('cfn-init', deployment(init), { env: fakeEnv });
+  t.equal(ok.result.deploy_status_code, 0, 'installed', { result: ok.result });
+  t.same(readFileSync(calls, 'utf8').trim().split('\n'), [
+    'noninteractive -y install pinned=2.0 fresh', 'systemctl status app.service', 'systemctl restart app.service',
+  ], 'the installed package is skipped, the pinned one installed at its version; the service naming a new package restarts');
+  const failed = await runHookInProcess('cfn-init', deployment(init), { env: { ...fakeEnv, FAIL: '1' } });
+  t.equal(failed.result.deploy_status_code, 1);
+  t.match(failed.result.deploy_stderr, /config "config" packages\.apt: apt-get -y install pinned=2\.0 fresh failed with status 100:\nE: Unable to locate package nope/);
+});
