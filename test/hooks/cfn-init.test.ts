@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { startTestServer, type TapTest } from '../helpers/http-test-server.js';
@@ -26,7 +26,19 @@ function setup(t: TapTest) {
 const tarDir = t.testdir({ tree: { 'app.conf': 'from the tarball\n', sub: { 'data.txt': 'nested\n' } }, zip: { 'z.txt': 'from the zip\n' } });
 execFileSync('tar', ['-czf', path.join(tarDir, 'app.tar.gz'), '-C', path.join(tarDir, 'tree'), '.']);
 execFileSync('bsdtar', ['-a', '-cf', path.join(tarDir, 'app.zip'), '-C', path.join(tarDir, 'zip'), 'z.txt']);
+// A hostile tarball: a member climbing out with "..", a symbolic link out of the directory and a member through it.
+execFileSync('/usr/bin/python3', ['-c', [
+  'import io, sys, tarfile',
+  'with tarfile.open(sys.argv[1], "w:gz") as t:',
+  '  def add(name, data=b"", link=None):',
+  '    i = tarfile.TarInfo(name); i.size = len(data)',
+  '    if link: i.type = tarfile.SYMTYPE; i.linkname = link',
+  '    t.addfile(i, io.BytesIO(data))',
+  '  add("../climbed", b"x"); add("link", link=sys.argv[2]); add("link/planted", b"y"); add("fine.txt", b"ok")',
+].join('\n'), path.join(tarDir, 'evil.tar.gz'), path.join(tarDir, 'victim')]);
+mkdirSync(path.join(tarDir, 'victim'));
 const served: Record<string, Buffer> = {
+  '/evil.tar.gz': readFileSync(path.join(tarDir, 'evil.tar.gz')),
   '/app.tar.gz': readFileSync(path.join(tarDir, 'app.tar.gz')),
   '/app.zip': readFileSync(path.join(tarDir, 'app.zip')),
   '/motd': Buffer.from('downloaded file\n'),
@@ -183,6 +195,12 @@ for (const { name: mode, run } of HOOK_MODES) t.test(`${mode}: sources and file 
   t.equal(hang.result.deploy_status_code, 1, 'a server that never answers fails the run (timeout, then 2 retries)');
   t.match(hang.result.deploy_stderr, /files\.\/etc\/hang: could not download .*\/hang/);
   t.notOk(existsSync(at('/etc/hang')));
+
+  const evil = await run('cfn-init', deployment({ config: { sources: { '/opt/evil': `${server.url}/evil.tar.gz` } } }), { env });
+  t.equal(evil.result.deploy_status_code, 1, 'a tarball with members that climb out fails the run');
+  t.match(evil.result.deploy_stderr, /sources\.\/opt\/evil: tar .* failed with status 2:[^]*Member name contains '\.\.'/);
+  t.notOk(existsSync(at('/opt/climbed')), 'nothing was written outside the directory through ".."');
+  t.same(readdirSync(path.join(tarDir, 'victim')), [], 'nor through the symbolic link');
 
   const unknown = await run('cfn-init', deployment({ config: { sources: { '/opt/x': `${server.url}/thing.rar` } } }), { env });
   t.match(unknown.result.deploy_stderr, /sources\.\/opt\/x: cannot tell the archive type/);
