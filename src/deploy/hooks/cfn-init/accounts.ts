@@ -7,12 +7,22 @@ import { tool } from './run-state.js';
 
 export type AccountKind = 'passwd' | 'group';
 
-/** The numeric id of a user or group, or undefined when there is none of that name. */
+/**
+ * The numeric id of a user or group, or undefined when there is none of that name. Ids found are remembered for the
+ * run (files owned by the same user do not read /etc/passwd each); absences are not, since users and groups are
+ * created during the run.
+ */
 export async function accountId(run: InitRun, kind: AccountKind, name: string): Promise<number | undefined> {
-  const local = await fromFile(kind, name);
-  if (local !== undefined) return local;
-  const res = await tool(run, { file: 'getent', args: [kind, name] });
-  return res.status === 0 ? idOf(res.stdout.split('\n')[0] ?? '', name) : undefined;
+  const key = `${kind}:${name}`;
+  const known = run.accounts.get(key);
+  if (known !== undefined) return known;
+  let id = await fromFile(kind, name);
+  if (id === undefined) {
+    const res = await tool(run, { file: 'getent', args: [kind, name] });
+    id = res.status === 0 ? idOf(res.stdout.split('\n')[0] ?? '', name) : undefined;
+  }
+  if (id !== undefined) run.accounts.set(key, id);
+  return id;
 }
 
 async function fromFile(kind: AccountKind, name: string): Promise<number | undefined> {

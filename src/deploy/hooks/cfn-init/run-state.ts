@@ -17,6 +17,8 @@ export interface InitRun {
   readonly stderr: string[];
   /** "file:/path", "source:/dir", "package:apt:name", "command:name" of what this run changed. */
   readonly changed: Set<string>;
+  /** User and group ids found so far ("passwd:name", "group:name"). */
+  readonly accounts: Map<string, number>;
 }
 
 export interface ToolStatus {

@@ -78,6 +78,6 @@ function initRun(ctx: HookContext): InitRun {
     http: () => (client ??= import('../../../http/client.js').then((m) => m.createHttpClient({
       defaultMaxBytes: MAX_DOWNLOAD_BYTES, defaultRetries: 2, proxy: { config: {}, env: ctx.env },
     }))),
-    stdout: [], stderr: [], changed: new Set(),
+    stdout: [], stderr: [], changed: new Set(), accounts: new Map(),
   };
 }
