@@ -134,6 +134,7 @@ t.test('bad input: a failure result naming the resource and the cause, nothing a
   mkdirSync(path.join(dir, 'outside'));
   mkdirSync(at('/etc'), { recursive: true });
   symlinkSync(path.join(dir, 'outside'), at('/etc/escape'));
+  writeFileSync(at('/etc/regular'), '');
   const marker = { '/marker': { content: 'written' } };
   const cases: Array<[string, unknown, RegExp]> = [
     ['an unknown key', { config: { files: marker, comands: {} } }, /config "config": unknown key "comands"/],
@@ -154,6 +155,7 @@ t.test('bad input: a failure result naming the resource and the cause, nothing a
     ['an unknown service manager', { config: { services: { upstart: { x: {} } } } }, /unknown service manager/],
     ['an unknown owner', { config: { files: { '/x': { content: 'a', owner: 'no-such-user-cfn' } } } }, /there is no user named "no-such-user-cfn"/],
     ['a command that does not exist', { config: { commands: { a: { command: ['/nonexistent/tool'] } } } }, /commands\.a failed with status 127/],
+    ['a file under a regular file (a system error)', { config: { files: { '/etc/regular/x': { content: 'a' } } } }, /files\.\/etc\/regular\/x: (EEXIST|ENOTDIR)/],
     ['a cwd that does not exist', { config: { commands: { a: { command: 'true', cwd: '/nope' } } } }, /commands\.a: its cwd \/nope does not exist/],
   ];
   // In-process: the same code as the executable (the modes are compared above), without a Node start per case.

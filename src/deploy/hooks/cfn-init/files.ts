@@ -6,7 +6,7 @@ import { accountId } from './accounts.js';
 import { download } from './download.js';
 import { hostPath } from './host-path.js';
 import { SYMLINK_TYPE, type FileEntry } from './model.js';
-import type { InitRun } from './run-state.js';
+import { forResource, type InitRun } from './run-state.js';
 
 // files: each written whole and replaced atomically (never written through a link planted in its place), with its
 // mode, owner and group; missing parent directories are made (0755, as heat-cfntools' makedirs under umask 022). A
@@ -18,16 +18,20 @@ const NEW_FILE_MODE = 0o644;
 export async function applyFiles(run: InitRun, config: string, files: readonly FileEntry[]): Promise<void> {
   for (const file of files) {
     const resource = `config "${config}" files.${file.path}`;
-    const dest = await hostPath(run, file.path, resource);
-    await mkdir(path.dirname(dest), { recursive: true, mode: 0o755 });
-    const uid = file.owner !== undefined ? await idFor(run, 'passwd', file.owner, resource) : undefined;
-    const gid = file.group !== undefined ? await idFor(run, 'group', file.group, resource) : undefined;
-    const changed = file.mode !== undefined && (file.mode & SYMLINK_TYPE) === SYMLINK_TYPE
-      ? await writeLink(dest, (file.content ?? Buffer.alloc(0)).toString('utf8'), uid, gid)
-      : await writeRegular(dest, file.content ?? await download(run, file.source ?? '', resource), file.mode, uid, gid, resource);
-    if (changed) run.changed.add(`file:${file.path}`);
-    run.ctx.log.info(changed ? 'file written' : 'file unchanged', { file: file.path });
+    await forResource(resource, () => applyFile(run, file, resource));
   }
+}
+
+async function applyFile(run: InitRun, file: FileEntry, resource: string): Promise<void> {
+  const dest = await hostPath(run, file.path, resource);
+  await mkdir(path.dirname(dest), { recursive: true, mode: 0o755 });
+  const uid = file.owner !== undefined ? await idFor(run, 'passwd', file.owner, resource) : undefined;
+  const gid = file.group !== undefined ? await idFor(run, 'group', file.group, resource) : undefined;
+  const changed = file.mode !== undefined && (file.mode & SYMLINK_TYPE) === SYMLINK_TYPE
+    ? await writeLink(dest, (file.content ?? Buffer.alloc(0)).toString('utf8'), uid, gid)
+    : await writeRegular(dest, file.content ?? await download(run, file.source ?? '', resource), file.mode, uid, gid, resource);
+  if (changed) run.changed.add(`file:${file.path}`);
+  run.ctx.log.info(changed ? 'file written' : 'file unchanged', { file: file.path });
 }
 
 async function idFor(run: InitRun, kind: 'passwd' | 'group', name: string, resource: string): Promise<number> {

@@ -1,5 +1,6 @@
 import { HookFailure, type HookContext, type ToolRun } from '../hook-context.js';
 import { formatCommand } from '../run-tool.js';
+import { errorMessage } from '../../../errors.js';
 import type { HttpClient } from '../../../http/types.js';
 
 // What one cfn-init run carries from step to step: where files go, what the tools printed (the hook's result), and
@@ -53,4 +54,14 @@ export async function mustRun(run: InitRun, resource: string, spec: ToolRun, mis
 const SIGNALS: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGTERM: 15 };
 function signalNumber(signal: string | null): number {
   return signal ? SIGNALS[signal] ?? 0 : 0;
+}
+
+/** Runs one resource's step; a system error (EACCES, ENOSPC, EISDIR...) becomes a failure naming the resource. */
+export async function forResource<T>(resource: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    if (err instanceof HookFailure) throw err;
+    throw new HookFailure(`cfn-init: ${resource}: ${errorMessage(err)}`);
+  }
 }

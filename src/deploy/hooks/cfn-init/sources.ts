@@ -8,7 +8,7 @@ import { HookFailure } from '../hook-context.js';
 import { download } from './download.js';
 import { hostPath } from './host-path.js';
 import type { SourceEntry } from './model.js';
-import { mustRun, type InitRun } from './run-state.js';
+import { forResource, mustRun, type InitRun } from './run-state.js';
 
 // sources: an archive downloaded and unpacked into its directory. The type comes from the URL as heat-cfntools reads
 // it: .tar.gz/.tgz, .tar.bz2/.tbz2, .tar, .zip, a lone .gz or .bz2 file, or a GitHub tarball/zipball URL. GNU tar
@@ -43,23 +43,27 @@ export function archiveType(url: string): ArchiveType | undefined {
 export async function applySources(run: InitRun, config: string, sources: readonly SourceEntry[]): Promise<void> {
   for (const source of sources) {
     const resource = `config "${config}" sources.${source.dir}`;
-    const type = archiveType(source.url);
-    if (!type) throw new HookFailure(`cfn-init: ${resource}: cannot tell the archive type from the URL (it should end in .tar.gz, .tgz, .tar.bz2, .tbz2, .tar, .zip, .gz or .bz2)`);
-    const dest = await hostPath(run, source.dir, resource);
-    const data = await download(run, source.url, resource);
-    await mkdir(dest, { recursive: true, mode: 0o755 });
-    const tmp = await mkdtemp(path.join(os.tmpdir(), 'cfn-init-source-'));
-    try {
-      const base = decodeURIComponent(path.posix.basename(new URL(source.url).pathname)) || 'download';
-      const archive = path.join(tmp, base.replace(/\//g, '_'));
-      await writeFile(archive, data, { mode: 0o600 });
-      await unpack(run, resource, type, archive, dest);
-    } finally {
-      await rm(tmp, { recursive: true, force: true });
-    }
-    run.changed.add(`source:${source.dir}`);
-    run.ctx.log.info('source unpacked', { dir: source.dir, type });
+    await forResource(resource, () => applySource(run, source, resource));
   }
+}
+
+async function applySource(run: InitRun, source: SourceEntry, resource: string): Promise<void> {
+  const type = archiveType(source.url);
+  if (!type) throw new HookFailure(`cfn-init: ${resource}: cannot tell the archive type from the URL (it should end in .tar.gz, .tgz, .tar.bz2, .tbz2, .tar, .zip, .gz or .bz2)`);
+  const dest = await hostPath(run, source.dir, resource);
+  const data = await download(run, source.url, resource);
+  await mkdir(dest, { recursive: true, mode: 0o755 });
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'cfn-init-source-'));
+  try {
+    const base = decodeURIComponent(path.posix.basename(new URL(source.url).pathname)) || 'download';
+    const archive = path.join(tmp, base.replace(/\//g, '_'));
+    await writeFile(archive, data, { mode: 0o600 });
+    await unpack(run, resource, type, archive, dest);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+  run.changed.add(`source:${source.dir}`);
+  run.ctx.log.info('source unpacked', { dir: source.dir, type });
 }
 
 async function unpack(run: InitRun, resource: string, type: ArchiveType, archive: string, dest: string): Promise<void> {
