@@ -297,3 +297,18 @@ t.test('apt packages through a recording fake dpkg-query and apt-get: only what 
   t.equal(failed.result.deploy_status_code, 1);
   t.match(failed.result.deploy_stderr, /config "config" packages\.apt: apt-get -y install pinned=2\.0 fresh failed with status 100:\nE: Unable to locate package nope/);
 });
+
+t.test('services without systemctl: recording fakes of service(8) and update-rc.d', async (t) => {
+  const { env, dir } = setup(t);
+  const bin = path.join(dir, 'bin');
+  mkdirSync(bin);
+  const calls = path.join(dir, 'sysv.log');
+  writeFileSync(path.join(bin, 'service'), `#!/bin/sh\necho "service $*" >> ${calls}\n[ "$2" != status ]\n`);
+  writeFileSync(path.join(bin, 'update-rc.d'), `#!/bin/sh\necho "update-rc.d $*" >> ${calls}\n`);
+  for (const f of ['service', 'update-rc.d']) chmodSync(path.join(bin, f), 0o755);
+  // Only the fakes on the PATH, so the machine's own systemctl is not found (in-process: no node needed).
+  const res = await runHookInProcess('cfn-init', deployment({ config: { services: { sysvinit: { ntp: { enabled: true, ensureRunning: true } } } } }),
+    { env: { ...env, PATH: bin } });
+  t.equal(res.result.deploy_status_code, 0, 'done', { result: res.result });
+  t.same(readFileSync(calls, 'utf8').trim().split('\n'), ['update-rc.d ntp enable', 'service ntp status', 'service ntp start']);
+});
