@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { startTestServer } from '../helpers/http-test-server.js';
@@ -20,8 +21,10 @@ function whyNot(): string | undefined {
   if (!existsSync(CFN_INIT)) return `${CFN_INIT} is missing: apt-get install heat-cfntools`;
   if (!existsSync(HOOK)) return `${HOOK} is missing: npm run build`;
   if (!existsSync('/usr/bin/curl')) return 'heat-cfntools fetches sources with curl: apt-get install curl';
-  const probe = spawnSync('unshare', ['--mount', '--fork', 'sh', '-c', 'mount --make-rprivate / && d=$(mktemp -d) && mount -t tmpfs t "$d" && '
-    + 'mkdir "$d/u" "$d/w" "$d/m" && mount -t overlay o -o "lowerdir=/,upperdir=$d/u,workdir=$d/w" "$d/m"'], { timeout: 20_000 });
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cfn-init-overlay-probe-'));
+  const probe = spawnSync('unshare', ['--mount', '--fork', 'sh', '-c', 'mount --make-rprivate / && mount -t tmpfs t "$1" && '
+    + 'mkdir "$1/u" "$1/w" "$1/m" && mount -t overlay o -o "lowerdir=/,upperdir=$1/u,workdir=$1/w" "$1/m"', 'probe', dir], { timeout: 20_000 });
+  rmSync(dir, { recursive: true, force: true });
   if (probe.status !== 0) return `no overlay scratch root here: ${probe.stderr?.toString().trim() || probe.error?.message}`;
   return undefined;
 }
@@ -161,8 +164,10 @@ t.test('the same metadata through heat-cfntools\' cfn-init and through ours, in 
     const out = path.join(dir, `out-${side}`);
     mkdirSync(scratch);
     mkdirSync(out);
+    const started = Date.now();
     const res = await run('unshare', ['--mount', '--fork', 'bash', '-c', SCRATCH, 'scratch', scratch, side, share, out, process.execPath], 120_000);
     t.equal(res.status, 0, `${side}: the scratch root was made and listed`, { stderr: res.stderr });
+    t.comment(`${side}: ${Date.now() - started} ms`);
     sides[side] = readSide(out);
     const shown = { stderr: existsSync(path.join(out, 'stderr')) ? readFileSync(path.join(out, 'stderr'), 'utf8').slice(-3000) : '' };
     t.equal(sides[side].status, '0', `${side}: exit status 0`, shown);
