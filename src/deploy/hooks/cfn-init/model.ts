@@ -1,8 +1,11 @@
-import { HookFailure } from '../hook-context.js';
+import { selectConfigs } from './configsets.js';
+import { checkKeys, describe, fail, isObject, objectAt, text, textList, toBoolean, type Json } from './metadata-values.js';
 
 // AWS::CloudFormation::Init as the interpreter runs it: every config of the run read and checked before anything
 // changes on the machine, so a typo in the last config does not leave the first one half applied. The keys and their
 // meaning are heat-cfntools' (cfn_helper.py); a key heat-cfntools would silently ignore is an error here.
+
+export { toBoolean } from './metadata-values.js';
 
 export interface PackageEntry {
   readonly name: string;
@@ -78,50 +81,6 @@ const COMMAND_KEYS = ['command', 'test', 'cwd', 'env', 'ignoreErrors', 'waitAfte
 const SERVICE_KEYS = ['enabled', 'ensureRunning', 'files', 'sources', 'packages', 'commands'];
 const USER_KEYS = ['uid', 'groups', 'homeDir'];
 const GROUP_KEYS = ['gid'];
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** heat-cfntools' to_boolean: true, 1 and the strings "true", "yes", "1" (any case, trimmed). */
-export function toBoolean(v: unknown): boolean {
-  const value = typeof v === 'string' ? v.trim().toLowerCase() : v;
-  return value === true || value === 1 || value === 'true' || value === 'yes' || value === '1';
-}
-
-function fail(where: string, problem: string): never {
-  throw new HookFailure(`cfn-init: ${where}: ${problem}`);
-}
-
-function objectAt(v: unknown, where: string): Json {
-  if (v === undefined || v === null) return {};
-  if (!isObject(v)) fail(where, `must be an object, not ${describe(v)}`);
-  return v;
-}
-
-function checkKeys(v: Json, allowed: readonly string[], where: string): void {
-  for (const key of Object.keys(v)) {
-    if (!allowed.includes(key)) fail(where, `unknown key "${key}" (known: ${allowed.join(', ')})`);
-  }
-}
-
-function text(v: unknown, where: string): string {
-  if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  fail(where, `must be a string, not ${describe(v)}`);
-}
-
-function textList(v: unknown, where: string): string[] {
-  if (v === undefined || v === null) return [];
-  if (typeof v === 'string') return [v];
-  if (!Array.isArray(v)) fail(where, `must be a list of strings, not ${describe(v)}`);
-  return v.map((item, i) => text(item, `${where}[${i}]`));
-}
-
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  return typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)}`;
-}
 
 /** Text in "mode" is octal ("000644", "120777"); a number is read by its digits, as YAML turns 0644 into 644. */
 function parseMode(v: unknown, where: string): number {
@@ -257,43 +216,10 @@ function config(name: string, v: unknown): InitConfig {
   };
 }
 
-/**
- * The configs to run, in order: those of the selected configSets (default "default"), or the one named "config"
- * when there are no configSets, as heat-cfntools' ConfigsetsHandler decides.
- */
+/** The configs to run, in order (see configsets.ts), each read and checked. */
 export function parseInit(init: unknown, selected?: string): InitConfig[] {
   if (!isObject(init) || Object.keys(init).length === 0) fail('metadata', 'AWS::CloudFormation::Init is empty or not an object (invalid metadata)');
-  const sets = init.configSets;
-  const names: string[] = [];
-  if (sets === undefined || sets === null || (isObject(sets) && Object.keys(sets).length === 0)) {
-    if (selected) fail('configSets', `"${selected}" was asked for but the metadata has no configSets`);
-    names.push('config');
-  } else {
-    const table = objectAt(sets, 'configSets');
-    const wanted = selected ? selected.split(',').map((s) => s.trim()) : ['default'];
-    if (!selected && !Object.hasOwn(table, 'default')) fail('configSets', 'there is no "default" configSet');
-    const expand = (list: unknown, trail: readonly string[]): void => {
-      const items = Array.isArray(list) ? list : [list];
-      for (const item of items) {
-        if (isObject(item)) {
-          const keys = Object.keys(item);
-          if (keys.length !== 1 || keys[0] !== 'ConfigSet') fail(`configSets.${trail.at(-1) ?? ''}`, 'an entry that is an object must be {"ConfigSet": name}');
-          const ref = text(item.ConfigSet, `configSets.${trail.at(-1) ?? ''}.ConfigSet`);
-          if (!Object.hasOwn(table, ref)) fail('configSets', `undefined ConfigSet "${ref}" referenced`);
-          if (trail.includes(ref)) fail('configSets', `ConfigSet "${ref}" includes itself`);
-          expand(table[ref], [...trail, ref]);
-        } else {
-          names.push(text(item, `configSets.${trail.at(-1) ?? ''}`));
-        }
-      }
-    };
-    for (const name of wanted) {
-      if (!Object.hasOwn(table, name)) fail('configSets', `requested configSet "${name}" is not in the configSets section`);
-      expand(table[name], [name]);
-    }
-    if (names.length === 0) fail('configSets', `requested configSet "${wanted.join(',')}" is empty`);
-  }
-  return names.map((name) => {
+  return selectConfigs(init, selected).map((name) => {
     if (name === 'configSets' || !Object.hasOwn(init, name)) fail(`config "${name}"`, 'not found in the metadata (the configSet names it, or "config" is missing)');
     return config(name, init[name]);
   });
