@@ -139,6 +139,11 @@ for (const group of groups) {
     },
     format: 'cjs',
     write: false,
+    // A hook that downloads (cfn-init) carries the HTTP client: got without its debug traces and HTTP/2 (as above),
+    // and the file URL that src/http/zoned-url.ts builds its require() from, which CommonJS has no import.meta for.
+    alias: { debug: './scripts/debug-off.cjs', 'http2-wrapper': './scripts/http2-off.cjs' },
+    define: { 'import.meta.url': '__ocaHookFileUrl' },
+    banner: { js: "const __ocaHookFileUrl = require('node:url').pathToFileURL(__filename).href;" },
   });
   const body = built.outputFiles[0].text;
   const digest = createHash('sha256').update(body, 'utf8').digest('hex');

@@ -28,11 +28,12 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
     handle = await fs.open(tmp, 'wx', mode);
     await handle.writeFile(data);
     await handle.sync();
-    // open() honours the umask; chmod makes the mode exact.
-    await handle.chmod(mode);
+    // chown first: it clears setuid/setgid bits, which the chmod after it then sets. open() honours the umask; chmod
+    // makes the mode exact.
     if (options.uid !== undefined || options.gid !== undefined) {
       await handle.chown(options.uid ?? -1, options.gid ?? -1);
     }
+    await handle.chmod(mode);
     await handle.close();
     handle = undefined;
     await fs.rename(tmp, target);

@@ -7,6 +7,7 @@ import { removeFiles } from './work-files.js';
 const LOADERS: Readonly<Record<string, () => Promise<BuiltinHook>>> = {
   ansible: async () => (await import('./groups/ansible.js')).hook,
   'apply-config': async () => (await import('./groups/apply-config.js')).hook,
+  'cfn-init': async () => (await import('./groups/cfn-init.js')).hook,
   chef: async () => (await import('./groups/chef.js')).hook,
   'docker-cmd': async () => (await import('./groups/docker-cmd.js')).hook,
   'docker-compose': async () => (await import('./groups/docker-compose.js')).hook,
