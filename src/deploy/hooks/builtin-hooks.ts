@@ -7,6 +7,7 @@ import { removeFiles } from './work-files.js';
 const LOADERS: Readonly<Record<string, () => Promise<BuiltinHook>>> = {
   ansible: async () => (await import('./groups/ansible.js')).hook,
   chef: async () => (await import('./groups/chef.js')).hook,
+  hiera: async () => (await import('./groups/hiera.js')).hook,
   'json-file': async () => (await import('./groups/json-file.js')).hook,
   puppet: async () => (await import('./groups/puppet.js')).hook,
   salt: async () => (await import('./groups/salt.js')).hook,
