@@ -12,7 +12,7 @@ import { REPO, requireBundle } from '../helpers/bundle.js';
 // these tests run as root and an empty prefix would install into the real system.
 
 export const ELEMENTS_DIR = path.join(REPO, 'elements');
-export const HOOK_GROUPS = ['script', 'puppet', 'chef', 'salt', 'ansible', 'json-file', 'hiera'] as const;
+export const HOOK_GROUPS = ['script', 'puppet', 'chef', 'salt', 'ansible', 'json-file', 'hiera', 'kubelet'] as const;
 export const ALL_ELEMENTS = ['os-config-agent', ...HOOK_GROUPS.map((g) => `heat-config-${g}`)];
 
 export function mergeHooks(elements: readonly string[], dest: string, elementDirs: readonly string[] = [ELEMENTS_DIR]): void {

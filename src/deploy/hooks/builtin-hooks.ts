@@ -9,6 +9,7 @@ const LOADERS: Readonly<Record<string, () => Promise<BuiltinHook>>> = {
   chef: async () => (await import('./groups/chef.js')).hook,
   hiera: async () => (await import('./groups/hiera.js')).hook,
   'json-file': async () => (await import('./groups/json-file.js')).hook,
+  kubelet: async () => (await import('./groups/kubelet.js')).hook,
   puppet: async () => (await import('./groups/puppet.js')).hook,
   salt: async () => (await import('./groups/salt.js')).hook,
   script: async () => (await import('./groups/script.js')).hook,
