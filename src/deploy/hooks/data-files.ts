@@ -70,7 +70,7 @@ export async function replaceDataFiles(files: readonly DataFile[]): Promise<void
           mode: f.mode, syncDirectory: false, ...(f.uid !== undefined ? { uid: f.uid } : {}), ...(f.gid !== undefined ? { gid: f.gid } : {}),
         }));
       } catch (err) {
-        throw new HookFailure(`could not write ${f.file}: ${errorMessage(err)}; no file was changed`);
+        throw new HookFailure(`could not write ${f.file}: ${reason(err)}; no file was changed`);
       }
     }
   } catch (err) {
@@ -85,10 +85,26 @@ export async function replaceDataFiles(files: readonly DataFile[]): Promise<void
     } catch (err) {
       await Promise.all(staged.slice(i + 1).map((rest) => rest.discard()));
       const done = staged.slice(0, i).map((d) => d.target);
-      throw new HookFailure(`could not write ${s.target}: ${errorMessage(err)}; ${done.length ? `already replaced: ${done.join(', ')}` : 'no file was changed'}`);
+      throw new HookFailure(`could not write ${s.target}: ${reason(err)}; ${done.length ? `already replaced: ${done.join(', ')}` : 'no file was changed'}`);
     }
   }
   await Promise.all([...new Set(staged.map((s) => path.dirname(s.target)))].map((dir) => syncDirectory(dir)));
+}
+
+/** A system error's reason without the temp file's name, which means nothing to the operator. */
+function reason(err: unknown): string {
+  const message = errorMessage(err);
+  const code = (err as NodeJS.ErrnoException).code;
+  return code && message.startsWith(`${code}: `) ? message.replace(/, \w+ '[^']*'(?: -> '[^']*')?$/, '') : message;
+}
+
+/** Makes a directory and its missing parents (0700), as upstream's prepare_dir. */
+export async function makeDataDir(dir: string): Promise<void> {
+  try {
+    await makeDirs(dir, []);
+  } catch (err) {
+    throw new HookFailure(`could not make the directory ${dir}: ${reason(err)}`);
+  }
 }
 
 /**

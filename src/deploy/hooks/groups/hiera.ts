@@ -1,10 +1,9 @@
 import path from 'node:path';
 import { isJsonObject } from '../../../util/json-merge.js';
-import { pythonJson, replaceDataFiles, type DataFile } from '../data-files.js';
+import { makeDataDir, pythonJson, replaceDataFiles, type DataFile } from '../data-files.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../hook-context.js';
 import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
-import { prepareDir } from '../work-files.js';
 
 // Group "hiera": `hierarchy` becomes hiera.yaml (hiera 3 format, JSON backend), `datafiles` become
 // <datadir>/<name>.json, for puppet runs (the puppet hook's or any other) to look up. Upstream: heat-agents'
@@ -38,6 +37,8 @@ export const hook: BuiltinHook = {
       });
     }
 
+    // Made first, even with no data files, as upstream: puppet's hiera reads it.
+    await makeDataDir(datadir);
     const files: DataFile[] = [];
     if (config.hierarchy) {
       const lines = config.hierarchy.map((item) => `  - ${item}\n`).join('');
@@ -47,8 +48,6 @@ export const hook: BuiltinHook = {
       files.push({ file: path.join(datadir, `${name}.json`), mode: FILE_MODE, content: pythonJson(data, { indent: 4, sortKeys: true }) });
     }
     await replaceDataFiles(files);
-    // Made even with no data files, as upstream: puppet's hiera reads it.
-    await prepareDir(datadir);
     for (const { file } of files) log.info('file written', { file });
     return result({ status: 0 });
   },

@@ -40,7 +40,7 @@ export const hook: BuiltinHook = {
     }
     const files: DataFile[] = [];
     const seen = new Map<string, string>();
-    const root = process.getuid?.() === 0;
+    const asRoot = process.getuid?.() === 0;
     for (const [file, { name, data }] of targets) {
       try {
         const target = await resolveTarget(file);
@@ -51,7 +51,7 @@ export const hook: BuiltinHook = {
         files.push({
           file: target.file, content: pythonJson(data, { indent: 4, sortKeys: true }),
           mode: existing ? existing.mode & 0o7777 : NEW_FILE_MODE,
-          ...(existing && root ? { uid: existing.uid, gid: existing.gid } : {}),
+          ...(existing && asRoot ? { uid: existing.uid, gid: existing.gid } : {}),
         });
       } catch (err) {
         if (!(err instanceof TargetRefused)) throw err;
