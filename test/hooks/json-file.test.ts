@@ -28,7 +28,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: each file 
   writeFileSync(existing, 'old content that is longer than the new one');
   chmodSync(existing, 0o640);
   const config = {
-    '/etc/app/conf.json': { zeta: 1, alpha: { b: [1, 'two', null, true, {}, []], a: 'é ☃ 😀' }, '10': 'ten', '2': 'two' },
+    '/etc/app/conf.json': { zeta: 1, alpha: { b: [1, 'two', null, true, {}, []], a: 'é ☃ 😀\u007f\u0001' }, '10': 'ten', '2': 'two' },
     '/etc//kept-mode.json': 'short',
     '/var/lib/x/list.json': [],
   };
@@ -40,7 +40,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: each file 
     '    "10": "ten",',
     '    "2": "two",',
     '    "alpha": {',
-    '        "a": "\\u00e9 \\u2603 \\ud83d\\ude00",',
+    '        "a": "\\u00e9 \\u2603 \\ud83d\\ude00\\u007f\\u0001",',
     '        "b": [',
     '            1,',
     '            "two",',

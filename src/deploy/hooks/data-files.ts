@@ -14,8 +14,10 @@ export interface JsonLayout {
 }
 
 /**
- * JSON text as Python's json.dump(indent=N, separators=(',', ': ')) writes it, ensure_ascii included (every character
- * beyond ASCII as \uXXXX), so files read by programs or people used to upstream's output look the same.
+ * JSON text as Python's json.dump(indent=N, separators=(',', ': ')) writes it, ensure_ascii included (DEL and every
+ * character beyond ASCII as \uXXXX), so files read by programs or people used to upstream's output look the same.
+ * Keys that are integers ("2", "10") come first when not sorted: JavaScript objects keep them so, and the deployment
+ * reaches the hook as one.
  */
 export function pythonJson(value: unknown, layout: JsonLayout): string {
   return encode(value, layout, '');
@@ -41,7 +43,7 @@ function encode(value: unknown, layout: JsonLayout, pad: string): string {
 }
 
 function asciiJson(text: string): string {
-  return JSON.stringify(text).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(text).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export interface DataFile {
