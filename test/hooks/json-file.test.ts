@@ -144,9 +144,12 @@ for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: symbolic l
   t.ok(lstatSync(path.join(root, 'etc/file-link.json')).isSymbolicLink(), 'the link itself stays a link');
   t.equal(modeOf(path.join(real, 'target.json')), '644', 'the file\'s mode is kept');
 
-  const dangling = await runIn('json-file', deployment({ '/etc/dangling.json': 1 }), { env });
+  symlinkSync('loop-b', path.join(root, 'etc/loop-a'));
+  symlinkSync('loop-a', path.join(root, 'etc/loop-b'));
+  const dangling = await runIn('json-file', deployment({ '/etc/dangling.json': 1, '/etc/loop-a/x.json': 2 }), { env });
   t.equal(dangling.result.deploy_status_code, 1);
   t.match(dangling.result.deploy_stderr, `"/etc/dangling.json": ${path.join(root, 'etc/dangling.json')} is a symbolic link to nothing`);
+  t.match(dangling.result.deploy_stderr, '"/etc/loop-a/x.json": more than 40 symbolic links on the way');
 });
 
 for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: symbolic links owned by another user are refused`, {
@@ -156,10 +159,15 @@ for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: symbolic l
   // Another user's link could point anywhere: the kernel's protected_symlinks rule. 65534 is nobody.
   lchownSync(path.join(root, 'etc/linked'), 65534, 65534);
   lchownSync(path.join(root, 'etc/file-link.json'), 65534, 65534);
-  const refused = await runIn('json-file', deployment({ '/etc/linked/conf.d/b.json': 1, '/etc/file-link.json': 3, '/etc/fine.json': 4 }), { env });
+  // A trusted link leading through another user's link is refused too.
+  symlinkSync(path.join(root, 'etc/linked'), path.join(root, 'etc/chain'));
+  const refused = await runIn('json-file', deployment({
+    '/etc/linked/conf.d/b.json': 1, '/etc/file-link.json': 3, '/etc/fine.json': 4, '/etc/chain/conf.d/c.json': 5,
+  }), { env });
   t.equal(refused.result.deploy_status_code, 1, 'refused');
   t.match(refused.result.deploy_stderr, `${path.join(root, 'etc/linked')} is a symbolic link owned by user 65534`);
   t.match(refused.result.deploy_stderr, `${path.join(root, 'etc/file-link.json')} is a symbolic link owned by user 65534`);
+  t.match(refused.result.deploy_stderr, `"/etc/chain/conf.d/c.json": ${path.join(root, 'etc/linked')} is a symbolic link owned by user 65534`);
   t.notOk(existsSync(path.join(real, 'conf.d/b.json')));
   t.notOk(existsSync(path.join(root, 'etc/fine.json')), 'nothing written');
   t.equal(readFileSync(path.join(real, 'target.json'), 'utf8'), 'old', 'the file is unchanged');

@@ -1,5 +1,5 @@
 import type { Stats } from 'node:fs';
-import { lstat, realpath, stat } from 'node:fs/promises';
+import { lstat, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 
@@ -32,8 +32,15 @@ export function checkName(name: string): void {
   if (name.endsWith('/') || path.basename(name) === '.' || path.normalize(name) === '/') throw new TargetRefused('names a directory, not a file');
 }
 
-/** Walks `file` (absolute, normalised) from "/", following only trusted links; refuses anything but a file at the end. */
-export async function resolveTarget(file: string): Promise<FileTarget> {
+/** Symbolic links followed for one name before it is refused (the kernel's own limit). */
+const MAX_LINKS = 40;
+
+/**
+ * Walks `file` (absolute, normalised) from "/", following only trusted links (each link its targets pass through is
+ * checked too); refuses anything but a regular file or nothing at the end.
+ */
+export async function resolveTarget(file: string, links = 0): Promise<FileTarget> {
+  if (links > MAX_LINKS) throw new TargetRefused(`more than ${MAX_LINKS} symbolic links on the way`);
   const parts = file.split('/').filter((p) => p !== '');
   const last = parts.pop();
   if (last === undefined) throw new TargetRefused('names a directory, not a file');
@@ -45,27 +52,32 @@ export async function resolveTarget(file: string): Promise<FileTarget> {
     if (st === null) return { file: path.join(next, ...parts.slice(i + 1), last) };
     if (st.isSymbolicLink()) {
       trustLink(next, st);
-      dir = await realpath(next).catch((err: unknown) => refuse(`${next} is a symbolic link that cannot be followed (${errorMessage(err)})`));
-      if (!(await stat(dir)).isDirectory()) throw new TargetRefused(`${next} is not a directory`);
-    } else if (st.isDirectory()) {
-      dir = next;
-    } else {
-      throw new TargetRefused(`${next} is not a directory`);
+      return resolveTarget(path.join(await linkTarget(dir, next), ...parts.slice(i + 1), last), links + 1);
     }
+    if (!st.isDirectory()) throw new TargetRefused(`${next} is not a directory`);
+    dir = next;
   }
   const target = path.join(dir, last);
   const st = await lstatOrNull(target);
   if (st === null) return { file: target };
   if (st.isSymbolicLink()) {
     trustLink(target, st);
-    // As upstream, a trusted link is written through: its target file gets the data.
-    const real = await realpath(target).catch(() => refuse(`${target} is a symbolic link to nothing`));
-    const end = await stat(real);
-    if (!end.isFile()) throw new TargetRefused(`${target} leads to ${real}, which is not a regular file`);
-    return { file: real, existing: end };
+    // As upstream, a trusted link is written through: its target file gets the data, and the link stays.
+    const end = await resolveTarget(await linkTarget(dir, target), links + 1);
+    if (!end.existing) throw new TargetRefused(`${target} is a symbolic link to nothing`);
+    return end;
   }
   if (!st.isFile()) throw new TargetRefused(st.isDirectory() ? `${target} is a directory` : `${target} is not a regular file`);
   return { file: target, existing: st };
+}
+
+/** Where a link in `dir` points, as an absolute path. */
+async function linkTarget(dir: string, link: string): Promise<string> {
+  try {
+    return path.resolve(dir, await readlink(link));
+  } catch (err) {
+    throw new TargetRefused(`${link} is a symbolic link that cannot be read (${errorMessage(err)})`);
+  }
 }
 
 function trustLink(link: string, st: Stats): void {
@@ -82,8 +94,4 @@ async function lstatOrNull(p: string): Promise<Stats | null> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw new TargetRefused(`${p} cannot be examined (${errorMessage(err)})`);
   }
-}
-
-function refuse(message: string): never {
-  throw new TargetRefused(message);
 }
