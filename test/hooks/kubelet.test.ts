@@ -3,7 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import { containerPatterns } from '../../src/deploy/hooks/groups/kubelet.js';
 import type { TapTest } from '../helpers/http-test-server.js';
-import { FAKE_TOOLS, SYSTEM_PATH, modeOf, readRecords, HOOK_MODES } from './hook-process.js';
+import { FAKE_TOOLS, SYSTEM_PATH, modeOf, readRecords, runHookInProcess, HOOK_MODES } from './hook-process.js';
 
 // The kubelet hook against a recording fake kubelet: no kubelet exists in Debian bookworm, so
 // test/fixtures/fake-tools/docker plays docker as a standalone kubelet drives it, running the containers of the pod
@@ -123,4 +123,18 @@ for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: bad input 
 
   const empty = await runIn('kubelet', deployment({ version: 'v1beta2' }), { env });
   t.equal(empty.result.deploy_status_code, 0, 'a pod without containers has nothing to wait for, as upstream');
+});
+
+t.test('in-process: recording fake kubelet: a deployment stopped by its timeout stops polling docker', async (t) => {
+  const { dir, record, env } = setup(t);
+  const run = await runHookInProcess('kubelet', deployment(POD, { containers_timeout: 600, poll_period: 0.1 }), {
+    env: { ...env, FAKE_KUBELET_MANIFESTS: path.join(dir, 'elsewhere') }, timeoutMs: 1000,
+  });
+  t.equal(run.code, null, 'reported as stopped');
+  t.equal(run.signal, 'SIGTERM');
+  const calls = readRecords(record).length;
+  t.ok(calls > 1, 'it was polling');
+  // A hook still polling would call docker every 100 ms; half a second later nothing more has been recorded.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  t.equal(readRecords(record).length, calls, 'no docker call after the stop');
 });
