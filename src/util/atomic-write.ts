@@ -19,6 +19,25 @@ export interface AtomicWriteOptions {
 // file or the new one, never a torn one, and a power cut after return keeps the new one. The temp file is removed
 // if any step fails, so a full disk leaves no debris.
 export async function writeFileAtomic(target: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+  const staged = await stageFileAtomic(target, data, options);
+  await staged.commit();
+}
+
+/** A written temp file waiting to replace its target. */
+export interface StagedFile {
+  readonly target: string;
+  /** Renames the temp file over the target (then fsyncs the directory unless told not to); removes it on failure. */
+  commit(): Promise<void>;
+  /** Removes the temp file; the target is left as it was. */
+  discard(): Promise<void>;
+}
+
+/**
+ * The first half of writeFileAtomic: the temp file is written, synced and given its mode, but not yet renamed. A
+ * caller replacing several files stages them all, then commits them all, so a failure while writing any (a full disk,
+ * a directory it may not write) leaves every target as it was.
+ */
+export async function stageFileAtomic(target: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<StagedFile> {
   const dir = path.dirname(target);
   if (options.mkdirMode !== undefined) await fs.mkdir(dir, { recursive: true, mode: options.mkdirMode });
   const tmp = tempPathFor(target);
@@ -36,13 +55,25 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
     await handle.chmod(mode);
     await handle.close();
     handle = undefined;
-    await fs.rename(tmp, target);
   } catch (err) {
     if (handle) await handle.close().catch(() => undefined);
     await fs.rm(tmp, { force: true }).catch(() => undefined);
     throw err;
   }
-  if (options.syncDirectory !== false) await syncDirectory(dir);
+  const discard = () => fs.rm(tmp, { force: true }).catch(() => undefined);
+  return {
+    target,
+    async commit() {
+      try {
+        await fs.rename(tmp, target);
+      } catch (err) {
+        await discard();
+        throw err;
+      }
+      if (options.syncDirectory !== false) await syncDirectory(dir);
+    },
+    discard,
+  };
 }
 
 let tempCounter = 0;

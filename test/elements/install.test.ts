@@ -111,6 +111,7 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
   }
   t.same(readdirSync(at('var/lib/heat-config/hooks')).sort(), [...HOOK_GROUPS].sort(), 'the hooks directory holds only hooks');
   t.match(output, /note: puppet is not installed in this image/, 'a hook whose tool is missing is reported');
+  t.equal(readlinkSync(at('etc/hiera.yaml')), '/etc/puppet/hiera.yaml', 'hiera\'s default configuration is the one the hiera hook writes');
   t.notMatch(output, /note: .*script/, 'the script hook needs no tool');
 
   // Nothing world-writable anywhere.

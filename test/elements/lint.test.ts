@@ -257,8 +257,8 @@ t.test("diskimage-builder's own checks", { skip: !dibInstalled && NO_DIB }, asyn
       const parsed = JSON.parse(readFileSync(out, 'utf8')) as { 'install.d': { install: Array<[string, string]> } };
       return parsed['install.d'].install.map(([p]) => p).sort();
     };
-    t.same(squash('package'), ['ansible', 'ca-certificates', 'docker-compose', 'git', 'nodejs', 'puppet', 'salt-minion']);
-    t.same(squash('tarball'), ['ansible', 'ca-certificates', 'docker-compose', 'git', 'puppet', 'salt-minion']);
+    t.same(squash('package'), ['ansible', 'ca-certificates', 'docker-compose', 'git', 'hiera', 'nodejs', 'puppet', 'salt-minion']);
+    t.same(squash('tarball'), ['ansible', 'ca-certificates', 'docker-compose', 'git', 'hiera', 'puppet', 'salt-minion']);
   });
 
   t.test('pkg-map: tool packages per distribution', async (t) => {
@@ -269,6 +269,8 @@ t.test("diskimage-builder's own checks", { skip: !dibInstalled && NO_DIB }, asyn
       ['heat-config-puppet', 'ubuntu', 'puppet', 'puppet'],
       ['heat-config-puppet', 'fedora', 'puppet', 'puppet'],
       ['heat-config-puppet', 'centos', 'puppet', ''],
+      ['heat-config-hiera', 'debian', 'hiera', 'hiera'],
+      ['heat-config-hiera', 'centos', 'hiera', ''],
       ['heat-config-salt', 'fedora', 'salt-minion', 'salt-minion'],
       ['heat-config-salt', 'debian', 'salt-minion', ''],
       ['heat-config-ansible', 'debian', 'ansible', 'ansible'],
