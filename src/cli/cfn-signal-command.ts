@@ -47,7 +47,7 @@ export function defineCfnSignalCommand(cmd: Command, setExit: (code: number) => 
     .addOption(new Option('--exit <code>', 'deprecated spelling of --exit-code').hideHelp())
     .option('-k, --insecure', 'do not verify the server\'s TLS certificate')
     .option('--token <token>', 'Heat\'s native handle: POST with this X-Auth-Token (the handle\'s token attribute), as its curl_cli does')
-    .option('--body <json>', 'with --token: the whole JSON body, as given to curl --data-binary (keys status, reason, data, id)')
+    .option('--body <json>', 'Heat\'s native handle: the whole JSON body, as given to curl --data-binary (keys status, reason, data, id)')
     .option('--now', 'also try to deliver once before returning (the queue keeps retrying on failure)')
     .option('--wait', 'stay until the signal is delivered or refused (exit 0 or 1), or --wait-timeout passes (exit 3)')
     .option('--wait-timeout <seconds>', 'how long --wait waits', '300')

@@ -5,6 +5,10 @@ import { cfnBody, DEFAULT_DATA, DEFAULT_REASON, nativeBody, nativeBodyFromJson, 
 
 // The command line of `cfn-signal` turned into what is queued: where (URL, and the token for Heat's native handle),
 // and the body. Everything that makes a signal unsendable is refused here, before anything is written.
+//   no --token: PUT to a pre-signed URL. The body is cfn-signal's (AWS::CloudFormation::WaitConditionHandle), or with
+//               --body the native handle's (OS::Heat::WaitConditionHandle with signal_transport CFN_SIGNAL or
+//               TEMP_URL_SIGNAL, whose `signal` attribute gives such a URL).
+//   --token:    POST with X-Auth-Token (the native handle's default TOKEN_SIGNAL, its curl_cli), the native body.
 
 export interface CfnSignalFlags {
   success?: string;
@@ -45,7 +49,6 @@ export function checkSignalUrl(url: string | undefined): string {
 export function checkFlags(url: string | undefined, flags: CfnSignalFlags): void {
   checkSignalUrl(url);
   if (flags.token !== undefined && (flags.token === '' || /[\r\n]/.test(flags.token))) throw new SignalInputError('--token is empty or holds a line break; pass the handle\'s token as Heat gave it');
-  if (flags.body !== undefined && flags.token === undefined) throw new SignalInputError('--body is the body of Heat\'s native signal and needs --token; a CFN signal is built from -s/-e, -r, -d and -i');
   if (flags.body !== undefined && (flags.data !== undefined || flags.dataFile !== undefined)) throw new SignalInputError('--body gives the whole body; leave out -d/--data and --data-file');
   if (flags.data !== undefined && flags.dataFile !== undefined) throw new SignalInputError('give -d/--data or --data-file, not both');
 }

@@ -57,7 +57,8 @@ export function nativeBody(f: WaitConditionFields): string {
 }
 
 /**
- * A native body given whole (what follows `--data-binary` in a wc_notify command): a JSON object with only the keys
+ * A native body given whole (what follows `--data-binary` in a wc_notify command, or what is PUT to the handle's
+ * pre-signed URL): a JSON object with only the keys
  * Heat accepts and a valid status when one is given (Heat's default is SUCCESS).
  */
 export function nativeBodyFromJson(text: string): string {

@@ -161,6 +161,15 @@ t.test('native handle: POST with the token, the wc_notify body; a bad token is f
   t.equal(flags.code, 0, 'the native body from cfn-signal flags');
   t.same(server.handles.get('wc_native')?.get('n2'), { status: 'SUCCESS', reason: 'Configuration Complete', data: 'ok' });
 
+  // The native handle with signal_transport CFN_SIGNAL: its pre-signed URL takes the native body, PUT.
+  const presigned = await runBundle(['cfn-signal', '--root', root, '--body', '{"status": "SUCCESS", "data": "via CFN_SIGNAL"}', server.cfnUrl('wc_native_cfn', { native: true })]);
+  t.equal(presigned.code, 0);
+  t.equal(server.requests.slice(-1)[0]?.method, 'PUT');
+  t.same(server.handles.get('wc_native_cfn')?.get('1'), { status: 'SUCCESS', reason: 'Signal 1 received', data: 'via CFN_SIGNAL' });
+  const capitalised = await runBundle(['cfn-signal', '--root', root, '-i', 'x', server.cfnUrl('wc_native_cfn', { native: true })]);
+  t.equal(capitalised.code, 1, "cfn-signal's own body is refused by a native handle (400, final), as Heat does");
+  t.match(capitalised.stderr, /answered 400/);
+
   const wrong = await runBundle(['cfn-signal', '--root', root, '--token', 'gAAAAA-not-the-token', '-i', 'z', server.nativeUrl('wc_native')]);
   t.equal(wrong.code, 1, '401 is final');
   t.match(wrong.stderr, /answered 401/);
@@ -183,7 +192,7 @@ t.test('bad input: exit 2, a clear message, nothing queued', async (t) => {
     ['body not an object', ['--token', server.token, '--body', '["SUCCESS"]', server.nativeUrl('wc_bad')], /--body must be a JSON object/],
     ['body with a key Heat refuses', ['--token', server.token, '--body', '{"status": "SUCCESS", "extra": 1}', server.nativeUrl('wc_bad')], /key\(s\) Heat refuses: extra/],
     ['body with a bad status', ['--token', server.token, '--body', '{"status": "DONE"}', server.nativeUrl('wc_bad')], /"status" must be "SUCCESS" or "FAILURE"/],
-    ['body without token', ['--body', '{"status": "SUCCESS"}', server.cfnUrl('wc_bad')], /needs --token/],
+    ['body and data', ['--body', '{"status": "SUCCESS"}', '-d', 'x', server.cfnUrl('wc_bad')], /leave out -d\/--data/],
     ['bad wait timeout', ['--wait', '--wait-timeout', 'soon', server.cfnUrl('wc_bad')], /--wait-timeout must be a number/],
   ];
   const before = server.requests.length;

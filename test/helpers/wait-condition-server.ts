@@ -30,8 +30,12 @@ export interface WaitConditionServer {
   readonly handles: Map<string, Map<string, Record<string, unknown>>>;
   answers: number[];
   ttlSeconds: number;
-  /** A pre-signed CFN WaitConditionHandle URL for `handle`, as Heat makes it. */
-  cfnUrl(handle: string, options?: { timestamp?: Date; secret?: string }): string;
+  /**
+   * A pre-signed WaitConditionHandle URL for `handle`, as Heat makes it: of an AWS::CloudFormation::WaitConditionHandle,
+   * or with `native` of an OS::Heat::WaitConditionHandle with signal_transport CFN_SIGNAL (its `signal` attribute),
+   * which takes the native body's keys.
+   */
+  cfnUrl(handle: string, options?: { timestamp?: Date; secret?: string; native?: boolean }): string;
   /** The native handle's endpoint attribute for `handle`. */
   nativeUrl(handle: string): string;
   accepted(kind?: 'cfn' | 'native'): number;
@@ -52,6 +56,7 @@ export async function startWaitConditionServer(): Promise<WaitConditionServer> {
   const stack = 'demo/8c2e4f1a-0000-4000-8000-00000000beef';
   const requests: WaitConditionRequest[] = [];
   const handles = new Map<string, Map<string, Record<string, unknown>>>();
+  const nativeHandles = new Set<string>();
   const state = { answers: [] as number[], ttlSeconds: 900 };
   const sockets = new Set<Socket>();
   let port = 0;
@@ -107,9 +112,14 @@ export async function startWaitConditionServer(): Promise<WaitConditionServer> {
       if (q.AWSAccessKeyId !== accessKey || !same(q.Signature, expected)) return send(res, req, kind, raw, 403, '{"Error":{"Code":"AccessDenied","Message":"User is not authorized to perform action"}}');
       if (Date.now() - Date.parse(q.Timestamp) > state.ttlSeconds * 1000) return send(res, req, kind, raw, 403, '{"Error":{"Code":"AccessDenied","Message":"Credential is expired"}}');
       const body = parseObject(raw);
-      const keys = body ? Object.keys(body).sort() : [];
-      if (!body || keys.join() !== CFN_KEYS.join() || !STATUSES.includes(body.Status as string)) return send(res, req, kind, raw, 400, '{"Error":{"Code":"InvalidParameterValue","Message":"Metadata format invalid"}}');
       const name = /resources\/([^/]+)$/.exec(unquoted)?.[1] ?? '?';
+      const invalid = '{"Error":{"Code":"InvalidParameterValue","Message":"Metadata format invalid"}}';
+      if (nativeHandles.has(name)) {
+        if (!validNative(body)) return send(res, req, kind, raw, 400, invalid);
+        return send(res, req, kind, raw, 200, JSON.stringify({ resource: name, metadata: storeNative(name, body) }));
+      }
+      const keys = body ? Object.keys(body).sort() : [];
+      if (!body || keys.join() !== CFN_KEYS.join() || !STATUSES.includes(body.Status as string)) return send(res, req, kind, raw, 400, invalid);
       const { UniqueId, ...rest } = body;
       const metadata = store(name, String(UniqueId), rest);
       return send(res, req, kind, raw, 200, JSON.stringify({ resource: name, metadata }));
@@ -118,14 +128,20 @@ export async function startWaitConditionServer(): Promise<WaitConditionServer> {
     if (req.method !== 'POST' || !m) return send(res, req, kind, raw, 404, '{"code":404,"title":"Not Found"}');
     if (!same(String(req.headers['x-auth-token'] ?? ''), token)) return send(res, req, kind, raw, 401, '{"error":{"code":401,"title":"Unauthorized"}}');
     const body = parseObject(raw);
-    if (!body || Object.keys(body).some((k) => !NATIVE_KEYS.includes(k)) || (body.status !== undefined && !STATUSES.includes(body.status as string))) {
-      return send(res, req, kind, raw, 400, '{"code":400,"title":"Bad Request","explanation":"Metadata format invalid"}');
-    }
-    const name = decodeURIComponent(m[1]!);
+    if (!validNative(body)) return send(res, req, kind, raw, 400, '{"code":400,"title":"Bad Request","explanation":"Metadata format invalid"}');
+    storeNative(decodeURIComponent(m[1]!), body);
+    return send(res, req, kind, raw, 200, '');
+  }
+
+  function validNative(body: Record<string, unknown> | undefined): body is Record<string, unknown> {
+    return body !== undefined && !Object.keys(body).some((k) => !NATIVE_KEYS.includes(k)) && (body.status === undefined || STATUSES.includes(body.status as string));
+  }
+
+  /** Heat's normalise_signal_data: missing keys get defaults, the id being the signal's number. */
+  function storeNative(name: string, body: Record<string, unknown>): Record<string, unknown> {
     const count = handles.get(name)?.size ?? 0;
     const { id, ...rest } = body;
-    store(name, String(id ?? count + 1), { status: 'SUCCESS', reason: `Signal ${count + 1} received`, data: null, ...rest });
-    return send(res, req, kind, raw, 200, '');
+    return store(name, String(id ?? count + 1), { status: 'SUCCESS', reason: `Signal ${count + 1} received`, data: null, ...rest });
   }
 
   const listen = () =>
@@ -163,6 +179,7 @@ export async function startWaitConditionServer(): Promise<WaitConditionServer> {
       state.ttlSeconds = v;
     },
     cfnUrl(name, options = {}) {
+      if (options.native) nativeHandles.add(name);
       const arn = `arn:openstack:heat::${project}:stacks/${stack}/resources/${name}`;
       const quoted = `/v1/waitcondition/${encodeURIComponent(arn)}`;
       const params: Record<string, string> = {
