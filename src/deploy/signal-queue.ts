@@ -11,6 +11,7 @@ import { isSafeFileName } from '../util/safe-name.js';
 import { DeployLockedError, stateError } from './deploy-errors.js';
 import { withDeployLock } from './deploy-lock.js';
 import { signalRetryDelayMs } from './signal-backoff.js';
+import { ensureQueueDir, signalQueueDir, signalQueueLockFile } from './signal-queue-paths.js';
 import { sendOnce, type Delivery } from './transports/delivery.js';
 
 // Wait condition signals queued by `os-config-agent cfn-signal`: one file per signal, <state_dir>/signals/<id>.json,
@@ -87,16 +88,8 @@ export interface QueueFlushReport {
 }
 
 const FILE_MODE = 0o600;
-const DIR_MODE = 0o700;
 const DAY_MS = 86_400_000;
 
-export function signalQueueDir(config: AgentConfig): string {
-  return path.join(config.agent.state_dir, 'signals');
-}
-
-export function signalQueueLockFile(config: AgentConfig): string {
-  return path.join(config.agent.state_dir, 'signals.lock');
-}
 
 /** The queue's dependencies from the configuration ([deploy] signal_* settings apply to these signals too). */
 export function queueDepsFor(config: AgentConfig, http: HttpClient, log: Logger, options: { now?: () => number; random?: () => number; signal?: AbortSignal } = {}): QueueDeps {
@@ -122,14 +115,6 @@ export function newSignalId(now: number): string {
   sequence = (sequence + 1) % 1000;
   const stamp = new Date(now).toISOString().replace(/[-:.]/g, '');
   return `${stamp}-${process.pid}-${String(sequence).padStart(3, '0')}-${Math.floor(Math.random() * 0x10000).toString(16).padStart(4, '0')}`;
-}
-
-export async function ensureQueueDir(dir: string): Promise<void> {
-  try {
-    await fs.mkdir(dir, { recursive: true, mode: DIR_MODE });
-  } catch (err) {
-    throw stateError('create the directory', dir, err);
-  }
 }
 
 /** Put a signal on disk, pending; it is durable when this returns. */

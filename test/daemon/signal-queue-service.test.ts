@@ -67,7 +67,8 @@ t.test('a running daemon delivers a queued signal once; the command returns at o
   t.equal(res.stderr, '', 'nothing to say');
   await until('delivered', () => acceptedFor('live') === 1, 30_000);
   await until('settled on disk', () => entries().some((e) => e.state === 'sent' && e.attempts === 1), 30_000);
-  t.ok(d.lines.some((l) => l.msg === 'queued signal sent' && l.component === 'signal-queue'), 'the daemon sent it');
+  // The line is written after the file: wait for it rather than race it.
+  await until('the daemon logged the delivery', () => d.lines.some((l) => l.msg === 'queued signal sent' && l.component === 'signal-queue'), 30_000);
   t.equal(acceptedFor('live'), 1, 'exactly once');
 
   // Native handle, same daemon.
