@@ -208,3 +208,12 @@ t.test('bad input: exit 2, a clear message, nothing queued', async (t) => {
   t.equal(server.requests.length, before + 1, 'only the valid signal reached the server');
   t.equal(queued(root).length, 1, 'nothing queued for the bad ones');
 });
+
+t.test('nothing can be queued (the state directory cannot be made): exit 1, the file named, nothing sent', async (t) => {
+  const root = instanceRoot(t, '[agent]\nstate_dir = /etc/os-collect-config.conf/state\n');
+  const before = server.requests.length;
+  const res = await runBundle(['cfn-signal', '--root', root, '-i', 'x', server.cfnUrl('wc_nostate')]);
+  t.equal(res.code, 1);
+  t.match(res.stderr, /os-config-agent: cannot create the directory \S*\/etc\/os-collect-config\.conf\/state\/signals: ENOTDIR; check the disk .* \[ERR_DEPLOYMENT_STATE\]/);
+  t.equal(server.requests.length, before, 'not sent either: a signal is only ever sent from the queue');
+});
