@@ -67,7 +67,7 @@ export function defineCfnSignalCommand(cmd: Command, setExit: (code: number) => 
       if (!Number.isFinite(waitSeconds) || waitSeconds < 0) throw new SignalInputError('--wait-timeout must be a number of seconds, 0 or more');
       if (flags.logLevel) parseLogLevel(flags.logLevel);
     } catch (err) {
-      return usage(err, say, setExit);
+      return usage(err, say, setExit, true);
     }
     const log = createLogger({ level: 'warn', destination: 'stderr' });
     const loaded = await loadConfig(configSources(flags, {}));
@@ -112,8 +112,9 @@ function givenFlags(cmd: Command, flags: CommandFlags): CfnSignalFlags {
   return out;
 }
 
-function usage(err: unknown, say: (line: string) => void, setExit: (code: number) => void): void {
-  if (!(err instanceof SignalInputError) && !(err instanceof Error && err.name === 'ConfigError')) throw err;
+/** A usage error (exit 2). Everything the flag checks throw is one (a bad --log-level too); elsewhere only SignalInputError. */
+function usage(err: unknown, say: (line: string) => void, setExit: (code: number) => void, anyError = false): void {
+  if (!(err instanceof SignalInputError) && !(anyError && err instanceof Error)) throw err;
   say(`${err.message}; nothing was queued`);
   setExit(2);
 }

@@ -194,6 +194,7 @@ t.test('bad input: exit 2, a clear message, nothing queued', async (t) => {
     ['body with a bad status', ['--token', server.token, '--body', '{"status": "DONE"}', server.nativeUrl('wc_bad')], /"status" must be "SUCCESS" or "FAILURE"/],
     ['body and data', ['--body', '{"status": "SUCCESS"}', '-d', 'x', server.cfnUrl('wc_bad')], /leave out -d\/--data/],
     ['bad wait timeout', ['--wait', '--wait-timeout', 'soon', server.cfnUrl('wc_bad')], /--wait-timeout must be a number/],
+    ['bad log level', ['--log-level', 'loud', server.cfnUrl('wc_bad')], /unknown log level "loud"/],
   ];
   const before = server.requests.length;
   for (const [what, args, message] of cases) {
