@@ -112,8 +112,11 @@ await chmod('dist/compat-launcher.cjs', 0o755);
 await mkdir('dist/bin', { recursive: true });
 // os-collect-config is a daemon: it runs the split ES module bundle, as os-config-agent does. A launcher that names
 // itself, so one bundle serves every command.
-await writeFile('dist/bin/os-collect-config', `${SHEBANG}\nprocess.argv[1] = 'os-collect-config';\nawait import('../os-config-agent.mjs');\n`);
-await chmod('dist/bin/os-collect-config', 0o755);
+// cfn-signal (heat-cfntools' command name) is started rarely and loads its command lazily from the same bundle.
+for (const name of ['os-collect-config', 'cfn-signal']) {
+  await writeFile(`dist/bin/${name}`, `${SHEBANG}\nprocess.argv[1] = '${name}';\nawait import('../os-config-agent.mjs');\n`);
+  await chmod(`dist/bin/${name}`, 0o755);
+}
 // The others are links to the code-cache launcher: Node runs the real file (.cjs), which picks the bundle named by the
 // link.
 for (const name of COMPAT_COMMANDS) await symlink('../compat-launcher.cjs', `dist/bin/${name}`);

@@ -27,6 +27,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     createHttp: httpFor,
     nativePipeline: (loaded, plog) => createNativePipeline(loaded, plog, httpFor(loaded)),
     // The deployment code is loaded on first use, so `collect` never parses it.
+    // Signals queued by `cfn-signal`: loaded only when the daemon loops.
+    signalQueue: async (ctx, signal) => (await import('../daemon/signal-queue-service.js')).runSignalQueue(ctx, signal),
     backgroundPass: async (loaded, blog, http, signal) => (await import('../deploy/deploy-step.js')).flushOutbox(loaded, blog, http, { signal }),
   });
 }

@@ -3,11 +3,11 @@ import type { Command } from 'commander';
 import { newProgram, parseProgram, type ProgramName } from './program.js';
 
 // Entry point. One bundle serves every command name: `os-config-agent <subcommand>` and the compatibility names
-// os-collect-config, os-apply-config and os-refresh-config (chosen by the name the program was started as).
+// os-collect-config, os-apply-config, os-refresh-config and cfn-signal (chosen by the name the program was started as).
 
 export function programNameFrom(argv1: string | undefined): ProgramName {
   const base = path.basename(argv1 ?? '').replace(/\.(m?js|cjs)$/, '');
-  if (base === 'os-collect-config' || base === 'os-apply-config' || base === 'os-refresh-config') return base;
+  if (base === 'os-collect-config' || base === 'os-apply-config' || base === 'os-refresh-config' || base === 'cfn-signal') return base;
   return 'os-config-agent';
 }
 
@@ -29,6 +29,11 @@ const LAZY_SUBCOMMANDS: readonly LazySubcommand[] = [
     description: 'run pending deployments from the cached metadata (or --heat-config FILE) and signal them',
     load: async () => (await import('./deploy-command.js')).defineDeployCommand,
   },
+  {
+    name: 'cfn-signal',
+    description: 'signal a wait condition as heat-cfntools\' cfn-signal does, through the agent\'s durable signal queue',
+    load: async () => (await import('./cfn-signal-command.js')).defineCfnSignalCommand,
+  },
   { name: 'status', description: 'every known deployment: state, times, exit code, signal state, last error', load: async () => (await import('./status-command.js')).defineStatusCommand },
 ];
 
@@ -48,6 +53,10 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
   } else if (name === 'os-refresh-config') {
     // compat: os-refresh-config
     (await import('./refresh-command.js')).defineRefreshCompatCommand(program, setExit);
+  } else if (name === 'cfn-signal') {
+    // compat: heat-cfntools' cfn-signal
+    program.description('Signal a wait condition (heat-cfntools cfn-signal compatible), through the os-config-agent signal queue.');
+    (await import('./cfn-signal-command.js')).defineCfnSignalCommand(program, setExit, 'cfn-signal');
   } else {
     program.description('In-instance agent for OpenStack Heat software configuration.');
     const { defineCollectCommand } = await import('./collect-command.js');

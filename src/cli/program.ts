@@ -7,7 +7,7 @@ import { keepStdioBlocking } from './stdio-blocking.js';
 // The commander program every command name runs in, and how its outcome becomes the process's exit code. Kept apart
 // from main.ts so that a compatibility command's bundle holds this and its own command, not every subcommand.
 
-export type ProgramName = 'os-config-agent' | 'os-collect-config' | 'os-apply-config' | 'os-refresh-config';
+export type ProgramName = 'os-config-agent' | 'os-collect-config' | 'os-apply-config' | 'os-refresh-config' | 'cfn-signal';
 
 /** A program with the agent's version flag, commander's exits turned into exceptions, and help after usage errors. */
 export function newProgram(name: ProgramName): Command {
@@ -19,7 +19,9 @@ export function newProgram(name: ProgramName): Command {
 /** Run `program` on `args`: the exit code its action set, 0 for --help and --version, 2 for a usage error, 1 for a failure. */
 export async function parseProgram(program: Command, args: readonly string[], name: ProgramName, exitCode: () => number): Promise<number> {
   try {
-    await program.parseAsync(normaliseArgv(args), { from: 'user' });
+    // oslo's flag spellings are not cfn-signal's, and its values (-d, -r) are free text that must reach it untouched.
+    const signalling = name === 'cfn-signal' || args[0] === 'cfn-signal';
+    await program.parseAsync(signalling ? [...args] : normaliseArgv(args), { from: 'user' });
   } catch (err) {
     if (err instanceof CommanderError) {
       // --help and --version exit 0; usage errors exit 2 like argparse/oslo.

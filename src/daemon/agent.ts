@@ -38,6 +38,11 @@ export interface AgentDeps {
   readonly afterCollect?: readonly AfterCollectHook[];
   /** Background work of the daemon beside the poll loop (the deployment signal outbox): one pass, due again when it says. */
   readonly backgroundPass?: (loaded: LoadedConfig, log: Logger, http: HttpClient, signal: AbortSignal) => Promise<RetryPassResult>;
+  /**
+   * The queue of signals `os-config-agent cfn-signal` left for the daemon: a service that runs until the signal
+   * aborts (in both loop modes; never with one_time).
+   */
+  readonly signalQueue?: (ctx: { loaded: () => LoadedConfig; http: () => HttpClient; log: Logger }, signal: AbortSignal) => Promise<void>;
   /** Non-zero exit in one-time mode when a source held bad data (not for the upstream-compatible command). */
   readonly strictExit?: boolean;
   readonly random?: () => number;
@@ -180,6 +185,7 @@ export class Agent {
     }
     await this.startWatching();
     const background = this.startBackground(signal);
+    const queue = this.startSignalQueue(signal);
     if (config.DEFAULT.splay > 0) {
       const delay = splaySeconds(config.DEFAULT.splay, random());
       log.info({ seconds: delay }, 'splay: delaying the first poll');
@@ -217,6 +223,7 @@ export class Agent {
     }
     await this.watcher?.close();
     await background?.done;
+    await queue;
     log.info('stopped');
     return 0;
   }
@@ -228,6 +235,16 @@ export class Agent {
     const log = this.deps.log.child({ component: 'outbox' });
     const loop = new RetryLoop('signal outbox', (s) => pass(this.loadedConfig, log, this.http, s), log);
     return { loop, done: loop.run(signal) };
+  }
+
+  /** The cfn-signal queue service; it never rejects (a failure to start is logged, the poll loop goes on). */
+  private startSignalQueue(signal: AbortSignal): Promise<void> | undefined {
+    const service = this.deps.signalQueue;
+    if (!service) return undefined;
+    const log = this.deps.log.child({ component: 'signal-queue' });
+    return service({ loaded: () => this.loadedConfig, http: () => this.http, log }, signal).catch((err: unknown) => {
+      log.error({ reason: errorMessage(err) }, 'signal queue stopped; queued signals wait for the next start');
+    });
   }
 
   private choosePipeline(): Pipeline | undefined {

@@ -82,6 +82,10 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
     t.match(direct.stderr, /\/opt\/os-config-agent\/bin\/node/, `started as ${started}, it runs the node under /opt`);
   }
   t.match(run(at('usr/local/bin/os-config-agent'), ['--help']).stdout, /^Usage: os-config-agent /);
+  // No other cfn-signal in this image: the agent's is linked (DIB_OS_CONFIG_AGENT_CFN_SIGNAL=auto).
+  t.equal(readlinkSync(at('usr/local/bin/cfn-signal')), '../../../opt/os-config-agent/bin/cfn-signal');
+  t.equal(readlinkSync(at('opt/os-config-agent/lib/cfn-signal')), 'os-config-agent.mjs');
+  t.match(run(at('usr/local/bin/cfn-signal'), ['--help']).stdout, /^Usage: cfn-signal \[options\] <url>/, 'cfn-signal runs the bundle under its own name');
 
   // The unit, enabled as `systemctl enable` does it.
   t.same(readFileSync(at('usr/lib/systemd/system/os-config-agent.service')), readFileSync(path.join(REPO, 'systemd/os-config-agent.service')));
@@ -303,4 +307,30 @@ t.test('two elements shipping the same phase script name are refused, as DIB doe
   mkdirSync(path.join(extra, 'clash/install.d'), { recursive: true });
   writeFileSync(path.join(extra, 'clash/install.d/20-os-config-agent-install'), '#!/bin/bash\n');
   t.throws(() => mergeHooks(['os-config-agent', 'clash'], path.join(dir, 'hooks'), [ELEMENTS_DIR, extra]), /duplicated hook/);
+});
+
+t.test("cfn-signal on PATH: heat-cfntools' own is never replaced by default", async (t) => {
+  const dir = t.testdir();
+  const source = makeSource(path.join(dir, 'src'));
+  const tarball = makeNodeTarball(dir);
+  const install = (name: string, value: string | undefined, theirs: boolean) => {
+    const at = path.join(dir, name);
+    if (theirs) {
+      mkdirSync(path.join(at, 'root/usr/bin'), { recursive: true });
+      writeFileSync(path.join(at, 'root/usr/bin/cfn-signal'), '#!/usr/bin/python3\n# heat-cfntools\n', { mode: 0o755 });
+    }
+    const env: Record<string, string> = { DIB_OS_CONFIG_AGENT_SOURCE: source, DIB_OS_CONFIG_AGENT_NODE_TARBALL: tarball, ...(value !== undefined ? { DIB_OS_CONFIG_AGENT_CFN_SIGNAL: value } : {}) };
+    return installElements(at, ['os-config-agent'], env);
+  };
+  const kept = install('auto', undefined, true);
+  t.notOk(lstatSync(path.join(kept.root, 'usr/local/bin/cfn-signal'), { throwIfNoEntry: false }), 'auto: not linked beside heat-cfntools');
+  t.match(readFileSync(path.join(kept.root, 'usr/bin/cfn-signal'), 'utf8'), '# heat-cfntools', "heat-cfntools' file untouched");
+  t.equal(mode(path.join(kept.root, 'opt/os-config-agent/bin/cfn-signal')), 0o755, 'the launcher is there to run by its path');
+  t.match(kept.output, /not linking \/usr\/local\/bin\/cfn-signal/);
+  const forced = install('one', '1', true);
+  t.equal(readlinkSync(path.join(forced.root, 'usr/local/bin/cfn-signal')), '../../../opt/os-config-agent/bin/cfn-signal', '1: linked, ahead on PATH');
+  t.match(readFileSync(path.join(forced.root, 'usr/bin/cfn-signal'), 'utf8'), '# heat-cfntools', "1: heat-cfntools' file still untouched");
+  const never = install('zero', '0', false);
+  t.notOk(lstatSync(path.join(never.root, 'usr/local/bin/cfn-signal'), { throwIfNoEntry: false }), '0: never linked');
+  t.throws(() => install('bad', 'yes', false), /DIB_OS_CONFIG_AGENT_CFN_SIGNAL must be auto, 1 or 0/);
 });

@@ -22,9 +22,10 @@ export interface BundleRun {
  * Runs the bundle with `args` (stdin closed) and collects its output. Bounded: a process still running after
  * `timeoutMs` is killed, so a command that never exits fails its test instead of hanging it.
  */
-export function runBundle(args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<BundleRun> {
+export function runBundle(args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; entry?: string } = {}): Promise<BundleRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [requireBundle(), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env });
+    // `entry`: another launcher of the same build (dist/bin/<compat name>).
+    const child = spawn(process.execPath, [options.entry ?? requireBundle(), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

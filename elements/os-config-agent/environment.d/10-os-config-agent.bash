@@ -21,3 +21,7 @@ fi
 # 1: the heat-config-* elements install their tool (puppet, ansible, ...) from the distribution where it has one.
 # 0: another element or the operator provides the tools.
 export DIB_HEAT_CONFIG_TOOL_PACKAGES=${DIB_HEAT_CONFIG_TOOL_PACKAGES:-1}
+
+# cfn-signal on PATH (/usr/local/bin): auto links the agent's cfn-signal when the image has no other one (heat-cfntools'
+# is kept), 1 always, 0 never.
+export DIB_OS_CONFIG_AGENT_CFN_SIGNAL=${DIB_OS_CONFIG_AGENT_CFN_SIGNAL:-auto}
