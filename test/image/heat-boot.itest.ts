@@ -46,7 +46,7 @@ t.before(async () => {
     if (!existsSync(tool)) throw new Error(`${tool} is missing: apt-get install -y systemd-container util-linux, and run "sudo bash test/integration/heat/install.sh"`);
   }
   if (!existsSync(path.join(TREE, 'usr/bin/cloud-init')) || !existsSync(path.join(TREE, 'opt/os-config-agent/bin/os-config-agent'))) {
-    throw new Error(`no tree with cloud-init and the agent in ${TREE}: run "OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS=\"heat-config-script heat-config-cfn-init\" test/image/build-image.sh ${WORK}" first`);
+    throw new Error(`no tree with cloud-init and the agent in ${TREE}: run "OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS='heat-config-script heat-config-cfn-init' test/image/build-image.sh ${WORK}" first`);
   }
   const started = Date.now();
   heat = await startRealHeat();
