@@ -13,6 +13,7 @@ import { withDeployLock } from './deploy-lock.js';
 import { signalRetryDelayMs } from './signal-backoff.js';
 import { ensureQueueDir, signalQueueDir, signalQueueLockFile } from './signal-queue-paths.js';
 import { sendOnce, type Delivery } from './transports/delivery.js';
+import type { FlushReport } from './outbox.js';
 
 // Wait condition signals queued by `os-config-agent cfn-signal`: one file per signal, <state_dir>/signals/<id>.json,
 // 0600 in a 0700 directory (the URL is a credential: a pre-signed URL or a token), written atomically. They are not
@@ -76,16 +77,8 @@ export interface QueueDeps {
   readonly signal?: AbortSignal;
 }
 
-export interface QueueFlushReport {
-  readonly attempted: number;
-  readonly sent: number;
-  readonly failed: number;
-  readonly pending: number;
-  /** Epoch ms of the earliest pending attempt, if any. */
-  readonly nextDueAt?: number;
-  /** Another process holds the queue lock: nothing was attempted. */
-  readonly busy?: boolean;
-}
+/** What a flush of the queue did: the outbox's report, for the queue's files. */
+export type QueueFlushReport = FlushReport;
 
 const FILE_MODE = 0o600;
 const DAY_MS = 86_400_000;
