@@ -1,8 +1,9 @@
-import { lstat, mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import { stageFileAtomic, syncDirectory, type StagedFile } from '../../util/atomic-write.js';
 import { HookFailure } from './hook-context.js';
+import { makeDirs } from './work-files.js';
 
 // Data files a hook writes for other programs (json-file's files, hiera's configuration and data, kubelet's pod
 // manifests): JSON in the layout upstream's Python wrote, and several files replaced as one change.
@@ -106,26 +107,5 @@ export async function makeDataDir(dir: string): Promise<void> {
     await makeDirs(dir, []);
   } catch (err) {
     throw new HookFailure(`could not make the directory ${dir}: ${reason(err)}`);
-  }
-}
-
-/**
- * mkdir -p, one level at a time (Node's recursive mkdir retries forever where the kernel answers ENOENT for a
- * directory that exists, as in /proc). Adds the directories it makes to `made`, outermost first.
- */
-async function makeDirs(dir: string, made: string[]): Promise<void> {
-  const missing: string[] = [];
-  for (let d = dir; ; d = path.dirname(d)) {
-    try {
-      await lstat(d);
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(d) === d) throw err;
-      missing.unshift(d);
-    }
-  }
-  for (const d of missing) {
-    await mkdir(d, { mode: 0o700 });
-    made.push(d);
   }
 }

@@ -1,5 +1,5 @@
 import { constants as fsConstants } from 'node:fs';
-import { mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import type { HookDeployment } from './hook-context.js';
@@ -9,7 +9,28 @@ import type { HookLog } from './hook-log.js';
 
 /** Creates a directory (and missing parents) only its owner can enter; an existing one is left as it is. */
 export async function prepareDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await makeDirs(dir);
+}
+
+/**
+ * mkdir -p, one level at a time (Node's recursive mkdir retries forever where the kernel answers ENOENT for a
+ * directory that exists, as in /proc). Adds the directories it makes to `made`, outermost first.
+ */
+export async function makeDirs(dir: string, made: string[] = []): Promise<void> {
+  const missing: string[] = [];
+  for (let d = dir; ; d = path.dirname(d)) {
+    try {
+      await lstat(d);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(d) === d) throw err;
+      missing.unshift(d);
+    }
+  }
+  for (const d of missing) {
+    await mkdir(d, { mode: 0o700 });
+    made.push(d);
+  }
 }
 
 /**
