@@ -1,6 +1,5 @@
-import { constants as fsConstants } from 'node:fs';
-import { access } from 'node:fs/promises';
 import path from 'node:path';
+import { findProgram } from './find-program.js';
 import { HookFailure, type HookContext } from './hook-context.js';
 import { notInstalled, runTool, type ToolOutcome } from './run-tool.js';
 
@@ -14,8 +13,8 @@ const INSTALL_DOCKER = 'Install docker.io (Debian, Ubuntu), docker-ce or podman.
 export async function containerCommand(ctx: HookContext): Promise<string> {
   const configured = ctx.env.HEAT_DOCKER_CMD;
   if (configured) return configured;
-  if (await findInPath('docker', ctx.env) !== undefined) return 'docker';
-  const podman = await findInPath('podman', ctx.env);
+  if (await findProgram(ctx.env, 'docker') !== undefined) return 'docker';
+  const podman = await findProgram(ctx.env, 'podman');
   if (podman === undefined) return 'docker';
   ctx.log.info('docker not found; using podman', { command: podman });
   return podman;
@@ -46,19 +45,4 @@ export function daemonFailure(command: string, what: string, stderr: string): Ho
 export function lastLine(text: string): string {
   const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
   return lines.findLast((l) => /error/i.test(l)) ?? lines.at(-1) ?? 'no message';
-}
-
-/** The executable `name` in the environment's PATH, or undefined. */
-async function findInPath(name: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  for (const dir of (env.PATH ?? '').split(':')) {
-    if (dir === '') continue;
-    const file = path.join(dir, name);
-    try {
-      await access(file, fsConstants.X_OK);
-      return file;
-    } catch {
-      // Not here; the next directory.
-    }
-  }
-  return undefined;
 }

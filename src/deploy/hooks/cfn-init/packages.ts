@@ -1,5 +1,5 @@
 import { HookFailure } from '../hook-context.js';
-import { findProgram } from './find-program.js';
+import { findProgram } from '../find-program.js';
 import { PACKAGE_MANAGERS, type PackageEntry, type PackageSet } from './model.js';
 import { mustRun, tool, type InitRun } from './run-state.js';
 

@@ -1,5 +1,5 @@
 import type { ToolRun } from '../hook-context.js';
-import { findProgram } from './find-program.js';
+import { findProgram } from '../find-program.js';
 import type { ServiceEntry } from './model.js';
 import { mustRun, tool, type InitRun } from './run-state.js';
 
