@@ -43,12 +43,18 @@ const served: Record<string, Buffer> = {
   '/app.zip': readFileSync(path.join(tarDir, 'app.zip')),
   '/motd': Buffer.from('downloaded file\n'),
 };
+/** When each connection to /hang was closed by the client. */
+const hangClosed: number[] = [];
 const server = await startTestServer((req, res) => {
   if (req.method !== 'GET') {
     res.writeHead(405).end();
     return;
   }
-  if (req.url === '/hang') return; // never answers
+  if (req.url === '/hang') {
+    // Never answers; the test below watches for the agent giving up the connection.
+    req.socket.once('close', () => hangClosed.push(Date.now()));
+    return;
+  }
   const body = served[req.url ?? ''];
   if (!body) {
     res.writeHead(404).end('no such thing');
@@ -206,6 +212,19 @@ for (const { name: mode, run } of HOOK_MODES) t.test(`${mode}: sources and file 
 
   const unknown = await run('cfn-init', deployment({ config: { sources: { '/opt/x': `${server.url}/thing.rar` } } }), { env });
   t.match(unknown.result.deploy_stderr, /sources\.\/opt\/x: cannot tell the archive type/);
+});
+
+t.test('in-process: a deployment stopped by its timeout abandons its download at once (the connection is closed)', async (t) => {
+  const { env } = setup(t);
+  const before = hangClosed.length;
+  const started = Date.now();
+  const res = await runHookInProcess('cfn-init', deployment({ config: { files: { '/etc/hang': { source: `${server.url}/hang` } } } }),
+    { env: { ...env, HEAT_CFN_INIT_FETCH_TIMEOUT: '60' }, timeoutMs: 500 });
+  t.equal(res.code, null, 'stopped by the timeout');
+  // Bounded wait for the server to see the close (the fetch timeout alone would take 60 s and 2 retries).
+  for (let i = 0; i < 100 && hangClosed.length === before; i++) await new Promise((r) => setTimeout(r, 50));
+  t.equal(hangClosed.length, before + 1, 'the request was aborted, not left running');
+  t.ok((hangClosed.at(-1) ?? Infinity) - started < 10_000, 'soon after the timeout');
 });
 
 t.test('services through a recording fake systemctl: enable, start when stopped, restart after a named file changed, stop', async (t) => {

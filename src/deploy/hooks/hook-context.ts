@@ -22,6 +22,11 @@ export interface HookContext {
   /** The hook's environment: HEAT_* variables, PATH, and OS_CONFIG_AGENT_ROOT under --root. */
   readonly env: NodeJS.ProcessEnv;
   readonly log: HookLog;
+  /**
+   * Aborted when the deployment is stopped (timeout, shutdown), for work that is not a tool: a download. (A hook run
+   * as its own executable is stopped by a signal to its process group instead; this one then never aborts.)
+   */
+  readonly signal: AbortSignal;
   /** Starts a tool and waits for it; stopped with the deployment (timeout, shutdown). */
   spawn(run: ToolRun): Promise<ProcessResult>;
 }

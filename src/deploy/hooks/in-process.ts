@@ -49,6 +49,7 @@ export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
   const ctx: HookContext = {
     env: o.env,
     log,
+    signal: stop.signal,
     spawn(run) {
       if (stop.signal.aborted) throw new HookFailure('the deployment was stopped before its tool started');
       return runProcess({ ...run, ownGroup: true, signal: stop.signal, killGraceMs, ...(o.onSpawn ? { onSpawn: o.onSpawn } : {}) });
@@ -101,6 +102,7 @@ export async function runRemovalInProcess(o: RemovalOptions): Promise<void> {
   const ctx: HookContext = {
     env: o.env,
     log,
+    signal: o.signal ?? new AbortController().signal,
     spawn: (run) => runProcess({ ...run, ownGroup: true, timeoutMs, killGraceMs, ...(o.signal ? { signal: o.signal } : {}) }),
   };
   await removed.call(o.hook, o.id, ctx);

@@ -16,6 +16,8 @@ export async function runStandaloneHook(hook: BuiltinHook): Promise<void> {
   const ctx: HookContext = {
     env: process.env,
     log,
+    // SIGTERM ends this process (no handler while no tool runs); nothing else stops a deployment here.
+    signal: new AbortController().signal,
     async spawn(run) {
       let pid: number | undefined;
       const forward = (sig: NodeJS.Signals) => {

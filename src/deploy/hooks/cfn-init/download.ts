@@ -22,7 +22,7 @@ export async function download(run: InitRun, url: string, resource: string): Pro
   run.ctx.log.info('downloading', { resource, url: shown });
   let res;
   try {
-    res = await (await run.http()).request({ url, timeoutSeconds: run.fetchTimeoutSeconds, retries: 2, maxBytes: MAX_DOWNLOAD_BYTES });
+    res = await (await run.http()).request({ url, timeoutSeconds: run.fetchTimeoutSeconds, retries: 2, maxBytes: MAX_DOWNLOAD_BYTES, signal: run.ctx.signal });
   } catch (err) {
     throw new HookFailure(`cfn-init: ${resource}: could not download ${shown}: ${errorMessage(err)}`);
   }
