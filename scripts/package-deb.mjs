@@ -1,0 +1,317 @@
+// `npm run package`: builds os-config-agent_<version>_<arch>.deb with Debian's own tools (dpkg-deb) from dist/ (run
+// `npm run build` first). Layout (docs/debian-package.md):
+//   /usr/lib/os-config-agent/{lib,bin,node}   the bundle, the launchers, and a Node.js runtime (see below)
+//   /usr/bin/os-config-agent, os-collect-config, os-apply-config, os-refresh-config   links to the launchers
+//   /usr/libexec/heat-config/hooks/<group>    every built-in hook (55-heat-config's second hooks directory)
+//   /lib/systemd/system/os-config-agent.service, /etc/os-collect-config.conf (a conffile)
+// Node.js: Debian 12 and Ubuntu 24.04 ship Node 18, older than the agent needs, so by default the package carries the
+// official binary of a maintained LTS line for its architecture (the npm registry's node-linux-<arch> package, whose
+// integrity npm checks; cached in ~/.cache/os-config-agent). `--node system` makes a package that depends on the
+// distribution's nodejs (>= 20) instead, for distributions that have it.
+// Usage: node scripts/package-deb.mjs [--node bundled|system] [--out DIR] [--compress xz|gzip|none]
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** The Node.js line bundled: the active LTS when this was written (22 is maintained until April 2027). */
+export const BUNDLED_NODE = '22';
+const PREFIX = '/usr/lib/os-config-agent';
+const COMMANDS = ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config', 'cfn-signal'];
+/** Linked into /usr/bin; cfn-signal stays in PREFIX/bin so heat-cfntools' /usr/bin/cfn-signal is never touched. */
+const ON_PATH = ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config'];
+const TAKEN_OVER = ['python3-os-collect-config', 'python3-os-apply-config', 'python3-os-refresh-config'];
+const DEB_ARCH = { x64: 'amd64', arm64: 'arm64' };
+
+function fail(message) {
+  console.error(`package-deb: ${message}`);
+  process.exit(1);
+}
+
+function run(file, args, options = {}) {
+  const res = spawnSync(file, args, { encoding: 'utf8', ...options });
+  if (res.error) fail(`${file} could not be run (${res.error.code}): install it (Debian: ${file === 'dpkg-deb' ? 'dpkg' : file})`);
+  if (res.status !== 0) fail(`${file} ${args.join(' ')} failed with status ${res.status}: ${(res.stderr || res.stdout).trim()}`);
+  return res.stdout;
+}
+
+function parseArgs(argv) {
+  const opts = { node: 'bundled', out: path.join(REPO, 'dist'), compress: 'xz' };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--node') opts.node = argv[++i];
+    else if (a === '--out') opts.out = path.resolve(argv[++i] ?? '');
+    else if (a === '--compress') opts.compress = argv[++i];
+    else fail(`unknown argument ${a}; usage: node scripts/package-deb.mjs [--node bundled|system] [--out DIR] [--compress xz|gzip|none]`);
+  }
+  if (opts.node !== 'bundled' && opts.node !== 'system') fail(`--node must be bundled or system, not ${opts.node}`);
+  if (!['xz', 'gzip', 'none'].includes(opts.compress)) fail(`--compress must be xz, gzip or none, not ${opts.compress}`);
+  return opts;
+}
+
+/** The official Node.js binary and licence for this machine's architecture, from the npm registry (cached). */
+function fetchNode(npmArch) {
+  const cache = path.join(os.homedir(), '.cache/os-config-agent');
+  mkdirSync(cache, { recursive: true });
+  const spec = `node-linux-${npmArch}@${BUNDLED_NODE}`;
+  const packed = readdirSync(cache).filter((f) => f.startsWith(`node-linux-${npmArch}-${BUNDLED_NODE}.`) && f.endsWith('.tgz')).sort().at(-1);
+  let tarball = packed ? path.join(cache, packed) : undefined;
+  if (!tarball) {
+    // npm checks the tarball against the registry's sha512 integrity before it writes it.
+    const name = run('npm', ['pack', '--silent', spec], { cwd: cache }).trim().split('\n').at(-1);
+    tarball = path.join(cache, name);
+  }
+  const work = mkdtempSync(path.join(os.tmpdir(), 'oca-node-'));
+  run('tar', ['-xzf', tarball, '-C', work, '--strip-components=1', '--no-same-owner']);
+  const node = path.join(work, 'bin/node');
+  if (!existsSync(node)) fail(`${tarball} has no bin/node`);
+  return { node, license: path.join(work, 'LICENSE'), from: path.basename(tarball), work };
+}
+
+function launcher(entry) {
+  return `#!/bin/sh\n# os-config-agent launcher (Debian package).\nexec ${PREFIX}/bin/node --v8-pool-size=0 ${PREFIX}/lib/${entry} "$@"\n`;
+}
+
+function maintainerScripts() {
+  const postinst = `#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    # State directories: only root reads what Heat sends (credentials in the cache and the records).
+    install -d -m 0700 /var/lib/os-config-agent /var/lib/os-collect-config /var/lib/heat-config /var/lib/heat-config/hooks
+    install -d -m 0700 /var/lib/heat-config/deployed
+    deb-systemd-helper unmask os-config-agent.service >/dev/null || true
+    if deb-systemd-helper --quiet was-enabled os-config-agent.service; then
+        deb-systemd-helper enable os-config-agent.service >/dev/null || true
+    else
+        deb-systemd-helper update-state os-config-agent.service >/dev/null || true
+        deb-systemd-helper enable os-config-agent.service >/dev/null || true
+    fi
+    # Started only on a running system: an image being built (a chroot, no systemd) starts it at its first boot.
+    if [ -d /run/systemd/system ] && ! ischroot 2>/dev/null; then
+        systemctl --system daemon-reload >/dev/null || true
+        if [ -n "$2" ]; then
+            deb-systemd-invoke try-restart os-config-agent.service >/dev/null || true
+        else
+            deb-systemd-invoke start os-config-agent.service >/dev/null || true
+        fi
+    fi
+fi
+`;
+  const prerm = `#!/bin/sh
+set -e
+if [ -d /run/systemd/system ] && [ "$1" = remove ]; then
+    deb-systemd-invoke stop os-config-agent.service >/dev/null || true
+fi
+`;
+  const postrm = `#!/bin/sh
+set -e
+if [ -d /run/systemd/system ]; then
+    systemctl --system daemon-reload >/dev/null || true
+fi
+if [ "$1" = remove ] && [ -x /usr/bin/deb-systemd-helper ]; then
+    deb-systemd-helper mask os-config-agent.service >/dev/null || true
+fi
+if [ "$1" = purge ]; then
+    if [ -x /usr/bin/deb-systemd-helper ]; then
+        deb-systemd-helper purge os-config-agent.service >/dev/null || true
+        deb-systemd-helper unmask os-config-agent.service >/dev/null || true
+    fi
+    # The agent's own state goes with a purge; the metadata cache and heat-config's files stay (other tools share them).
+    rm -rf /var/lib/os-config-agent
+fi
+`;
+  return { postinst, prerm, postrm };
+}
+
+function control({ version, arch, node, installedKiB }) {
+  const depends = node === 'system' ? 'nodejs (>= 20), systemd' : 'libc6 (>= 2.28), libgcc-s1, libstdc++6, systemd';
+  return [
+    'Package: os-config-agent',
+    `Version: ${version}`,
+    `Architecture: ${arch}`,
+    'Maintainer: os-config-agent developers <os-config-agent@lists.example.org>',
+    `Installed-Size: ${installedKiB}`,
+    `Depends: ${depends}`,
+    'Recommends: cloud-init',
+    // Takes the os-collect-config, os-apply-config and os-refresh-config commands over from Debian's Python packages:
+    // apt removes those when this is installed (docs/debian-package.md says why not diversions).
+    `Conflicts: ${TAKEN_OVER.join(', ')}`,
+    `Replaces: ${TAKEN_OVER.join(', ')}`,
+    `Provides: ${TAKEN_OVER.join(', ')}`,
+    'Section: admin',
+    'Priority: optional',
+    'Homepage: https://opendev.org/openstack/heat-agents',
+    'Description: OpenStack Heat in-instance configuration agent',
+    ' Collects OpenStack Heat metadata (EC2 metadata service, config drive, CFN,',
+    ' Heat, Swift TempURL, Zaqar, local files), renders os-apply-config template',
+    ' trees, runs os-refresh-config phases and Heat software deployments through',
+    ' the heat-config hooks (script, puppet, chef, salt, ansible, apply-config,',
+    ' cfn-init, docker-cmd, docker-compose, hiera, json-file, kubelet) and signals',
+    ' the results back to Heat. A drop-in replacement for the Python',
+    ' os-collect-config, os-apply-config and os-refresh-config commands and the',
+    ' heat-agents hooks.',
+    '',
+  ].join('\n');
+}
+
+function copyright() {
+  return `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: os-config-agent
+
+Files: *
+Copyright: 2026 os-config-agent developers
+License: Apache-2.0
+
+Files: usr/lib/os-config-agent/node/*
+Copyright: Node.js contributors and others (see usr/lib/os-config-agent/node/LICENSE)
+License: Expat and others
+ See /usr/lib/os-config-agent/node/LICENSE.
+
+License: Apache-2.0
+ On Debian systems, the full text of the Apache License, Version 2.0 can be found in
+ /usr/share/common-licenses/Apache-2.0.
+`;
+}
+
+function lintianOverrides(node) {
+  const lines = [];
+  if (node === 'bundled') {
+    lines.push(
+      '# The official Node.js binary is the runtime this package carries because the distribution\'s is too old; it links',
+      '# zlib statically as upstream builds it.',
+      'os-config-agent: embedded-library zlib [usr/lib/os-config-agent/node/bin/node]',
+      '# The hooks start with "#!/usr/bin/env node": the agent runs them in-process, and run as processes by the service',
+      '# they find the bundled node first on its PATH (usr/lib/os-config-agent/bin).',
+      'os-config-agent: missing-dep-for-interpreter node (does not satisfy nodejs:any) [usr/libexec/heat-config/hooks/*]',
+    );
+  }
+  lines.push('# Holds credentials once the agent rewrites it from Heat\'s metadata.', 'os-config-agent: non-standard-file-perm 0600 != 0644 [etc/os-collect-config.conf]');
+  return `${lines.join('\n')}\n`;
+}
+
+function md5sums(root) {
+  const lines = [];
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (full !== path.join(root, 'DEBIAN')) walk(full);
+      } else if (entry.isFile()) {
+        lines.push(`${createHash('md5').update(readFileSync(full)).digest('hex')}  ${path.relative(root, full)}`);
+      }
+    }
+  };
+  walk(root);
+  return lines.sort((a, b) => a.slice(34).localeCompare(b.slice(34))).join('\n') + '\n';
+}
+
+function sizeKiB(dir) {
+  let bytes = 0;
+  const walk = (d) => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const full = path.join(d, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.isFile()) bytes += statSync(full).size;
+    }
+  };
+  walk(dir);
+  return Math.ceil(bytes / 1024);
+}
+
+function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const dist = path.join(REPO, 'dist');
+  if (!existsSync(path.join(dist, 'os-config-agent.mjs')) || !existsSync(path.join(dist, 'hooks/script'))) fail(`${dist} is not built: run "npm run build" first`);
+  const { version: upstreamVersion } = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+  const version = `${upstreamVersion}-1`;
+  const npmArch = process.arch;
+  const arch = opts.node === 'system' ? 'all' : DEB_ARCH[npmArch];
+  if (!arch) fail(`no Debian architecture for ${npmArch}: build on amd64 or arm64, or use --node system`);
+
+  const root = mkdtempSync(path.join(os.tmpdir(), 'oca-deb-'));
+  let nodeWork;
+  try {
+    const at = (p) => path.join(root, p);
+    const dir = (p, mode = 0o755) => {
+      mkdirSync(at(p), { recursive: true });
+      chmodSync(at(p), mode);
+    };
+    const file = (p, text, mode = 0o644) => {
+      writeFileSync(at(p), text);
+      chmodSync(at(p), mode);
+    };
+
+    // The bundle, as the image element lays it out under /opt/os-config-agent.
+    dir(`${PREFIX}/lib`);
+    cpSync(path.join(dist, 'os-config-agent.mjs'), at(`${PREFIX}/lib/os-config-agent.mjs`));
+    if (existsSync(path.join(dist, 'chunks'))) cpSync(path.join(dist, 'chunks'), at(`${PREFIX}/lib/chunks`), { recursive: true });
+    for (const f of ['compat-launcher.cjs', 'os-apply-config.cjs', 'os-apply-config.cjs.cache', 'os-refresh-config.cjs', 'os-refresh-config.cjs.cache']) {
+      if (existsSync(path.join(dist, f))) cpSync(path.join(dist, f), at(`${PREFIX}/lib/${f}`));
+    }
+    for (const name of ['os-collect-config', 'cfn-signal']) symlinkSync('os-config-agent.mjs', at(`${PREFIX}/lib/${name}`));
+    for (const name of ['os-apply-config', 'os-refresh-config']) symlinkSync(existsSync(at(`${PREFIX}/lib/${name}.cjs`)) ? 'compat-launcher.cjs' : 'os-config-agent.mjs', at(`${PREFIX}/lib/${name}`));
+    dir(`${PREFIX}/bin`);
+    for (const name of COMMANDS) file(`${PREFIX}/bin/${name}`, launcher(name === 'os-config-agent' ? 'os-config-agent.mjs' : name), 0o755);
+    if (opts.node === 'bundled') {
+      const node = fetchNode(npmArch);
+      nodeWork = node.work;
+      dir(`${PREFIX}/node/bin`);
+      cpSync(node.node, at(`${PREFIX}/node/bin/node`));
+      // As Debian strips its binaries (debug symbols are a third of the official build).
+      run('strip', ['--remove-section=.comment', '--remove-section=.note', '--strip-unneeded', at(`${PREFIX}/node/bin/node`)]);
+      chmodSync(at(`${PREFIX}/node/bin/node`), 0o755);
+      if (existsSync(node.license)) file(`${PREFIX}/node/LICENSE`, readFileSync(node.license));
+      symlinkSync('../node/bin/node', at(`${PREFIX}/bin/node`));
+      console.log(`package-deb: bundling Node.js ${run(at(`${PREFIX}/node/bin/node`), ['--version']).trim()} (${node.from}, LTS line ${BUNDLED_NODE})`);
+    } else {
+      symlinkSync('/usr/bin/node', at(`${PREFIX}/bin/node`));
+    }
+    dir('usr/bin');
+    for (const name of ON_PATH) symlinkSync(`../lib/os-config-agent/bin/${name}`, at(`usr/bin/${name}`));
+
+    dir('usr/libexec/heat-config/hooks');
+    for (const hook of readdirSync(path.join(dist, 'hooks')).filter((f) => f !== 'package.json')) {
+      cpSync(path.join(dist, 'hooks', hook), at(`usr/libexec/heat-config/hooks/${hook}`));
+      chmodSync(at(`usr/libexec/heat-config/hooks/${hook}`), 0o755);
+    }
+
+    // The unit the element installs, with this package's paths.
+    dir('lib/systemd/system');
+    const unit = readFileSync(path.join(REPO, 'systemd/os-config-agent.service'), 'utf8').replaceAll('/opt/os-config-agent', PREFIX)
+      .replace('Installed and enabled by the os-config-agent diskimage-builder\n# element', 'Installed and enabled by the os-config-agent diskimage-builder\n# element or the Debian package');
+    file('lib/systemd/system/os-config-agent.service', unit);
+    dir('etc');
+    file('etc/os-collect-config.conf', readFileSync(path.join(REPO, 'elements/os-config-agent/os-config-agent-data/os-collect-config.conf')), 0o600);
+
+    // Lintian's errors that do not apply, each with the reason (a bundled runtime, not a library copy to unbundle).
+    dir('usr/share/lintian/overrides');
+    file('usr/share/lintian/overrides/os-config-agent', lintianOverrides(opts.node));
+
+    dir('usr/share/doc/os-config-agent');
+    file('usr/share/doc/os-config-agent/copyright', copyright());
+    const date = new Date().toUTCString().replace('GMT', '+0000');
+    const changelog = `os-config-agent (${version}) unstable; urgency=medium\n\n  * Built from the os-config-agent source with scripts/package-deb.mjs.\n\n -- os-config-agent developers <os-config-agent@lists.example.org>  ${date}\n`;
+    file('usr/share/doc/os-config-agent/changelog.Debian.gz', gzipSync(changelog, { level: 9 }));
+
+    dir('DEBIAN');
+    const scripts = maintainerScripts();
+    for (const [name, text] of Object.entries(scripts)) file(`DEBIAN/${name}`, text, 0o755);
+    file('DEBIAN/conffiles', '/etc/os-collect-config.conf\n');
+    file('DEBIAN/md5sums', md5sums(root));
+    file('DEBIAN/control', control({ version, arch, node: opts.node, installedKiB: sizeKiB(root) - sizeKiB(at('DEBIAN')) }));
+
+    mkdirSync(opts.out, { recursive: true });
+    const deb = path.join(opts.out, `os-config-agent_${version}_${arch}.deb`);
+    run('dpkg-deb', ['--root-owner-group', `-Z${opts.compress}`, '--build', root, deb]);
+    console.log(`package-deb: built ${path.relative(process.cwd(), deb) || deb} (${Math.round(statSync(deb).size / 1024)} KiB)`);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+    if (nodeWork) rmSync(nodeWork, { recursive: true, force: true });
+  }
+}
+
+main();

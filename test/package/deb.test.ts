@@ -1,0 +1,125 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { BUILTIN_HOOK_GROUPS } from '../../src/deploy/hooks/builtin-hooks.js';
+import { REPO } from '../helpers/bundle.js';
+
+// `npm run package` (scripts/package-deb.mjs) with Debian's own tools: the .deb is built from dist/, checked with
+// dpkg-deb and lintian (no errors), then installed for real with apt into a scratch root — an overlay over this
+// machine's / in a private mount namespace, so nothing here changes — where it takes the os-collect-config commands
+// over from Debian's Python packages, and is removed and purged.
+
+const tools = ['dpkg-deb', 'lintian', 'strip', 'unshare', 'apt-get'];
+const missing = tools.find((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
+const skip = process.getuid?.() !== 0 ? 'needs root (mount namespaces, apt in a scratch root)' : missing ? `needs ${missing}` : !existsSync(path.join(REPO, 'dist/hooks/script')) ? 'needs the build (npm run build)' : false;
+
+const { version } = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
+const out = mkdtempSync(path.join(os.tmpdir(), 'oca-deb-test-'));
+t.teardown(() => rmSync(out, { recursive: true, force: true }));
+let deb = '';
+
+t.before(() => {
+  if (skip) return;
+  // gzip: xz of the Node.js runtime would add a minute to every test run; the contents are the same.
+  const res = spawnSync(process.execPath, [path.join(REPO, 'scripts/package-deb.mjs'), '--out', out, '--compress', 'gzip'], { encoding: 'utf8', timeout: 600_000 });
+  if (res.status !== 0) throw new Error(`package-deb failed: ${res.stderr}${res.stdout}`);
+  deb = path.join(out, `os-config-agent_${version}-1_amd64.deb`);
+});
+
+const dpkgDeb = (...args: string[]) => spawnSync('dpkg-deb', [...args, deb], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).stdout;
+
+t.test('control fields: version, architecture, the Python commands taken over', { skip }, async (t) => {
+  const field = (name: string) => dpkgDeb('-f').split('\n').find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+  t.equal(field('Package'), 'os-config-agent');
+  t.equal(field('Version'), `${version}-1`);
+  t.equal(field('Architecture'), 'amd64');
+  for (const f of ['Conflicts', 'Replaces']) t.equal(field(f), 'python3-os-collect-config, python3-os-apply-config, python3-os-refresh-config', f);
+  t.equal(dpkgDeb('--ctrl-tarfile').length > 0, true);
+});
+
+t.test('contents: launchers on PATH, every hook, the unit with the package\'s paths, the conffile, the runtime', { skip }, async (t) => {
+  const listing = dpkgDeb('-c');
+  for (const name of ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config']) {
+    t.match(listing, new RegExp(`\\./usr/bin/${name} -> \\.\\./lib/os-config-agent/bin/${name}\\n`), `/usr/bin/${name}`);
+  }
+  t.notMatch(listing, /\.\/usr\/bin\/cfn-signal/, 'cfn-signal is not put on PATH (heat-cfntools\' stays)');
+  for (const group of BUILTIN_HOOK_GROUPS) t.match(listing, new RegExp(`^-rwxr-xr-x root/root .* \\./usr/libexec/heat-config/hooks/${group}$`, 'm'), `hook ${group}`);
+  t.match(listing, /^-rw------- root\/root .* \.\/etc\/os-collect-config\.conf$/m, 'the configuration, 0600');
+  t.match(listing, /\.\/usr\/lib\/os-config-agent\/node\/bin\/node$/m, 'a Node.js runtime');
+
+  const tree = path.join(out, 'tree');
+  mkdirSync(tree, { recursive: true });
+  spawnSync('dpkg-deb', ['-x', deb, tree]);
+  const unit = readFileSync(path.join(tree, 'lib/systemd/system/os-config-agent.service'), 'utf8');
+  t.match(unit, /^ExecStart=\/usr\/lib\/os-config-agent\/bin\/os-config-agent run$/m);
+  t.notMatch(unit, /\/opt\//, 'no /opt path left');
+  const node = spawnSync(path.join(tree, 'usr/lib/os-config-agent/node/bin/node'), [path.join(tree, 'usr/lib/os-config-agent/lib/os-config-agent.mjs'), '--version'], { encoding: 'utf8' });
+  t.equal(node.stdout.trim(), version, 'the bundled runtime runs the bundle');
+  t.equal(spawnSync('dpkg-deb', ['-I', deb, 'conffiles'], { encoding: 'utf8' }).stdout, '/etc/os-collect-config.conf\n', 'a conffile');
+});
+
+t.test('lintian: no errors', { skip, timeout: 300_000 }, async (t) => {
+  const res = spawnSync('lintian', ['--tag-display-limit', '0', deb], { encoding: 'utf8', timeout: 280_000, maxBuffer: 16 * 1024 * 1024 });
+  const errors = res.stdout.split('\n').filter((l) => l.startsWith('E:'));
+  t.same(errors, [], 'no E: tags');
+  t.comment(`lintian warnings: ${res.stdout.split('\n').filter((l) => l.startsWith('W:')).length}`);
+});
+
+// In a scratch root (overlay over /): apt install of the .deb, then remove, then purge. Each step's facts go to $OUT.
+const SCRATCH = `
+set -eu
+S=$1; DEB=$2; OUT=$3
+mount --make-rprivate /
+mount -t tmpfs scratch "$S"
+mkdir "$S/u" "$S/w" "$S/m"
+mount -t overlay scratch -o "lowerdir=/,upperdir=$S/u,workdir=$S/w" "$S/m"
+mount --rbind /proc "$S/m/proc"
+mount --rbind /dev "$S/m/dev"
+mount -t tmpfs scratch "$S/m/tmp"
+mount -t tmpfs scratch "$S/m/run"
+cp "$DEB" "$S/m/tmp/os-config-agent.deb"
+run() { chroot "$S/m" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
+state() { s=$(run dpkg-query -W -f '\${db:Status-Abbrev}' "$1" 2>/dev/null) || s=absent; echo $s; }
+echo "before python3-os-collect-config=$(state python3-os-collect-config)" > "$OUT/facts"
+run apt-get install -y --no-install-recommends -o Debug::NoLocking=1 /tmp/os-config-agent.deb > "$OUT/install.log" 2>&1
+echo "installed=$(state os-config-agent)" >> "$OUT/facts"
+echo "python3-os-collect-config=$(state python3-os-collect-config)" >> "$OUT/facts"
+echo "version=$(run os-collect-config --version)" >> "$OUT/facts"
+echo "enabled=$(readlink "$S/m/etc/systemd/system/multi-user.target.wants/os-config-agent.service" || echo no)" >> "$OUT/facts"
+echo "statedir=$(stat -c %a "$S/m/var/lib/os-config-agent")" >> "$OUT/facts"
+touch "$S/m/var/lib/os-config-agent/marker"
+run apt-get remove -y -o Debug::NoLocking=1 os-config-agent > "$OUT/remove.log" 2>&1
+echo "removed=$(state os-config-agent)" >> "$OUT/facts"
+echo "state-after-remove=$([ -e "$S/m/var/lib/os-config-agent/marker" ] && echo kept || echo gone)" >> "$OUT/facts"
+echo "conf-after-remove=$([ -e "$S/m/etc/os-collect-config.conf" ] && echo kept || echo gone)" >> "$OUT/facts"
+echo "command-after-remove=$([ -e "$S/m/usr/bin/os-config-agent" ] && echo kept || echo gone)" >> "$OUT/facts"
+run apt-get purge -y -o Debug::NoLocking=1 os-config-agent > "$OUT/purge.log" 2>&1
+echo "purged=$(state os-config-agent)" >> "$OUT/facts"
+echo "state-after-purge=$([ -e "$S/m/var/lib/os-config-agent" ] && echo kept || echo gone)" >> "$OUT/facts"
+echo "conf-after-purge=$([ -e "$S/m/etc/os-collect-config.conf" ] && echo kept || echo gone)" >> "$OUT/facts"
+`;
+
+t.test('apt install into a scratch root: takes the commands over, enabled, not started while not booted; remove keeps state; purge removes it', { skip, timeout: 300_000 }, async (t) => {
+  const scratch = path.join(out, 'scratch');
+  const facts = path.join(out, 'facts-dir');
+  mkdirSync(scratch);
+  mkdirSync(facts);
+  const res = spawnSync('unshare', ['--mount', '--fork', 'bash', '-c', SCRATCH, 'scratch', scratch, deb, facts], { encoding: 'utf8', timeout: 280_000 });
+  const read = (f: string) => (existsSync(path.join(facts, f)) ? readFileSync(path.join(facts, f), 'utf8') : '');
+  t.equal(res.status, 0, 'the scratch install ran', { stderr: res.stderr, install: read('install.log').slice(-2000) });
+  const got = Object.fromEntries(read('facts').trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  t.equal(got.installed, 'ii');
+  if (got.before?.startsWith('ii')) t.not(got['python3-os-collect-config'], 'ii', 'Debian\'s python3-os-collect-config made way');
+  t.equal(got.version, version, 'os-collect-config is ours');
+  t.equal(got.enabled, '/lib/systemd/system/os-config-agent.service', 'the unit is enabled');
+  t.equal(got.statedir, '700', 'state directory 0700');
+  t.equal(got.removed, 'rc', 'removed, configuration kept');
+  t.equal(got['state-after-remove'], 'kept', 'remove leaves /var/lib state');
+  t.equal(got['conf-after-remove'], 'kept', 'and the conffile');
+  t.equal(got['command-after-remove'], 'gone');
+  t.equal(got.purged, 'absent', 'purged');
+  t.equal(got['state-after-purge'], 'gone', 'purge removes the agent\'s state');
+  t.equal(got['conf-after-purge'], 'gone', 'and the conffile');
+});
