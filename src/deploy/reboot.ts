@@ -1,7 +1,9 @@
+import type { LoadedConfig } from '../config/load.js';
 import type { Logger } from '../log/logger.js';
 import { readFileIfExists } from '../util/atomic-write.js';
 import { runProcess } from '../util/process-group.js';
 import type { PathMapper } from '../util/rooted-path.js';
+import { storeFor } from './state-store.js';
 
 // Reboots asked by deployments. A hook (or a heat-config script it runs) exiting with 194 asks for a reboot, AWS
 // SSM's convention: the agent records the deployment as awaiting-reboot with the current boot id (before anything
@@ -28,6 +30,20 @@ export async function readBootId(paths: PathMapper): Promise<string | undefined>
   } catch {
     return undefined;
   }
+}
+
+/**
+ * At the agent's start: does a deployment wait for this boot (awaiting-reboot, asked in another boot)? The daemon then
+ * runs its first cycle even though the metadata has not changed, so the deployment is finished and signalled.
+ */
+export async function deploymentsAwaitBoot(loaded: LoadedConfig, log: Logger): Promise<boolean> {
+  const records = await storeFor(loaded.config, log).list(true);
+  const waiting = records.filter((r) => r.state === 'awaiting-reboot');
+  if (waiting.length === 0) return false;
+  const bootId = await readBootId(loaded.paths);
+  const resumed = waiting.filter((r) => bootId === undefined || r.bootId !== bootId);
+  if (resumed.length > 0) log.info({ deployments: resumed.map((r) => r.id) }, 'deployments wait for this boot; running a cycle to finish them');
+  return resumed.length > 0;
 }
 
 export type RebootOutcome = { readonly ok: true } | { readonly ok: false; readonly reason: string };
