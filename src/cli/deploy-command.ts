@@ -64,7 +64,9 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
       const ctx = { config, paths, log: log.child({ component: 'deploy' }), http, signal: handlers.signal, deployments };
       if (flags.rerun !== undefined) {
         const rerun = await rerunDeployment(ctx, flags.rerun);
-        setExit(rerun.failed || rerun.interrupted ? 1 : 0);
+        // An os-apply-config deployment waits for the end of the cycle; this command is that end, as for a pass.
+        const settled = rerun.record.state === 'applied' ? await settleAppliedDeployments(ctx, { ok: true }) : { failed: [] };
+        setExit(rerun.failed || rerun.interrupted || settled.failed.length > 0 ? 1 : 0);
         return;
       }
       const report = await runDeployments(ctx);

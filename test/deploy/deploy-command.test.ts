@@ -53,6 +53,8 @@ t.test('an os-apply-config deployment is signalled at the end of the pass (deplo
   t.equal(sink.received[0]?.body.deploy_status_code, 0);
   t.equal((await run(['deploy', '--root', root, '--heat-config', '/etc/heat-config.json'])).code, 0);
   t.equal(sink.countFor('oac'), 1, 'not again');
+  t.equal((await run(['deploy', '--root', root, '--heat-config', '/etc/heat-config.json', '--rerun', 'oac'])).code, 0);
+  t.equal(sink.countFor('oac'), 2, '--rerun signals it again, at the end of the command');
 });
 
 t.test('from the cache: os_config_files.json merged; the heat-config file written', async (t) => {
