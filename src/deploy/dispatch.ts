@@ -352,7 +352,8 @@ class Dispatcher {
       if (start === undefined) return;
       pidSaved = pidSaved.then(() => this.store.save({ ...running, hookPid: pid, hookPidStart: start })).catch((err: unknown) => dlog.warn({ reason: errorMessage(err) }, 'could not record the hook pid'));
     };
-    const env = rebooted ? { ...this.hookEnv(), [REBOOTED_ENV]: '1' } : this.hookEnv();
+    // Also for a run after the reboot that was interrupted and is resumed (the record keeps its reboot count).
+    const env = rebooted || (record.reboots ?? 0) > 0 ? { ...this.hookEnv(), [REBOOTED_ENV]: '1' } : this.hookEnv();
     const builtin = await this.builtinHookFor(lookup.found.path, lookup.name);
     const killGrace = this.ctx.killGraceMs !== undefined ? { killGraceMs: this.ctx.killGraceMs } : {};
     const result = builtin

@@ -137,3 +137,24 @@ t.test('crash between the awaiting-reboot record and the reboot command: the nex
   t.equal(s.sink.countFor('crash'), 1);
   t.equal(s.sink.received[0]?.body.deploy_stdout, 'after reboot');
 });
+
+t.test('the run after the reboot interrupted and resumed: the hook still sees OS_CONFIG_AGENT_REBOOTED, signalled once', async (t) => {
+  const s = await setup(t);
+  const d = deployment({ id: 'resume', config: { counter: s.counter, rebootExit: 194 }, signal: s.sink.inputs('CFN_SIGNAL', 'resume', 'resume') });
+  await runDeployments(s.h.ctx([d]));
+  s.boot('boot-2');
+  await t.rejects(
+    runDeployments(
+      s.h.ctx([d], {
+        onTransition: (r) => {
+          if (r.state === 'running') throw new Error('killed');
+        },
+      }),
+    ),
+  );
+  t.equal((await s.record('resume')).state, 'running');
+  await runDeployments(s.h.ctx([d]));
+  t.equal(s.sink.countFor('resume'), 1);
+  t.equal(s.sink.received[0]?.body.deploy_stdout, 'after reboot');
+  t.equal(s.reboots(), 1);
+});
