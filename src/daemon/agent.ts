@@ -206,7 +206,8 @@ export class Agent {
       let report: CycleReport;
       try {
         report = await this.cycle(signal, resume);
-        resume = false;
+        // A failed cycle commits nothing, so the next one must be forced again to finish the deployments.
+        if (report.exitCode === 0) resume = false;
       } catch (err) {
         // A cycle must never take the daemon down: log it, keep the last good state, try again after the sleep.
         log.error({ err, code: err instanceof AgentError ? err.code : undefined }, 'cycle failed unexpectedly; nothing committed');
