@@ -23,7 +23,9 @@ export type ErrorCode =
   | 'ERR_LOCKED'
   | 'ERR_HOOK'
   | 'ERR_SIGNAL'
-  | 'ERR_DEPLOYMENT_STATE';
+  | 'ERR_DEPLOYMENT_STATE'
+  | 'ERR_DEPLOYMENT_UNKNOWN'
+  | 'ERR_DEPLOYMENT_BUSY';
 
 /** Base class: anything the agent throws on purpose. */
 export class AgentError extends Error {

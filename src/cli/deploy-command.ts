@@ -2,7 +2,8 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
-import { runDeployments, settleAppliedDeployments } from '../deploy/dispatch.js';
+import { UnknownDeploymentError } from '../deploy/deploy-errors.js';
+import { forgetDeployment, rerunDeployment, runDeployments, settleAppliedDeployments } from '../deploy/dispatch.js';
 import { deploymentsFrom, readCachedMetadata, readHeatConfigFile, writeHeatConfigFile } from '../deploy/metadata-source.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
@@ -14,17 +15,25 @@ import { installSignalHandlers } from './process-signals.js';
 // deployments of the cached metadata, or of a heat-config file given with --heat-config. Runs pending hooks, signals,
 // records removals, then signals the os-apply-config deployments (their data is applied before this step). Exits 1 when a deployment failed, a local write failed or the pass was interrupted. Logs go to
 // stderr.
+// --rerun ID runs one deployment of the metadata again and signals again; --forget ID deletes what the agent keeps of
+// one (upstream's "remove the deployed file"), so the next pass runs it as new. Both wait up to a minute for a pass of
+// the daemon to end, refuse a deployment whose hook is running (exit 1), and exit 2 for an id the agent does not know.
 
 interface DeployFlags extends CommonFlags {
   heatConfig?: string;
+  rerun?: string;
+  forget?: string;
 }
 
 export function defineDeployCommand(cmd: Command, setExit: (code: number) => void): Command {
   addCommonFlags(cmd);
   const bindings = addConfigOptions(cmd);
   cmd.option('--heat-config <file>', 'read the deployments from this heat-config file (a JSON list) instead of the cached metadata');
+  cmd.option('--rerun <id>', 'run this deployment of the metadata again and signal again, whatever its state (not while it runs)');
+  cmd.option('--forget <id>', 'delete the record and deployed files of this deployment: the next pass runs it as new');
   cmd.action(async () => {
     const flags = cmd.opts<DeployFlags>();
+    if (flags.rerun !== undefined && flags.forget !== undefined) cmd.error('error: --rerun and --forget cannot be used together', { exitCode: 2 });
     if (flags.logLevel) parseLogLevel(flags.logLevel);
     const log = createLogger({ level: flags.debug ? 'debug' : 'info', destination: 'stderr' });
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
@@ -40,6 +49,11 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
     });
     const handlers = installSignalHandlers(log);
     try {
+      if (flags.forget !== undefined) {
+        const ctx = { config, paths, log: log.child({ component: 'deploy' }), http, signal: handlers.signal, deployments: undefined };
+        await forgetDeployment(ctx, flags.forget);
+        return;
+      }
       let deployments: unknown[] | undefined;
       if (flags.heatConfig !== undefined) {
         deployments = await readHeatConfigFile(paths.map(path.resolve(flags.heatConfig)), flags.heatConfig, config.agent.max_source_bytes);
@@ -48,11 +62,22 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
         if (deployments !== undefined) await writeHeatConfigFile(config, deployments);
       }
       const ctx = { config, paths, log: log.child({ component: 'deploy' }), http, signal: handlers.signal, deployments };
+      if (flags.rerun !== undefined) {
+        const rerun = await rerunDeployment(ctx, flags.rerun);
+        // An os-apply-config deployment waits for the end of the cycle; this command is that end, as for a pass.
+        const settled = rerun.record.state === 'applied' ? await settleAppliedDeployments(ctx, { ok: true }) : { failed: [] };
+        setExit(rerun.failed || rerun.interrupted || settled.failed.length > 0 ? 1 : 0);
+        return;
+      }
       const report = await runDeployments(ctx);
       // As 55-heat-config, this pass follows the apply (20-os-apply-config): os-apply-config deployments are
       // signalled at its end rather than waiting for a daemon cycle that may not come.
       const settled = report.interrupted ? { failed: [] } : await settleAppliedDeployments(ctx, { ok: true });
       setExit(report.failed.length > 0 || settled.failed.length > 0 || report.interrupted ? 1 : 0);
+    } catch (err) {
+      if (!(err instanceof UnknownDeploymentError)) throw err;
+      process.stderr.write(`os-config-agent: ${err.message} [${err.code}]\n`);
+      setExit(2);
     } finally {
       handlers.dispose();
     }

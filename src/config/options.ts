@@ -130,6 +130,7 @@ export const SCHEMA = {
     https_proxy: str(undefined, 'Proxy for https:// requests (tunnelled with CONNECT); replaces $https_proxy / $HTTPS_PROXY (empty: none).'),
     no_proxy: str(undefined, 'Hosts, domains, addresses and CIDRs (each optionally :port) reached without a proxy, comma-separated, `*` for all; replaces $no_proxy.'),
     max_source_bytes: int(16 * 1024 * 1024, 'Largest local metadata file accepted, in bytes.'),
+    console: path(undefined, 'File to write one line to per deployment state change, e.g. /dev/console, so the console log tells what happened (empty: off).'),
   },
   apply: {
     templates: path(undefined, 'Template root (default as os-apply-config: $OS_CONFIG_APPLIER_TEMPLATES or /usr/libexec/os-apply-config/templates).'),
@@ -152,6 +153,7 @@ export const SCHEMA = {
     signal_max_backoff: float(300, 'Longest wait between signal retries, in seconds.'),
     signal_max_attempts: int(50, 'Signal attempts before a deployment\'s signal is given up (a 4xx ends it at once).'),
     prune_after: float(30, 'Days after which records of removed deployments are deleted.'),
+    reboot_command: str('systemctl reboot', 'Command (run through /bin/sh -c) that reboots the machine when a hook exits with 194; the deployment runs again after the boot (empty: reboots off, exit 194 is a failure).'),
   },
 } as const;
 

@@ -45,6 +45,8 @@ export interface AgentDeps {
   readonly signalQueue?: (ctx: { loaded: () => LoadedConfig; http: () => HttpClient; log: Logger }, signal: AbortSignal) => Promise<void>;
   /** Non-zero exit in one-time mode when a source held bad data (not for the upstream-compatible command). */
   readonly strictExit?: boolean;
+  /** True when deployments wait for this boot (the reboot they asked for): the first cycle then runs on unchanged metadata. */
+  readonly resumeAfterBoot?: (loaded: LoadedConfig, log: Logger) => Promise<boolean>;
   readonly random?: () => number;
 }
 
@@ -175,9 +177,10 @@ export class Agent {
     const log = this.deps.log;
     const random = this.deps.random ?? Math.random;
     let config = this.loadedConfig.config;
+    let resume = await this.resumeAfterBoot();
     if (config.DEFAULT.one_time) {
       try {
-        return (await this.cycle(signal, config.DEFAULT.force)).exitCode;
+        return (await this.cycle(signal, config.DEFAULT.force || resume)).exitCode;
       } catch (err) {
         log.error({ err, code: err instanceof AgentError ? err.code : undefined }, 'cycle failed; nothing committed');
         return 1;
@@ -202,7 +205,9 @@ export class Agent {
       }
       let report: CycleReport;
       try {
-        report = await this.cycle(signal, false);
+        report = await this.cycle(signal, resume);
+        // A failed cycle commits nothing, so the next one must be forced again to finish the deployments.
+        if (report.exitCode === 0) resume = false;
       } catch (err) {
         // A cycle must never take the daemon down: log it, keep the last good state, try again after the sleep.
         log.error({ err, code: err instanceof AgentError ? err.code : undefined }, 'cycle failed unexpectedly; nothing committed');
@@ -226,6 +231,16 @@ export class Agent {
     await queue;
     log.info('stopped');
     return 0;
+  }
+
+  private async resumeAfterBoot(): Promise<boolean> {
+    if (this.deps.mode !== 'run' || !this.loadedConfig.config.agent.native_pipeline) return false;
+    try {
+      return (await this.deps.resumeAfterBoot?.(this.loadedConfig, this.deps.log)) ?? false;
+    } catch (err) {
+      this.deps.log.warn({ reason: errorMessage(err) }, 'could not check for deployments waiting for this boot');
+      return false;
+    }
   }
 
   /** The background loop, reading the current configuration and HTTP client at each pass (they change on reload). */

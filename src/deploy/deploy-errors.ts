@@ -19,6 +19,22 @@ export class DeployLockedError extends AgentError {
   }
 }
 
+/** `deploy --rerun/--forget` named a deployment the agent does not know (or one it cannot run again). */
+export class UnknownDeploymentError extends AgentError {
+  override name = 'UnknownDeploymentError';
+  constructor(message: string) {
+    super('ERR_DEPLOYMENT_UNKNOWN', message);
+  }
+}
+
+/** `deploy --rerun/--forget` named a deployment whose hook is running now. */
+export class DeploymentBusyError extends AgentError {
+  override name = 'DeploymentBusyError';
+  constructor(message: string) {
+    super('ERR_DEPLOYMENT_BUSY', message);
+  }
+}
+
 /** The deployments could not be read: no cached metadata, or a heat-config file that is missing or not JSON. */
 export class DeploymentsInputError extends AgentError {
   override name = 'DeploymentsInputError';

@@ -1,3 +1,4 @@
+import { promises as fs } from 'node:fs';
 import type { AgentConfig } from '../config/options.js';
 import { errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
@@ -6,6 +7,7 @@ import { VERSION } from '../version.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import type { JsonObject } from '../util/json-merge.js';
+import { DeployLockedError, DeploymentBusyError, UnknownDeploymentError } from './deploy-errors.js';
 import { withDeployLock } from './deploy-lock.js';
 import { parseDeployment, UNGROUPED, type Deployment } from './deployment.js';
 import { findHook, hookDirs } from './find-hook.js';
@@ -17,10 +19,12 @@ import { killOrphanHook, processStartTicks } from './orphan-hook.js';
 import { hookNameForGroup, selectComponent } from './hook-name.js';
 import { attemptSignal, flushDue, queuedSignal, type FlushReport, type OutboxDeps } from './outbox.js';
 import { pruneState } from './prune.js';
+import { BOOT_ID_FILE, MAX_REBOOTS, readBootId, REBOOT_EXIT_CODE, REBOOTED_ENV, runRebootCommand } from './reboot.js';
 import { runHook, type HookRunner } from './run-hook.js';
 import { bodyFromHookResult, failureBody, judgeSignal, signalLimitFor, STATUS_NO_HOOK, STATUS_NOT_EXECUTABLE, trimSignalBody } from './signal-body.js';
 import { signalTargetFor } from './signal-target.js';
-import { deployLockFile, storeFor, type DeploymentRecord, type SignalRecord, type StateStore, type TransitionListener } from './state-store.js';
+import { isSafeFileName } from '../util/safe-name.js';
+import { deployLockFile, RERUN_HISTORY_MAX, storeFor, type DeploymentRecord, type RerunEntry, type SignalRecord, type StateStore, type TransitionListener } from './state-store.js';
 
 // One pass over Heat's deployments, in Heat's order (heat-config's 55-heat-config, made durable):
 //   1. every deployment not seen before gets a record (pending); one that deployed/<id>.json already marks as done
@@ -29,6 +33,8 @@ import { deployLockFile, storeFor, type DeploymentRecord, type SignalRecord, typ
 //   3. deployments gone from the metadata are recorded as removed (a signal not yet delivered for them is dropped:
 //      Heat has moved on, and a late signal could be taken for a newer action's);
 //   4. other due signals are attempted once; old removed records are pruned.
+// A deployment awaiting the reboot it asked for (reboot.ts) ends the pass while the machine is still in the boot that
+// asked: the deployments after it wait for the reboot, in Heat's order.
 // A failing, missing or hanging hook is a failure signal, not an error of this function; only local state failures
 // (and the lock) throw.
 
@@ -78,6 +84,8 @@ export interface DeployReport {
   readonly signals: FlushReport;
   /** Stopped early by a shutdown. */
   readonly interrupted: boolean;
+  /** A deployment asked for a reboot and the reboot command ran (or the machine is still going down): the pass stopped. */
+  readonly awaitingReboot?: boolean;
 }
 
 export function runDeployments(ctx: DeployContext): Promise<DeployReport> {
@@ -101,6 +109,60 @@ export function settleAppliedDeployments(ctx: DeployContext, outcome: CycleOutco
   return withDeployLock(deployLockFile(ctx.config), () => new Dispatcher(ctx).settleApplied(outcome));
 }
 
+/** Fields of one run's outcome, cleared when a deployment is run again. */
+const RUN_FIELDS = ['startedAt', 'endedAt', 'exitCode', 'statusCode', 'failed', 'lastError', 'removedAt', 'stateBeforeRemoval', 'adopted', 'reboots', 'bootId', 'rebootRequestedAt', 'rebootCommandRanAt', 'hookPid', 'hookPidStart'] as const;
+
+/** How long --rerun and --forget wait for another process's deployment pass (the lock) before refusing. */
+export const OPERATOR_LOCK_WAIT_MS = 60_000;
+const LOCK_POLL_MS = 250;
+
+export interface RerunReport {
+  readonly record: DeploymentRecord;
+  readonly failed: boolean;
+  readonly interrupted: boolean;
+  readonly awaitingReboot: boolean;
+}
+
+/** `deploy --rerun <id>`: see Dispatcher.rerun. Waits up to `lockWaitMs` for a pass of another process to end. */
+export async function rerunDeployment(ctx: DeployContext, id: string, lockWaitMs = OPERATOR_LOCK_WAIT_MS): Promise<RerunReport> {
+  return waitForLock(ctx, lockWaitMs, async () => {
+    const dispatcher = new Dispatcher(ctx);
+    const record = await dispatcher.rerun(id);
+    return { record, ...dispatcher.outcome() };
+  });
+}
+
+/** `deploy --forget <id>`: see Dispatcher.forget. Returns the record that was deleted, if there was one. */
+export function forgetDeployment(ctx: DeployContext, id: string, lockWaitMs = OPERATOR_LOCK_WAIT_MS): Promise<DeploymentRecord | undefined> {
+  return waitForLock(ctx, lockWaitMs, () => new Dispatcher(ctx).forget(id));
+}
+
+/** The deploy lock, retried while another process holds it, for at most `waitMs` (then its DeployLockedError). */
+async function waitForLock<T>(ctx: DeployContext, waitMs: number, fn: () => Promise<T>): Promise<T> {
+  const now = ctx.now ?? Date.now;
+  const deadline = now() + waitMs;
+  let logged = false;
+  for (;;) {
+    try {
+      return await withDeployLock(deployLockFile(ctx.config), fn);
+    } catch (err) {
+      if (!(err instanceof DeployLockedError) || now() >= deadline || ctx.signal.aborted) throw err;
+      if (!logged) ctx.log.info({ holder: err.holderPid, waitSeconds: Math.round(waitMs / 1000) }, 'waiting for the deployment pass of another process');
+      logged = true;
+      await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+    }
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await fs.lstat(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 class Dispatcher {
   private readonly now: () => number;
   private readonly store: StateStore;
@@ -111,6 +173,7 @@ class Dispatcher {
   private readonly skipped: string[] = [];
   private readonly attempted = new Set<string>();
   private interrupted = false;
+  private awaitingReboot = false;
 
   constructor(private readonly ctx: DeployContext) {
     this.now = ctx.now ?? Date.now;
@@ -142,7 +205,7 @@ class Dispatcher {
       }
       const record = await this.handle(dep, records.get(dep.id));
       records.set(dep.id, record);
-      if (this.interrupted) break;
+      if (this.interrupted || this.awaitingReboot) break;
     }
     const current = new Set(list.map((d) => d.id));
     const removed: string[] = [];
@@ -161,12 +224,17 @@ class Dispatcher {
         pruned = await pruneState({ store: this.store, records: [...records.values()], current, pruneAfterDays: this.ctx.config.deploy.prune_after, now: this.now(), log });
       }
     }
-    const report: DeployReport = { total: list.length, invalid, ran: this.ran, failed: this.failed, skipped: this.skipped, removed, pruned, signals, interrupted: this.interrupted };
+    const report: DeployReport = { total: list.length, invalid, ran: this.ran, failed: this.failed, skipped: this.skipped, removed, pruned, signals, interrupted: this.interrupted, ...(this.awaitingReboot ? { awaitingReboot: true } : {}) };
     log.info(
-      { deployments: report.total, ran: report.ran.length, failed: report.failed.length, removed: removed.length, pruned: pruned.length, signalsPending: signals.pending, interrupted: report.interrupted },
+      { deployments: report.total, ran: report.ran.length, failed: report.failed.length, removed: removed.length, pruned: pruned.length, signalsPending: signals.pending, interrupted: report.interrupted, awaitingReboot: this.awaitingReboot },
       'deployments processed',
     );
     return report;
+  }
+
+  /** How the deployments this dispatcher handled ended. */
+  outcome(): { failed: boolean; interrupted: boolean; awaitingReboot: boolean } {
+    return { failed: this.failed.length > 0, interrupted: this.interrupted, awaitingReboot: this.awaitingReboot };
   }
 
   private parse(): { list: Deployment[]; invalid: number } {
@@ -205,11 +273,32 @@ class Dispatcher {
       const back = record.stateBeforeRemoval ?? 'pending';
       record = await this.store.transition(record, back, { removedAt: undefined, stateBeforeRemoval: undefined }, { reason: 'listed again' });
     }
+    if (record.state === 'awaiting-reboot') return this.afterRebootRequest(dep, record);
     if (record.state !== 'pending' && record.state !== 'running') return record;
     return this.execute(dep, record);
   }
 
-  private async execute(dep: Deployment, record: DeploymentRecord): Promise<DeploymentRecord> {
+  /**
+   * A deployment that asked for a reboot. In a new boot it runs again, with OS_CONFIG_AGENT_REBOOTED=1, and that
+   * run is the one signalled. Still in the boot that asked: if the reboot command never ran (the agent stopped first),
+   * it runs now; otherwise the machine is going down, and the pass stops here.
+   */
+  private async afterRebootRequest(dep: Deployment, record: DeploymentRecord): Promise<DeploymentRecord> {
+    const dlog = this.ctx.log.child({ deploymentId: dep.id, deploymentName: dep.name });
+    const bootId = await readBootId(this.ctx.paths);
+    if (bootId === undefined || bootId !== record.bootId) {
+      dlog.info({ reboots: record.reboots ?? 0 }, 'machine rebooted as the deployment asked; running it again');
+      return this.execute(dep, record, true);
+    }
+    if (record.rebootCommandRanAt === undefined) {
+      const selected = selectComponent(dep);
+      return this.reboot(selected.ok ? selected.deployment : dep, record);
+    }
+    this.awaitingReboot = true;
+    return record;
+  }
+
+  private async execute(dep: Deployment, record: DeploymentRecord, rebooted = false): Promise<DeploymentRecord> {
     const { config, paths, log } = this.ctx;
     const dlog = log.child({ deploymentId: dep.id, deploymentName: dep.name });
     if (record.state === 'running') {
@@ -263,7 +352,8 @@ class Dispatcher {
       if (start === undefined) return;
       pidSaved = pidSaved.then(() => this.store.save({ ...running, hookPid: pid, hookPidStart: start })).catch((err: unknown) => dlog.warn({ reason: errorMessage(err) }, 'could not record the hook pid'));
     };
-    const env = this.hookEnv();
+    // Also for a run after the reboot that was interrupted and is resumed (the record keeps its reboot count).
+    const env = rebooted || (record.reboots ?? 0) > 0 ? { ...this.hookEnv(), [REBOOTED_ENV]: '1' } : this.hookEnv();
     const builtin = await this.builtinHookFor(lookup.found.path, lookup.name);
     const killGrace = this.ctx.killGraceMs !== undefined ? { killGraceMs: this.ctx.killGraceMs } : {};
     const result = builtin
@@ -285,7 +375,118 @@ class Dispatcher {
     if (result.timedOut) dlog.error({ code: 'ERR_HOOK', hook: shown, timeoutSeconds }, 'hook timed out; process group killed; failure signalled');
     else if (result.spawnError) dlog.error({ code: 'ERR_HOOK', hook: shown, reason: result.spawnError.code }, 'hook could not be started; failure signalled');
     const body = bodyFromHookResult(result, shown, timeoutSeconds);
+    if (!result.timedOut && !result.spawnError && Number(body.deploy_status_code) === REBOOT_EXIT_CODE) {
+      return this.requestReboot(d, record, body, result.exitCode);
+    }
     return this.finish(d, record, body, { exitCode: result.exitCode });
+  }
+
+  /**
+   * The hook (or the config script it ran) exited 194: a reboot, unless reboots are off, the deployment has asked too
+   * often or the boot id cannot be read; each of those is a failure signal carrying the hook's output. The record
+   * says awaiting-reboot, durably, before the reboot command runs.
+   */
+  private async requestReboot(d: Deployment, record: DeploymentRecord, body: JsonObject, exitCode: number | null): Promise<DeploymentRecord> {
+    const dlog = this.ctx.log.child({ deploymentId: d.id, deploymentName: d.name });
+    const reboots = record.reboots ?? 0;
+    const asked = `the hook asked for a reboot (status ${REBOOT_EXIT_CODE})`;
+    const bootId = await readBootId(this.ctx.paths);
+    let refusal: string | undefined;
+    if (this.ctx.config.deploy.reboot_command.trim() === '') refusal = `${asked} but reboots are off ([deploy] reboot_command is empty); set reboot_command, or reboot the machine from the hook's own script`;
+    else if (reboots >= MAX_REBOOTS) refusal = `${asked} again after ${reboots} reboots; it is not rebooted again (a hook that exits ${REBOOT_EXIT_CODE} every time would reboot the machine forever)`;
+    else if (bootId === undefined) refusal = `${asked} but ${BOOT_ID_FILE} cannot be read, so the end of the reboot could not be told; not rebooting`;
+    if (refusal !== undefined) {
+      const message = refusal;
+      dlog.error({ code: 'ERR_HOOK', reboots }, 'reboot refused; failure signalled');
+      const stdout = typeof body.deploy_stdout === 'string' ? body.deploy_stdout : '';
+      const stderr = typeof body.deploy_stderr === 'string' ? body.deploy_stderr : '';
+      return this.finish(d, record, { ...body, ...failureBody(message, REBOOT_EXIT_CODE, stdout, stderr) }, { exitCode }, message);
+    }
+    const awaiting = await this.store.transition(
+      record,
+      'awaiting-reboot',
+      { exitCode, endedAt: this.timestamp(), ...(bootId !== undefined ? { bootId } : {}), reboots: reboots + 1, rebootRequestedAt: this.timestamp(), rebootCommandRanAt: undefined, hookStarts: 0, hookPid: undefined, hookPidStart: undefined },
+      { reboots: reboots + 1 },
+    );
+    return this.reboot(d, awaiting);
+  }
+
+  /** Runs [deploy] reboot_command for an awaiting-reboot record; a command that fails is a failure signal. */
+  private async reboot(d: Deployment, record: DeploymentRecord): Promise<DeploymentRecord> {
+    const dlog = this.ctx.log.child({ deploymentId: d.id, deploymentName: d.name });
+    const command = this.ctx.config.deploy.reboot_command.trim();
+    const outcome = command === '' ? { ok: false as const, reason: 'reboots were turned off ([deploy] reboot_command is empty) before the reboot happened' } : await runRebootCommand(command, this.hookEnv(), dlog);
+    if (!outcome.ok) {
+      const message = `the hook asked for a reboot (status ${REBOOT_EXIT_CODE}), but ${outcome.reason}`;
+      dlog.error({ code: 'ERR_HOOK', reason: outcome.reason }, 'reboot failed; failure signalled');
+      return this.finish(d, record, failureBody(message, REBOOT_EXIT_CODE), { exitCode: record.exitCode ?? null }, message);
+    }
+    this.awaitingReboot = true;
+    return this.store.save({ ...record, rebootCommandRanAt: this.timestamp() });
+  }
+
+  /**
+   * `deploy --rerun`: a deployment of the current metadata, whatever state it had come to (except running), is put
+   * back to pending (its outcome kept in rerunHistory, an undelivered signal of the earlier run dropped) and run now;
+   * its new signal is attempted once, then left to the outbox.
+   */
+  async rerun(id: string): Promise<DeploymentRecord> {
+    await this.store.init();
+    const record = await this.known(id);
+    const dep = this.parse().list.find((d) => d.id === id);
+    if (!dep) {
+      throw new UnknownDeploymentError(
+        record
+          ? `deployment ${record.name} (${id}) is not in the current metadata (Heat no longer lists it), so it cannot be run again; trigger it again from Heat instead`
+          : `no deployment ${id} is known here (no record, not in the current metadata); \`os-config-agent status\` lists the known ones`,
+      );
+    }
+    const dlog = this.ctx.log.child({ deploymentId: id, deploymentName: dep.name });
+    if (!record) {
+      dlog.info('deployment not run here before; running it');
+      return this.execute(dep, await this.store.create({ id: dep.id, name: dep.name, group: dep.group, action: dep.action }));
+    }
+    const reruns = (record.reruns ?? 0) + 1;
+    const entry: RerunEntry = {
+      at: this.timestamp(),
+      fromState: record.state,
+      ...(record.exitCode !== undefined ? { exitCode: record.exitCode } : {}),
+      ...(record.statusCode !== undefined ? { statusCode: record.statusCode } : {}),
+      signal: record.signal.state,
+    };
+    if (record.signal.state === 'pending') dlog.warn({ attempts: record.signal.attempts }, 'undelivered signal of the earlier run dropped: the rerun signals anew');
+    const cleared: Partial<DeploymentRecord> = {
+      reruns,
+      rerunHistory: [...(record.rerunHistory ?? []), entry].slice(-RERUN_HISTORY_MAX),
+      hookStarts: 0,
+      signal: { state: 'none', transport: record.signal.transport, attempts: 0 },
+      ...Object.fromEntries(RUN_FIELDS.map((k) => [k, undefined])),
+    };
+    const pending = await this.store.transition(record, 'pending', cleared, { reason: 'deploy --rerun', reruns });
+    return this.execute(dep, pending);
+  }
+
+  /** `deploy --forget`: the record and the upstream files go; the next pass sees the deployment as new. */
+  async forget(id: string): Promise<DeploymentRecord | undefined> {
+    await this.store.init();
+    const record = await this.known(id);
+    if (!record && !(await this.store.hasDeployed(id)) && !(await exists(this.store.notifyPath(id)))) {
+      throw new UnknownDeploymentError(`no deployment ${id} is known here (no record, no deployed file); \`os-config-agent status\` lists the known ones`);
+    }
+    await this.store.forget(id);
+    this.ctx.log.info({ deploymentId: id, deploymentName: record?.name ?? null, fromState: record?.state ?? null }, 'deployment forgotten: the next pass runs it as new if the metadata lists it');
+    return record;
+  }
+
+  /** The record of `id` for --rerun/--forget: refused while its hook runs. */
+  private async known(id: string): Promise<DeploymentRecord | undefined> {
+    if (!isSafeFileName(id)) throw new UnknownDeploymentError(`${JSON.stringify(id)} is not a deployment id`);
+    const record = await this.store.read(id);
+    if (record?.state === 'running') {
+      const pid = record.hookPid !== undefined ? ` (process ${record.hookPid})` : '';
+      throw new DeploymentBusyError(`deployment ${record.name} (${id}) is running now${pid}; wait until \`os-config-agent status\` shows it finished, then try again`);
+    }
+    return record;
   }
 
   /** Store the result and queue the signal (on disk), then attempt it once. */

@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger.js';
 import { readFileIfExists, writeFileAtomic } from '../util/atomic-write.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { pythonJsonDumps } from '../util/python-json.js';
+import { writeConsoleLine } from './console-line.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { stateError } from './deploy-errors.js';
 import type { SignalTarget, Transport } from './signal-target.js';
@@ -20,13 +21,16 @@ import type { SignalTarget, Transport } from './signal-target.js';
 // to run (a component without a config for the action, an os-apply-config deployment that asks for no signal).
 // applied: an os-apply-config deployment (no hook: its data is rendered by the apply step) whose signal waits for the
 // end of the cycle that applied it (pending -> applied -> done, with a failure signal when that cycle fails). removed:
-// gone from the metadata; pruned after [deploy] prune_after days.
+// gone from the metadata; pruned after [deploy] prune_after days. awaiting-reboot: the hook exited 194 and asked for a
+// reboot (reboot.ts); bootId says in which boot, and after a boot the deployment runs again (running -> done).
+// `deploy --rerun` puts a finished deployment back to pending (reruns counts it, rerunHistory keeps what it was);
+// `deploy --forget` deletes the record and the upstream files, so the next pass sees the deployment as new.
 //
 // Next to it, the upstream files in [deploy] deployed_dir: <id>.json (the deployment, written before the hook runs,
 // as heat-config does) and <id>.notify.json (the signal, written after the hook), both 0600, indent 2. Upstream tools
 // that test for <id>.json see the same deployments as deployed.
 
-export const DEPLOYMENT_STATES = ['pending', 'running', 'applied', 'done', 'signalled', 'skipped', 'removed'] as const;
+export const DEPLOYMENT_STATES = ['pending', 'running', 'awaiting-reboot', 'applied', 'done', 'signalled', 'skipped', 'removed'] as const;
 export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
 export type SignalState = 'none' | 'pending' | 'sent' | 'failed' | 'cancelled';
 
@@ -43,6 +47,18 @@ export interface SignalRecord {
   readonly lastStatus?: number;
   readonly lastError?: string;
 }
+
+/** What a deployment had come to when it was put back to pending by `deploy --rerun`. */
+export interface RerunEntry {
+  readonly at: string;
+  readonly fromState: DeploymentState;
+  readonly exitCode?: number | null;
+  readonly statusCode?: string;
+  readonly signal: SignalState;
+}
+
+/** Entries of rerunHistory kept (the oldest go first); `reruns` keeps the full count. */
+export const RERUN_HISTORY_MAX = 10;
 
 export interface DeploymentRecord {
   readonly version: 1;
@@ -72,6 +88,15 @@ export interface DeploymentRecord {
   readonly removedAt?: string;
   /** Found already deployed by an earlier agent (deployed/<id>.json existed): never run here. */
   readonly adopted?: boolean;
+  /** Times `deploy --rerun` put it back to pending, and the newest of those runs' outcomes. */
+  readonly reruns?: number;
+  readonly rerunHistory?: readonly RerunEntry[];
+  /** Reboots this deployment asked for (exit 194) and the agent started. */
+  readonly reboots?: number;
+  /** While awaiting-reboot: the boot id when the reboot was asked, and when the reboot command returned. */
+  readonly bootId?: string;
+  readonly rebootRequestedAt?: string;
+  readonly rebootCommandRanAt?: string;
   readonly signal: SignalRecord;
 }
 
@@ -254,7 +279,17 @@ export class StateStore {
 
 /** The store of the configured state directory and deployed_dir. */
 export function storeFor(config: AgentConfig, log: Logger, now: () => number = Date.now, onTransition?: TransitionListener): StateStore {
-  return new StateStore(config.agent.state_dir, config.deploy.deployed_dir, log, now, onTransition);
+  return new StateStore(config.agent.state_dir, config.deploy.deployed_dir, log, now, withConsoleLine(config, log, onTransition));
+}
+
+/** [agent] console set: every transition is also a console line (console-line.ts), written before `listener` runs. */
+function withConsoleLine(config: AgentConfig, log: Logger, listener: TransitionListener | undefined): TransitionListener | undefined {
+  const file = config.agent.console;
+  if (file === undefined || file === '') return listener;
+  return async (record, from) => {
+    await writeConsoleLine(file, record, from, log);
+    await listener?.(record, from);
+  };
 }
 
 /** The lock file serialising deployment runs (see deploy-lock.ts). */

@@ -23,6 +23,8 @@ export interface DeploymentStatus {
   readonly statusCode?: string;
   readonly failed?: boolean;
   readonly adopted?: boolean;
+  readonly reruns?: number;
+  readonly reboots?: number;
   readonly signal: {
     readonly state: SignalState;
     readonly transport: Transport;
@@ -53,6 +55,8 @@ export function toStatus(r: DeploymentRecord): DeploymentStatus {
     ...(r.statusCode !== undefined ? { statusCode: r.statusCode } : {}),
     ...(r.failed !== undefined ? { failed: r.failed } : {}),
     ...(r.adopted ? { adopted: true } : {}),
+    ...(r.reruns ? { reruns: r.reruns } : {}),
+    ...(r.reboots ? { reboots: r.reboots } : {}),
     signal: {
       state: s.state,
       transport: s.transport,
@@ -104,7 +108,7 @@ function shortTime(iso: string | undefined): string {
 
 function signalText(d: DeploymentStatus): string {
   const s = d.signal;
-  if (d.state === 'pending' || d.state === 'running' || d.state === 'applied' || d.state === 'skipped') return '-';
+  if (d.state === 'pending' || d.state === 'running' || d.state === 'awaiting-reboot' || d.state === 'applied' || d.state === 'skipped') return '-';
   if (s.state === 'none') return s.transport === 'NO_SIGNAL' ? 'none' : '-';
   const base = `${s.state} ${s.transport}`;
   if (s.state === 'pending') return `${base} (${s.attempts} tries${s.nextAttemptAt ? `, next ${shortTime(s.nextAttemptAt)}` : ''})`;

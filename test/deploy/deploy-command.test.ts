@@ -53,6 +53,8 @@ t.test('an os-apply-config deployment is signalled at the end of the pass (deplo
   t.equal(sink.received[0]?.body.deploy_status_code, 0);
   t.equal((await run(['deploy', '--root', root, '--heat-config', '/etc/heat-config.json'])).code, 0);
   t.equal(sink.countFor('oac'), 1, 'not again');
+  t.equal((await run(['deploy', '--root', root, '--heat-config', '/etc/heat-config.json', '--rerun', 'oac'])).code, 0);
+  t.equal(sink.countFor('oac'), 2, '--rerun signals it again, at the end of the command');
 });
 
 t.test('from the cache: os_config_files.json merged; the heat-config file written', async (t) => {
@@ -82,4 +84,36 @@ t.test('input problems: no cache, a heat-config file that is not a list', async 
   t.match(bad.stderr, 'does not hold a JSON list of deployments [ERR_METADATA]');
   const empty = await run(['deploy', '--root', root, '--heat-config', '/empty.json']);
   t.equal(empty.code, 0, 'an empty heat-config file means nothing to do');
+});
+
+t.test('--rerun and --forget: exit 0, 2 for an unknown id, 2 for both at once', async (t) => {
+  const root = t.testdir();
+  installHooks(root);
+  const sink = await startSignalSink();
+  t.teardown(() => sink.close());
+  const counter = path.join(root, 'runs.txt');
+  const file = path.join(root, 'etc/heat-config.json');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify([deployment({ id: 'r1', config: { counter }, signal: sink.inputs('CFN_SIGNAL', 'r1', 'r1') })]));
+  const hc = ['--root', root, '--heat-config', '/etc/heat-config.json'];
+  t.equal((await run(['deploy', ...hc])).code, 0);
+  const rerun = await run(['deploy', ...hc, '--rerun', 'r1']);
+  t.equal(rerun.code, 0, 'rerun exit 0');
+  t.same(counterLines(readFileSync(counter, 'utf8')), ['r1 CREATE', 'r1 CREATE']);
+  t.equal(sink.countFor('r1'), 2, 'signalled again');
+  t.ok(logLines(rerun.stderr).some((l) => l.to === 'pending' && l.reason === 'deploy --rerun' && l.reruns === 1));
+
+  const unknown = await run(['deploy', ...hc, '--rerun', 'nope']);
+  t.equal(unknown.code, 2, 'unknown id: exit 2');
+  t.match(unknown.stderr, 'os-config-agent: no deployment nope is known here');
+  t.match(unknown.stderr, '[ERR_DEPLOYMENT_UNKNOWN]');
+  t.equal((await run(['deploy', '--root', root, '--forget', 'nope'])).code, 2);
+  t.equal((await run(['deploy', ...hc, '--rerun', 'r1', '--forget', 'r1'])).code, 2, 'both at once: usage error');
+
+  const forget = await run(['deploy', '--root', root, '--forget', 'r1']);
+  t.equal(forget.code, 0, 'forget exit 0');
+  t.ok(logLines(forget.stderr).some((l) => l.msg === 'deployment forgotten: the next pass runs it as new if the metadata lists it'));
+  t.equal((await run(['deploy', ...hc])).code, 0);
+  t.equal(counterLines(readFileSync(counter, 'utf8')).length, 3, 'run as new after the forget');
+  t.equal(sink.countFor('r1'), 3);
 });
