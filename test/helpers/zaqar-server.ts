@@ -3,8 +3,9 @@ import { sendFault, startTestServer, type Fault, type TestServer } from './http-
 import type { KeystoneServer } from './keystone-server.js';
 
 // Zaqar's v2 HTTP API, the part the agent uses: DELETE /v2/queues/<queue>/messages?pop=N pops (returns and deletes)
-// up to N messages as {"messages": [...]}, 200 with an empty list when there are none; GET .../stats counts them. As Zaqar, it requires a
-// Client-ID header (a UUID), X-Project-ID, and a valid Keystone token (401 otherwise).
+// up to N messages as {"messages": [...]}, 200 with an empty list when there are none; GET /v2/queues/<queue>/stats
+// counts them. As Zaqar, it requires a Client-ID header (a UUID), X-Project-ID, and a valid Keystone token (401
+// otherwise).
 
 export interface ZaqarServer extends TestServer {
   /** The messaging endpoint as the catalog lists it. */
