@@ -47,11 +47,15 @@ export function sourceChecks(ctx: SourceCheckContext): Array<Promise<CheckResult
   return out;
 }
 
-/** The config with every request timeout no longer than the doctor's own. */
+/**
+ * The config with every request timeout no longer than the doctor's own, and no Keystone token cache: the heat check
+ * must log in with the password (a cached token proves nothing about it), and doctor writes no token to disk.
+ */
 function boundedConfig(config: AgentConfig, seconds: number): AgentConfig {
   const cap = (t: number) => Math.min(t > 0 ? t : seconds, seconds);
   return {
     ...config,
+    keystone: { ...config.keystone, cache_dir: undefined },
     ec2: { ...config.ec2, timeout: cap(config.ec2.timeout) },
     cfn: { ...config.cfn, timeout: cap(config.cfn.timeout) },
     heat: { ...config.heat, timeout: cap(config.heat.timeout) },
@@ -138,7 +142,8 @@ function keystoneChecks(ctx: SourceCheckContext, name: 'heat' | 'zaqar'): Array<
     try {
       token = await session.token(signal);
     } catch (err) {
-      const message = errorMessage(err);
+      // Keystone's message ends with its own advice; the fix line gives it once, naming the section.
+      const message = errorMessage(err).replace(/; check [^;]*$/, '');
       return fail(`credentials.${name}`, message, /refused the credentials/.test(message) ? `check [${name}] user_id, password and project_id` : `${UNREACHABLE_FIX}; check [${name}] auth_url`);
     }
     return ok(`credentials.${name}`, `Keystone at ${redactUrl(cfg.auth_url!)} issued a token for user ${cfg.user_id} in project ${cfg.project_id}`);

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -80,7 +80,8 @@ async function services(t: TapTest) {
 
 t.test('every source up and every credential good: all checks ok, exit 0, nothing consumed', async (t) => {
   const s = await services(t);
-  const { report, byId } = await doctor(t, s.conf());
+  // With a token cache configured: doctor neither reads it (the password must be tried) nor writes to it.
+  const { report, byId, root } = await doctor(t, `${s.conf()}[keystone]\ncache_dir = /var/lib/os-collect-config/keystone\n`);
   for (const id of ['config', 'source.ec2', 'source.cfn', 'credentials.heat', 'source.heat', 'source.request', 'credentials.zaqar', 'source.zaqar', 'clock']) {
     t.equal(byId(id).verdict, 'ok', `${id}: ${byId(id).cause}`);
   }
@@ -89,6 +90,8 @@ t.test('every source up and every credential good: all checks ok, exit 0, nothin
   t.match(byId('credentials.heat').cause, /issued a token/);
   t.equal(s.zaqar.queues.get('q1')?.length, 1, 'the Zaqar message is still queued (stats asked, nothing popped)');
   t.same(s.cfn.verdicts, [true], 'one signed request, accepted');
+  t.notOk(existsSync(path.join(root, 'var/lib/os-collect-config/keystone')), 'no token written to [keystone] cache_dir');
+  t.equal(s.ks.tokensIssued(), 3, 'real logins: credentials.heat, the heat collector, credentials.zaqar');
   t.notMatch(JSON.stringify(report), new RegExp(`${s.ks.password}|${s.cfn.secret}`), 'no secret in the report');
 });
 
@@ -97,7 +100,7 @@ t.test('broken credentials: a refused Keystone password and a bad CFN secret fai
   const { report, byId } = await doctor(t, s.conf({ heatPassword: 'wrong-pass-123', cfnSecret: 'wrong-cfn-secret-456' }));
   t.equal(report.result, 'fail');
   t.equal(byId('credentials.heat').verdict, 'fail');
-  t.match(byId('credentials.heat').cause, /refused the credentials \(401\)/);
+  t.match(byId('credentials.heat').cause, /refused the credentials \(401\)$/, 'the advice is given once, in the fix');
   t.match(byId('credentials.heat').fix, /\[heat\] user_id, password and project_id/);
   t.equal(byId('source.heat').verdict, 'skipped', 'Heat is not asked without a token');
   t.equal(byId('source.cfn').verdict, 'fail');
