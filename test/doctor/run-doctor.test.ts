@@ -231,3 +231,20 @@ t.test('configuration problems and disk figures are reported', async (t) => {
   t.equal(byId('source.ec2').verdict, 'skipped', 'a source not in collectors is skipped');
   t.equal(byId('hooks').verdict, 'skipped');
 });
+
+t.test('ec2: the first metadata URL that answers settles it, a hanging one is not waited for; none answering fails', { timeout: 30_000 }, async (t) => {
+  const ec2 = await startEc2Server();
+  t.teardown(() => ec2.close());
+  const hanging = await startTestServer(() => {
+    // Never answers.
+  });
+  t.teardown(() => hanging.close());
+  const conf = (urls: readonly string[]) => `[DEFAULT]\ncollectors = ec2\n[ec2]\ntimeout = 50\n${urls.map((u) => `metadata_urls = ${u}\n`).join('')}`;
+  // Request timeout and deadline far beyond the test's own bound: an answer here did not wait for the hanging URL.
+  const one = await doctor(t, conf([`${hanging.url}/latest/meta-data`, ec2.metadataUrl]), { timeoutMs: 60_000 });
+  t.equal(one.byId('source.ec2').verdict, 'ok');
+  t.match(one.byId('source.ec2').cause, new RegExp(`${ec2.url.replace(/[.]/g, '\\.')}.* answered 200`));
+  const none = await doctor(t, conf([`${await refusedUrl()}/latest/meta-data`]));
+  t.equal(none.byId('source.ec2').verdict, 'fail');
+  t.match(none.byId('source.ec2').fix, /\[ec2\] metadata_url empty/, 'on a cloud without a metadata service: how to turn it off');
+});
