@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
+import { startTinyproxy, tinyproxyMissing } from '../../helpers/tinyproxy.js';
 import { startCountingProxy } from './counting-proxy.js';
 import { HeatClient, outputsOf, type Stack } from './heat-client.js';
 import { startRealHeat, type RealHeat } from './harness.js';
@@ -248,7 +249,7 @@ t.test('POLL_SERVER_HEAT + HEAT_SIGNAL with the stack user\'s Keystone password'
   t.equal(await signalEvents(stack, 'deployment'), 1, 'signalled once');
 });
 
-t.test('doctor on a booted instance: exit 0; a broken password or a stopped Keystone exits 1 naming credentials.heat', { timeout: SCENARIO.timeout }, async (t) => {
+t.test('doctor on a booted instance: exit 0, also through tinyproxy; a broken password or a stopped Keystone exits 1 naming credentials.heat', { timeout: SCENARIO.timeout }, async (t) => {
   const stack = 'doctor';
   const booted = await boot(t, stack, 'heat-signal.yaml', { who: 'doctor' });
   const done = (await settle(stack, 'CREATE', 60_000, [booted.agent])) as Stack;
@@ -279,6 +280,16 @@ t.test('doctor on a booted instance: exit 0; a broken password or a stopped Keys
   const noKeystone = await doctor('--heat-auth-url', stopped);
   t.equal(noKeystone.code, 1, noKeystone.stdout);
   t.match(noKeystone.stdout, /^FAIL {2}credentials\.heat .* -- check that the endpoint is up/m);
+
+  // Through the proxy in force ([agent] http_proxy): Debian's tinyproxy carries the login and the metadata request.
+  if (!tinyproxyMissing()) {
+    const proxy = await startTinyproxy(scenarioDir(`${stack}-proxy`));
+    t.teardown(() => proxy.stop());
+    const proxied = await doctor('--agent-http-proxy', proxy.url);
+    t.equal(proxied.code, 0, proxied.stdout);
+    t.ok(proxy.requests().some((r) => /^POST http:\/\/127\.0\.0\.1:\d+\/.*auth\/tokens /.test(r)), `Keystone reached through tinyproxy: ${proxy.requests().join('; ')}`);
+    t.ok(proxy.requests().some((r) => /^GET .*\/resources\/server\/metadata /.test(r)), 'Heat reached through tinyproxy');
+  }
 });
 
 t.test('heat collector with an unversioned auth_url and [keystone] cache_dir: version discovered, and a restarted agent reuses the cached token (no second login)', { timeout: SCENARIO.timeout }, async (t) => {
