@@ -34,6 +34,11 @@ const LAZY_SUBCOMMANDS: readonly LazySubcommand[] = [
     description: 'signal a wait condition as heat-cfntools\' cfn-signal does, through the agent\'s durable signal queue',
     load: async () => (await import('./cfn-signal-command.js')).defineCfnSignalCommand,
   },
+  {
+    name: 'doctor',
+    description: 'check the configuration, endpoints, credentials, clock, hooks and disk; exit 1 when a check fails',
+    load: async () => (await import('./doctor-command.js')).defineDoctorCommand,
+  },
   { name: 'status', description: 'every known deployment: state, times, exit code, signal state, last error', load: async () => (await import('./status-command.js')).defineStatusCommand },
 ];
 

@@ -3,8 +3,9 @@ import { sendFault, startTestServer, type Fault, type TestServer } from './http-
 import type { KeystoneServer } from './keystone-server.js';
 
 // Zaqar's v2 HTTP API, the part the agent uses: DELETE /v2/queues/<queue>/messages?pop=N pops (returns and deletes)
-// up to N messages as {"messages": [...]}, 200 with an empty list when there are none. As Zaqar, it requires a
-// Client-ID header (a UUID), X-Project-ID, and a valid Keystone token (401 otherwise).
+// up to N messages as {"messages": [...]}, 200 with an empty list when there are none; GET /v2/queues/<queue>/stats
+// counts them. As Zaqar, it requires a Client-ID header (a UUID), X-Project-ID, and a valid Keystone token (401
+// otherwise).
 
 export interface ZaqarServer extends TestServer {
   /** The messaging endpoint as the catalog lists it. */
@@ -26,6 +27,12 @@ export async function startZaqarServer(keystone: KeystoneServer, options: { capB
     if (!keystone.validate(req.headers['x-auth-token'])) return json(res, 401, { title: 'Unauthorized', description: 'This server could not verify that you are authorized.' });
     if (!UUID.test(String(req.headers['client-id'] ?? ''))) return json(res, 400, { title: 'Missing header', description: 'The Client-ID header is required.' });
     if (req.headers['x-project-id'] !== keystone.projectId) return json(res, 400, { title: 'Bad project', description: 'X-Project-ID does not match the token.' });
+    // Queue stats (read-only; what `doctor` asks): counts of the messages waiting.
+    const stats = /^\/v2\/queues\/([^/]+)\/stats$/.exec(u.pathname);
+    if (stats && req.method === 'GET') {
+      const waiting = (queues.get(decodeURIComponent(stats[1]!)) ?? []).length;
+      return json(res, 200, { messages: { free: waiting, claimed: 0, total: waiting } });
+    }
     const m = /^\/v2\/queues\/([^/]+)\/messages$/.exec(u.pathname);
     const pop = Number(u.searchParams.get('pop'));
     if (!m || req.method !== 'DELETE' || !Number.isInteger(pop) || pop < 1 || pop > 20) return json(res, 400, { title: 'Invalid API request' });

@@ -1,13 +1,15 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
+import { startTinyproxy, tinyproxyMissing } from '../../helpers/tinyproxy.js';
 import { startCountingProxy } from './counting-proxy.js';
 import { HeatClient, outputsOf, type Stack } from './heat-client.js';
 import { startRealHeat, type RealHeat } from './harness.js';
-import { AGENT_STOP_GRACE_MS, prepareInstance, startAgent, type AgentProcess, type Instance } from './instance.js';
+import { AGENT_STOP_GRACE_MS, BUNDLE, prepareInstance, startAgent, type AgentProcess, type Instance } from './instance.js';
 
 // The agent against real OpenStack Heat and Keystone (Debian's packages, all on 127.0.0.1): each scenario creates a
 // stack around an OS::Heat::DeployedServer, gives a fresh instance root only the heat_local data a cold boot has,
@@ -102,6 +104,15 @@ async function settle(stack: string, action: 'CREATE' | 'UPDATE' | 'DELETE', tim
   })();
   const [result] = await Promise.all([waiting, watch]);
   return result;
+}
+
+/** A loopback port nothing listens on (bound, then closed): a stopped service. */
+async function closedPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
 }
 
 async function signalEvents(stack: string, resource: string): Promise<number> {
@@ -236,6 +247,49 @@ t.test('POLL_SERVER_HEAT + HEAT_SIGNAL with the stack user\'s Keystone password'
   t.equal(out.deploy_status_code, 0);
   t.match(booted.instance.readConfig(), /collectors = heat/, 'the agent switched itself to the heat collector');
   t.equal(await signalEvents(stack, 'deployment'), 1, 'signalled once');
+});
+
+t.test('doctor on a booted instance: exit 0, also through tinyproxy; a broken password or a stopped Keystone exits 1 naming credentials.heat', { timeout: SCENARIO.timeout }, async (t) => {
+  const stack = 'doctor';
+  const booted = await boot(t, stack, 'heat-signal.yaml', { who: 'doctor' });
+  const done = (await settle(stack, 'CREATE', 60_000, [booted.agent])) as Stack;
+  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+  // The instance as the agent left it: self-configured for the heat collector, the script deployment cached.
+  const doctor = async (...extra: string[]) => {
+    try {
+      const { stdout } = await run(process.execPath, [BUNDLE, 'doctor', '--root', booted.instance.root, '--config-file', '/etc/os-collect-config.conf', ...extra], { timeout: 30_000 });
+      return { code: 0, stdout };
+    } catch (err) {
+      const e = err as { code?: number; stdout?: string; stderr?: string };
+      return { code: e.code ?? -1, stdout: `${e.stdout ?? ''}${e.stderr ?? ''}` };
+    }
+  };
+  const good = await doctor();
+  t.equal(good.code, 0, good.stdout);
+  t.match(good.stdout, /^ok {4}credentials\.heat /m, 'Keystone issued a token');
+  t.match(good.stdout, /^ok {4}source\.heat /m, 'Heat returned the metadata');
+  t.match(good.stdout, /^ok {4}hook\.script /m, 'the script hook is installed and bash found');
+  t.match(good.stdout, /^ok {4}clock /m, 'the clock agrees with Heat\'s Date');
+
+  const wrongPassword = await doctor('--heat-password', 'not-the-password');
+  t.equal(wrongPassword.code, 1, wrongPassword.stdout);
+  t.match(wrongPassword.stdout, /^FAIL {2}credentials\.heat .*refused the credentials.* -- check \[heat\] user_id, password and project_id/m);
+  t.notMatch(wrongPassword.stdout, /not-the-password/, 'the password is not shown');
+
+  const stopped = `http://127.0.0.1:${await closedPort()}/v3`;
+  const noKeystone = await doctor('--heat-auth-url', stopped);
+  t.equal(noKeystone.code, 1, noKeystone.stdout);
+  t.match(noKeystone.stdout, /^FAIL {2}credentials\.heat .* -- check that the endpoint is up/m);
+
+  // Through the proxy in force ([agent] http_proxy): Debian's tinyproxy carries the login and the metadata request.
+  if (!tinyproxyMissing()) {
+    const proxy = await startTinyproxy(scenarioDir(`${stack}-proxy`));
+    t.teardown(() => proxy.stop());
+    const proxied = await doctor('--agent-http-proxy', proxy.url);
+    t.equal(proxied.code, 0, proxied.stdout);
+    t.ok(proxy.requests().some((r) => /^POST http:\/\/127\.0\.0\.1:\d+\/.*auth\/tokens /.test(r)), `Keystone reached through tinyproxy: ${proxy.requests().join('; ')}`);
+    t.ok(proxy.requests().some((r) => /^GET .*\/resources\/server\/metadata /.test(r)), 'Heat reached through tinyproxy');
+  }
 });
 
 t.test('heat collector with an unversioned auth_url and [keystone] cache_dir: version discovered, and a restarted agent reuses the cached token (no second login)', { timeout: SCENARIO.timeout }, async (t) => {
