@@ -130,6 +130,7 @@ export const SCHEMA = {
     https_proxy: str(undefined, 'Proxy for https:// requests (tunnelled with CONNECT); replaces $https_proxy / $HTTPS_PROXY (empty: none).'),
     no_proxy: str(undefined, 'Hosts, domains, addresses and CIDRs (each optionally :port) reached without a proxy, comma-separated, `*` for all; replaces $no_proxy.'),
     max_source_bytes: int(16 * 1024 * 1024, 'Largest local metadata file accepted, in bytes.'),
+    watchdog_stall: int(900, 'Under a systemd watchdog (WatchdogSec=): seconds the poll loop may go without progress (a cycle step, a process starting or ending) before the watchdog is no longer fed and systemd restarts the agent; a process with a timeout extends it to that timeout.', { min: 1 }),
   },
   apply: {
     templates: path(undefined, 'Template root (default as os-apply-config: $OS_CONFIG_APPLIER_TEMPLATES or /usr/libexec/os-apply-config/templates).'),
@@ -152,6 +153,9 @@ export const SCHEMA = {
     signal_max_backoff: float(300, 'Longest wait between signal retries, in seconds.'),
     signal_max_attempts: int(50, 'Signal attempts before a deployment\'s signal is given up (a 4xx ends it at once).'),
     prune_after: float(30, 'Days after which records of removed deployments are deleted.'),
+    hook_memory_max: str('', 'Memory limit of each deployment\'s processes (systemd MemoryMax=: 512M, 2G, 50%); applied in a transient scope when systemd is PID 1 (empty: none).'),
+    hook_cpu_quota: str('', 'CPU limit of each deployment\'s processes (systemd CPUQuota=: 50% of one CPU, 200% of two); as hook_memory_max (empty: none).'),
+    hook_tasks_max: int(0, 'Most processes and threads of each deployment (systemd TasksMax=); as hook_memory_max (0: none).'),
   },
 } as const;
 
