@@ -6,6 +6,7 @@ import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import type { LoadedConfig } from '../config/load.js';
 import { selfConfigHook } from '../self-config/self-config-hook.js';
+import { createServiceNotifier } from '../daemon/service-notifier.js';
 
 // The one place where the agent's parts are put together for the command line.
 export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode, strictExit: boolean): Promise<Agent> {
@@ -21,6 +22,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     log,
     mode,
     strictExit,
+    // Only when systemd started the agent with Type=notify (NOTIFY_SOCKET set); nothing otherwise.
+    ...withService(createServiceNotifier(log)),
     // In `run`, Heat's os-collect-config metadata reconfigures the agent in the same cycle. `collect` keeps
     // upstream's division of labour: there the command (os-refresh-config -> os-apply-config) writes the file.
     afterCollect: mode === 'run' ? [selfConfigHook] : [],
@@ -31,4 +34,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     signalQueue: async (ctx, signal) => (await import('../daemon/signal-queue-service.js')).runSignalQueue(ctx, signal),
     backgroundPass: async (loaded, blog, http, signal) => (await import('../deploy/deploy-step.js')).flushOutbox(loaded, blog, http, { signal }),
   });
+}
+
+function withService(service: ReturnType<typeof createServiceNotifier>) {
+  return service ? { service } : {};
 }

@@ -10,6 +10,7 @@ import { createCommandPipeline } from './command-pipeline.js';
 import type { Pipeline } from './pipeline.js';
 import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
 import { RetryLoop, type RetryPassResult } from './retry-loop.js';
+import type { ServiceNotifier } from './service-notifier.js';
 import { Waker } from './waker.js';
 import { watchSources, type SourceWatcher } from './watch.js';
 
@@ -46,6 +47,8 @@ export interface AgentDeps {
   /** Non-zero exit in one-time mode when a source held bad data (not for the upstream-compatible command). */
   readonly strictExit?: boolean;
   readonly random?: () => number;
+  /** The service manager (systemd Type=notify): told when start-up is done, of the loop's progress, of shutdown. */
+  readonly service?: ServiceNotifier;
 }
 
 export interface CycleReport {
@@ -174,20 +177,46 @@ export class Agent {
   async run(signal: AbortSignal): Promise<number> {
     const log = this.deps.log;
     const random = this.deps.random ?? Math.random;
-    let config = this.loadedConfig.config;
-    if (config.DEFAULT.one_time) {
-      try {
-        return (await this.cycle(signal, config.DEFAULT.force)).exitCode;
-      } catch (err) {
-        log.error({ err, code: err instanceof AgentError ? err.code : undefined }, 'cycle failed; nothing committed');
-        return 1;
+    const config = this.loadedConfig.config;
+    const service = this.deps.service;
+    const stallMs = () => this.loadedConfig.config.agent.watchdog_stall * 1000;
+    const onStop = () => service?.stopping();
+    signal.addEventListener('abort', onStop, { once: true });
+    try {
+      if (config.DEFAULT.one_time) {
+        service?.progress(stallMs(), stallMs());
+        service?.ready();
+        try {
+          return (await this.cycle(signal, config.DEFAULT.force)).exitCode;
+        } catch (err) {
+          log.error({ err, code: err instanceof AgentError ? err.code : undefined }, 'cycle failed; nothing committed');
+          return 1;
+        }
       }
+      return await this.loop(signal, random);
+    } finally {
+      signal.removeEventListener('abort', onStop);
+      // An abort has said it already (the listener); a one-time cycle ends without one.
+      if (!signal.aborted) service?.stopping();
+      await service?.close();
     }
+  }
+
+  private async loop(signal: AbortSignal, random: () => number): Promise<number> {
+    const log = this.deps.log;
+    const service = this.deps.service;
+    const stallMs = () => this.loadedConfig.config.agent.watchdog_stall * 1000;
+    let config = this.loadedConfig.config;
     await this.startWatching();
     const background = this.startBackground(signal);
     const queue = this.startSignalQueue(signal);
+    // Ready once the configuration is loaded and the loop entered, not after the first cycle: that cycle may run
+    // deployments for as long as their timeouts allow, which no start-up timeout should have to cover.
+    service?.progress(stallMs(), stallMs());
+    service?.ready();
     if (config.DEFAULT.splay > 0) {
       const delay = splaySeconds(config.DEFAULT.splay, random());
+      service?.progress(delay * 1000 + stallMs(), stallMs());
       log.info({ seconds: delay }, 'splay: delaying the first poll');
       await this.waker.wait(delay * 1000, signal);
     }
@@ -200,6 +229,7 @@ export class Agent {
         sleep = undefined;
         await this.restartWatching();
       }
+      service?.progress(stallMs(), stallMs());
       let report: CycleReport;
       try {
         report = await this.cycle(signal, false);
@@ -218,6 +248,7 @@ export class Agent {
       const spread = config.agent.poll_jitter > 0 ? capPhaseOffset(previous, sleep, config.DEFAULT.polling_interval, random()) : 0;
       const seconds = withJitter(sleep, config.agent.poll_jitter, random()) + spread;
       log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
+      service?.progress(seconds * 1000 + stallMs(), stallMs());
       const reason = await this.waker.wait(seconds * 1000, signal);
       if (reason === 'woken') log.debug('woken early');
     }

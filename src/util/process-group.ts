@@ -96,6 +96,8 @@ export interface ProcessOptions {
    * systemd is the init system: the caller decides (src/util/systemd-scope.ts).
    */
   readonly scopeProperties?: readonly string[];
+  /** Not reported to observers: the watchdog's own feeds must not count as the loop's progress. */
+  readonly unobserved?: boolean;
   /** The oom_score_adj the process starts with when the agent's own is lower (tests raise it to see it applied). */
   readonly oomScoreAdj?: number;
 }
@@ -219,10 +221,12 @@ export function runProcess(options: ProcessOptions): Promise<ProcessResult> {
     const pid = proc.pid;
     raiseOomScoreAdj(pid, options.oomScoreAdj);
     options.onSpawn?.(pid);
-    for (const o of observers) o.started(pid, options.timeoutMs ?? 0);
-    proc.once('close', () => {
-      for (const o of observers) o.ended(pid);
-    });
+    if (!options.unobserved) {
+      for (const o of observers) o.started(pid, options.timeoutMs ?? 0);
+      proc.once('close', () => {
+        for (const o of observers) o.ended(pid);
+      });
+    }
     proc.stdout!.on('data', (c: Buffer) => out.push(c));
     proc.stderr!.on('data', (c: Buffer) => err.push(c));
     if (proc.stdin) {
