@@ -186,6 +186,16 @@ t.test('first boot: cloud-init hands over Heat\'s data, the agent runs both depl
   const initDone = await monotonic(c, 'cloud-init.service', 'ActiveEnterTimestampMonotonic');
   t.ok(initDone > 0 && finalDone > 0 && agentStart >= finalDone, `the agent started after cloud-init (${initDone}) and cloud-final (${finalDone}): ${agentStart}`);
   t.equal((await c.exec(['systemctl', 'show', '-p', 'NRestarts', '--value', 'os-config-agent.service'])).trim(), '0', 'the agent was never restarted');
+  // systemd: Type=notify (active means READY=1 arrived), the watchdog fed for the whole boot (else NRestarts above),
+  // the agent below the OOM killer's neutral value and its deployment's processes back at it (docs/systemd.md).
+  const shown = await c.exec(['systemctl', 'show', '-p', 'Type', '-p', 'ActiveState', '-p', 'SubState', '-p', 'WatchdogUSec', '-p', 'MainPID', 'os-config-agent.service']);
+  t.comment(`systemctl show os-config-agent.service:\n${shown}`);
+  const prop = (name: string) => new RegExp(`^${name}=(.*)$`, 'm').exec(shown)?.[1] ?? '';
+  t.equal(prop('Type'), 'notify');
+  t.equal(`${prop('ActiveState')}/${prop('SubState')}`, 'active/running', 'READY=1 was received');
+  t.equal(prop('WatchdogUSec'), '2min', 'the watchdog is armed');
+  t.equal((await c.exec(['cat', `/proc/${prop('MainPID')}/oom_score_adj`])).trim(), '-500', 'the agent runs with OOMScoreAdjust=-500');
+  t.equal(await c.exec(['cat', '/var/lib/boot-test/oom-first']), '0\n', 'a deployment\'s script runs at 0: the kernel kills it first');
   const conf = await c.exec(['cat', '/etc/os-collect-config.conf']);
   t.match(conf, /collectors = cfn/, 'the agent configured itself from cfn-init-data');
   t.equal((await c.exec(['stat', '-c', '%a', '/etc/os-collect-config.conf'])).trim(), '600', 'the rewritten configuration is 0600');
