@@ -8,6 +8,7 @@ import { HeatClient, outputsOf, type Stack } from '../integration/heat/heat-clie
 import { startRealHeat, type RealHeat } from '../integration/heat/harness.js';
 import { waitUntil } from '../integration/heat/processes.js';
 import { bootContainer, type Container } from './container.js';
+import { scopeCommand } from '../../src/util/systemd-scope.js';
 
 // A real image against real Heat: the tree test/image/build-image.sh built with cloud-init (NoCloud) and the agent's
 // elements boots with systemd as PID 1 under systemd-nspawn, sharing this machine's network so it reaches Heat on
@@ -234,6 +235,11 @@ t.test('first boot: cloud-init hands over Heat\'s data, the agent runs both depl
 
   firstBoot.runs = await c.exec(['cat', '/var/lib/boot-test/runs']);
   t.equal(firstBoot.runs, 'first CREATE\nsecond CREATE\ncfn-init\n', 'each script and the cfn-init command ran once');
+  // The command line the agent uses for [deploy] hook_* limits, run by the image's systemd: the tool is in a transient
+  // scope of its own, under the limit.
+  const scoped = scopeCommand('/bin/sh', ['-c', 'cat /proc/self/cgroup; cat "/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/pids.max"'], ['TasksMax=64']);
+  const inScope = await c.exec([scoped.file, ...scoped.args]).catch((e: { stderr?: string; message?: string }) => `failed: ${e.stderr ?? e.message ?? ''}`);
+  t.match(inScope, /^0::\/.*\.scope\n64\n$/, `systemd-run --scope runs a deployment's tool in a scope with its limits: ${inScope}`);
   const stopStart = Date.now();
   await c.stop();
   container = undefined;
