@@ -237,9 +237,10 @@ t.test('first boot: cloud-init hands over Heat\'s data, the agent runs both depl
   t.equal(firstBoot.runs, 'first CREATE\nsecond CREATE\ncfn-init\n', 'each script and the cfn-init command ran once');
   // The command line the agent uses for [deploy] hook_* limits, run by the image's systemd: the tool is in a transient
   // scope of its own, under the limit.
-  const scoped = scopeCommand('/bin/sh', ['-c', 'cat /proc/self/cgroup; cat "/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/pids.max"'], ['TasksMax=64']);
+  // systemd's own view of the tool's unit (the cgroup paths under nspawn are the host's).
+  const scoped = scopeCommand('/bin/sh', ['-c', 'unit=$(grep -o "run-[^/]*[.]scope" /proc/self/cgroup | head -n 1); echo "$unit"; systemctl show -p TasksMax "$unit"'], ['TasksMax=64']);
   const inScope = await c.exec([scoped.file, ...scoped.args]).catch((e: { stderr?: string; message?: string }) => `failed: ${e.stderr ?? e.message ?? ''}`);
-  t.match(inScope, /^0::\/.*\.scope\n64\n$/, `systemd-run --scope runs a deployment's tool in a scope with its limits: ${inScope}`);
+  t.match(inScope, /^run-\w+\.scope\nTasksMax=64\n$/, `systemd-run --scope runs a deployment's tool in a scope with its limits: ${inScope}`);
   const stopStart = Date.now();
   await c.stop();
   container = undefined;
