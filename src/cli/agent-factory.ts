@@ -7,6 +7,7 @@ import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import type { LoadedConfig } from '../config/load.js';
 import { selfConfigHook } from '../self-config/self-config-hook.js';
+import { createServiceNotifier } from '../daemon/service-notifier.js';
 
 /** The HTTP client settings of the daemon (size cap, retries, proxies), shared with `doctor` so it tests the same path. */
 export function agentHttpOptions(loaded: LoadedConfig, log: Logger): HttpClientOptions {
@@ -26,6 +27,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     log,
     mode,
     strictExit,
+    // Only when systemd started the agent with Type=notify (NOTIFY_SOCKET set); nothing otherwise.
+    ...withService(createServiceNotifier(log)),
     // In `run`, Heat's os-collect-config metadata reconfigures the agent in the same cycle. `collect` keeps
     // upstream's division of labour: there the command (os-refresh-config -> os-apply-config) writes the file.
     afterCollect: mode === 'run' ? [selfConfigHook] : [],
@@ -37,4 +40,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     resumeAfterBoot: async (loaded, rlog) => (await import('../deploy/reboot.js')).deploymentsAwaitBoot(loaded, rlog),
     backgroundPass: async (loaded, blog, http, signal) => (await import('../deploy/deploy-step.js')).flushOutbox(loaded, blog, http, { signal }),
   });
+}
+
+function withService(service: ReturnType<typeof createServiceNotifier>) {
+  return service ? { service } : {};
 }

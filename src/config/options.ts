@@ -131,6 +131,7 @@ export const SCHEMA = {
     no_proxy: str(undefined, 'Hosts, domains, addresses and CIDRs (each optionally :port) reached without a proxy, comma-separated, `*` for all; replaces $no_proxy.'),
     max_source_bytes: int(16 * 1024 * 1024, 'Largest local metadata file accepted, in bytes.'),
     console: path(undefined, 'File to write one line to per deployment state change, e.g. /dev/console, so the console log tells what happened (empty: off).'),
+    watchdog_stall: int(900, 'Under a systemd watchdog (WatchdogSec=): seconds the poll loop may go without progress (a cycle step, a process starting or ending) before the watchdog is no longer fed and systemd restarts the agent; a process with a timeout extends it to that timeout.', { min: 1 }),
   },
   apply: {
     templates: path(undefined, 'Template root (default as os-apply-config: $OS_CONFIG_APPLIER_TEMPLATES or /usr/libexec/os-apply-config/templates).'),
@@ -154,6 +155,9 @@ export const SCHEMA = {
     signal_max_attempts: int(50, 'Signal attempts before a deployment\'s signal is given up (a 4xx ends it at once).'),
     prune_after: float(30, 'Days after which records of removed deployments are deleted.'),
     reboot_command: str('systemctl reboot', 'Command (run through /bin/sh -c) that reboots the machine when a hook exits with 194; the deployment runs again after the boot (empty: reboots off, exit 194 is a failure).'),
+    hook_memory_max: str('', 'Memory limit of each deployment\'s processes (systemd MemoryMax=: 512M, 2G, 50%); applied in a transient scope when systemd is PID 1 (empty: none).'),
+    hook_cpu_quota: str('', 'CPU limit of each deployment\'s processes (systemd CPUQuota=: 50% of one CPU, 200% of two); as hook_memory_max (empty: none).'),
+    hook_tasks_max: int(0, 'Most processes and threads of each deployment (systemd TasksMax=); as hook_memory_max (0: none).'),
   },
 } as const;
 

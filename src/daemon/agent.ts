@@ -10,6 +10,7 @@ import { createCommandPipeline } from './command-pipeline.js';
 import type { Pipeline } from './pipeline.js';
 import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
 import { RetryLoop, type RetryPassResult } from './retry-loop.js';
+import type { ServiceNotifier } from './service-notifier.js';
 import { Waker } from './waker.js';
 import { watchSources, type SourceWatcher } from './watch.js';
 
@@ -48,6 +49,8 @@ export interface AgentDeps {
   /** True when deployments wait for this boot (the reboot they asked for): the first cycle then runs on unchanged metadata. */
   readonly resumeAfterBoot?: (loaded: LoadedConfig, log: Logger) => Promise<boolean>;
   readonly random?: () => number;
+  /** The service manager (systemd Type=notify): told when start-up is done, of the loop's progress, of shutdown. */
+  readonly service?: ServiceNotifier;
 }
 
 export interface CycleReport {
@@ -176,21 +179,50 @@ export class Agent {
   async run(signal: AbortSignal): Promise<number> {
     const log = this.deps.log;
     const random = this.deps.random ?? Math.random;
-    let config = this.loadedConfig.config;
-    let resume = await this.resumeAfterBoot();
-    if (config.DEFAULT.one_time) {
-      try {
-        return (await this.cycle(signal, config.DEFAULT.force || resume)).exitCode;
-      } catch (err) {
-        log.error({ err, code: err instanceof AgentError ? err.code : undefined }, 'cycle failed; nothing committed');
-        return 1;
+    const config = this.loadedConfig.config;
+    const service = this.deps.service;
+    const stallMs = () => this.loadedConfig.config.agent.watchdog_stall * 1000;
+    const onStop = () => service?.stopping();
+    signal.addEventListener('abort', onStop, { once: true });
+    try {
+      // Deployments waiting for this boot (the reboot they asked for): the first cycle runs on unchanged metadata.
+      const resume = await this.resumeAfterBoot();
+      if (config.DEFAULT.one_time) {
+        service?.progress(stallMs(), stallMs());
+        service?.ready();
+        try {
+          return (await this.cycle(signal, config.DEFAULT.force || resume)).exitCode;
+        } catch (err) {
+          log.error({ err, code: err instanceof AgentError ? err.code : undefined }, 'cycle failed; nothing committed');
+          return 1;
+        }
       }
+      return await this.loop(signal, random, resume);
+    } finally {
+      signal.removeEventListener('abort', onStop);
+      // An abort has said it already (the listener); a one-time cycle ends without one.
+      if (!signal.aborted) service?.stopping();
+      await service?.close();
     }
+  }
+
+  /** `resume`: force cycles until one succeeds (deployments wait for this boot). */
+  private async loop(signal: AbortSignal, random: () => number, resumeAfterBoot: boolean): Promise<number> {
+    let resume = resumeAfterBoot;
+    const log = this.deps.log;
+    const service = this.deps.service;
+    const stallMs = () => this.loadedConfig.config.agent.watchdog_stall * 1000;
+    let config = this.loadedConfig.config;
     await this.startWatching();
     const background = this.startBackground(signal);
     const queue = this.startSignalQueue(signal);
+    // Ready once the configuration is loaded and the loop entered, not after the first cycle: that cycle may run
+    // deployments for as long as their timeouts allow, which no start-up timeout should have to cover.
+    service?.progress(stallMs(), stallMs());
+    service?.ready();
     if (config.DEFAULT.splay > 0) {
       const delay = splaySeconds(config.DEFAULT.splay, random());
+      service?.progress(delay * 1000 + stallMs(), stallMs());
       log.info({ seconds: delay }, 'splay: delaying the first poll');
       await this.waker.wait(delay * 1000, signal);
     }
@@ -203,6 +235,7 @@ export class Agent {
         sleep = undefined;
         await this.restartWatching();
       }
+      service?.progress(stallMs(), stallMs());
       let report: CycleReport;
       try {
         report = await this.cycle(signal, resume);
@@ -223,6 +256,7 @@ export class Agent {
       const spread = config.agent.poll_jitter > 0 ? capPhaseOffset(previous, sleep, config.DEFAULT.polling_interval, random()) : 0;
       const seconds = withJitter(sleep, config.agent.poll_jitter, random()) + spread;
       log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
+      service?.progress(seconds * 1000 + stallMs(), stallMs());
       const reason = await this.waker.wait(seconds * 1000, signal);
       if (reason === 'woken') log.debug('woken early');
     }

@@ -21,6 +21,7 @@ import { attemptSignal, flushDue, queuedSignal, type FlushReport, type OutboxDep
 import { pruneState } from './prune.js';
 import { BOOT_ID_FILE, MAX_REBOOTS, readBootId, REBOOT_EXIT_CODE, REBOOTED_ENV, runRebootCommand } from './reboot.js';
 import { runHook, type HookRunner } from './run-hook.js';
+import { hookScopeProperties } from './hook-scope.js';
 import { bodyFromHookResult, failureBody, judgeSignal, signalLimitFor, STATUS_NO_HOOK, STATUS_NOT_EXECUTABLE, trimSignalBody } from './signal-body.js';
 import { signalTargetFor } from './signal-target.js';
 import { isSafeFileName } from '../util/safe-name.js';
@@ -356,9 +357,11 @@ class Dispatcher {
     const env = rebooted || (record.reboots ?? 0) > 0 ? { ...this.hookEnv(), [REBOOTED_ENV]: '1' } : this.hookEnv();
     const builtin = await this.builtinHookFor(lookup.found.path, lookup.name);
     const killGrace = this.ctx.killGraceMs !== undefined ? { killGraceMs: this.ctx.killGraceMs } : {};
+    const scope = hookScopeProperties(config, dlog);
+    const extra = { ...killGrace, ...(scope ? { scopeProperties: scope } : {}) };
     const result = builtin
-      ? await runInProcess({ hook: builtin, deployment: d, env, log: dlog, timeoutMs: timeoutSeconds * 1000, signal: this.ctx.signal, onSpawn, ...killGrace })
-      : await this.runner({ file: lookup.found.path, input: pythonJsonDumps(d.document), env, timeoutMs: timeoutSeconds * 1000, signal: this.ctx.signal, onSpawn, ...killGrace });
+      ? await runInProcess({ hook: builtin, deployment: d, env, log: dlog, timeoutMs: timeoutSeconds * 1000, signal: this.ctx.signal, onSpawn, ...extra })
+      : await this.runner({ file: lookup.found.path, input: pythonJsonDumps(d.document), env, timeoutMs: timeoutSeconds * 1000, signal: this.ctx.signal, onSpawn, ...extra });
     await pidSaved;
     dlog.info(
       { hook: shown, inProcess: builtin !== undefined, exitCode: result.exitCode, killedBy: result.signal, timedOut: result.timedOut, durationMs: result.durationMs, stdoutBytes: result.stdout.length, stderrBytes: result.stderr.length },

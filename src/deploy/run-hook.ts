@@ -22,6 +22,8 @@ export interface RunHookOptions {
   readonly signal?: AbortSignal;
   /** Called whenever a process of the deployment starts, with its pid (which is also its process-group id). */
   readonly onSpawn?: (pid: number) => void;
+  /** Unit properties of the transient systemd scope the process runs in ([deploy] hook_* limits). */
+  readonly scopeProperties?: readonly string[];
 }
 
 /** What a hook run produced: for an executable, its process's result; a built-in hook run in-process answers alike. */

@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { scopeCommand } from './systemd-scope.js';
 
 // The one place the agent's collectors and deployments start a process: a hook executable, the tool a built-in hook
 // drives (bash, puppet, ansible-playbook, chef-client, salt-call, git, hostname), a system tool a collector needs
@@ -10,10 +12,58 @@ import { spawn, type ChildProcess } from 'node:child_process';
 // the process for talking too much: past the cap only the tail is kept, which is what a signal keeps anyway. Once
 // the process exits, processes it left in the background get a short grace to close its output pipes and are then
 // no longer waited for (upstream waited for them forever).
+//
+// The agent's unit gives it a negative oom_score_adj so that the kernel kills a runaway deployment before the agent.
+// Children inherit that value, so each process started here is raised to CHILD_OOM_SCORE_ADJ at once: the parent
+// writes /proc/<pid>/oom_score_adj as soon as spawn returns (raising needs no privilege). Node offers no hook between
+// fork and exec, so a process the tool forks within the first instant (while the dynamic loader still runs) could keep
+// the agent's value; everything started later inherits the raised one (docs/systemd.md).
 
 export const OUTPUT_CAP_BYTES = 16 * 1024 * 1024;
 const DEFAULT_KILL_GRACE_MS = 5000;
 const DEFAULT_EXIT_GRACE_MS = 1000;
+/** The kernel's neutral value: a deployment's processes are judged like any other process. */
+export const CHILD_OOM_SCORE_ADJ = 0;
+
+/** Told about every process started here: the daemon's watchdog treats a start or an end as progress. */
+export interface ProcessObserver {
+  started(pid: number, timeoutMs: number): void;
+  ended(pid: number): void;
+}
+
+const observers = new Set<ProcessObserver>();
+
+/** Registers an observer of process starts and ends; returns the function that removes it. */
+export function observeProcesses(observer: ProcessObserver): () => void {
+  observers.add(observer);
+  return () => observers.delete(observer);
+}
+
+let ownOomScoreAdj: number | undefined;
+
+/** This process's oom_score_adj, read once (0 where /proc cannot tell). */
+function readOwnOomScoreAdj(): number {
+  if (ownOomScoreAdj === undefined) {
+    try {
+      ownOomScoreAdj = Number.parseInt(readFileSync('/proc/self/oom_score_adj', 'utf8'), 10) || 0;
+    } catch {
+      ownOomScoreAdj = 0;
+    }
+  }
+  return ownOomScoreAdj;
+}
+
+/** Raises a child's oom_score_adj to `target` when the agent's own is lower; a failure only leaves it as inherited. */
+export function raiseOomScoreAdj(pid: number, target: number = CHILD_OOM_SCORE_ADJ, own: number = readOwnOomScoreAdj()): boolean {
+  if (own >= target) return false;
+  try {
+    writeFileSync(`/proc/${pid}/oom_score_adj`, `${target}\n`);
+    return true;
+  } catch {
+    // The process may already be gone; it then needs no adjustment.
+    return false;
+  }
+}
 
 export interface ProcessOptions {
   readonly file: string;
@@ -40,6 +90,16 @@ export interface ProcessOptions {
    * tool, which the agent kills together with the hook), and termination signals the process alone.
    */
   readonly ownGroup?: boolean;
+  /**
+   * Run the process inside a transient systemd scope with these unit properties (MemoryMax=1G, CPUQuota=50%,
+   * TasksMax=512) through systemd-run, which then becomes the process itself (same pid, same group). Only when
+   * systemd is the init system: the caller decides (src/util/systemd-scope.ts).
+   */
+  readonly scopeProperties?: readonly string[];
+  /** Not reported to observers: the watchdog's own feeds must not count as the loop's progress. */
+  readonly unobserved?: boolean;
+  /** The oom_score_adj the process starts with when the agent's own is lower (tests raise it to see it applied). */
+  readonly oomScoreAdj?: number;
 }
 
 export interface ProcessResult {
@@ -136,7 +196,10 @@ export function runProcess(options: ProcessOptions): Promise<ProcessResult> {
     };
 
     try {
-      child = spawn(options.file, options.args ?? [], {
+      const command = options.scopeProperties && options.scopeProperties.length > 0
+        ? scopeCommand(options.file, options.args ?? [], options.scopeProperties)
+        : { file: options.file, args: options.args ?? [] };
+      child = spawn(command.file, command.args, {
         cwd: options.cwd,
         env: options.env ?? process.env,
         detached: ownGroup,
@@ -155,7 +218,15 @@ export function runProcess(options: ProcessOptions): Promise<ProcessResult> {
       if (proc.pid === undefined) finish(null, null, { code: e.code ?? 'ESPAWN', message: e.message });
     });
     if (proc.pid === undefined) return;
-    options.onSpawn?.(proc.pid);
+    const pid = proc.pid;
+    raiseOomScoreAdj(pid, options.oomScoreAdj);
+    options.onSpawn?.(pid);
+    if (!options.unobserved) {
+      for (const o of observers) o.started(pid, options.timeoutMs ?? 0);
+      proc.once('close', () => {
+        for (const o of observers) o.ended(pid);
+      });
+    }
     proc.stdout!.on('data', (c: Buffer) => out.push(c));
     proc.stderr!.on('data', (c: Buffer) => err.push(c));
     if (proc.stdin) {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { Agent, type AgentDeps } from '../../src/daemon/agent.js';
+import { Agent, type AfterCollectHook, type AgentDeps } from '../../src/daemon/agent.js';
 import type { HttpClient } from '../../src/http/types.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
@@ -185,3 +185,35 @@ async function waitFor(cond: () => boolean, ms: number): Promise<void> {
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+t.test('daemon loop and its service manager: ready once the loop is entered, a promise per step, stopping on abort', async (t) => {
+  const { root, cmd, deps } = setup(t);
+  root.writeConfig(`[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\nmin_polling_interval = 600\npolling_interval = 600\n[agent]\nwatch = false\npoll_jitter = 0\nwatchdog_stall = 7\n`);
+  root.writeLocal('a', { v: 1 });
+  const events: string[] = [];
+  let stuck: (() => void) | undefined;
+  let cycles = 0;
+  // The second cycle hangs in a step that never makes progress: no new promise may be made while it hangs.
+  const hang: AfterCollectHook = async (_o, ctx) => {
+    if (++cycles === 2) await new Promise<void>((resolve) => { stuck = resolve; ctx.signal.addEventListener('abort', () => resolve(), { once: true }); });
+    return { reload: false };
+  };
+  const service = {
+    ready: () => events.push('ready'),
+    progress: (within: number, stall: number) => events.push(`progress ${within} ${stall}`),
+    stopping: () => events.push('stopping'),
+    close: async () => { events.push('close'); },
+  };
+  const agent = await Agent.create(deps({ service, afterCollect: [hang] }));
+  const controller = new AbortController();
+  const running = agent.run(controller.signal);
+  await waitFor(() => readRuns(cmd.record).length === 1 && events.length >= 4, 10_000);
+  agent.requestReload(); // wakes the loop for the second cycle
+  await waitFor(() => stuck !== undefined, 10_000);
+  t.same(events, ['progress 7000 7000', 'ready', 'progress 7000 7000', 'progress 607000 7000', 'progress 7000 7000'],
+    'ready before the first cycle; each cycle promises progress within the stall budget, each sleep within its length plus it; the stuck cycle promises nothing more');
+  controller.abort();
+  t.equal(await running, 0);
+  t.same(events.slice(-2), ['stopping', 'close']);
+  t.equal(events.filter((e) => e === 'stopping').length, 1, 'STOPPING once');
+});

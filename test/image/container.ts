@@ -35,7 +35,9 @@ export interface Container {
 }
 
 export function bootContainer(opts: BootOptions): Container {
-  const args = ['-q', '--register=no', '--keep-unit', '--volatile=no', '-D', opts.tree];
+  // CAP_SYS_RESOURCE, which nspawn drops by default, as a VM's systemd has it: without it the unit's negative
+  // OOMScoreAdjust= cannot be applied (lowering an oom_score_adj needs it).
+  const args = ['-q', '--register=no', '--keep-unit', '--volatile=no', '--capability=CAP_SYS_RESOURCE', '-D', opts.tree];
   if (opts.hostname) args.push(`--hostname=${opts.hostname}`);
   for (const [from, to] of Object.entries(opts.bindRo ?? {})) args.push(`--bind-ro=${from}:${to}`);
   args.push('-b');

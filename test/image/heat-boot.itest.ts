@@ -8,6 +8,7 @@ import { HeatClient, outputsOf, type Stack } from '../integration/heat/heat-clie
 import { startRealHeat, type RealHeat } from '../integration/heat/harness.js';
 import { waitUntil } from '../integration/heat/processes.js';
 import { bootContainer, type Container } from './container.js';
+import { scopeCommand } from '../../src/util/systemd-scope.js';
 
 // A real image against real Heat: the tree test/image/build-image.sh built with cloud-init (NoCloud) and the agent's
 // elements boots with systemd as PID 1 under systemd-nspawn, sharing this machine's network so it reaches Heat on
@@ -186,6 +187,22 @@ t.test('first boot: cloud-init hands over Heat\'s data, the agent runs both depl
   const initDone = await monotonic(c, 'cloud-init.service', 'ActiveEnterTimestampMonotonic');
   t.ok(initDone > 0 && finalDone > 0 && agentStart >= finalDone, `the agent started after cloud-init (${initDone}) and cloud-final (${finalDone}): ${agentStart}`);
   t.equal((await c.exec(['systemctl', 'show', '-p', 'NRestarts', '--value', 'os-config-agent.service'])).trim(), '0', 'the agent was never restarted');
+  // systemd: Type=notify (active means READY=1 arrived), the watchdog fed for the whole boot (else NRestarts above),
+  // the agent below the OOM killer's neutral value and its deployment's processes back at it (docs/systemd.md).
+  const shown = await c.exec(['systemctl', 'show', '-p', 'Type', '-p', 'ActiveState', '-p', 'SubState', '-p', 'WatchdogUSec', '-p', 'MainPID', 'os-config-agent.service']);
+  t.comment(`systemctl show os-config-agent.service:\n${shown}`);
+  const prop = (name: string) => new RegExp(`^${name}=(.*)$`, 'm').exec(shown)?.[1] ?? '';
+  t.equal(prop('Type'), 'notify');
+  t.equal(`${prop('ActiveState')}/${prop('SubState')}`, 'active/running', 'READY=1 was received');
+  t.equal(prop('WatchdogUSec'), '2min', 'the watchdog is armed');
+  t.equal((await c.exec(['systemctl', 'show', '-p', 'OOMScoreAdjust', '--value', 'os-config-agent.service'])).trim(), '-500', 'OOMScoreAdjust=-500');
+  // Lowering an oom_score_adj needs CAP_SYS_RESOURCE, which some build machines (containers themselves) lack; nspawn
+  // is given it where the host has it (container.ts), and then the agent must run at -500.
+  const capBnd = /^CapBnd:\s+([0-9a-f]+)$/m.exec(await c.exec(['cat', '/proc/1/status']))?.[1] ?? '0';
+  const agentAdj = (await c.exec(['cat', `/proc/${prop('MainPID')}/oom_score_adj`])).trim();
+  if (((BigInt(`0x${capBnd}`) >> 24n) & 1n) === 1n) t.equal(agentAdj, '-500', 'the agent runs at -500');
+  else t.comment(`no CAP_SYS_RESOURCE on this machine: systemd could not lower the agent's oom_score_adj (${agentAdj})`);
+  t.equal(await c.exec(['cat', '/var/lib/boot-test/oom-first']), '0\n', 'a deployment\'s script runs at 0: the kernel kills it first');
   const conf = await c.exec(['cat', '/etc/os-collect-config.conf']);
   t.match(conf, /collectors = cfn/, 'the agent configured itself from cfn-init-data');
   t.equal((await c.exec(['stat', '-c', '%a', '/etc/os-collect-config.conf'])).trim(), '600', 'the rewritten configuration is 0600');
@@ -224,6 +241,12 @@ t.test('first boot: cloud-init hands over Heat\'s data, the agent runs both depl
 
   firstBoot.runs = await c.exec(['cat', '/var/lib/boot-test/runs']);
   t.equal(firstBoot.runs, 'first CREATE\nsecond CREATE\ncfn-init\n', 'each script and the cfn-init command ran once');
+  // The command line the agent uses for [deploy] hook_* limits, run by the image's systemd: the tool is in a transient
+  // scope of its own, under the limit.
+  // systemd's own view of the tool's unit (the cgroup paths under nspawn are the host's).
+  const scoped = scopeCommand('/bin/sh', ['-c', 'unit=$(grep -o "run-[^/]*[.]scope" /proc/self/cgroup | head -n 1); echo "$unit"; systemctl show -p TasksMax "$unit"'], ['TasksMax=64']);
+  const inScope = await c.exec([scoped.file, ...scoped.args]).catch((e: { stderr?: string; message?: string }) => `failed: ${e.stderr ?? e.message ?? ''}`);
+  t.match(inScope, /^run-\w+\.scope\nTasksMax=64\n$/, `systemd-run --scope runs a deployment's tool in a scope with its limits: ${inScope}`);
   const stopStart = Date.now();
   await c.stop();
   container = undefined;

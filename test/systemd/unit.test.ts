@@ -57,13 +57,17 @@ t.test('what the unit declares', async (t) => {
   t.same(values('Service', 'ExecReload'), [`/bin/sh -c 'kill -HUP "$MAINPID"'`], 'reload is the SIGHUP the agent handles');
   t.match(values('Service', 'Environment').join(' '), /^PATH=\/opt\/os-config-agent\/bin:/, "hooks find the agent's Node.js first");
   t.same(values('Install', 'WantedBy'), ['multi-user.target']);
+  t.same(values('Service', 'Type'), ['notify'], 'READY=1 from the agent (docs/systemd.md)');
+  t.same(values('Service', 'NotifyAccess'), ['all'], 'the messages come from its child systemd-notify');
+  t.same(values('Service', 'WatchdogSec'), ['120s'], 'the poll loop feeds a watchdog');
+  t.ok(Number(values('Service', 'OOMScoreAdjust')[0]) < 0, 'the kernel kills a deployment (raised to 0) before the agent');
   // Settings that would break deployments run as root are absent.
   for (const key of ['ProtectSystem', 'ProtectHome', 'PrivateTmp', 'NoNewPrivileges', 'ReadOnlyPaths', 'PrivateDevices', 'ProtectKernelTunables', 'ProtectKernelModules', 'MemoryDenyWriteExecute', 'User', 'DynamicUser', 'CapabilityBoundingSet']) {
     t.same(values('Service', key), [], `${key} not set`);
   }
   // Each hardening setting carries its reason on the line above.
   const raw = text.split('\n');
-  for (const key of ['LimitCORE', 'SystemCallFilter', 'KeyringMode', 'UMask', 'DefaultDependencies', 'KillMode', 'StartLimitIntervalSec']) {
+  for (const key of ['LimitCORE', 'SystemCallFilter', 'KeyringMode', 'UMask', 'DefaultDependencies', 'KillMode', 'StartLimitIntervalSec', 'Type', 'WatchdogSec', 'OOMScoreAdjust']) {
     const i = raw.findIndex((l) => l.startsWith(`${key}=`));
     t.ok(i > 0 && raw[i - 1]!.startsWith('#'), `${key} is commented`);
   }

@@ -24,6 +24,8 @@ export interface InProcessOptions {
   readonly signal?: AbortSignal;
   /** Called whenever a tool starts, with its pid (also its process-group id). */
   readonly onSpawn?: (pid: number) => void;
+  /** Unit properties of the transient systemd scope each tool runs in ([deploy] hook_* limits). */
+  readonly scopeProperties?: readonly string[];
 }
 
 const DEFAULT_KILL_GRACE_MS = 5000;
@@ -52,7 +54,7 @@ export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
     signal: stop.signal,
     spawn(run) {
       if (stop.signal.aborted) throw new HookFailure('the deployment was stopped before its tool started');
-      return runProcess({ ...run, ownGroup: true, signal: stop.signal, killGraceMs, ...(o.onSpawn ? { onSpawn: o.onSpawn } : {}) });
+      return runProcess({ ...run, ownGroup: true, signal: stop.signal, killGraceMs, ...(o.onSpawn ? { onSpawn: o.onSpawn } : {}), ...(o.scopeProperties ? { scopeProperties: o.scopeProperties } : {}) });
     },
   };
 
