@@ -34,7 +34,7 @@ const LAZY_SUBCOMMANDS: readonly LazySubcommand[] = [
     description: 'signal a wait condition as heat-cfntools\' cfn-signal does, through the agent\'s durable signal queue',
     load: async () => (await import('./cfn-signal-command.js')).defineCfnSignalCommand,
   },
-  { name: 'status', description: 'every known deployment: state, times, exit code, signal state, last error', load: async () => (await import('./status-command.js')).defineStatusCommand },
+  { name: 'status', description: 'the agent, its sources, every deployment and undelivered signals (or one deployment); --wait until done', load: async () => (await import('./status-command.js')).defineStatusCommand },
 ];
 
 export async function main(args: readonly string[], name: ProgramName): Promise<number> {
