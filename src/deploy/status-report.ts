@@ -61,7 +61,8 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
     running,
     ...(daemonPid !== undefined ? { pid: daemonPid } : factsAlive ? { pid: facts.pid } : {}),
     ...(facts ? { startedAt: facts.startedAt, mode: facts.mode } : {}),
-    ...(facts?.lastCycle ? { lastCycle: facts.lastCycle } : {}),
+    // A running daemon's last cycle is its own: facts left by an earlier process do not count for it.
+    ...(facts?.lastCycle && (factsAlive || !running) ? { lastCycle: facts.lastCycle } : {}),
     ...(facts?.nextPollAt && factsAlive ? { nextPollAt: facts.nextPollAt } : {}),
   };
   const signals: UndeliveredSignal[] = [];
@@ -126,6 +127,8 @@ const IN_PROGRESS = new Set(['pending', 'running', 'applied']);
 /** Whether everything is done, and how it ended: still waiting wins, then agent/signal errors, then failures. */
 export function verdictOf(report: StatusReport): Verdict {
   const waiting = [
+    // At boot the deployments are not known before the first cycle has collected them.
+    ...(report.agent.running && !report.agent.lastCycle ? ['the agent has not finished its first cycle yet'] : []),
     ...report.deployments.filter((d) => IN_PROGRESS.has(d.state)).map((d) => `deployment ${d.id} (${d.name}) is ${d.state}`),
     ...report.signals.filter((s) => s.state === 'pending').map((s) => `${s.kind} signal ${s.id} is not delivered yet (${s.attempts} attempts)`),
   ];

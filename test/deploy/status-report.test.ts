@@ -124,6 +124,12 @@ t.test('the agent: running by its pid file, its published facts, and an agent er
   t.equal(verdictOf(r).exitCode, 0, 'the failed cycle of a stopped agent is no error now');
   const withdraw = await announceDaemon(daemonPresenceFile(loaded.config));
   t.teardown(withdraw);
+  writeFileSync(file, JSON.stringify({ ...facts, pid: 1 }));
+  r = await report();
+  t.equal(r.agent.running, true);
+  t.notOk(r.agent.lastCycle, 'facts of another process are not the running daemon\'s');
+  t.same(verdictOf(r), { exitCode: 3, reasons: ['the agent has not finished its first cycle yet'] }, 'a daemon before its first cycle: waiting');
+  writeFileSync(file, JSON.stringify(facts));
   r = await report();
   t.same(r.agent, { running: true, pid: process.pid, startedAt: facts.startedAt, mode: 'run', lastCycle: facts.lastCycle, nextPollAt: facts.nextPollAt });
   t.same(r.sources, facts.sources);
