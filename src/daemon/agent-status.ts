@@ -69,7 +69,7 @@ export class AgentStatusPublisher {
     const tmp = `${this.file}.${process.pid}.tmp`;
     try {
       if (!this.dirReady) {
-        await fs.mkdir(path.dirname(this.file), { recursive: true, mode: 0o755 });
+        await fs.mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
         this.dirReady = true;
       }
       await fs.writeFile(tmp, text, { mode: 0o600 });
