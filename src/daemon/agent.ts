@@ -227,7 +227,7 @@ export class Agent {
       sleep = nextSleepSeconds(previous, config.DEFAULT.min_polling_interval, config.DEFAULT.polling_interval);
       const spread = config.agent.poll_jitter > 0 ? capPhaseOffset(previous, sleep, config.DEFAULT.polling_interval, random()) : 0;
       const seconds = withJitter(sleep, config.agent.poll_jitter, random()) + spread;
-      await this.status.cycleEnded(result, report.exitCode, Date.now() + seconds * 1000);
+      await this.status.cycleEnded(result, report.exitCode, Date.now() + seconds * 1000, config.DEFAULT.polling_interval);
       log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
       const reason = await this.waker.wait(seconds * 1000, signal);
       if (reason === 'woken') log.debug('woken early');

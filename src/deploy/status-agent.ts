@@ -4,9 +4,10 @@ import { readFileIfExists } from '../util/atomic-write.js';
 import { isJsonObject } from '../util/json-merge.js';
 
 // The daemon's live facts, for `status` (another process): /run/os-config-agent/agent-status.json under --root. The
-// runtime directory is tmpfs on real systems, so the daemon writes it without fsync (atomic rename still) once per
-// cycle; after a reboot it is gone, which is right: those facts were about a process that no longer runs. The format
-// is defined here, below the daemon that writes it and the command that reads it.
+// runtime directory is tmpfs on real systems, so the daemon writes it without fsync (atomic rename still), after a
+// cycle that changed something and every 30 s while idle; after a reboot it is gone, which is right: those facts were
+// about a process that no longer runs. The format is defined here, below the daemon that writes it and the command
+// that reads it.
 
 export const AGENT_STATUS_FILE = '/run/os-config-agent/agent-status.json';
 
@@ -35,8 +36,14 @@ export interface AgentFacts {
     readonly result: CycleResult;
     readonly exitCode: number;
   };
-  /** When the loop means to poll again (it polls earlier when woken by a watched file or a signal). */
+  /**
+   * When the loop means to poll again (it polls earlier when woken by a watched file or a signal). An idle daemon
+   * rewrites the file only every 30 s, so this may be past: the polls then go on at pollingIntervalSeconds.
+   */
   readonly nextPollAt?: string;
+  readonly pollingIntervalSeconds?: number;
+  /** When the daemon wrote these facts. */
+  readonly writtenAt?: string;
   readonly sources: readonly SourceFacts[];
 }
 

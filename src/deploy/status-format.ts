@@ -20,6 +20,7 @@ function agentLines(report: StatusReport): string {
   if (c) lines.push(`  last cycle: ${shortTime(c.startedAt)} to ${shortTime(c.endedAt)}, ${c.result} (exit ${c.exitCode})${a.running ? '' : ' [a stopped agent]'}`);
   else if (a.running) lines.push('  last cycle: none finished yet');
   if (a.nextPollAt) lines.push(`  next poll: ${shortTime(a.nextPollAt)}`);
+  else if (a.running && a.pollingIntervalSeconds !== undefined) lines.push(`  next poll: within ${a.pollingIntervalSeconds} s`);
   return `${lines.join('\n')}\n`;
 }
 

@@ -22,6 +22,7 @@ export interface AgentSummary {
   readonly mode?: string;
   readonly lastCycle?: AgentFacts['lastCycle'];
   readonly nextPollAt?: string;
+  readonly pollingIntervalSeconds?: number;
 }
 
 export interface UndeliveredSignal {
@@ -63,7 +64,9 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
     ...(facts ? { startedAt: facts.startedAt, mode: facts.mode } : {}),
     // A running daemon's last cycle is its own: facts left by an earlier process do not count for it.
     ...(facts?.lastCycle && (factsAlive || !running) ? { lastCycle: facts.lastCycle } : {}),
-    ...(facts?.nextPollAt && factsAlive ? { nextPollAt: facts.nextPollAt } : {}),
+    // An idle daemon rewrites its facts only now and then: a next poll already past is not shown, the interval is.
+    ...(facts?.nextPollAt && factsAlive && Date.parse(facts.nextPollAt) > Date.now() ? { nextPollAt: facts.nextPollAt } : {}),
+    ...(facts?.pollingIntervalSeconds !== undefined && factsAlive ? { pollingIntervalSeconds: facts.pollingIntervalSeconds } : {}),
   };
   const signals: UndeliveredSignal[] = [];
   for (const d of deployments) {

@@ -41,6 +41,27 @@ t.test('a cycle publishes its times, result, next poll and each source', async (
   t.equal(facts?.lastCycle?.result, 'applied');
 });
 
+t.test('idle polls (only times and counts moved) rewrite the file at most every 30 s; a change is written at once', async (t) => {
+  const file = path.join(t.testdir(), 'agent-status.json');
+  let clock = Date.parse('2026-02-01T10:00:00Z');
+  const pub = new AgentStatusPublisher(file, 'run', captureLog().log, () => clock);
+  const poll = async (ok: boolean) => {
+    clock += 1000;
+    pub.cycleStarted();
+    pub.source('heat', ok ? { ok: true } : { ok: false, code: 'ERR_SOURCE_UNAVAILABLE', message: 'down' });
+    await pub.cycleEnded('unchanged', 0, clock + 1000, 1);
+    return (await readAgentFacts(file))?.writtenAt;
+  };
+  const first = await poll(true);
+  t.equal(first, '2026-02-01T10:00:01.000Z');
+  for (let i = 0; i < 29; i++) t.equal(await poll(true), first, `idle poll ${i + 2} not written`);
+  t.equal(await poll(true), '2026-02-01T10:00:31.000Z', 'rewritten after 30 s');
+  t.equal(await poll(false), '2026-02-01T10:00:32.000Z', 'a source failing is written at once');
+  t.equal(await poll(false), '2026-02-01T10:00:32.000Z', 'still failing the same way: not');
+  t.equal(await poll(true), '2026-02-01T10:00:34.000Z', 'recovery is written at once');
+  t.equal((await readAgentFacts(file))?.pollingIntervalSeconds, 1);
+});
+
 t.test('a file that cannot be written: warned once, the loop goes on, written again later', async (t) => {
   const dir = t.testdir();
   const blocker = path.join(dir, 'run');

@@ -111,7 +111,8 @@ t.test('the agent: running by its pid file, its published facts, and an agent er
     startedAt: '2026-02-01T10:00:00.000Z',
     mode: 'run',
     lastCycle: { startedAt: '2026-02-01T10:01:00.000Z', endedAt: '2026-02-01T10:01:01.000Z', result: 'failed', exitCode: 1 },
-    nextPollAt: '2026-02-01T10:01:31.000Z',
+    nextPollAt: new Date(Date.now() + 3_600_000).toISOString(),
+    pollingIntervalSeconds: 30,
     sources: [{ name: 'heat', lastErrorAt: '2026-02-01T10:01:00.500Z', lastErrorCode: 'ERR_SOURCE_UNAVAILABLE', lastError: 'connection refused', consecutiveFailures: 4 }],
   };
   const file = agentStatusPath(loaded.paths);
@@ -131,14 +132,19 @@ t.test('the agent: running by its pid file, its published facts, and an agent er
   t.same(verdictOf(r), { exitCode: 3, reasons: ['the agent has not finished its first cycle yet'] }, 'a daemon before its first cycle: waiting');
   writeFileSync(file, JSON.stringify(facts));
   r = await report();
-  t.same(r.agent, { running: true, pid: process.pid, startedAt: facts.startedAt, mode: 'run', lastCycle: facts.lastCycle, nextPollAt: facts.nextPollAt });
+  t.same(r.agent, { running: true, pid: process.pid, startedAt: facts.startedAt, mode: 'run', lastCycle: facts.lastCycle, nextPollAt: facts.nextPollAt, pollingIntervalSeconds: 30 });
   t.same(r.sources, facts.sources);
   const v = verdictOf(r);
   t.equal(v.exitCode, 2);
   t.match(v.reasons[0], /last cycle failed \(exit code 1\)/);
   const text = formatReport(r, v);
   t.match(text, new RegExp(`^AGENT: running \\(pid ${process.pid}, run mode, since 2026-02-01T10:00:00Z\\)$`, 'm'));
-  t.match(text, /^ {2}next poll: 2026-02-01T10:01:31Z$/m);
+  t.match(text, new RegExp(`^ {2}next poll: ${facts.nextPollAt.replace(/\.\d{3}Z$/, 'Z')}$`, 'm'));
+  writeFileSync(file, JSON.stringify({ ...facts, nextPollAt: '2026-02-01T10:01:31.000Z' }));
+  r = await report();
+  t.notOk(r.agent.nextPollAt, 'a next poll already past (an idle daemon rewrites its facts every 30 s) is not shown');
+  t.match(formatReport(r, verdictOf(r)), /^ {2}next poll: within 30 s$/m);
+  writeFileSync(file, JSON.stringify(facts));
   t.match(text, /^heat\s+-\s+4\s+2026-02-01T10:01:00Z\s+ERR_SOURCE_UNAVAILABLE\s+connection refused$/m);
   await store.create(f('a', 'alpha'));
   t.equal(verdictOf(await report()).exitCode, 3, 'waiting outranks the agent error: the next cycle may succeed');
