@@ -55,7 +55,8 @@ walk(root);
 console.log(listed.join('\n'));
 
 const status = spawnSync(process.execPath, [agent, 'status', '--root', root], { encoding: 'utf8' });
-if (status.status === 0 && status.stdout.trim()) {
+// status exits 0-3 by the deployments' outcome (docs/status.md); any of them comes with a report.
+if (status.status !== null && status.status <= 3 && status.stdout.trim()) {
   console.log('\n$ os-config-agent status');
   console.log(status.stdout.replace(/^/gm, '  '));
 }

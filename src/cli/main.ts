@@ -39,7 +39,7 @@ const LAZY_SUBCOMMANDS: readonly LazySubcommand[] = [
     description: 'check the configuration, endpoints, credentials, clock, hooks and disk; exit 1 when a check fails',
     load: async () => (await import('./doctor-command.js')).defineDoctorCommand,
   },
-  { name: 'status', description: 'every known deployment: state, times, exit code, signal state, last error', load: async () => (await import('./status-command.js')).defineStatusCommand },
+  { name: 'status', description: 'the agent, its sources, every deployment and undelivered signals (or one deployment); --wait until done', load: async () => (await import('./status-command.js')).defineStatusCommand },
 ];
 
 export async function main(args: readonly string[], name: ProgramName): Promise<number> {

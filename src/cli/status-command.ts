@@ -1,31 +1,82 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
-import { formatStatusTable, readStatus } from '../deploy/status.js';
+import { AgentError, errorMessage } from '../errors.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
+import { scrubText } from '../log/redact.js';
+import { formatDetail, readDetail } from '../deploy/status-detail.js';
+import { formatReport } from '../deploy/status-format.js';
+import { EXIT, readReport, verdictOf, type StatusReport, type Verdict } from '../deploy/status-report.js';
+import { waitForVerdict } from '../deploy/status-wait.js';
 import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { printData } from './quiet-epipe.js';
 
-// `os-config-agent status [--json]`: every deployment the agent knows, with its state, times, exit code, signal
-// state and last error. Reads the state directory only. Data on stdout, logs (warnings only by default) on stderr.
+// `os-config-agent status [ID|NAME] [--json] [--wait [--timeout SECONDS]]`: the agent, its sources, every deployment
+// and the signals not yet delivered (or one deployment's report), with an exit code scripts can act on
+// (docs/status.md). Reads the state only. Data on stdout; logs (warnings only by default) and errors on stderr.
 
 interface StatusFlags extends CommonFlags {
   json?: boolean;
+  wait?: boolean;
+  timeout?: string;
 }
+
+const WAIT_INTERVAL_MS = 1000;
 
 export function defineStatusCommand(cmd: Command, setExit: (code: number) => void): Command {
   addCommonFlags(cmd);
   const bindings = addConfigOptions(cmd);
-  cmd.option('--json', 'print a JSON list instead of a table');
-  cmd.action(async () => {
+  cmd.argument('[deployment]', 'id or name of one deployment: its inputs (secrets masked), outputs, output tails and signal attempts');
+  cmd.option('--json', 'print JSON (a versioned shape, see docs/status.md) instead of text');
+  cmd.option('--wait', 'wait until no deployment is pending, running, applied or awaiting its signal');
+  cmd.option('--timeout <seconds>', 'with --wait: give up after this many seconds (exit 3); default: no limit');
+  cmd.action(async (key: string | undefined) => {
     const flags = cmd.opts<StatusFlags>();
     if (flags.logLevel) parseLogLevel(flags.logLevel);
+    const timeoutSeconds = flags.timeout === undefined ? 0 : Number(flags.timeout);
+    if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) {
+      process.stderr.write(`status: --timeout wants a number of seconds, not "${flags.timeout}"\n`);
+      setExit(EXIT.agentOrSignalError);
+      return;
+    }
     const log = createLogger({ level: 'warn', destination: 'stderr' });
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     if (flags.logLevel || flags.debug) log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
-    const list = await readStatus(loaded.config, log);
-    printData(flags.json ? `${JSON.stringify(list, null, 2)}\n` : formatStatusTable(list));
-    setExit(0);
+    try {
+      if (key !== undefined) {
+        const found = await readDetail(loaded.config, log, key);
+        if (!found.ok) {
+          process.stderr.write(`status: ${found.message}\n`);
+          setExit(EXIT.agentOrSignalError);
+          return;
+        }
+        printData(flags.json ? `${JSON.stringify(found.detail, null, 2)}\n` : formatDetail(found.detail));
+        setExit(verdictOf({ version: 1, agent: { running: false }, sources: [], deployments: [found.detail.deployment], signals: [] }).exitCode);
+        return;
+      }
+      const read = () => readReport(loaded, log);
+      let outcome: { report: StatusReport; verdict: Verdict };
+      if (flags.wait) {
+        const stop = new AbortController();
+        const onSignal = () => stop.abort();
+        process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+        try {
+          outcome = await waitForVerdict(read, { timeoutMs: timeoutSeconds * 1000, intervalMs: WAIT_INTERVAL_MS, signal: stop.signal });
+        } finally {
+          process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+        }
+      } else {
+        const report = await read();
+        outcome = { report, verdict: verdictOf(report) };
+      }
+      printData(flags.json ? `${JSON.stringify({ ...outcome.report, result: outcome.verdict }, null, 2)}\n` : formatReport(outcome.report, outcome.verdict));
+      setExit(outcome.verdict.exitCode);
+    } catch (err) {
+      // The state could not be read (permissions, an I/O error): say so, and exit as for an agent error.
+      const code = err instanceof AgentError ? ` [${err.code}]` : '';
+      process.stderr.write(`status: ${scrubText(errorMessage(err))}${code}\n`);
+      setExit(EXIT.agentOrSignalError);
+    }
   });
   return cmd;
 }

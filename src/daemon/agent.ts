@@ -3,8 +3,10 @@ import { findCollector } from '../collectors/registry.js';
 import { hashConfigFiles, loadConfig, type ConfigSources, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
+import { agentStatusPath } from '../deploy/status-agent.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
+import { AgentStatusPublisher } from './agent-status.js';
 import { collectAll, type CollectionOutcome } from './collect-all.js';
 import { createCommandPipeline } from './command-pipeline.js';
 import type { Pipeline } from './pipeline.js';
@@ -70,6 +72,8 @@ export class Agent {
   private readonly waker = new Waker();
   private reloadRequested = false;
   private watcher: SourceWatcher | undefined;
+  /** The daemon loop's facts for `status` (not in one-time runs). */
+  private status: AgentStatusPublisher | undefined;
 
   private constructor(
     private readonly deps: AgentDeps,
@@ -213,6 +217,7 @@ export class Agent {
     const service = this.deps.service;
     const stallMs = () => this.loadedConfig.config.agent.watchdog_stall * 1000;
     let config = this.loadedConfig.config;
+    this.status = new AgentStatusPublisher(agentStatusPath(this.loadedConfig.paths), this.deps.mode, log.child({ component: 'status' }));
     await this.startWatching();
     const background = this.startBackground(signal);
     const queue = this.startSignalQueue(signal);
@@ -237,6 +242,7 @@ export class Agent {
       }
       service?.progress(stallMs(), stallMs());
       let report: CycleReport;
+      this.status.cycleStarted();
       try {
         report = await this.cycle(signal, resume);
         // A failed cycle commits nothing, so the next one must be forced again to finish the deployments.
@@ -250,11 +256,16 @@ export class Agent {
       if (report.ran) background?.loop.wake();
       const mem = process.memoryUsage();
       log.debug({ changed: report.changedKeys.length, exitCode: report.exitCode, rssMb: mb(mem.rss), heapUsedMb: mb(mem.heapUsed), heapTotalMb: mb(mem.heapTotal) }, 'cycle finished');
-      if (this.reloadRequested) continue;
+      const result = report.exitCode !== 0 ? 'failed' : report.ran ? 'applied' : 'unchanged';
+      if (this.reloadRequested) {
+        await this.status.cycleEnded(result, report.exitCode, undefined);
+        continue;
+      }
       const previous = sleep;
       sleep = nextSleepSeconds(previous, config.DEFAULT.min_polling_interval, config.DEFAULT.polling_interval);
       const spread = config.agent.poll_jitter > 0 ? capPhaseOffset(previous, sleep, config.DEFAULT.polling_interval, random()) : 0;
       const seconds = withJitter(sleep, config.agent.poll_jitter, random()) + spread;
+      await this.status.cycleEnded(result, report.exitCode, Date.now() + seconds * 1000, config.DEFAULT.polling_interval);
       log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
       service?.progress(seconds * 1000 + stallMs(), stallMs());
       const reason = await this.waker.wait(seconds * 1000, signal);
@@ -315,7 +326,12 @@ export class Agent {
       signal,
       memory: this.memory,
       failing: this.failing,
+      ...(this.status ? { onSource: this.sourceObserver(this.status) } : {}),
     };
+  }
+
+  private sourceObserver(status: AgentStatusPublisher) {
+    return (name: string, failure: { code: string; message: string } | undefined) => status.source(name, failure ? { ok: false, ...failure } : { ok: true });
   }
 
   private async startWatching(): Promise<void> {

@@ -42,6 +42,8 @@ export interface CollectDeps {
   /** Collectors whose last pass failed, to log a failure once per transition. */
   readonly failing: Set<string>;
   readonly now?: () => number;
+  /** Told each configured source's outcome (the daemon publishes them for `status`). */
+  readonly onSource?: (name: string, failure: { code: string; message: string } | undefined) => void;
 }
 
 const LAST_PAIRS = Symbol.for('os-config-agent.lastPairs');
@@ -80,6 +82,7 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
       memory.set(LAST_PAIRS as unknown as string, pairs);
       ordered.push(...pairs);
       available.push(name);
+      deps.onSource?.(name, undefined);
       if (deps.failing.delete(name)) log.info('source available again');
     } catch (err) {
       if (err instanceof SourceNotConfiguredError) {
@@ -89,6 +92,7 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
       const code = err instanceof AgentError ? err.code : 'ERR_SOURCE_UNEXPECTED';
       const message = errorMessage(err);
       failures.push({ collector: name, code, message });
+      deps.onSource?.(name, { code, message });
       const first = !deps.failing.has(name);
       deps.failing.add(name);
       if (err instanceof SourceUnavailableError) {

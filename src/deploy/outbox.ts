@@ -6,7 +6,7 @@ import { DeployLockedError } from './deploy-errors.js';
 import { withDeployLock } from './deploy-lock.js';
 import { signalRetryDelayMs } from './signal-backoff.js';
 import type { SignalTarget } from './signal-target.js';
-import { deployLockFile, storeFor, type DeploymentRecord, type SignalRecord, type StateStore } from './state-store.js';
+import { deployLockFile, SIGNAL_HISTORY_MAX, storeFor, type DeploymentRecord, type SignalAttempt, type SignalRecord, type StateStore } from './state-store.js';
 import { sendCfnSignal } from './transports/cfn-signal.js';
 import type { Delivery, DeliveryContext } from './transports/delivery.js';
 import { sendHeatSignal } from './transports/heat-signal.js';
@@ -103,18 +103,26 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
   // A shutdown during the attempt says nothing about Heat: the attempt is not counted.
   if (delivery.outcome === 'retry' && deps.signal?.aborted) return record;
   const base = { transport: target.transport, attempts, lastAttemptAt: at, ...(delivery.status !== undefined ? { lastStatus: delivery.status } : {}) };
+  const attempt = (outcome: SignalAttempt['outcome'], error?: string) => ({
+    history: withAttempt(record.signal.history, { at, outcome, ...(delivery.status !== undefined ? { status: delivery.status } : {}), ...(error ? { error: error.slice(0, 300) } : {}) }),
+  });
   if (delivery.outcome === 'sent') {
-    return deps.store.transition(record, 'signalled', { signal: { state: 'sent', sentAt: at, ...base } }, { attempts, status: delivery.status });
+    return deps.store.transition(record, 'signalled', { signal: { state: 'sent', sentAt: at, ...base, ...attempt('sent') } }, { attempts, status: delivery.status });
   }
   if (delivery.outcome === 'final' || attempts >= deps.maxAttempts) {
     const lastError = delivery.outcome === 'final' ? `${delivery.error}; the answer is final, not retried` : `${delivery.error}; gave up after ${attempts} attempts`;
     log.error({ code: 'ERR_SIGNAL', transport: target.transport, to: where(target), status: delivery.status, attempts, reason: lastError }, 'signal failed; not retried');
-    return deps.store.save({ ...record, lastError, signal: { state: 'failed', lastError, ...base } });
+    return deps.store.save({ ...record, lastError, signal: { state: 'failed', lastError, ...base, ...attempt('failed', delivery.error) } });
   }
   const delayMs = signalRetryDelayMs(attempts, deps.maxBackoffSeconds * 1000, deps.random(), delivery.retryAfterSeconds);
   const nextAttemptAt = new Date(deps.now() + delayMs).toISOString();
   log.warn({ code: 'ERR_SIGNAL', transport: target.transport, to: where(target), status: delivery.status, attempts, retryInSeconds: Math.round(delayMs / 100) / 10, reason: delivery.error }, 'signal attempt failed; will retry');
-  return deps.store.save({ ...record, signal: { ...record.signal, ...base, nextAttemptAt, lastError: delivery.error } });
+  return deps.store.save({ ...record, signal: { ...record.signal, ...base, nextAttemptAt, lastError: delivery.error, ...attempt('retry', delivery.error) } });
+}
+
+/** The attempt history with one more entry, the oldest dropped beyond the bound (a signal retried for days stays small). */
+function withAttempt(history: readonly SignalAttempt[] | undefined, entry: SignalAttempt): SignalAttempt[] {
+  return [...(history ?? []), entry].slice(-SIGNAL_HISTORY_MAX);
 }
 
 /** Attempt every due signal once (oldest first), except those in `exclude`. */

@@ -46,6 +46,8 @@ export interface SignalRecord {
   readonly sentAt?: string;
   readonly lastStatus?: number;
   readonly lastError?: string;
+  /** The last few delivery attempts, oldest first (at most SIGNAL_HISTORY_MAX; records before issue 20 have none). */
+  readonly history?: readonly SignalAttempt[];
 }
 
 /** What a deployment had come to when it was put back to pending by `deploy --rerun`. */
@@ -59,6 +61,15 @@ export interface RerunEntry {
 
 /** Entries of rerunHistory kept (the oldest go first); `reruns` keeps the full count. */
 export const RERUN_HISTORY_MAX = 10;
+export interface SignalAttempt {
+  readonly at: string;
+  /** sent; retry: will be tried again; failed: settled as failed. */
+  readonly outcome: 'sent' | 'retry' | 'failed';
+  readonly status?: number;
+  readonly error?: string;
+}
+
+export const SIGNAL_HISTORY_MAX = 8;
 
 export interface DeploymentRecord {
   readonly version: 1;

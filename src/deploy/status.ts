@@ -93,16 +93,21 @@ export function formatStatusTable(list: readonly DeploymentStatus[]): string {
     signalText(d),
     oneLine(d.lastError ?? '-'),
   ]);
-  const widths = COLUMNS.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]!.length)));
+  return formatTable(COLUMNS, rows);
+}
+
+/** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
+export function formatTable(columns: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
     cells
       .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
       .join('  ')
       .trimEnd();
-  return [line(COLUMNS), ...rows.map(line)].join('\n') + '\n';
+  return [line(columns), ...rows.map(line)].join('\n') + '\n';
 }
 
-function shortTime(iso: string | undefined): string {
+export function shortTime(iso: string | undefined): string {
   return iso ? iso.replace(/\.\d{3}Z$/, 'Z') : '-';
 }
 
@@ -115,7 +120,7 @@ function signalText(d: DeploymentStatus): string {
   return base;
 }
 
-function oneLine(text: string): string {
+export function oneLine(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   return flat.length > MAX_ERROR_WIDTH ? `${flat.slice(0, MAX_ERROR_WIDTH - 1)}…` : flat;
 }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { Agent, type AfterCollectHook, type AgentDeps } from '../../src/daemon/agent.js';
+import { agentStatusPath, type AgentFacts } from '../../src/deploy/status-agent.js';
 import type { HttpClient } from '../../src/http/types.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
@@ -174,6 +175,26 @@ t.test('daemon loop: a local change starts a cycle long before the next poll; ab
   await waitFor(() => readRuns(cmd.record).length >= 2, 10_000);
   await new Promise((r) => setTimeout(r, 300));
   t.equal(readRuns(cmd.record).length, 2, 'a burst of writes coalesced into one cycle');
+  controller.abort();
+  t.equal(await running, 0);
+});
+
+t.test('daemon loop: each cycle publishes the agent status file for `status` (sources, last cycle, next poll)', async (t) => {
+  const { root, cmd, deps } = setup(t);
+  root.writeConfig(`[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\nmin_polling_interval = 1\npolling_interval = 1\n[agent]\nwatch = false\npoll_jitter = 0\n`);
+  root.writeLocal('a', { v: 1 });
+  const agent = await Agent.create(deps({ strictExit: false }));
+  const controller = new AbortController();
+  const running = agent.run(controller.signal);
+  const file = agentStatusPath(agent.loaded.paths);
+  const facts = () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as AgentFacts) : undefined);
+  await waitFor(() => facts()?.lastCycle?.result === 'applied', 10_000);
+  t.match(facts(), { version: 1, pid: process.pid, mode: 'collect', sources: [{ name: 'local', consecutiveFailures: 0 }] });
+  t.ok(Date.parse(facts()!.nextPollAt!) > Date.parse(facts()!.lastCycle!.endedAt), 'the next poll is after the cycle');
+  root.writeLocal('broken', '{not json');
+  await waitFor(() => facts()?.sources[0]?.lastErrorCode !== undefined, 10_000);
+  t.match(facts()?.sources[0], { name: 'local', consecutiveFailures: 1, lastErrorCode: 'ERR_SOURCE_INVALID_DATA', lastError: /broken/ });
+  t.equal(facts()?.pollingIntervalSeconds, 1);
   controller.abort();
   t.equal(await running, 0);
 });

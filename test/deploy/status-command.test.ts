@@ -1,12 +1,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { storeFor } from '../../src/deploy/state-store.js';
 import type { DeploymentStatus } from '../../src/deploy/status.js';
 import { runBundle as run } from '../helpers/bundle.js';
-import { deployment, installHooks } from '../helpers/deploy-fixtures.js';
+import { deployConfig, deployment, installHooks } from '../helpers/deploy-fixtures.js';
+import { captureLog } from '../helpers/log-capture.js';
 import { startSignalSink } from '../helpers/signal-sink.js';
 
-// `os-config-agent status [--json]` after a real `deploy`.
+// `os-config-agent status` as the bundle: after a real `deploy`, --wait, one deployment's report, bad input.
 
 
 t.test('status lists what deploy did, as a table and as JSON, without secrets', async (t) => {
@@ -16,7 +18,9 @@ t.test('status lists what deploy did, as a table and as JSON, without secrets', 
   t.teardown(() => sink.close());
   const empty = await run(['status', '--root', root]);
   t.equal(empty.code, 0);
-  t.equal(empty.stdout, 'no deployments known\n');
+  t.match(empty.stdout, /^AGENT: not running\n/);
+  t.match(empty.stdout, /^DEPLOYMENTS\nno deployments known\n/m);
+  t.match(empty.stdout, /^RESULT: all done and signalled \(exit 0\)$/m);
   const file = path.join(root, 'hc.json');
   mkdirSync(root, { recursive: true });
   writeFileSync(
@@ -28,14 +32,57 @@ t.test('status lists what deploy did, as a table and as JSON, without secrets', 
   );
   t.equal((await run(['deploy', '--root', root, '--heat-config', '/hc.json'])).code, 1);
   const table = await run(['status', '--root', root]);
-  t.equal(table.code, 0);
-  const lines = table.stdout.trimEnd().split('\n');
+  t.equal(table.code, 1, 'a deployment failed: exit 1');
+  const lines = table.stdout.slice(table.stdout.indexOf('DEPLOYMENTS\n') + 'DEPLOYMENTS\n'.length).split('\n\n')[0]!.split('\n');
   t.equal(lines.length, 3);
   t.match(lines[1], /^ok-1\s+web\s+fake\s+CREATE\s+signalled\s+\S+Z\s+\S+Z\s+0\s+sent HEAT_SIGNAL\s+-$/);
   t.match(lines[2], /^bad-2\s+db\s+nothing-here\s+CREATE\s+signalled\s+-\s+\S+Z\s+127\s+sent CFN_SIGNAL\s+no hook for group "nothing-here"/);
   const json = await run(['status', '--root', root, '--json']);
-  const list = JSON.parse(json.stdout) as DeploymentStatus[];
+  t.equal(json.code, 1);
+  const report = JSON.parse(json.stdout) as { version: number; deployments: DeploymentStatus[]; result: { exitCode: number } };
+  t.equal(report.version, 1);
+  t.equal(report.result.exitCode, 1);
+  const list = report.deployments;
   t.same(list.map((d) => [d.id, d.name, d.state, d.signal.state, d.failed]), [['ok-1', 'web', 'signalled', 'sent', false], ['bad-2', 'db', 'signalled', 'sent', true]]);
   t.notMatch(json.stdout, sink.keystone.password, 'no password');
   t.equal(json.stderr, '');
+});
+
+t.test('status --wait: exit 3 at the timeout, then 0 for two waiters at once once the deployment is signalled', async (t) => {
+  const root = t.testdir();
+  const loaded = await deployConfig(root);
+  const store = storeFor(loaded.config, captureLog().log);
+  await store.init();
+  const record = await store.create({ id: 'w-1', name: 'web', group: 'script', action: 'CREATE' });
+  const timedOut = await run(['status', '--root', root, '--wait', '--timeout', '0.5']);
+  t.equal(timedOut.code, 3, timedOut.stderr);
+  t.match(timedOut.stdout, /^RESULT: still in progress \(exit 3\)\n {2}deployment w-1 \(web\) is pending$/m);
+  const waiters = [run(['status', '--root', root, '--wait', '--timeout', '60', '--json']), run(['status', '--root', root, '--wait', '--timeout', '60'])];
+  // Both are waiting (or about to): the deployment ends while they poll.
+  await store.transition(record, 'signalled', { failed: false, exitCode: 0, signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } });
+  const [json, text] = await Promise.all(waiters);
+  t.equal(json!.code, 0, json!.stderr);
+  t.equal(text!.code, 0, text!.stderr);
+  t.match(JSON.parse(json!.stdout), { version: 1, result: { exitCode: 0 }, deployments: [{ id: 'w-1', state: 'signalled' }] });
+});
+
+t.test('status <id>: the report and its exit code; an unknown id or a bad --timeout: exit 2 with a message', async (t) => {
+  const root = t.testdir();
+  const loaded = await deployConfig(root);
+  const store = storeFor(loaded.config, captureLog().log);
+  await store.init();
+  const r = await store.create({ id: 'f-1', name: 'db', group: 'script', action: 'CREATE' });
+  await store.transition(r, 'signalled', { failed: true, exitCode: 4, statusCode: '4', signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } });
+  const one = await run(['status', '--root', root, 'db']);
+  t.equal(one.code, 1, 'the deployment failed');
+  t.match(one.stdout, /^deployment f-1 \(db\)$/m);
+  const json = await run(['status', '--root', root, 'f-1', '--json']);
+  t.match(JSON.parse(json.stdout), { version: 1, deployment: { id: 'f-1', exitCode: 4 } });
+  const unknown = await run(['status', '--root', root, 'nope']);
+  t.equal(unknown.code, 2);
+  t.equal(unknown.stdout, '');
+  t.match(unknown.stderr, /^status: no deployment with id or name "nope" is known/);
+  const bad = await run(['status', '--root', root, '--wait', '--timeout', 'soon']);
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /--timeout wants a number of seconds, not "soon"/);
 });

@@ -30,6 +30,7 @@ const FILE_MODES: readonly ModeRule[] = [
   { pattern: /^var\/lib\/os-config-agent\/deploy\.lock$/, mode: 0o600, what: 'deployment lock' },
   { pattern: /^var\/lib\/os-config-agent\/signals\/[^/]+\.json$/, mode: 0o600, what: 'signals queued by cfn-signal' },
   { pattern: /^var\/lib\/os-config-agent\/(signals\.lock|daemon\.pid)$/, mode: 0o600, what: 'signal queue lock, daemon pid file' },
+  { pattern: /^run\/os-config-agent\/agent-status\.json$/, mode: 0o600, what: 'the daemon\'s facts for status' },
   { pattern: /^var\/run\/os-refresh-config\.lock$/, mode: 0o644, what: 'refresh lock (empty)' },
   { pattern: /^etc\/app\/app\.conf$/, mode: 0o644, what: 'rendered template (new file default)' },
   { pattern: /^var\/lib\/heat-config\/heat-config-script\/[^/]+$/, mode: 0o700, what: 'script hook: the script' },
@@ -42,6 +43,7 @@ const DIR_MODES: readonly ModeRule[] = [
   { pattern: /^var\/lib\/os-config-agent\/deployments$/, mode: 0o700, what: 'state records' },
   { pattern: /^var\/lib\/os-config-agent\/signals$/, mode: 0o700, what: 'signal queue' },
   { pattern: /^var\/lib\/heat-config\/deployed$/, mode: 0o700, what: 'deployed directory' },
+  { pattern: /^run\/os-config-agent$/, mode: 0o700, what: 'runtime directory' },
 ];
 
 /** Inputs the test itself put in the root (not the agent's output). */

@@ -230,7 +230,11 @@ t.test('first boot: cloud-init hands over Heat\'s data, the agent runs both depl
   const table = await c.exec(['os-config-agent', 'status']);
   writeFileSync(path.join(BOOT, 'status-1.txt'), table);
   t.comment(`os-config-agent status:\n${table}`);
-  const status = JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as Array<{ id: string; state: string; signal: { state: string } }>;
+  const report = JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as { version: number; agent: { running: boolean }; deployments: Array<{ id: string; state: string; signal: { state: string } }>; result: { exitCode: number } };
+  t.equal(report.version, 1, 'status --json: version 1');
+  t.ok(report.agent.running, 'status: the agent is running');
+  t.equal(report.result.exitCode, 0, 'status: all done and signalled');
+  const status = report.deployments;
   t.same(
     status.map((s) => [s.id, s.state, s.signal.state]).sort(),
     [[ids.first, 'signalled', 'sent'], [ids.second, 'signalled', 'sent'], [ids.cfn, 'signalled', 'sent']].sort(),
@@ -277,7 +281,7 @@ t.test('reboot of the same tree: nothing runs again, nothing is signalled twice'
   const journal = parseJson(await c.exec(['journalctl', '--no-pager', '-b', '0', '-u', 'os-config-agent', '-o', 'cat']));
   t.ok(journal.some((l) => l.msg === 'agent starting'), 'the agent started again at boot');
   t.same(journal.filter((l) => l.msg === 'deployment state changed' || l.msg === 'hook finished'), [], 'no deployment state changed and no hook ran in this boot');
-  const status = JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as Array<{ id: string; state: string; hookStarts: number; signal: { state: string; attempts: number } }>;
+  const status = (JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as { deployments: Array<{ id: string; state: string; hookStarts: number; signal: { state: string; attempts: number } }> }).deployments;
   t.same(
     status.map((d) => [d.id, d.state, d.hookStarts, d.signal.state]).sort(),
     [[firstBoot.ids.first, 'signalled', 1, 'sent'], [firstBoot.ids.second, 'signalled', 1, 'sent'], [firstBoot.ids.cfn, 'signalled', 1, 'sent']].sort(),

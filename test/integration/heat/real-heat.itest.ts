@@ -372,6 +372,47 @@ t.test('a failing script fails the stack and Heat keeps its stderr', SCENARIO, a
   t.equal(record.output_values?.deploy_status_code, 3);
 });
 
+interface StatusRun {
+  readonly code: number;
+  readonly report: { version: number; agent: { running: boolean; lastCycle?: { result: string } }; sources: Array<{ name: string; lastSuccessAt?: string }>; deployments: Array<{ id: string; name: string; state: string; failed?: boolean; signal: { state: string } }>; result: { exitCode: number } };
+}
+
+/** `os-config-agent status --wait --json` as the bundle, on the instance root; resolves with its exit code. */
+async function statusWait(root: string, timeoutSeconds: number): Promise<StatusRun> {
+  const args = [path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/os-config-agent.mjs'), 'status', '--root', root, '--config-file', '/etc/os-collect-config.conf', '--wait', '--timeout', String(timeoutSeconds), '--json'];
+  const done = await run(process.execPath, args, { timeout: (timeoutSeconds + 30) * 1000 }).then(
+    (r) => ({ code: 0, stdout: r.stdout }),
+    (e: { code?: number; stdout?: string }) => ({ code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '' }),
+  );
+  return { code: done.code, report: JSON.parse(done.stdout) as StatusRun['report'] };
+}
+
+/** Bounded: until the daemon has said it runs (its pid file), so a `status --wait` started then waits for its first cycle. */
+async function daemonAnnounced(root: string): Promise<void> {
+  const file = path.join(root, 'var/lib/os-config-agent/daemon.pid');
+  for (let i = 0; i < 150 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
+}
+
+t.test('status --wait on the instance: exit 0 once the deployment is signalled, exit 1 when its script failed', { timeout: 120_000 }, async (t) => {
+  const [good, bad] = await Promise.all([
+    boot(t, 'status-wait-ok', 'typed-inputs.yaml', { text: 'status', count: 1, flag: false, items: 'a', doc: { a: 1 } }),
+    boot(t, 'status-wait-failing', 'failing.yaml', {}),
+  ]);
+  await Promise.all([daemonAnnounced(good.instance.root), daemonAnnounced(bad.instance.root)]);
+  const [ok, failed] = await Promise.all([statusWait(good.instance.root, 90), statusWait(bad.instance.root, 90)]);
+  t.equal(ok.code, 0, 'all done and signalled: exit 0');
+  t.equal(ok.report.version, 1);
+  t.equal(ok.report.agent.running, true, 'the agent is running');
+  t.ok(ok.report.sources.some((s) => s.name === 'cfn' && s.lastSuccessAt), 'the cfn source is reported with its last success');
+  t.same(ok.report.deployments.map((d) => [d.state, d.signal.state, d.failed]), [['signalled', 'sent', false]]);
+  t.equal(failed.code, 1, 'a deployment failed: exit 1');
+  t.same(failed.report.deployments.map((d) => [d.state, d.signal.state, d.failed]), [['signalled', 'sent', true]]);
+  const done = await settle('status-wait-ok', 'CREATE', 30_000, [good.agent]);
+  t.equal(done?.stack_status, 'CREATE_COMPLETE', 'Heat agrees');
+  const one = await run(process.execPath, [path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/os-config-agent.mjs'), 'status', '--root', bad.instance.root, failed.report.deployments[0]!.id]).catch((e: { code?: number; stdout?: string }) => ({ stdout: e.stdout ?? '', code: e.code }));
+  t.match(one.stdout, /disk quota exceeded \(failing on purpose\)/, 'status <id> shows the script\'s stderr tail');
+});
+
 t.test('stack update re-runs the hook with UPDATE; stack delete runs it with DELETE before Heat finishes', SCENARIO, async (t) => {
   const stack = 'cfn-lifecycle';
   const dir = scenarioDir(stack);
