@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { startTestServer } from '../helpers/http-test-server.js';
+import { SCRATCH_ROOT_MOUNTS, SCRATCH_ROOT_RUN } from '../helpers/scratch-root.js';
 import { HOOKS_DIR } from './hook-process.js';
 
 // The same AWS::CloudFormation::Init metadata applied by Debian's heat-cfntools cfn-init and by our hook, each in a
@@ -33,19 +34,13 @@ function whyNot(): string | undefined {
 const SCRATCH = `
 set -eu
 S=$1; SIDE=$2; SHARE=$3; OUT=$4; NODE=$5
-mount --make-rprivate /
-mount -t tmpfs scratch "$S"
-mkdir "$S/u" "$S/w" "$S/m"
-mount -t overlay scratch -o "lowerdir=/,upperdir=$S/u,workdir=$S/w" "$S/m"
-mount --rbind /proc "$S/m/proc"
-mount --rbind /dev "$S/m/dev"
-mount -t tmpfs scratch "$S/m/tmp"
+${SCRATCH_ROOT_MOUNTS}
 mkdir "$S/m/tmp/share"
 mount --bind "$SHARE" "$S/m/tmp/share"
 for deb in "$SHARE"/*.deb; do
   [ -e "$deb" ] && mkdir -p "$S/m/var/cache/apt/archives" && cp "$deb" "$S/m/var/cache/apt/archives/"
 done
-run() { chroot "$S/m" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+${SCRATCH_ROOT_RUN}
 status=0
 if [ "$SIDE" = ours ]; then
   run "$NODE" /tmp/share/cfn-init < "$SHARE/deployment.json" > "$OUT/result.json" 2> "$OUT/stderr" || status=$?

@@ -5,6 +5,7 @@ import path from 'node:path';
 import t from 'tap';
 import { BUILTIN_HOOK_GROUPS } from '../../src/deploy/hooks/builtin-hooks.js';
 import { REPO } from '../helpers/bundle.js';
+import { SCRATCH_ROOT_MOUNTS, SCRATCH_ROOT_RUN } from '../helpers/scratch-root.js';
 
 // `npm run package` (scripts/package-deb.mjs) with Debian's own tools: the .deb is built from dist/, checked with
 // dpkg-deb and lintian (no errors), then installed for real with apt into a scratch root — an overlay over this
@@ -71,31 +72,26 @@ t.test('lintian: no errors', { skip, timeout: 300_000 }, async (t) => {
 const SCRATCH = `
 set -eu
 S=$1; DEB=$2; OUT=$3
-mount --make-rprivate /
-mount -t tmpfs scratch "$S"
-mkdir "$S/u" "$S/w" "$S/m"
-mount -t overlay scratch -o "lowerdir=/,upperdir=$S/u,workdir=$S/w" "$S/m"
-mount --rbind /proc "$S/m/proc"
-mount --rbind /dev "$S/m/dev"
-mount -t tmpfs scratch "$S/m/tmp"
+${SCRATCH_ROOT_MOUNTS}
 mount -t tmpfs scratch "$S/m/run"
 cp "$DEB" "$S/m/tmp/os-config-agent.deb"
-run() { chroot "$S/m" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
+${SCRATCH_ROOT_RUN}
+apt() { run env DEBIAN_FRONTEND=noninteractive apt-get "$@"; }
 state() { s=$(run dpkg-query -W -f '\${db:Status-Abbrev}' "$1" 2>/dev/null) || s=absent; echo $s; }
 echo "before python3-os-collect-config=$(state python3-os-collect-config)" > "$OUT/facts"
-run apt-get install -y --no-install-recommends -o Debug::NoLocking=1 /tmp/os-config-agent.deb > "$OUT/install.log" 2>&1
+apt install -y --no-install-recommends -o Debug::NoLocking=1 /tmp/os-config-agent.deb > "$OUT/install.log" 2>&1
 echo "installed=$(state os-config-agent)" >> "$OUT/facts"
 echo "python3-os-collect-config=$(state python3-os-collect-config)" >> "$OUT/facts"
 echo "version=$(run os-collect-config --version)" >> "$OUT/facts"
 echo "enabled=$(readlink "$S/m/etc/systemd/system/multi-user.target.wants/os-config-agent.service" || echo no)" >> "$OUT/facts"
 echo "statedir=$(stat -c %a "$S/m/var/lib/os-config-agent")" >> "$OUT/facts"
 touch "$S/m/var/lib/os-config-agent/marker"
-run apt-get remove -y -o Debug::NoLocking=1 os-config-agent > "$OUT/remove.log" 2>&1
+apt remove -y -o Debug::NoLocking=1 os-config-agent > "$OUT/remove.log" 2>&1
 echo "removed=$(state os-config-agent)" >> "$OUT/facts"
 echo "state-after-remove=$([ -e "$S/m/var/lib/os-config-agent/marker" ] && echo kept || echo gone)" >> "$OUT/facts"
 echo "conf-after-remove=$([ -e "$S/m/etc/os-collect-config.conf" ] && echo kept || echo gone)" >> "$OUT/facts"
 echo "command-after-remove=$([ -e "$S/m/usr/bin/os-config-agent" ] && echo kept || echo gone)" >> "$OUT/facts"
-run apt-get purge -y -o Debug::NoLocking=1 os-config-agent > "$OUT/purge.log" 2>&1
+apt purge -y -o Debug::NoLocking=1 os-config-agent > "$OUT/purge.log" 2>&1
 echo "purged=$(state os-config-agent)" >> "$OUT/facts"
 echo "state-after-purge=$([ -e "$S/m/var/lib/os-config-agent" ] && echo kept || echo gone)" >> "$OUT/facts"
 echo "conf-after-purge=$([ -e "$S/m/etc/os-collect-config.conf" ] && echo kept || echo gone)" >> "$OUT/facts"
