@@ -5,10 +5,11 @@ import { errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl, registerSecret } from '../log/redact.js';
-import { readFileIfExists, writeFileAtomic } from '../util/atomic-write.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
 import { isJsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { DeployLockedError, stateError } from './deploy-errors.js';
+import { readStateFile } from './state-store.js';
 import { withDeployLock } from './deploy-lock.js';
 import { signalRetryDelayMs } from './signal-backoff.js';
 import { ensureQueueDir, signalQueueDir, signalQueueLockFile } from './signal-queue-paths.js';
@@ -148,13 +149,7 @@ async function save(dir: string, entry: QueuedSignal): Promise<QueuedSignal> {
 
 /** A queued signal, or undefined when absent or unreadable as one. */
 export async function readQueuedSignal(dir: string, id: string): Promise<QueuedSignal | undefined> {
-  const file = filePath(dir, id);
-  let text: string | undefined;
-  try {
-    text = await readFileIfExists(file);
-  } catch (err) {
-    throw stateError('read', file, err);
-  }
+  const text = await readStateFile(filePath(dir, id));
   if (text === undefined) return undefined;
   const entry = parseEntry(text, id);
   if (entry?.token !== undefined) registerSecret(entry.token);

@@ -158,12 +158,7 @@ export class StateStore {
   /** The record of a deployment; a corrupt one is logged, set aside (unless readOnly) and reads as absent. */
   async read(id: string, readOnly = false): Promise<DeploymentRecord | undefined> {
     const file = this.recordPath(id);
-    let text: string | undefined;
-    try {
-      text = await readFileIfExists(file);
-    } catch (err) {
-      throw stateError('read', file, err);
-    }
+    const text = await readStateFile(file);
     if (text === undefined) return undefined;
     const record = parseRecord(text, id);
     if (record) return record;
@@ -319,4 +314,13 @@ function parseRecord(text: string, id: string): DeploymentRecord | undefined {
   if (!(DEPLOYMENT_STATES as readonly unknown[]).includes(value.state) || !isJsonObject(value.signal)) return undefined;
   if (typeof value.hookStarts !== 'number' || typeof value.name !== 'string' || typeof value.group !== 'string') return undefined;
   return value as unknown as DeploymentRecord;
+}
+
+/** A state file's text, or undefined when it does not exist; any other failure is a DeploymentStateError. */
+export async function readStateFile(file: string): Promise<string | undefined> {
+  try {
+    return await readFileIfExists(file);
+  } catch (err) {
+    throw stateError('read', file, err);
+  }
 }
