@@ -6,10 +6,9 @@ import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl, registerSecret } from '../log/redact.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { isJsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { DeployLockedError, stateError } from './deploy-errors.js';
-import { readStateFile } from './state-store.js';
+import { parseStateObject, readStateFile } from './state-store.js';
 import { withDeployLock } from './deploy-lock.js';
 import { signalRetryDelayMs } from './signal-backoff.js';
 import { ensureQueueDir, signalQueueDir, signalQueueLockFile } from './signal-queue-paths.js';
@@ -157,13 +156,8 @@ export async function readQueuedSignal(dir: string, id: string): Promise<QueuedS
 }
 
 function parseEntry(text: string, id: string): QueuedSignal | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (!isJsonObject(value) || value.version !== 1 || value.id !== id) return undefined;
+  const value = parseStateObject(text, id);
+  if (!value) return undefined;
   if (value.kind !== 'cfn' && value.kind !== 'native') return undefined;
   if (value.state !== 'pending' && value.state !== 'sent' && value.state !== 'failed') return undefined;
   if (typeof value.attempts !== 'number' || typeof value.shownUrl !== 'string') return undefined;

@@ -303,14 +303,20 @@ export function deployLockFile(config: AgentConfig): string {
   return path.join(config.agent.state_dir, 'deploy.lock');
 }
 
-function parseRecord(text: string, id: string): DeploymentRecord | undefined {
+/** A state file's JSON object when it is version 1 and names `id` (records, queued signals); else undefined. */
+export function parseStateObject(text: string, id: string): JsonObject | undefined {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     return undefined;
   }
-  if (!isJsonObject(value) || value.version !== 1 || value.id !== id) return undefined;
+  return isJsonObject(value) && value.version === 1 && value.id === id ? value : undefined;
+}
+
+function parseRecord(text: string, id: string): DeploymentRecord | undefined {
+  const value = parseStateObject(text, id);
+  if (!value) return undefined;
   if (!(DEPLOYMENT_STATES as readonly unknown[]).includes(value.state) || !isJsonObject(value.signal)) return undefined;
   if (typeof value.hookStarts !== 'number' || typeof value.name !== 'string' || typeof value.group !== 'string') return undefined;
   return value as unknown as DeploymentRecord;
