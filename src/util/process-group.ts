@@ -14,10 +14,13 @@ import { scopeCommand } from './systemd-scope.js';
 // no longer waited for (upstream waited for them forever).
 //
 // The agent's unit gives it a negative oom_score_adj so that the kernel kills a runaway deployment before the agent.
-// Children inherit that value, so each process started here is raised to CHILD_OOM_SCORE_ADJ at once: the parent
-// writes /proc/<pid>/oom_score_adj as soon as spawn returns (raising needs no privilege). Node offers no hook between
-// fork and exec, so a process the tool forks within the first instant (while the dynamic loader still runs) could keep
-// the agent's value; everything started later inherits the raised one (docs/systemd.md).
+// Children inherit that value at fork, and Node offers no hook between fork and exec, so the agent raises its own
+// value to CHILD_OOM_SCORE_ADJ for the instant of the (synchronous) spawn and lowers it back at once: the child is
+// born with the neutral value, and so is everything it starts, however early. Lowering back needs no privilege down
+// to the lowest value systemd gave the process (the kernel's oom_score_adj_min); where the first try shows it cannot
+// (a process that lowered its value without that floor), the agent keeps its own value and writes the child's
+// /proc/<pid>/oom_score_adj right after the spawn instead, which leaves a process the tool forks in its first
+// instant at the agent's value (docs/systemd.md).
 
 export const OUTPUT_CAP_BYTES = 16 * 1024 * 1024;
 const DEFAULT_KILL_GRACE_MS = 5000;
@@ -40,6 +43,8 @@ export function observeProcesses(observer: ProcessObserver): () => void {
 }
 
 let ownOomScoreAdj: number | undefined;
+/** Whether the agent can lower its value back after raising it for a spawn; undefined until first needed. */
+let canLowerBack: boolean | undefined;
 
 /** This process's oom_score_adj, read once (0 where /proc cannot tell). */
 function readOwnOomScoreAdj(): number {
@@ -53,16 +58,46 @@ function readOwnOomScoreAdj(): number {
   return ownOomScoreAdj;
 }
 
+function writeOomScoreAdj(pid: number | 'self', value: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/oom_score_adj`, `${value}\n`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether raising the agent's own value for a spawn is safe: tried once with one step up and back, so a process
+ * that cannot lower its value again loses nothing that matters.
+ */
+function lowerBackWorks(own: number): boolean {
+  if (canLowerBack === undefined) {
+    canLowerBack = own < 1000 && writeOomScoreAdj('self', own + 1) && writeOomScoreAdj('self', own);
+  }
+  return canLowerBack;
+}
+
+/**
+ * Runs `start` (a synchronous spawn) so that the process it starts is born with oom_score_adj `target` when the
+ * agent's own is lower; returns what `start` returned and whether the child still needs raising afterwards.
+ */
+export function spawnWithOomScoreAdj<T>(start: () => T, target: number = CHILD_OOM_SCORE_ADJ, own: number = readOwnOomScoreAdj()): { value: T; raiseAfter: boolean } {
+  if (own >= target) return { value: start(), raiseAfter: false };
+  if (!lowerBackWorks(own) || !writeOomScoreAdj('self', target)) return { value: start(), raiseAfter: true };
+  try {
+    return { value: start(), raiseAfter: false };
+  } finally {
+    // Cannot fail after the probe succeeded; if it somehow did, later spawns fall back to raising after the fact.
+    if (!writeOomScoreAdj('self', own)) canLowerBack = false;
+  }
+}
+
 /** Raises a child's oom_score_adj to `target` when the agent's own is lower; a failure only leaves it as inherited. */
 export function raiseOomScoreAdj(pid: number, target: number = CHILD_OOM_SCORE_ADJ, own: number = readOwnOomScoreAdj()): boolean {
   if (own >= target) return false;
-  try {
-    writeFileSync(`/proc/${pid}/oom_score_adj`, `${target}\n`);
-    return true;
-  } catch {
-    // The process may already be gone; it then needs no adjustment.
-    return false;
-  }
+  // The process may already be gone; it then needs no adjustment.
+  return writeOomScoreAdj(pid, target);
 }
 
 export interface ProcessOptions {
@@ -159,6 +194,7 @@ export function runProcess(options: ProcessOptions): Promise<ProcessResult> {
 
   return new Promise<ProcessResult>((resolve) => {
     let child: ChildProcess | undefined;
+    let raiseAfter = false;
     const finish = (exitCode: number | null, signal: string | null, spawnError?: { code: string; message: string }) => {
       for (const t of timers) clearTimeout(t);
       options.signal?.removeEventListener('abort', onAbort);
@@ -199,12 +235,14 @@ export function runProcess(options: ProcessOptions): Promise<ProcessResult> {
       const command = options.scopeProperties && options.scopeProperties.length > 0
         ? scopeCommand(options.file, options.args ?? [], options.scopeProperties)
         : { file: options.file, args: options.args ?? [] };
-      child = spawn(command.file, command.args, {
+      const spawned = spawnWithOomScoreAdj(() => spawn(command.file, command.args, {
         cwd: options.cwd,
         env: options.env ?? process.env,
         detached: ownGroup,
         stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-      });
+      }), options.oomScoreAdj);
+      child = spawned.value;
+      raiseAfter = spawned.raiseAfter;
     } catch (e) {
       // Synchronous failures: a bad argument (a NUL in the environment, a cwd that is not a string).
       const error = e as NodeJS.ErrnoException;
@@ -219,7 +257,7 @@ export function runProcess(options: ProcessOptions): Promise<ProcessResult> {
     });
     if (proc.pid === undefined) return;
     const pid = proc.pid;
-    raiseOomScoreAdj(pid, options.oomScoreAdj);
+    if (raiseAfter) raiseOomScoreAdj(pid, options.oomScoreAdj);
     options.onSpawn?.(pid);
     if (!options.unobserved) {
       for (const o of observers) o.started(pid, options.timeoutMs ?? 0);
