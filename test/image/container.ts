@@ -8,8 +8,14 @@ import { startService, waitUntil, type Service } from '../integration/heat/proce
 // host's interfaces), not registered with machined (this machine runs no systemd). Commands run inside it through
 // nsenter into the container's namespaces, as `machinectl shell` would. stop() powers it off as SIGTERM to nspawn
 // does (a clean shutdown), then kills what is left.
+//
+// A reboot asked inside (`systemctl reboot`) shuts the system down and ends nspawn with NSPAWN_REBOOT_STATUS; booting
+// the same tree again is then the caller's job, as it is systemd-nspawn@.service's (RestartForceExitStatus=133).
+// nspawn mounts a new random /proc/sys/kernel/random/boot_id for each boot, so the system inside sees a new boot id.
 
 const run = promisify(execFile);
+/** systemd-nspawn's exit status when the system inside rebooted (a poweroff is 0). */
+export const NSPAWN_REBOOT_STATUS = 133;
 const INSIDE_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8', SYSTEMD_PAGER: '' };
 
 export interface BootOptions {
