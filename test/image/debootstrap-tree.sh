@@ -7,6 +7,7 @@
 #
 # Usage: test/image/debootstrap-tree.sh [WORK_DIR]                    builds (or reuses) WORK_DIR/bookworm-<key>.tar
 #        test/image/debootstrap-tree.sh --unpack WORK_DIR DEST        a fresh tree from the cached tarball at DEST
+#        test/image/debootstrap-tree.sh --cached [WORK_DIR]           exit 0 if the tarball is already made
 # WORK_DIR defaults to /var/tmp/oca-pristine. The mirror is the one apt already uses (deb822 sources or
 # sources.list); OCA_PRISTINE_MIRROR overrides it. Prints the tarball's path on its last line.
 
@@ -27,6 +28,11 @@ include=systemd,systemd-sysv,dbus,cloud-init,python3-cffi-backend,curl,ca-certif
 layout=1
 key=$(printf '%s %s' "${include}" "${layout}" | sha256sum | cut -c1-12)
 
+if [ "${1:-}" = --cached ]; then
+    # Exit 0 when WORK_DIR already holds the tarball for this package list (a run skips debootstrap), 1 otherwise.
+    [ -f "${2:-/var/tmp/oca-pristine}/bookworm-${key}.tar" ]
+    exit
+fi
 if [ "${1:-}" = --unpack ]; then
     work=${2:?usage: debootstrap-tree.sh --unpack WORK_DIR DEST}
     dest=${3:?usage: debootstrap-tree.sh --unpack WORK_DIR DEST}
