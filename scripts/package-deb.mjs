@@ -91,12 +91,22 @@ if [ "$1" = configure ]; then
         deb-systemd-helper enable os-config-agent.service >/dev/null || true
     fi
     # Started only on a running system: an image being built (a chroot, no systemd) starts it at its first boot.
+    # The start is queued, never waited for (--no-block, so not deb-systemd-invoke, which cannot pass it; policy-rc.d
+    # is asked here as it would ask): the unit is ordered after cloud-final.service, and a first-boot install runs
+    # inside cloud-final (boot-config/, docs/pristine-boot.md), where waiting for the start would wait forever.
     if [ -d /run/systemd/system ] && ! ischroot 2>/dev/null; then
         systemctl --system daemon-reload >/dev/null || true
-        if [ -n "$2" ]; then
-            deb-systemd-invoke try-restart os-config-agent.service >/dev/null || true
-        else
-            deb-systemd-invoke start os-config-agent.service >/dev/null || true
+        if [ -n "$2" ]; then action=try-restart; else action=start; fi
+        policy=0
+        if [ -x /usr/sbin/policy-rc.d ]; then
+            /usr/sbin/policy-rc.d os-config-agent.service "$action" || policy=$?
+        fi
+        # As deb-systemd-invoke: a unit the administrator disabled is not started.
+        if [ "$action" = start ] && ! systemctl --system --quiet is-enabled os-config-agent.service 2>/dev/null; then
+            policy=101
+        fi
+        if [ "$policy" = 0 ] || [ "$policy" = 104 ]; then
+            systemctl --system --no-block "$action" os-config-agent.service >/dev/null || true
         fi
     fi
 fi
