@@ -419,6 +419,19 @@ t.test('in the image: the distribution\'s nodejs only when new enough (real apt-
     t.equal(readlinkSync(path.join(b.root, 'opt/os-config-agent/bin/node')), '../node/bin/node');
   });
 
+  t.test('a package manager that fails (a broken sources.list): no candidate, the official binary', async (t) => {
+    const b = newBuild(t);
+    stageOfficial(t, b);
+    mkdirSync(path.join(b.root, 'etc/apt'), { recursive: true });
+    writeFileSync(path.join(b.root, 'etc/apt/sources.list'), 'this is not a source\n');
+    t.equal(spawnSync('apt-cache', ['-o', `Dir=${b.root}`, 'policy', 'nodejs']).status, 100, 'apt-cache itself fails here');
+    const fake = fakeInstallPackages(b);
+    const r = runPhase(b.hooks, 'install', { ...b.env, DIB_OS_CONFIG_AGENT_NODE_TARBALL: '', ...fake.env });
+    t.ok(r.ok, r.output);
+    t.match(r.output, /staged on the build host\): the distribution has no nodejs package/);
+    t.same(fake.calls(), []);
+  });
+
   t.test('the distribution\'s package installs a node that is older than its version said: the build fails', async (t) => {
     const b = newBuild(t);
     stageOfficial(t, b);
