@@ -111,14 +111,14 @@ export function checkDeploymentRecord(text: string, id: string): RecordCheck {
   return problem === undefined ? { ok: true, record: value as unknown as DeploymentRecord } : { ok: false, problem };
 }
 
-type Check = (v: unknown) => boolean;
-const isString: Check = (v) => typeof v === 'string';
-const isCount: Check = (v) => typeof v === 'number' && Number.isInteger(v) && v >= 0;
-const isBoolean: Check = (v) => typeof v === 'boolean';
-const isNumber: Check = (v) => typeof v === 'number' && Number.isFinite(v);
+export type Check = (v: unknown) => boolean;
+export const isString: Check = (v) => typeof v === 'string';
+export const isCount: Check = (v) => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+export const isBoolean: Check = (v) => typeof v === 'boolean';
+export const isNumber: Check = (v) => typeof v === 'number' && Number.isFinite(v);
 
 /** Field name -> [check, what it should be, required]. */
-type Fields = Readonly<Record<string, readonly [Check, string, boolean]>>;
+export type Fields = Readonly<Record<string, readonly [Check, string, boolean]>>;
 
 const RECORD_FIELDS: Fields = {
   name: [isString, 'a string', true],
@@ -163,7 +163,8 @@ const SIGNAL_FIELDS: Fields = {
   history: [(v) => Array.isArray(v) && v.every(isAttempt), 'a list of signal attempts', false],
 };
 
-function fieldsProblem(value: JsonObject, fields: Fields, prefix: string): string | undefined {
+/** The first field of `value` that `fields` does not accept, as a sentence naming it (never its value). */
+export function fieldsProblem(value: JsonObject, fields: Fields, prefix = ''): string | undefined {
   for (const [name, [check, what, required]] of Object.entries(fields)) {
     const v = value[name];
     if (v === undefined) {
