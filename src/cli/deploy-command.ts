@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
-import { UnknownDeploymentError } from '../deploy/deploy-errors.js';
+import { DeploymentRecordError, UnknownDeploymentError } from '../deploy/deploy-errors.js';
 import { forgetDeployment, rerunDeployment, runDeployments, settleAppliedDeployments } from '../deploy/dispatch.js';
 import { deploymentsFrom, readCachedMetadata, readHeatConfigFile, writeHeatConfigFile } from '../deploy/metadata-source.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
@@ -73,9 +73,10 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
       // As 55-heat-config, this pass follows the apply (20-os-apply-config): os-apply-config deployments are
       // signalled at its end rather than waiting for a daemon cycle that may not come.
       const settled = report.interrupted ? { failed: [] } : await settleAppliedDeployments(ctx, { ok: true });
-      setExit(report.failed.length > 0 || settled.failed.length > 0 || report.interrupted ? 1 : 0);
+      // A held deployment (its record cannot be used) is not done: exit 1, as for a failure; the log says why.
+      setExit(report.failed.length > 0 || report.held.length > 0 || settled.failed.length > 0 || report.interrupted ? 1 : 0);
     } catch (err) {
-      if (!(err instanceof UnknownDeploymentError)) throw err;
+      if (!(err instanceof UnknownDeploymentError) && !(err instanceof DeploymentRecordError)) throw err;
       process.stderr.write(`os-config-agent: ${err.message} [${err.code}]\n`);
       setExit(2);
     } finally {

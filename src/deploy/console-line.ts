@@ -1,5 +1,6 @@
 import { constants, promises as fs } from 'node:fs';
 import type { Logger } from '../log/logger.js';
+import { hasResult } from './deployment-states.js';
 import type { DeploymentRecord, DeploymentState } from './state-store.js';
 
 // [agent] console: one line per deployment state change on a console (e.g. /dev/console), so that
@@ -13,7 +14,7 @@ const MAX_NAME = 120;
 
 /** The line for one transition, without the trailing newline. */
 export function consoleLine(record: DeploymentRecord, from: DeploymentState | undefined): string {
-  const status = record.statusCode !== undefined && (record.state === 'done' || record.state === 'signalled') ? ` [status ${printable(record.statusCode, 16)}]` : '';
+  const status = record.statusCode !== undefined && hasResult(record.state) ? ` [status ${printable(record.statusCode, 16)}]` : '';
   return `os-config-agent: deployment ${printable(record.name, MAX_NAME)} (${printable(record.id, MAX_NAME)}) ${from ?? 'new'} -> ${record.state}${status}`;
 }
 

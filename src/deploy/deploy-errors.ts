@@ -11,6 +11,41 @@ export class DeploymentStateError extends AgentError {
   }
 }
 
+/**
+ * A deployment record that cannot be used: not JSON, a field of the wrong type, or written by another release of the
+ * agent. The deployment is held (not run, not signalled, not removed) until the operator clears it; the other
+ * deployments go on. docs/state-machine.md: recovery.
+ */
+export class DeploymentRecordError extends AgentError {
+  override name = 'DeploymentRecordError';
+  constructor(
+    readonly deploymentId: string,
+    readonly file: string,
+    readonly problem: string,
+  ) {
+    super(
+      'ERR_DEPLOYMENT_RECORD',
+      `the record of deployment ${deploymentId} (${file}) cannot be used: ${problem}; the deployment is held (not run, not signalled) until it is cleared: ` +
+        `\`os-config-agent deploy --forget ${deploymentId}\` makes the next pass run it as new, or deleting only that file makes the next pass adopt it without running it when its deployed file exists (docs/state-machine.md)`,
+    );
+  }
+}
+
+/** A state change the state machine (deployment-states.ts) does not allow: a defect of the agent, not of the input. */
+export class DeploymentTransitionError extends AgentError {
+  override name = 'DeploymentTransitionError';
+  constructor(
+    readonly deploymentId: string,
+    readonly from: string | undefined,
+    readonly to: string,
+  ) {
+    super(
+      'ERR_DEPLOYMENT_TRANSITION',
+      `deployment ${deploymentId} cannot move from ${from ?? '(new)'} to ${to}: the state machine has no such transition; the record was not changed (this is a defect of the agent: please report it with the log)`,
+    );
+  }
+}
+
 /** Another process (a `deploy` command or the daemon) is running deployments with the same state directory. */
 export class DeployLockedError extends AgentError {
   override name = 'DeployLockedError';

@@ -7,7 +7,8 @@ import { VERSION } from '../version.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import type { JsonObject } from '../util/json-merge.js';
-import { DeployLockedError, DeploymentBusyError, UnknownDeploymentError } from './deploy-errors.js';
+import { DeployLockedError, DeploymentBusyError, DeploymentRecordError, UnknownDeploymentError } from './deploy-errors.js';
+import { decide, decideAbsent, needsBootId, type Decision } from './dispatch-decision.js';
 import { withDeployLock } from './deploy-lock.js';
 import { parseDeployment, UNGROUPED, type Deployment } from './deployment.js';
 import { findHook, hookDirs } from './find-hook.js';
@@ -37,10 +38,11 @@ import { deployLockFile, RERUN_HISTORY_MAX, storeFor, type DeploymentRecord, typ
 // A deployment awaiting the reboot it asked for (reboot.ts) ends the pass while the machine is still in the boot that
 // asked: the deployments after it wait for the reboot, in Heat's order.
 // A failing, missing or hanging hook is a failure signal, not an error of this function; only local state failures
-// (and the lock) throw.
+// (and the lock) throw. A deployment whose record cannot be used is held (left as it is, reported) and the others go
+// on. What to do with each deployment is decided by dispatch-decision.ts from what is on disk; this file carries the
+// decision out, with the writes in the order of HOOK_RUN_WRITES (deployment-states.ts).
 
-/** A hook interrupted this many times (agent killed, machine rebooted while it ran) is reported failed, not re-run. */
-export const MAX_HOOK_STARTS = 2;
+export { MAX_HOOK_STARTS } from './dispatch-decision.js';
 
 /** Groups whose config os-collect-config already hands to the apply step: without a hook they are not an error. */
 const APPLY_GROUPS = new Set(['os-apply-config', UNGROUPED]);
@@ -79,6 +81,8 @@ export interface DeployReport {
   readonly ran: readonly string[];
   /** Deployments that completed in this pass with a failure (as Heat will judge the signal). */
   readonly failed: readonly DeployFailure[];
+  /** Deployments of the metadata whose record cannot be used (DeploymentRecordError): not run until cleared. */
+  readonly held: readonly DeployFailure[];
   readonly skipped: readonly string[];
   readonly removed: readonly string[];
   readonly pruned: readonly string[];
@@ -198,11 +202,19 @@ class Dispatcher {
     const { log } = this.ctx;
     await this.store.init();
     const { list, invalid } = this.parse();
-    const records = new Map((await this.store.list()).map((r) => [r.id, r]));
+    const listed = await this.store.listAll('hold');
+    const records = new Map(listed.records.map((r) => [r.id, r]));
+    const unusable = new Map(listed.unusable.map((e) => [e.deploymentId, e]));
+    const held: DeployFailure[] = [];
     for (const dep of list) {
       if (this.ctx.signal.aborted) {
         this.interrupted = true;
         break;
+      }
+      const bad = unusable.get(dep.id);
+      if (bad) {
+        held.push({ id: dep.id, name: dep.name, reason: bad.message });
+        continue;
       }
       const record = await this.handle(dep, records.get(dep.id));
       records.set(dep.id, record);
@@ -215,19 +227,19 @@ class Dispatcher {
     if (!this.interrupted) {
       if (this.ctx.deployments !== undefined) {
         for (const record of records.values()) {
-          if (current.has(record.id) || record.state === 'removed') continue;
+          if (current.has(record.id) || decideAbsent(record) === 'keep') continue;
           records.set(record.id, await this.markRemoved(record));
           removed.push(record.id);
         }
       }
       signals = await flushDue(this.outbox, this.attempted);
       if (this.ctx.deployments !== undefined) {
-        pruned = await pruneState({ store: this.store, records: [...records.values()], current, pruneAfterDays: this.ctx.config.deploy.prune_after, now: this.now(), log });
+        pruned = await pruneState({ store: this.store, records: [...records.values()], unusable: new Set(unusable.keys()), current, pruneAfterDays: this.ctx.config.deploy.prune_after, now: this.now(), log });
       }
     }
-    const report: DeployReport = { total: list.length, invalid, ran: this.ran, failed: this.failed, skipped: this.skipped, removed, pruned, signals, interrupted: this.interrupted, ...(this.awaitingReboot ? { awaitingReboot: true } : {}) };
+    const report: DeployReport = { total: list.length, invalid, ran: this.ran, failed: this.failed, held, skipped: this.skipped, removed, pruned, signals, interrupted: this.interrupted, ...(this.awaitingReboot ? { awaitingReboot: true } : {}) };
     log.info(
-      { deployments: report.total, ran: report.ran.length, failed: report.failed.length, removed: removed.length, pruned: pruned.length, signalsPending: signals.pending, interrupted: report.interrupted, awaitingReboot: this.awaitingReboot },
+      { deployments: report.total, ran: report.ran.length, failed: report.failed.length, held: held.length, removed: removed.length, pruned: pruned.length, signalsPending: signals.pending, interrupted: report.interrupted, awaitingReboot: this.awaitingReboot },
       'deployments processed',
     );
     return report;
@@ -263,56 +275,68 @@ class Dispatcher {
   }
 
   private async handle(dep: Deployment, existing: DeploymentRecord | undefined): Promise<DeploymentRecord> {
-    const fields = { id: dep.id, name: dep.name, group: dep.group, action: dep.action };
-    let record = existing;
-    if (!record) {
-      if (await this.store.hasDeployed(dep.id)) {
-        return this.store.create(fields, 'signalled', { adopted: true }, { reason: 'deployed/<id>.json exists: deployed by an earlier agent; not run again' });
-      }
-      record = await this.store.create(fields);
-    } else if (record.state === 'removed') {
-      const back = record.stateBeforeRemoval ?? 'pending';
-      record = await this.store.transition(record, back, { removedAt: undefined, stateBeforeRemoval: undefined }, { reason: 'listed again' });
-    }
-    if (record.state === 'awaiting-reboot') return this.afterRebootRequest(dep, record);
-    if (record.state !== 'pending' && record.state !== 'running') return record;
-    return this.execute(dep, record);
+    const decision = decide({
+      record: existing,
+      deployedFileExists: existing === undefined && (await this.store.hasDeployed(dep.id)),
+      bootId: existing !== undefined && needsBootId(existing) ? await readBootId(this.ctx.paths) : undefined,
+    });
+    return this.carryOut(dep, existing, decision);
   }
 
-  /**
-   * A deployment that asked for a reboot. In a new boot it runs again, with OS_CONFIG_AGENT_REBOOTED=1, and that
-   * run is the one signalled. Still in the boot that asked: if the reboot command never ran (the agent stopped first),
-   * it runs now; otherwise the machine is going down, and the pass stops here.
-   */
-  private async afterRebootRequest(dep: Deployment, record: DeploymentRecord): Promise<DeploymentRecord> {
-    const dlog = this.ctx.log.child({ deploymentId: dep.id, deploymentName: dep.name });
-    const bootId = await readBootId(this.ctx.paths);
-    if (bootId === undefined || bootId !== record.bootId) {
-      dlog.info({ reboots: record.reboots ?? 0 }, 'machine rebooted as the deployment asked; running it again');
-      return this.execute(dep, record, true);
+  /** The decision's writes and runs, in the order of HOOK_RUN_WRITES. */
+  private async carryOut(dep: Deployment, existing: DeploymentRecord | undefined, decision: Decision): Promise<DeploymentRecord> {
+    const fields = { id: dep.id, name: dep.name, group: dep.group, action: dep.action };
+    const dlog = () => this.ctx.log.child({ deploymentId: dep.id, deploymentName: dep.name });
+    if (existing === undefined && decision.action === 'adopt') {
+      return this.store.create(fields, 'signalled', { adopted: true }, { reason: 'deployed/<id>.json exists: deployed by an earlier agent; not run again' });
     }
-    if (record.rebootCommandRanAt === undefined) {
-      const selected = selectComponent(dep);
-      return this.reboot(selected.ok ? selected.deployment : dep, record);
+    // Without a record the decision is adopt or run (create).
+    if (existing === undefined) return this.execute(dep, await this.store.create(fields));
+    const record = existing;
+    switch (decision.action) {
+      case 'run':
+        return this.execute(dep, record);
+      case 'restore': {
+        const back = await this.store.transition(record, decision.to, { removedAt: undefined, stateBeforeRemoval: undefined }, { reason: 'listed again' });
+        return this.carryOut(dep, back, decision.then);
+      }
+      case 'resume-interrupted':
+      case 'fail-interrupted': {
+        if (decision.killOrphan && record.hookPid !== undefined && record.hookPidStart !== undefined && (await killOrphanHook(record.hookPid, record.hookPidStart))) {
+          dlog().warn({ hookPid: record.hookPid }, 'hook left running by an earlier agent; its process group was killed');
+        }
+        if (decision.action === 'fail-interrupted') {
+          const message = `the hook was interrupted ${record.hookStarts} times (the agent stopped or the machine restarted while it ran) and is not started again; trigger the deployment again from Heat to retry`;
+          dlog().error({ code: 'ERR_HOOK', hookStarts: record.hookStarts }, 'hook interrupted too often; failure signalled');
+          return this.finish(dep, record, failureBody(message, 1), { exitCode: null }, message);
+        }
+        dlog().warn({ hookStarts: record.hookStarts }, 'hook was interrupted; running it again');
+        return this.execute(dep, record);
+      }
+      // A deployment that asked for a reboot. In a new boot it runs again, with OS_CONFIG_AGENT_REBOOTED=1, and that
+      // run is the one signalled. Still in the boot that asked: the reboot command runs if it never did; otherwise
+      // the machine is going down, and the pass stops here.
+      case 'run-after-reboot':
+        dlog().info({ reboots: record.reboots ?? 0 }, 'machine rebooted as the deployment asked; running it again');
+        return this.execute(dep, record, true);
+      case 'reboot-now': {
+        const selected = selectComponent(dep);
+        return this.reboot(selected.ok ? selected.deployment : dep, record);
+      }
+      case 'wait-for-reboot':
+        this.awaitingReboot = true;
+        return record;
+      // hold: run() holds unusable records before deciding; adopt: only without a record.
+      case 'hold':
+      case 'adopt':
+      case 'keep':
+        return record;
     }
-    this.awaitingReboot = true;
-    return record;
   }
 
   private async execute(dep: Deployment, record: DeploymentRecord, rebooted = false): Promise<DeploymentRecord> {
     const { config, paths, log } = this.ctx;
     const dlog = log.child({ deploymentId: dep.id, deploymentName: dep.name });
-    if (record.state === 'running') {
-      if (record.hookPid !== undefined && record.hookPidStart !== undefined && (await killOrphanHook(record.hookPid, record.hookPidStart))) {
-        dlog.warn({ hookPid: record.hookPid }, 'hook left running by an earlier agent; its process group was killed');
-      }
-      if (record.hookStarts >= MAX_HOOK_STARTS) {
-        const message = `the hook was interrupted ${record.hookStarts} times (the agent stopped or the machine restarted while it ran) and is not started again; trigger the deployment again from Heat to retry`;
-        dlog.error({ code: 'ERR_HOOK', hookStarts: record.hookStarts }, 'hook interrupted too often; failure signalled');
-        return this.finish(dep, record, failureBody(message, 1), { exitCode: null }, message);
-      }
-      dlog.warn({ hookStarts: record.hookStarts }, 'hook was interrupted; running it again');
-    }
     const selected = selectComponent(dep);
     if (!selected.ok) {
       dlog.warn({ reason: selected.reason }, 'component deployment skipped');
@@ -472,8 +496,8 @@ class Dispatcher {
   /** `deploy --forget`: the record and the upstream files go; the next pass sees the deployment as new. */
   async forget(id: string): Promise<DeploymentRecord | undefined> {
     await this.store.init();
-    const record = await this.known(id);
-    if (!record && !(await this.store.hasDeployed(id)) && !(await exists(this.store.notifyPath(id)))) {
+    const record = await this.known(id, 'forget');
+    if (!record && !(await exists(this.store.recordPath(id))) && !(await this.store.hasDeployed(id)) && !(await exists(this.store.notifyPath(id)))) {
       throw new UnknownDeploymentError(`no deployment ${id} is known here (no record, no deployed file); \`os-config-agent status\` lists the known ones`);
     }
     await this.store.forget(id);
@@ -481,10 +505,20 @@ class Dispatcher {
     return record;
   }
 
-  /** The record of `id` for --rerun/--forget: refused while its hook runs. */
-  private async known(id: string): Promise<DeploymentRecord | undefined> {
+  /**
+   * The record of `id` for --rerun/--forget: refused while its hook runs. A record that cannot be used is refused for
+   * --rerun (its DeploymentRecordError says what to do) and is what --forget is for (`unusable`).
+   */
+  private async known(id: string, unusable: 'refuse' | 'forget' = 'refuse'): Promise<DeploymentRecord | undefined> {
     if (!isSafeFileName(id)) throw new UnknownDeploymentError(`${JSON.stringify(id)} is not a deployment id`);
-    const record = await this.store.read(id);
+    let record: DeploymentRecord | undefined;
+    try {
+      record = await this.store.read(id);
+    } catch (err) {
+      if (!(err instanceof DeploymentRecordError) || unusable === 'refuse') throw err;
+      this.ctx.log.warn({ code: err.code, deploymentId: id, file: err.file, problem: err.problem }, 'deployment record cannot be used; forgetting it');
+      return undefined;
+    }
     if (record?.state === 'running') {
       const pid = record.hookPid !== undefined ? ` (process ${record.hookPid})` : '';
       throw new DeploymentBusyError(`deployment ${record.name} (${id}) is running now${pid}; wait until \`os-config-agent status\` shows it finished, then try again`);
@@ -547,10 +581,13 @@ class Dispatcher {
     const { log } = this.ctx;
     await this.store.init();
     const { list } = this.parse();
-    const records = new Map((await this.store.list()).map((r) => [r.id, r]));
+    // Quiet: the pass of this cycle has already reported (and held) the records that cannot be used.
+    const listed = await this.store.listAll('quiet');
+    const records = new Map(listed.records.map((r) => [r.id, r]));
+    const unusable = new Set(listed.unusable.map((e) => e.deploymentId));
     const signalled: string[] = [];
     for (const dep of list) {
-      if (!APPLY_GROUPS.has(dep.group)) continue;
+      if (!APPLY_GROUPS.has(dep.group) || unusable.has(dep.id)) continue;
       let record = records.get(dep.id);
       if (outcome.ok) {
         if (record?.state !== 'applied') continue;

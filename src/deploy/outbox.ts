@@ -3,6 +3,7 @@ import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
 import { DeployLockedError } from './deploy-errors.js';
+import { holdsSignal } from './deployment-states.js';
 import { withDeployLock } from './deploy-lock.js';
 import { signalRetryDelayMs } from './signal-backoff.js';
 import type { SignalTarget } from './signal-target.js';
@@ -13,7 +14,7 @@ import { sendHeatSignal } from './transports/heat-signal.js';
 import { sendTempUrlSignal } from './transports/temp-url-signal.js';
 import { sendZaqarSignal } from './transports/zaqar-signal.js';
 
-// The signal outbox: every record in state `done` whose signal is pending. It lives in the records themselves, so a
+// The signal outbox: every record in a state that holds its signal (`done`, deployment-states.ts) whose signal is pending. It lives in the records themselves, so a
 // signal is on disk before its first attempt and survives restarts. Each attempt is one request with a short timeout
 // and no client-level retries; a failure is rescheduled with capped, jittered exponential backoff, so an unreachable
 // Heat never holds up other deployments or the collect loop. A final answer (a 4xx other than 408/429) or
@@ -55,7 +56,7 @@ export function queuedSignal(target: SignalTarget, text: string): SignalRecord {
 }
 
 export function isDue(record: DeploymentRecord, now: number): boolean {
-  if (record.state !== 'done' || record.signal.state !== 'pending') return false;
+  if (!holdsSignal(record.state) || record.signal.state !== 'pending') return false;
   return record.signal.nextAttemptAt === undefined || Date.parse(record.signal.nextAttemptAt) <= now;
 }
 
@@ -127,7 +128,7 @@ function withAttempt(history: readonly SignalAttempt[] | undefined, entry: Signa
 
 /** Attempt every due signal once (oldest first), except those in `exclude`. */
 export async function flushDue(deps: OutboxDeps, exclude: ReadonlySet<string> = new Set()): Promise<FlushReport> {
-  const records = await deps.store.list();
+  const { records } = await deps.store.listAll('quiet');
   const now = deps.now();
   const due = records.filter((r) => isDue(r, now) && !exclude.has(r.id)).sort((a, b) => a.firstSeenAt.localeCompare(b.firstSeenAt));
   let attempted = 0;
@@ -146,7 +147,7 @@ export async function flushDue(deps: OutboxDeps, exclude: ReadonlySet<string> = 
 }
 
 export function pendingSummary(records: readonly DeploymentRecord[]): { pending: number; nextDueAt?: number } {
-  const pending = records.filter((r) => r.state === 'done' && r.signal.state === 'pending');
+  const pending = records.filter((r) => holdsSignal(r.state) && r.signal.state === 'pending');
   const times = pending.map((r) => (r.signal.nextAttemptAt ? Date.parse(r.signal.nextAttemptAt) : 0));
   return { pending: pending.length, ...(times.length > 0 ? { nextDueAt: Math.min(...times) } : {}) };
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { stateError } from './deploy-errors.js';
+import { isPrunable } from './deployment-states.js';
 import type { DeploymentRecord, StateStore } from './state-store.js';
 
 // Keeps the state directories bounded (upstream's deployed/ only ever grew, reference §7.11): a deployment removed
@@ -17,6 +18,8 @@ export interface PruneInput {
   readonly records: readonly DeploymentRecord[];
   /** Ids in the current metadata. */
   readonly current: ReadonlySet<string>;
+  /** Ids whose record exists but cannot be used: held, so their files stay whatever their age. */
+  readonly unusable?: ReadonlySet<string>;
   readonly pruneAfterDays: number;
   readonly now: number;
   readonly log: Logger;
@@ -27,14 +30,14 @@ export async function pruneState(input: PruneInput): Promise<string[]> {
   const cutoff = input.now - input.pruneAfterDays * DAY_MS;
   const pruned: string[] = [];
   for (const record of input.records) {
-    if (record.state !== 'removed' || input.current.has(record.id)) continue;
+    if (!isPrunable(record.state) || input.current.has(record.id)) continue;
     const removedAt = record.removedAt ? Date.parse(record.removedAt) : NaN;
     if (!Number.isFinite(removedAt) || removedAt > cutoff) continue;
     await input.store.forget(record.id);
     input.log.info({ deploymentId: record.id, deploymentName: record.name, removedAt: record.removedAt }, 'deployment state pruned');
     pruned.push(record.id);
   }
-  const known = new Set(input.records.map((r) => r.id));
+  const known = new Set([...input.records.map((r) => r.id), ...(input.unusable ?? [])]);
   const dir = input.store.deployedDir;
   let names: string[];
   try {

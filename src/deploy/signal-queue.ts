@@ -8,6 +8,7 @@ import { redactUrl, registerSecret } from '../log/redact.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { DeployLockedError, stateError } from './deploy-errors.js';
+import { fieldsProblem, isBoolean, isCount, isNumber, isString, type Fields } from './deployment-record.js';
 import { parseStateObject, readStateFile } from './state-store.js';
 import { withDeployLock } from './deploy-lock.js';
 import { signalRetryDelayMs } from './signal-backoff.js';
@@ -155,12 +156,28 @@ export async function readQueuedSignal(dir: string, id: string): Promise<QueuedS
   return entry;
 }
 
+// Checked field by field (as deployment records), so a damaged file is set aside instead of being cast.
+const ENTRY_FIELDS: Fields = {
+  kind: [(v) => v === 'cfn' || v === 'native', 'cfn or native', true],
+  state: [(v) => v === 'pending' || v === 'sent' || v === 'failed', 'pending, sent or failed', true],
+  shownUrl: [isString, 'a string', true],
+  createdAt: [isString, 'a time', true],
+  updatedAt: [isString, 'a time', true],
+  attempts: [isCount, 'a count', true],
+  url: [isString, 'a string', false],
+  token: [isString, 'a string', false],
+  text: [isString, 'a string', false],
+  insecure: [isBoolean, 'true or false', false],
+  nextAttemptAt: [isString, 'a time', false],
+  lastAttemptAt: [isString, 'a time', false],
+  lastStatus: [isNumber, 'a number', false],
+  lastError: [isString, 'a string', false],
+  sentAt: [isString, 'a time', false],
+};
+
 function parseEntry(text: string, id: string): QueuedSignal | undefined {
   const value = parseStateObject(text, id);
-  if (!value) return undefined;
-  if (value.kind !== 'cfn' && value.kind !== 'native') return undefined;
-  if (value.state !== 'pending' && value.state !== 'sent' && value.state !== 'failed') return undefined;
-  if (typeof value.attempts !== 'number' || typeof value.shownUrl !== 'string') return undefined;
+  if (!value || fieldsProblem(value, ENTRY_FIELDS) !== undefined) return undefined;
   return value as unknown as QueuedSignal;
 }
 

@@ -7,11 +7,14 @@ import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { writeConsoleLine } from './console-line.js';
 import { isSafeFileName } from '../util/safe-name.js';
-import { stateError } from './deploy-errors.js';
-import type { SignalTarget, Transport } from './signal-target.js';
+import { DeploymentRecordError, DeploymentTransitionError, stateError } from './deploy-errors.js';
+import { checkDeploymentRecord, type DeploymentRecord } from './deployment-record.js';
+import { hasResult, isAllowedTransition, type DeploymentState } from './deployment-states.js';
 
 // Durable per-deployment state: <state_dir>/deployments/<id>.json, one record per deployment, rewritten atomically
-// (fsync, rename) at every step, so whatever instant the agent dies at, the record says what is left to do:
+// (fsync, rename) at every step, so whatever instant the agent dies at, the record says what is left to do. The
+// states and the moves between them are declared in deployment-states.ts; every write here is checked against it,
+// and every read is checked field by field (deployment-record.ts).
 //
 //   pending -> running -> done -> signalled        (skipped, applied, removed: see below)
 //
@@ -30,86 +33,8 @@ import type { SignalTarget, Transport } from './signal-target.js';
 // as heat-config does) and <id>.notify.json (the signal, written after the hook), both 0600, indent 2. Upstream tools
 // that test for <id>.json see the same deployments as deployed.
 
-export const DEPLOYMENT_STATES = ['pending', 'running', 'awaiting-reboot', 'applied', 'done', 'signalled', 'skipped', 'removed'] as const;
-export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
-export type SignalState = 'none' | 'pending' | 'sent' | 'failed' | 'cancelled';
-
-export interface SignalRecord {
-  readonly state: SignalState;
-  readonly transport: Transport;
-  readonly attempts: number;
-  /** While pending: where to send, and what (the trimmed JSON text). Dropped once settled. */
-  readonly target?: SignalTarget;
-  readonly text?: string;
-  readonly nextAttemptAt?: string;
-  readonly lastAttemptAt?: string;
-  readonly sentAt?: string;
-  readonly lastStatus?: number;
-  readonly lastError?: string;
-  /** The last few delivery attempts, oldest first (at most SIGNAL_HISTORY_MAX; records before issue 20 have none). */
-  readonly history?: readonly SignalAttempt[];
-}
-
-/** What a deployment had come to when it was put back to pending by `deploy --rerun`. */
-export interface RerunEntry {
-  readonly at: string;
-  readonly fromState: DeploymentState;
-  readonly exitCode?: number | null;
-  readonly statusCode?: string;
-  readonly signal: SignalState;
-}
-
-/** Entries of rerunHistory kept (the oldest go first); `reruns` keeps the full count. */
-export const RERUN_HISTORY_MAX = 10;
-export interface SignalAttempt {
-  readonly at: string;
-  /** sent; retry: will be tried again; failed: settled as failed. */
-  readonly outcome: 'sent' | 'retry' | 'failed';
-  readonly status?: number;
-  readonly error?: string;
-}
-
-export const SIGNAL_HISTORY_MAX = 8;
-
-export interface DeploymentRecord {
-  readonly version: 1;
-  readonly id: string;
-  readonly name: string;
-  readonly group: string;
-  readonly action: string;
-  readonly state: DeploymentState;
-  /** For removed records: the state before removal. */
-  readonly stateBeforeRemoval?: DeploymentState;
-  /** Hook path as the instance sees it. */
-  readonly hook?: string;
-  readonly hookStarts: number;
-  /** While running: the hook's pid (its process-group id) and start time, to end an orphan after a crash. */
-  readonly hookPid?: number;
-  readonly hookPidStart?: string;
-  readonly firstSeenAt: string;
-  readonly updatedAt: string;
-  readonly startedAt?: string;
-  readonly endedAt?: string;
-  readonly exitCode?: number | null;
-  /** deploy_status_code of the signal, as text. */
-  readonly statusCode?: string;
-  /** As Heat will judge the signal. */
-  readonly failed?: boolean;
-  readonly lastError?: string;
-  readonly removedAt?: string;
-  /** Found already deployed by an earlier agent (deployed/<id>.json existed): never run here. */
-  readonly adopted?: boolean;
-  /** Times `deploy --rerun` put it back to pending, and the newest of those runs' outcomes. */
-  readonly reruns?: number;
-  readonly rerunHistory?: readonly RerunEntry[];
-  /** Reboots this deployment asked for (exit 194) and the agent started. */
-  readonly reboots?: number;
-  /** While awaiting-reboot: the boot id when the reboot was asked, and when the reboot command returned. */
-  readonly bootId?: string;
-  readonly rebootRequestedAt?: string;
-  readonly rebootCommandRanAt?: string;
-  readonly signal: SignalRecord;
-}
+export { DEPLOYMENT_STATES, type DeploymentState } from './deployment-states.js';
+export { RERUN_HISTORY_MAX, SIGNAL_HISTORY_MAX, type DeploymentRecord, type RerunEntry, type SignalAttempt, type SignalRecord, type SignalState } from './deployment-record.js';
 
 export type TransitionListener = (record: DeploymentRecord, from: DeploymentState | undefined) => void | Promise<void>;
 
@@ -155,43 +80,55 @@ export class StateStore {
     return path.join(this.deployedDir, `${id}.notify.json`);
   }
 
-  /** The record of a deployment; a corrupt one is logged, set aside (unless readOnly) and reads as absent. */
-  async read(id: string, readOnly = false): Promise<DeploymentRecord | undefined> {
+  /**
+   * The record of a deployment, or undefined when there is none. A record that cannot be used (deployment-record.ts)
+   * throws a DeploymentRecordError and stays where it is, for the operator (docs/state-machine.md: recovery).
+   */
+  async read(id: string): Promise<DeploymentRecord | undefined> {
     const file = this.recordPath(id);
     const text = await readStateFile(file);
     if (text === undefined) return undefined;
-    const record = parseRecord(text, id);
-    if (record) return record;
-    if (readOnly) {
-      this.log.warn({ code: 'ERR_DEPLOYMENT_STATE', deploymentId: id, file }, 'deployment record is corrupt; ignored');
-      return undefined;
-    }
-    const aside = `${file}.corrupt-${this.now()}`;
-    this.log.error({ code: 'ERR_DEPLOYMENT_STATE', deploymentId: id, file, movedTo: aside }, 'deployment record is corrupt; set aside');
-    await fs.rename(file, aside).catch((err: unknown) => {
-      throw stateError('set aside the corrupt record', file, err);
-    });
-    return undefined;
+    const check = checkDeploymentRecord(text, id);
+    if (!check.ok) throw new DeploymentRecordError(id, file, check.problem);
+    return check.record;
   }
 
-  /** Every record, in no particular order. */
-  async list(readOnly = false): Promise<DeploymentRecord[]> {
+  /**
+   * Every record, in no particular order, and the errors of those that cannot be used, each logged here: as an error
+   * for the deployment pass that holds them ('hold'), a warning for readers ('ignore'), not at all for the outbox,
+   * which runs between polls and would repeat the pass's error every few seconds ('quiet').
+   */
+  async listAll(mode: 'hold' | 'ignore' | 'quiet' = 'hold'): Promise<{ records: DeploymentRecord[]; unusable: DeploymentRecordError[] }> {
     let names: string[];
     try {
       names = await fs.readdir(this.recordsDir);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], unusable: [] };
       throw stateError('list', this.recordsDir, err);
     }
-    const out: DeploymentRecord[] = [];
+    const records: DeploymentRecord[] = [];
+    const unusable: DeploymentRecordError[] = [];
     for (const name of names) {
       if (!name.endsWith('.json') || name.startsWith('.')) continue;
       const id = name.slice(0, -'.json'.length);
       if (!isSafeFileName(id)) continue;
-      const record = await this.read(id, readOnly);
-      if (record) out.push(record);
+      try {
+        const record = await this.read(id);
+        if (record) records.push(record);
+      } catch (err) {
+        if (!(err instanceof DeploymentRecordError)) throw err;
+        unusable.push(err);
+        const fields = { code: err.code, deploymentId: id, file: err.file, problem: err.problem, recovery: `os-config-agent deploy --forget ${id}` };
+        if (mode === 'ignore') this.log.warn(fields, 'deployment record cannot be used; ignored');
+        else if (mode === 'hold') this.log.error(fields, 'deployment record cannot be used; deployment held');
+      }
     }
-    return out;
+    return { records, unusable };
+  }
+
+  /** Every usable record, in no particular order (see listAll; readOnly: 'ignore', else 'hold'). */
+  async list(readOnly = false): Promise<DeploymentRecord[]> {
+    return (await this.listAll(readOnly ? 'ignore' : 'hold')).records;
   }
 
   /** Write a record without a state change (signal bookkeeping). */
@@ -206,7 +143,7 @@ export class StateStore {
     return next;
   }
 
-  /** Record a deployment seen for the first time, in its first state. */
+  /** Record a deployment seen for the first time, in its first state (pending, or signalled when adopted). */
   async create(
     fields: { id: string; name: string; group: string; action: string },
     state: DeploymentState = 'pending',
@@ -214,12 +151,17 @@ export class StateStore {
     logFields: Record<string, unknown> = {},
   ): Promise<DeploymentRecord> {
     const at = this.timestamp();
+    if (!isAllowedTransition(undefined, state)) throw new DeploymentTransitionError(fields.id, undefined, state);
     const record: DeploymentRecord = { version: 1, ...fields, state, hookStarts: 0, firstSeenAt: at, updatedAt: at, signal: { state: 'none', transport: 'NO_SIGNAL', attempts: 0 }, ...patch };
     return this.commit(record, undefined, logFields);
   }
 
-  /** Move a record to a new state: written durably first, then logged (one line per transition). */
+  /**
+   * Move a record to a new state: written durably first, then logged (one line per transition). A move the state
+   * machine does not have is refused before anything is written.
+   */
   async transition(record: DeploymentRecord, to: DeploymentState, patch: Partial<DeploymentRecord> = {}, logFields: Record<string, unknown> = {}): Promise<DeploymentRecord> {
+    if (!isAllowedTransition(record.state, to)) throw new DeploymentTransitionError(record.id, record.state, to);
     return this.commit({ ...record, ...patch, state: to }, record.state, logFields);
   }
 
@@ -233,7 +175,7 @@ export class StateStore {
         action: next.action,
         from: from ?? null,
         to: next.state,
-        ...(next.state === 'done' || next.state === 'signalled' ? { signal: next.signal.state, transport: next.signal.transport } : {}),
+        ...(hasResult(next.state) ? { signal: next.signal.state, transport: next.signal.transport } : {}),
         ...logFields,
       },
       'deployment state changed',
@@ -312,14 +254,6 @@ export function parseStateObject(text: string, id: string): JsonObject | undefin
     return undefined;
   }
   return isJsonObject(value) && value.version === 1 && value.id === id ? value : undefined;
-}
-
-function parseRecord(text: string, id: string): DeploymentRecord | undefined {
-  const value = parseStateObject(text, id);
-  if (!value) return undefined;
-  if (!(DEPLOYMENT_STATES as readonly unknown[]).includes(value.state) || !isJsonObject(value.signal)) return undefined;
-  if (typeof value.hookStarts !== 'number' || typeof value.name !== 'string' || typeof value.group !== 'string') return undefined;
-  return value as unknown as DeploymentRecord;
 }
 
 /** A state file's text, or undefined when it does not exist; any other failure is a DeploymentStateError. */

@@ -1,4 +1,3 @@
-import { promises as fs } from 'node:fs';
 import type { AgentConfig } from '../config/options.js';
 import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
@@ -6,6 +5,7 @@ import { readFileIfExists } from '../util/atomic-write.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { inputText, isSecretInput } from './deployment.js';
+import { DeploymentRecordError } from './deploy-errors.js';
 import { storeFor, type DeploymentRecord, type SignalAttempt, type StateStore } from './state-store.js';
 import { toStatus, type DeploymentStatus } from './status.js';
 
@@ -34,9 +34,12 @@ export type DetailLookup = { readonly ok: true; readonly detail: DeploymentDetai
 
 export async function readDetail(config: AgentConfig, log: Logger, key: string): Promise<DetailLookup> {
   const store = storeFor(config, log);
-  let record = isSafeFileName(key) ? await store.read(key, true) : undefined;
-  if (!record && isSafeFileName(key) && (await exists(store.recordPath(key)))) {
-    return { ok: false, message: `the record of deployment ${key} (${store.recordPath(key)}) is corrupt or from another version of the agent; it was left as it is` };
+  let record: DeploymentRecord | undefined;
+  try {
+    record = isSafeFileName(key) ? await store.read(key) : undefined;
+  } catch (err) {
+    if (err instanceof DeploymentRecordError) return { ok: false, message: err.message };
+    throw err;
   }
   if (!record) {
     const named = (await store.list(true)).filter((r) => r.name === key);
@@ -96,13 +99,6 @@ async function readObject(file: string): Promise<JsonObject | undefined> {
   } catch {
     return undefined;
   }
-}
-
-async function exists(file: string): Promise<boolean> {
-  return fs.lstat(file).then(
-    () => true,
-    () => false,
-  );
 }
 
 /** The report as text. */

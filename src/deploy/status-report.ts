@@ -4,11 +4,12 @@ import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { daemonPresenceFile, runningDaemon } from './daemon-presence.js';
+import { holdsSignal, isInProgress, isListed } from './deployment-states.js';
 import { isSameProcess } from './orphan-hook.js';
 import { signalQueueDir } from './signal-queue-paths.js';
 import { readQueuedSignal } from './signal-queue.js';
 import { agentStatusPath, readAgentFacts, type AgentFacts, type SourceFacts } from './status-agent.js';
-import { readStatus, type DeploymentStatus } from './status.js';
+import { readStatusAll, type DeploymentStatus, type UnusableRecord } from './status.js';
 
 // The whole of `status`: the agent, its sources, the deployments and the signals not yet delivered, in one versioned
 // shape (docs/status.md), and the verdict its exit code comes from. Read only: two `status` at once never conflict.
@@ -44,14 +45,16 @@ export interface StatusReport {
   readonly sources: readonly SourceFacts[];
   readonly deployments: readonly DeploymentStatus[];
   readonly signals: readonly UndeliveredSignal[];
+  /** Present only when some record cannot be used: those deployments are held (docs/state-machine.md). */
+  readonly unusableRecords?: readonly UnusableRecord[];
 }
 
 export async function readReport(loaded: LoadedConfig, log: Logger): Promise<StatusReport> {
   const config = loaded.config;
-  const [facts, daemonPid, deployments, queued] = await Promise.all([
+  const [facts, daemonPid, { deployments, unusable }, queued] = await Promise.all([
     readAgentFacts(agentStatusPath(loaded.paths)),
     runningDaemon(daemonPresenceFile(config)),
-    readStatus(config, log),
+    readStatusAll(config, log),
     readQueue(signalQueueDir(config)),
   ]);
   // The facts are the running daemon's when their pid is that of the pid file, or their process still runs.
@@ -70,7 +73,7 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
   };
   const signals: UndeliveredSignal[] = [];
   for (const d of deployments) {
-    if (d.state !== 'done' || (d.signal.state !== 'pending' && d.signal.state !== 'failed')) continue;
+    if (!holdsSignal(d.state) || (d.signal.state !== 'pending' && d.signal.state !== 'failed')) continue;
     signals.push({
       kind: 'deployment',
       id: d.id,
@@ -84,7 +87,7 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
     });
   }
   signals.push(...queued);
-  return { version: STATUS_VERSION, agent, sources: facts?.sources ?? [], deployments, signals };
+  return { version: STATUS_VERSION, agent, sources: facts?.sources ?? [], deployments, signals, ...(unusable.length > 0 ? { unusableRecords: unusable } : {}) };
 }
 
 /** The cfn-signal queue's pending and failed entries (sent ones are history), without URL secrets or tokens. */
@@ -125,21 +128,20 @@ export interface Verdict {
   readonly reasons: readonly string[];
 }
 
-const IN_PROGRESS = new Set(['pending', 'running', 'applied', 'awaiting-reboot']);
-
 /** Whether everything is done, and how it ended: still waiting wins, then agent/signal errors, then failures. */
 export function verdictOf(report: StatusReport): Verdict {
   const waiting = [
     // At boot the deployments are not known before the first cycle has collected them.
     ...(report.agent.running && !report.agent.lastCycle ? ['the agent has not finished its first cycle yet'] : []),
-    ...report.deployments.filter((d) => IN_PROGRESS.has(d.state)).map((d) => `deployment ${d.id} (${d.name}) is ${d.state}`),
+    ...report.deployments.filter((d) => isInProgress(d.state)).map((d) => `deployment ${d.id} (${d.name}) is ${d.state}`),
     ...report.signals.filter((s) => s.state === 'pending').map((s) => `${s.kind} signal ${s.id} is not delivered yet (${s.attempts} attempts)`),
   ];
   if (waiting.length > 0) return { exitCode: EXIT.waiting, reasons: waiting };
   const errors = report.signals.filter((s) => s.state === 'failed').map((s) => `${s.kind} signal ${s.id} failed for good: ${s.lastError ?? 'no answer recorded'}`);
+  for (const u of report.unusableRecords ?? []) errors.push(`deployment ${u.id} is held: its record ${u.file} cannot be used (${u.problem}); see docs/state-machine.md`);
   if (report.agent.running && report.agent.lastCycle?.result === 'failed') errors.push(`the agent's last cycle failed (exit code ${report.agent.lastCycle.exitCode}); see its journal`);
   if (errors.length > 0) return { exitCode: EXIT.agentOrSignalError, reasons: errors };
-  const failed = report.deployments.filter((d) => d.state !== 'removed' && d.failed === true).map((d) => `deployment ${d.id} (${d.name}) failed${d.statusCode !== undefined ? ` with status ${d.statusCode}` : ''}`);
+  const failed = report.deployments.filter((d) => isListed(d.state) && d.failed === true).map((d) => `deployment ${d.id} (${d.name}) failed${d.statusCode !== undefined ? ` with status ${d.statusCode}` : ''}`);
   if (failed.length > 0) return { exitCode: EXIT.deploymentFailed, reasons: failed };
   return { exitCode: EXIT.done, reasons: [] };
 }

@@ -2,6 +2,7 @@ import type { AgentConfig } from '../config/options.js';
 import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
 import type { Transport } from './signal-target.js';
+import { hasResult } from './deployment-states.js';
 import { storeFor, type DeploymentRecord, type DeploymentState, type SignalState } from './state-store.js';
 
 // `os-config-agent status`: what the agent knows about every deployment, from the state records (read only). The
@@ -69,10 +70,25 @@ export function toStatus(r: DeploymentRecord): DeploymentStatus {
   };
 }
 
+/** A record file that cannot be used (DeploymentRecordError): its deployment is held until the operator clears it. */
+export interface UnusableRecord {
+  readonly id: string;
+  readonly file: string;
+  readonly problem: string;
+}
+
 /** Every known deployment, oldest first. */
 export async function readStatus(config: AgentConfig, log: Logger): Promise<DeploymentStatus[]> {
-  const records = await storeFor(config, log).list(true);
-  return records.sort((a, b) => a.firstSeenAt.localeCompare(b.firstSeenAt) || a.id.localeCompare(b.id)).map(toStatus);
+  return (await readStatusAll(config, log)).deployments;
+}
+
+/** Every known deployment, oldest first, and the records that cannot be used (by id). */
+export async function readStatusAll(config: AgentConfig, log: Logger): Promise<{ deployments: DeploymentStatus[]; unusable: UnusableRecord[] }> {
+  const { records, unusable } = await storeFor(config, log).listAll('ignore');
+  return {
+    deployments: records.sort((a, b) => a.firstSeenAt.localeCompare(b.firstSeenAt) || a.id.localeCompare(b.id)).map(toStatus),
+    unusable: unusable.map((e) => ({ id: e.deploymentId, file: e.file, problem: e.problem })).sort((a, b) => a.id.localeCompare(b.id)),
+  };
 }
 
 const COLUMNS = ['ID', 'NAME', 'GROUP', 'ACTION', 'STATE', 'STARTED', 'ENDED', 'EXIT', 'SIGNAL', 'ERROR'] as const;
@@ -113,7 +129,8 @@ export function shortTime(iso: string | undefined): string {
 
 function signalText(d: DeploymentStatus): string {
   const s = d.signal;
-  if (d.state === 'pending' || d.state === 'running' || d.state === 'awaiting-reboot' || d.state === 'applied' || d.state === 'skipped') return '-';
+  // A signal is shown once there is a result to signal (and for removed ones, what became of it).
+  if (!hasResult(d.state) && d.state !== 'removed') return '-';
   if (s.state === 'none') return s.transport === 'NO_SIGNAL' ? 'none' : '-';
   const base = `${s.state} ${s.transport}`;
   if (s.state === 'pending') return `${base} (${s.attempts} tries${s.nextAttemptAt ? `, next ${shortTime(s.nextAttemptAt)}` : ''})`;

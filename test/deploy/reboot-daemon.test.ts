@@ -45,7 +45,7 @@ t.test('daemon: exit 194, reboot command once, agent restarted in a new boot: th
   t.equal(o.signals.filter((s) => s.deploymentId === id).length, 0, 'no signal before the reboot');
   const loaded = await deployConfig(root);
   const store = storeFor(loaded.config, captureLog('error').log);
-  t.equal((await store.read(id, true))?.state, 'awaiting-reboot');
+  t.equal((await store.read(id))?.state, 'awaiting-reboot');
 
   writeFileSync(bootId, '22222222-2222-4222-8222-222222222222\n');
   const after = startDaemon(root, { args: ['--debug'] });
@@ -60,6 +60,6 @@ t.test('daemon: exit 194, reboot command once, agent restarted in a new boot: th
   t.same(lines(runs), ['run rebooted=0', 'run rebooted=1'], 'run again once, with OS_CONFIG_AGENT_REBOOTED=1');
   t.same(lines(rebootLog), ['reboot'], 'no second reboot');
   await stopDaemon(after);
-  const record = await store.read(id, true);
+  const record = await store.read(id);
   t.match(record, { state: 'signalled', reboots: 1, exitCode: 0 });
 });

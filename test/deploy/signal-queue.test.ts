@@ -110,8 +110,12 @@ t.test('a corrupt file is set aside; settled files go after prune_after days, pe
   const pending = await enqueueSignal(deps.dir, { kind: 'cfn', url: server.cfnUrl('q_prune'), text: BODY('p1') }, deps.now());
   const sent = await enqueueSignal(deps.dir, { kind: 'cfn', url: server.cfnUrl('q_prune'), text: BODY('p2') }, deps.now());
   writeFileSync(path.join(deps.dir, 'garbage.json'), '{"not": "a signal"');
+  // Well-formed JSON with a field of the wrong type (the URL a number): not cast, set aside too.
+  const { id: _id, ...rest } = pending;
+  writeFileSync(path.join(deps.dir, 'wrong-type.json'), JSON.stringify({ ...rest, id: 'wrong-type', url: 5 }));
   await flushSignalQueue(deps);
   t.ok(readdirSync(deps.dir).some((n) => n.startsWith('garbage.json.corrupt-')), 'set aside');
+  t.ok(readdirSync(deps.dir).some((n) => n.startsWith('wrong-type.json.corrupt-')), 'a field of the wrong type: set aside');
   t.ok(captured.lines.some((l) => l.msg === 'queued signal file is corrupt; set aside'));
   t.equal((await readQueuedSignal(deps.dir, sent.id))?.state, 'sent');
   t.equal((await readQueuedSignal(deps.dir, pending.id))?.state, 'pending', 'the one that met the 503');

@@ -43,7 +43,7 @@ t.test('records go pending -> running -> done -> signalled, each durable and log
   t.equal(readdirSync(store.recordsDir).filter((n) => n.startsWith('.')).length, 0, 'no temp files left');
 });
 
-t.test('list() reads every record; corrupt ones are set aside (or ignored read-only)', async (t) => {
+t.test('list() reads every usable record; one that cannot be used is reported, held and left as it is', async (t) => {
   const { store, captured } = setup(t);
   await store.init();
   await store.create(fields);
@@ -54,14 +54,43 @@ t.test('list() reads every record; corrupt ones are set aside (or ignored read-o
   writeFileSync(path.join(store.recordsDir, 'notes.txt'), 'junk');
   const readOnly = await store.list(true);
   t.same(readOnly.map((r) => r.id).sort(), ['dep-1', 'dep-2']);
-  t.ok(readdirSync(store.recordsDir).includes('broken.json'), 'read-only listing moves nothing');
-  const list = await store.list();
-  t.same(list.map((r) => r.id).sort(), ['dep-1', 'dep-2']);
-  const names = readdirSync(store.recordsDir);
-  t.notOk(names.includes('broken.json'));
-  t.ok(names.some((n) => n.startsWith('broken.json.corrupt-')), 'set aside, not deleted');
-  t.ok(captured.lines.some((l) => l.msg === 'deployment record is corrupt; set aside' && l.code === 'ERR_DEPLOYMENT_STATE'));
+  const warned = captured.lines.filter((l) => l.msg === 'deployment record cannot be used; ignored');
+  t.same(warned.map((l) => l.deploymentId).sort(), ['broken', 'wrong-id'], 'a reader warns once per unusable record');
+  t.ok(warned.every((l) => l.level === 'warn' && l.code === 'ERR_DEPLOYMENT_RECORD' && l.recovery === `os-config-agent deploy --forget ${String(l.deploymentId)}`));
+  const { records, unusable } = await store.listAll();
+  t.same(records.map((r) => r.id).sort(), ['dep-1', 'dep-2']);
+  t.same(unusable.map((e) => [e.deploymentId, e.code]).sort(), [['broken', 'ERR_DEPLOYMENT_RECORD'], ['wrong-id', 'ERR_DEPLOYMENT_RECORD']]);
+  t.match(unusable.find((e) => e.deploymentId === 'broken')?.message, /the record of deployment broken \(.*broken\.json\) cannot be used: it is not JSON .*held.*deploy --forget broken/);
+  t.match(unusable.find((e) => e.deploymentId === 'wrong-id')?.problem, 'its id is "other", not the "wrong-id" of its file name');
+  t.ok(captured.lines.some((l) => l.msg === 'deployment record cannot be used; deployment held' && l.level === 'error'), 'the pass logs an error');
+  const quiet = captured.lines.length;
+  await store.listAll('quiet');
+  t.equal(captured.lines.length, quiet, 'the outbox lists quietly');
+  t.same(readdirSync(store.recordsDir).sort(), ['.tmp-file.json', 'broken.json', 'dep-1.json', 'dep-2.json', 'notes.txt', 'wrong-id.json'], 'nothing moved or deleted');
+  await t.rejects(store.read('broken'), { code: 'ERR_DEPLOYMENT_RECORD', name: 'DeploymentRecordError' });
   t.equal(await store.read('never'), undefined);
+});
+
+t.test('a transition the state machine does not have is refused before anything is written', async (t) => {
+  const seen: string[] = [];
+  const { store, captured } = setup(t, (r) => void seen.push(r.state));
+  await store.init();
+  const r = await store.create(fields);
+  const before = readFileSync(store.recordPath('dep-1'), 'utf8');
+  await t.rejects(store.transition(r, 'signalled'), {
+    code: 'ERR_DEPLOYMENT_TRANSITION',
+    name: 'DeploymentTransitionError',
+    message: 'deployment dep-1 cannot move from pending to signalled: the state machine has no such transition; the record was not changed',
+  });
+  await t.rejects(store.transition(r, 'awaiting-reboot'), { code: 'ERR_DEPLOYMENT_TRANSITION', from: 'pending', to: 'awaiting-reboot' });
+  await t.rejects(store.create({ ...fields, id: 'dep-9' }, 'done'), { code: 'ERR_DEPLOYMENT_TRANSITION', message: /dep-9 cannot move from \(new\) to done/ });
+  t.equal(readFileSync(store.recordPath('dep-1'), 'utf8'), before, 'the record is unchanged');
+  t.notOk(readdirSync(store.recordsDir).includes('dep-9.json'), 'no record created');
+  t.same(seen, ['pending'], 'no listener call for a refused transition');
+  t.equal(captured.lines.filter((l) => l.msg === 'deployment state changed').length, 1);
+  const running = await store.transition(r, 'running', { hookStarts: 1 });
+  await t.rejects(store.transition(running, 'pending'), { code: 'ERR_DEPLOYMENT_TRANSITION' }, '--rerun never takes a running deployment');
+  t.equal((await store.transition(running, 'running', { hookStarts: 2 })).hookStarts, 2, 'an interrupted hook starts again');
 });
 
 t.test('a missing records directory lists as empty', async (t) => {

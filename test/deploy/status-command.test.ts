@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { moveTo } from '../helpers/state-path.js';
 import { storeFor } from '../../src/deploy/state-store.js';
 import type { DeploymentStatus } from '../../src/deploy/status.js';
 import { runBundle as run } from '../helpers/bundle.js';
@@ -59,7 +60,7 @@ t.test('status --wait: exit 3 at the timeout, then 0 for two waiters at once onc
   t.match(timedOut.stdout, /^RESULT: still in progress \(exit 3\)\n {2}deployment w-1 \(web\) is pending$/m);
   const waiters = [run(['status', '--root', root, '--wait', '--timeout', '60', '--json']), run(['status', '--root', root, '--wait', '--timeout', '60'])];
   // Both are waiting (or about to): the deployment ends while they poll.
-  await store.transition(record, 'signalled', { failed: false, exitCode: 0, signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } });
+  await moveTo(store, record, 'signalled', { failed: false, exitCode: 0, signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } });
   const [json, text] = await Promise.all(waiters);
   t.equal(json!.code, 0, json!.stderr);
   t.equal(text!.code, 0, text!.stderr);
@@ -72,7 +73,7 @@ t.test('status <id>: the report and its exit code; an unknown id or a bad --time
   const store = storeFor(loaded.config, captureLog().log);
   await store.init();
   const r = await store.create({ id: 'f-1', name: 'db', group: 'script', action: 'CREATE' });
-  await store.transition(r, 'signalled', { failed: true, exitCode: 4, statusCode: '4', signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } });
+  await moveTo(store, r, 'signalled', { failed: true, exitCode: 4, statusCode: '4', signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } });
   const one = await run(['status', '--root', root, 'db']);
   t.equal(one.code, 1, 'the deployment failed');
   t.match(one.stdout, /^deployment f-1 \(db\)$/m);

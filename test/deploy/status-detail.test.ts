@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import t from 'tap';
+import { moveTo } from '../helpers/state-path.js';
 import { storeFor } from '../../src/deploy/state-store.js';
 import { formatDetail, MASK, readDetail } from '../../src/deploy/status-detail.js';
 import { deployConfig } from '../helpers/deploy-fixtures.js';
@@ -15,7 +16,7 @@ async function fixture(t: Test) {
   const store = storeFor(loaded.config, captureLog().log);
   await store.init();
   const a = await store.create({ id: 'a-id', name: 'web', group: 'script', action: 'CREATE' });
-  await store.transition(a, 'signalled', {
+  await moveTo(store, a, 'signalled', {
     hook: '/var/lib/heat-config/hooks/script',
     hookStarts: 1,
     startedAt: '2026-02-01T10:00:01.000Z',
@@ -88,6 +89,6 @@ t.test('unknown, ambiguous, unsafe keys and a corrupt record: a clear message, n
   t.match(await detail('web'), { ok: false, message: /2 deployments are named "web": (a-id, b-id|b-id, a-id); give the id/ });
   const file = store.recordPath('b-id');
   writeFileSync(file, '{"version": 0, "id": "b-id"}');
-  t.match(await detail('b-id'), { ok: false, message: /record of deployment b-id .* is corrupt or from another version of the agent; it was left as it is/ });
+  t.match(await detail('b-id'), { ok: false, message: /record of deployment b-id .* cannot be used: it has version 0, and this agent reads version 1 .*deploy --forget b-id/ });
   t.equal(readFileSync(file, 'utf8'), '{"version": 0, "id": "b-id"}', 'left as it was');
 });

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { moveTo } from '../helpers/state-path.js';
 import { announceDaemon, daemonPresenceFile } from '../../src/deploy/daemon-presence.js';
 import { queuedSignal } from '../../src/deploy/outbox.js';
 import { enqueueSignal } from '../../src/deploy/signal-queue.js';
@@ -39,7 +40,7 @@ t.test('each in-progress state keeps the verdict at waiting (3), and says which'
   for (const state of ['pending', 'running', 'applied', 'awaiting-reboot'] as const) {
     const { store, report } = await fixture(t);
     const a = await store.create(f('a', 'alpha'));
-    if (state !== 'pending') await store.transition(a, state);
+    if (state !== 'pending') await moveTo(store, a, state);
     const v = verdictOf(await report());
     t.equal(v.exitCode, 3, state);
     t.match(v.reasons[0], `deployment a (alpha) is ${state}`);
@@ -56,10 +57,10 @@ t.test('each in-progress state keeps the verdict at waiting (3), and says which'
 t.test('finished: 0 when all signalled, 1 when one failed, 2 when a signal failed for good', async (t) => {
   const { store, report } = await fixture(t);
   const a = await store.create(f('a', 'alpha'));
-  await store.transition(a, 'signalled', { failed: false, exitCode: 0, signal: sent });
+  await moveTo(store, a, 'signalled', { failed: false, exitCode: 0, signal: sent });
   t.equal(verdictOf(await report()).exitCode, 0);
   const b = await store.create(f('b', 'beta'));
-  await store.transition(b, 'signalled', { failed: true, exitCode: 3, statusCode: '3', signal: sent });
+  await moveTo(store, b, 'signalled', { failed: true, exitCode: 3, statusCode: '3', signal: sent });
   const failed = verdictOf(await report());
   t.equal(failed.exitCode, 1);
   t.same(failed.reasons, ['deployment b (beta) failed with status 3']);

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { moveTo } from '../helpers/state-path.js';
 import { formatStatusTable, readStatus, toStatus } from '../../src/deploy/status.js';
 import { queuedSignal } from '../../src/deploy/outbox.js';
 import { storeFor } from '../../src/deploy/state-store.js';
@@ -15,7 +16,7 @@ async function fixture(t: Parameters<Parameters<typeof import('tap').test>[0]>[0
   await store.init();
   const f = (id: string, name: string) => ({ id, name, group: 'script', action: 'CREATE' });
   const a = await store.create(f('a-id', 'alpha'));
-  await store.transition(a, 'signalled', { startedAt: '2026-02-01T10:00:01.000Z', endedAt: '2026-02-01T10:00:02.000Z', exitCode: 0, statusCode: '0', failed: false, hookStarts: 1, hook: '/var/lib/heat-config/hooks/script', signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1, sentAt: '2026-02-01T10:00:03.000Z' } });
+  await moveTo(store, a, 'signalled', { startedAt: '2026-02-01T10:00:01.000Z', endedAt: '2026-02-01T10:00:02.000Z', exitCode: 0, statusCode: '0', failed: false, hookStarts: 1, hook: '/var/lib/heat-config/hooks/script', signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1, sentAt: '2026-02-01T10:00:03.000Z' } });
   const b = await store.create(f('b-id', 'beta'));
   const target = { transport: 'HEAT_SIGNAL', authUrl: 'http://ks/v3', userId: 'u', password: 'hunter2-secret', projectId: 'p', stackId: 's/1', resourceName: 'r' } as const;
   await store.transition(b, 'done', { exitCode: 2, statusCode: '2', failed: true, lastError: 'deploy_status_code 2', signal: { ...queuedSignal(target, '{"deploy_stdout": "big body"}'), attempts: 3, nextAttemptAt: '2026-02-01T11:00:00.000Z' } });
