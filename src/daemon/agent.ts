@@ -1,4 +1,5 @@
 import { MetadataCache } from '../cache/metadata-cache.js';
+import type { AfterCollectHook } from '../collectors/cycle.js';
 import { findCollector } from '../collectors/registry.js';
 import { hashConfigFiles, loadConfig, type ConfigSources, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
@@ -22,14 +23,9 @@ import { watchSources, type SourceWatcher } from './watch.js';
 
 export type AgentMode = 'collect' | 'run';
 
-export interface AfterCollectContext {
-  readonly loaded: LoadedConfig;
-  readonly log: Logger;
-  readonly signal: AbortSignal;
-}
-
-/** Runs after each collection; returning reload=true reloads the configuration and collects again in this cycle. */
-export type AfterCollectHook = (outcome: CollectionOutcome, ctx: AfterCollectContext) => Promise<{ reload: boolean }>;
+// The after-collect hook's types live with the collection outcome (collectors/cycle.ts) so hooks below the daemon
+// can implement them.
+export type { AfterCollectContext, AfterCollectHook } from '../collectors/cycle.js';
 
 export interface AgentDeps {
   readonly sources: ConfigSources;

@@ -1,4 +1,5 @@
 import type { MetadataCache } from '../cache/metadata-cache.js';
+import type { CollectionOutcome, CollectorFailure } from '../collectors/cycle.js';
 import { findCollector } from '../collectors/registry.js';
 import type { CollectContext, CollectedPair, CollectorName } from '../collectors/types.js';
 import type { AgentConfig } from '../config/options.js';
@@ -15,21 +16,7 @@ import { MAX_JSON_DEPTH, jsonDepth } from '../util/json-depth.js';
 // B13); a collector bug is logged and treated as unavailable instead of killing the daemon (B8); a key produced
 // twice in one pass is kept once, at its last position with its last value (B6); unsafe keys are dropped (B7).
 
-export interface CollectorFailure {
-  readonly collector: string;
-  readonly code: string;
-  readonly message: string;
-}
-
-export interface CollectionOutcome {
-  readonly pairs: readonly CollectedPair[];
-  /** Cache paths of the pairs, in order (empty when not storing). */
-  readonly files: readonly string[];
-  readonly changedKeys: readonly string[];
-  readonly failures: readonly CollectorFailure[];
-  /** Collectors that produced data this pass (fresh or unchanged). */
-  readonly available: readonly string[];
-}
+export type { CollectionOutcome, CollectorFailure } from '../collectors/cycle.js';
 
 export interface CollectDeps {
   readonly config: AgentConfig;

@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
+import type { AfterCollectHook } from '../collectors/cycle.js';
 import { parseOsloIni } from '../config/oslo-ini.js';
-import type { AfterCollectHook } from '../daemon/agent.js';
 import { errorMessage } from '../errors.js';
 import { registerSecret } from '../log/redact.js';
 import { readFileIfExists, writeFileAtomic } from '../util/atomic-write.js';
