@@ -1,10 +1,10 @@
 import { promises as fs } from 'node:fs';
-import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/http-error.js';
+import { errorMessage, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import { redactUrl, registerSecret } from '../log/redact.js';
 import { isJsonObject, shallowMerge, type JsonObject } from '../util/json-merge.js';
 import { describeStackResourceUrl } from './cfn-signature.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
 // `cfn`: heat-api-cfn's DescribeStackResource, signed with AWS signature v2, once per configured `path`
@@ -59,9 +59,8 @@ export const cfnCollector: Collector = {
 };
 
 function unavailableFrom(err: unknown, spec: string, shown: string): SourceUnavailableError {
-  const reason = err instanceof HttpError ? err.reason : err instanceof Error ? err.message : String(err);
-  const code = err instanceof HttpError && err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP';
-  return new SourceUnavailableError('cfn', `request for ${spec} to heat-api-cfn at ${shown} failed: ${reason}`, { code, cause: err });
+  const message = (reason: string): string => `request for ${spec} to heat-api-cfn at ${shown} failed: ${reason}`;
+  return sourceErrorFromHttp('cfn', err, { message }) ?? new SourceUnavailableError('cfn', message(errorMessage(err)), { code: 'ERR_HTTP', cause: err });
 }
 
 function notConfigured(message: string): SourceNotConfiguredError {

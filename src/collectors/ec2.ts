@@ -1,12 +1,12 @@
 import path from 'node:path';
 import { AgentError, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
 import { splitZone, withZone } from '../http/zoned-url.js';
 import { redactUrl, registerSecret } from '../log/redact.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { readConfigDrive, type DriveRead } from './config-drive.js';
 import { configuredUrls, orderByLastAnswer, rememberAnswer } from './metadata-urls.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
 // `ec2`, in upstream's order: the cached <cachedir>/ec2.json (instance metadata does not change; upstream commit
@@ -192,6 +192,5 @@ class Walker {
 }
 
 function unavailable(err: unknown, what: string): SourceUnavailableError {
-  if (err instanceof HttpError) return new SourceUnavailableError('ec2', err.message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
-  return new SourceUnavailableError('ec2', `request to ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return sourceErrorFromHttp('ec2', err) ?? new SourceUnavailableError('ec2', `request to ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }

@@ -1,9 +1,9 @@
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
-import { collectorSessionOptions, findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
+import { collectorSessionOptions, findEndpoint, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
 import { isJsonObject } from '../util/json-merge.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
 // `heat`: the server resource's metadata from the Heat native API, with a Keystone v3 password login. Differences
@@ -69,9 +69,6 @@ async function fetchMetadata(ctx: CollectContext, session: KeystoneSession, stac
       signal: ctx.signal,
     });
   } catch (err) {
-    if (err instanceof KeystoneError || err instanceof HttpError) {
-      throw new SourceUnavailableError('heat', err.message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
-    }
-    throw err;
+    throw sourceErrorFromHttp('heat', err) ?? err;
   }
 }

@@ -1,9 +1,9 @@
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
 import { redactUrl } from '../log/redact.js';
 import { isJsonObject } from '../util/json-merge.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, CollectedPair, Collector, CollectResult } from './types.js';
 
 // `request`: one JSON document from any URL, typically a Swift TempURL that Heat rewrites on every metadata change
@@ -44,8 +44,7 @@ export const requestCollector: Collector = {
     try {
       res = await ctx.http.request({ url, headers, timeoutSeconds: ctx.config.request.timeout, signal: ctx.signal });
     } catch (err) {
-      if (err instanceof HttpError) throw new SourceUnavailableError('request', err.message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
-      throw err;
+      throw sourceErrorFromHttp('request', err) ?? err;
     }
     if (res.statusCode === 304) {
       if (!known) throw new SourceUnavailableError('request', `${shown} answered 304 Not Modified to an unconditional request`, { code: 'ERR_HTTP' });

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { SourceUnavailableError } from '../errors.js';
-import { findEndpoint, KeystoneError, type KeystoneSession } from '../keystone/keystone-client.js';
+import { findEndpoint, type KeystoneSession } from '../keystone/keystone-client.js';
 import { redactUrl } from '../log/redact.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import { errorText, openZaqarSocket, ZaqarSocketError, type ZaqarSocket } from './zaqar-socket.js';
 import type { CollectContext } from './types.js';
 
@@ -174,7 +175,8 @@ function dropLink(ctx: CollectContext, link: Link, err: unknown, random: () => n
 function unavailable(err: unknown): SourceUnavailableError {
   if (err instanceof SourceUnavailableError) return err;
   if (err instanceof ZaqarSocketError) return new SourceUnavailableError('zaqar', err.message, { code: err.code === 'ERR_SOURCE_INVALID_DATA' ? 'ERR_SOURCE_INVALID_DATA' : 'ERR_HTTP', cause: err });
-  if (err instanceof KeystoneError) return new SourceUnavailableError('zaqar', err.message, { code: 'ERR_HTTP', cause: err });
+  const failedRequest = sourceErrorFromHttp('zaqar', err);
+  if (failedRequest) return failedRequest;
   if (err instanceof Error && 'code' in err && typeof err.code === 'string' && err.code.startsWith('E')) {
     // A CA file that cannot be read, and the like.
     return new SourceUnavailableError('zaqar', `the Zaqar websocket could not be opened: ${err.message}`, { cause: err });

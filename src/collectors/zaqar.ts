@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
-import { collectorSessionOptions, findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
+import { collectorSessionOptions, findEndpoint, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import { closeWebsocket, popOverWebsocket } from './zaqar-websocket.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
@@ -99,10 +99,7 @@ async function pop(ctx: CollectContext, session: KeystoneSession): Promise<HttpR
       ...(cfg.ssl_certificate_validation ? { caFile: cfg.ca_file! } : { insecure: true }),
     });
   } catch (err) {
-    if (err instanceof KeystoneError || err instanceof HttpError) {
-      throw new SourceUnavailableError('zaqar', err.message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
-    }
-    throw err;
+    throw sourceErrorFromHttp('zaqar', err) ?? err;
   }
 }
 

@@ -128,12 +128,12 @@ export class KeystoneSession {
       throw new KeystoneError(`Keystone authentication failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new KeystoneError(`Keystone at ${res.redactedUrl} refused the credentials (${res.statusCode}); check user_id, password and project_id`);
+      throw new KeystoneError(`Keystone at ${res.redactedUrl} refused the credentials (${res.statusCode}); check user_id, password and project_id`, { statusCode: res.statusCode });
     }
     // A discovered endpoint that is gone is looked for again next time.
     if (res.statusCode === 404) forgetDiscovery(this.creds.authUrl);
     if (res.statusCode !== 201 && res.statusCode !== 200) {
-      throw new KeystoneError(`Keystone authentication at ${res.redactedUrl} answered ${res.statusCode}; check auth_url`);
+      throw new KeystoneError(`Keystone authentication at ${res.redactedUrl} answered ${res.statusCode}; check auth_url`, { statusCode: res.statusCode });
     }
     const header = res.headers['x-subject-token'];
     const token = Array.isArray(header) ? header[0] : header;

@@ -53,11 +53,12 @@ t.test('refused credentials, server errors and transport failures are KeystoneEr
   const err = await failure(bad.token());
   t.type(err, KeystoneError);
   t.match(err.message, /refused the credentials \(401\); check user_id, password and project_id/);
+  t.equal(err.statusCode, 401, 'the status is a field, not something to parse out of the message');
   t.notOk(err.message.includes('wrong-password'));
 
   ks.fault = '500';
   const good = new KeystoneSession(http(), { authUrl: ks.authUrl, userId: ks.userId, password: ks.password, projectId: ks.projectId });
-  t.match(await failure(good.token()), { message: /answered 500; check auth_url/ });
+  t.match(await failure(good.token()), { message: /answered 500; check auth_url/, statusCode: 500 });
   ks.fault = 'non-json';
   t.match(await failure(good.token()), { message: /returned no X-Subject-Token/ });
   ks.fault = 'hang';

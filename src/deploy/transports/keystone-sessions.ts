@@ -27,9 +27,7 @@ export function keystoneSessionFor(http: HttpClient, creds: KeystoneInputs, time
  */
 export function loginFailure(err: unknown, what: string): Delivery {
   const message = err instanceof Error ? err.message : String(err);
-  if (err instanceof KeystoneError && err.cause === undefined) {
-    const status = /(?:\(|answered )(\d{3})\b/.exec(message)?.[1];
-    if (status !== undefined && classifySignalStatus(Number(status)) === 'final') return { outcome: 'final', status: Number(status), error: `${what}: ${message}` };
-  }
+  const status = err instanceof KeystoneError ? err.statusCode : undefined;
+  if (status !== undefined && classifySignalStatus(status) === 'final') return { outcome: 'final', status, error: `${what}: ${message}` };
   return { outcome: 'retry', error: `${what}: ${message}` };
 }
