@@ -5,7 +5,7 @@ import { splitZone, withZone } from '../http/zoned-url.js';
 import { redactUrl, registerSecret } from '../log/redact.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { readConfigDrive, type DriveRead } from './config-drive.js';
-import { configuredUrls, orderByLastAnswer, rememberAnswer } from './metadata-urls.js';
+import { configuredUrls, orderByLastAnswer, rememberAnswer, type MetadataUrlMemory } from './metadata-urls.js';
 import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
@@ -23,16 +23,20 @@ const TOKEN_TTL_SECONDS = 21600;
 const MAX_DEPTH = 12;
 const MAX_REQUESTS = 2000;
 const SAFE_NAME = /^[A-Za-z0-9_.,:@+-]{1,255}$/;
-const NO_CONFIG_DRIVE = 'noConfigDrive';
 
-export const ec2Collector: Collector = {
+/** What the ec2 collector keeps across polls: that blkid found no config drive, and which URL last answered. */
+interface Ec2Memory extends MetadataUrlMemory {
+  noConfigDrive: true;
+}
+
+export const ec2Collector: Collector<Ec2Memory> = {
   name: 'ec2',
-  async collect(ctx: CollectContext): Promise<CollectResult> {
+  async collect(ctx: CollectContext<Ec2Memory>): Promise<CollectResult> {
     const cached = await readCached(ctx);
     if (cached !== undefined) return { pairs: [{ key: 'ec2', value: cached }] };
 
     // Nova attaches a config drive at boot, never later: once blkid has found none, later polls do not ask again.
-    const drive: DriveRead = ctx.memory.get(NO_CONFIG_DRIVE)
+    const drive: DriveRead = ctx.memory.noConfigDrive
       ? { kind: 'none' }
       : await readConfigDrive({
           paths: ctx.paths,
@@ -41,7 +45,7 @@ export const ec2Collector: Collector = {
           maxBytes: ctx.config.agent.max_source_bytes,
           signal: ctx.signal,
         });
-    if (drive.kind === 'none') ctx.memory.set(NO_CONFIG_DRIVE, true);
+    if (drive.kind === 'none') ctx.memory.noConfigDrive = true;
     if (drive.kind === 'data') {
       ctx.log.info({ device: drive.device, file: drive.file, via: drive.via }, 'ec2 metadata read from the config drive');
       return { pairs: [{ key: 'ec2', value: drive.value }] };

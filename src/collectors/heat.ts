@@ -1,6 +1,6 @@
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
-import { collectorSessionOptions, findEndpoint, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
+import { collectorSessionOptions, findEndpoint, rememberedSession, type KeystoneMemory, type KeystoneSession } from '../keystone/keystone-client.js';
 import { isJsonObject } from '../util/json-merge.js';
 import { explodeDeployments } from './explode-deployments.js';
 import { sourceErrorFromHttp } from './source-error.js';
@@ -11,9 +11,12 @@ import type { CollectContext, Collector, CollectResult } from './types.js';
 // every poll, B11), and every call has a timeout (B12). A stack_id without "/" is resolved by Heat itself, which
 // redirects /stacks/<name-or-id>/... to the canonical /stacks/<name>/<id>/... URL.
 
-export const heatCollector: Collector = {
+/** What the heat collector keeps across polls: its Keystone session (and so its token). */
+type HeatMemory = KeystoneMemory;
+
+export const heatCollector: Collector<HeatMemory> = {
   name: 'heat',
-  async collect(ctx: CollectContext): Promise<CollectResult> {
+  async collect(ctx: CollectContext<HeatMemory>): Promise<CollectResult> {
     const cfg = ctx.config.heat;
     // Upstream's order of checks.
     const required: Array<[string, string | undefined]> = [
@@ -57,7 +60,7 @@ export const heatCollector: Collector = {
   },
 };
 
-async function fetchMetadata(ctx: CollectContext, session: KeystoneSession, stackId: string, resource: string, region: string | undefined): Promise<HttpResponse> {
+async function fetchMetadata(ctx: CollectContext<HeatMemory>, session: KeystoneSession, stackId: string, resource: string, region: string | undefined): Promise<HttpResponse> {
   try {
     const token = await session.token(ctx.signal);
     const endpoint = findEndpoint(token.catalog, 'orchestration', region);

@@ -8,7 +8,7 @@ import { agentStatusPath } from '../deploy/status-agent.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { AgentStatusPublisher } from './agent-status.js';
-import { collectAll, type CollectionOutcome } from './collect-all.js';
+import { collectAll, type CollectionOutcome, type CollectorMemories } from './collect-all.js';
 import { createCommandPipeline } from './command-pipeline.js';
 import type { Pipeline } from './pipeline.js';
 import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
@@ -63,7 +63,7 @@ const BAD_INPUT_CODES = new Set(['ERR_SOURCE_INVALID_DATA', 'ERR_SOURCE_INSECURE
 export class Agent {
   private loadedConfig: LoadedConfig;
   private http: HttpClient;
-  private readonly memory = new Map<string, Map<string, unknown>>();
+  private readonly memory: CollectorMemories = new Map();
   private readonly failing = new Set<string>();
   private readonly waker = new Waker();
   private reloadRequested = false;

@@ -74,7 +74,7 @@ function collectorCheck(ctx: SourceCheckContext, collector: Collector, what: str
   const config = boundedConfig(ctx.loaded.config, ctx.timeoutMs / 1000);
   return withDeadline(id, ctx.timeoutMs, what, async (signal) => {
     try {
-      const result = await collector.collect({ config, paths: ctx.loaded.paths, log: ctx.log.child({ collector: collector.name }), http: ctx.http, signal, memory: new Map(), now: Date.now });
+      const result = await collector.collect({ config, paths: ctx.loaded.paths, log: ctx.log.child({ collector: collector.name }), http: ctx.http, signal, memory: {}, now: Date.now });
       const answered = collector.name === 'cfn' ? 'heat-api-cfn accepted the signed request' : collector.name === 'heat' ? 'Heat returned the server\'s metadata' : 'the metadata URL answered';
       return ok(id, `${answered}; ${result.pairs.length} metadata entr${result.pairs.length === 1 ? 'y' : 'ies'}`);
     } catch (err) {

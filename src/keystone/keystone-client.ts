@@ -163,7 +163,7 @@ export function collectorSessionOptions(config: AgentConfig, log: Logger): Pick<
  * A session kept in a collector's memory across polls, so its token is reused until it nears expiry. A new session
  * is made when the credentials, options or HTTP client (rebuilt on reload) change.
  */
-export function rememberedSession(memory: Map<string, unknown>, http: HttpClient, creds: KeystoneCredentials, options: KeystoneSessionOptions): KeystoneSession {
+export function rememberedSession(memory: KeystoneMemory, http: HttpClient, creds: KeystoneCredentials, options: KeystoneSessionOptions): KeystoneSession {
   const fingerprint = createHash('sha256')
     .update(
       JSON.stringify([
@@ -179,11 +179,14 @@ export function rememberedSession(memory: Map<string, unknown>, http: HttpClient
       ]),
     )
     .digest('hex');
-  const kept = memory.get(SESSION_KEY) as { fingerprint: string; http: HttpClient; session: KeystoneSession } | undefined;
+  const kept = memory.keystone;
   if (kept?.fingerprint === fingerprint && kept.http === http) return kept.session;
   const session = new KeystoneSession(http, creds, options);
-  memory.set(SESSION_KEY, { fingerprint, http, session });
+  memory.keystone = { fingerprint, http, session };
   return session;
 }
 
-const SESSION_KEY = 'keystone-session';
+/** Where a caller keeps its session across calls: part of a collector's memory, or one per signal user. */
+export interface KeystoneMemory {
+  keystone?: { readonly fingerprint: string; readonly http: HttpClient; readonly session: KeystoneSession };
+}

@@ -200,7 +200,7 @@ t.test('every fault is reported as unavailable with a clear message; earlier pai
     t.match(err.message, expected[fault]!, `${fault}: ${err.message}`);
     if (fault === 'oversize') t.equal((err as SourceUnavailableError).code, 'ERR_HTTP_TOO_LARGE');
     if (fault === 'non-json' || fault === 'wrong-type') t.equal((err as SourceUnavailableError).code, 'ERR_SOURCE_INVALID_DATA');
-    t.notOk(tc.ctx.memory.size, 'nothing remembered from a failed poll');
+    t.same(tc.ctx.memory, {}, 'nothing remembered from a failed poll');
     assertNoSecrets(t, tc, swift, [url]);
   }
 });

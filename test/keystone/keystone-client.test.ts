@@ -2,7 +2,7 @@ import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { createHttpClient } from '../../src/http/client.js';
-import { findEndpoint, KeystoneError, KeystoneSession, rememberedSession, type CatalogEntry } from '../../src/keystone/keystone-client.js';
+import { findEndpoint, KeystoneError, KeystoneSession, rememberedSession, type CatalogEntry, type KeystoneMemory } from '../../src/keystone/keystone-client.js';
 import type { Logger } from '../../src/log/logger.js';
 import { scrubText } from '../../src/log/redact.js';
 import { startTestServer } from '../helpers/http-test-server.js';
@@ -53,7 +53,7 @@ t.test('refused credentials, server errors and transport failures are KeystoneEr
   const err = await failure(bad.token());
   t.type(err, KeystoneError);
   t.match(err.message, /refused the credentials \(401\); check user_id, password and project_id/);
-  t.equal(err.statusCode, 401, 'the status is a field, not something to parse out of the message');
+  t.equal((err as KeystoneError).statusCode, 401, 'the status is a field, not something to parse out of the message');
   t.notOk(err.message.includes('wrong-password'));
 
   ks.fault = '500';
@@ -104,7 +104,7 @@ t.test('findEndpoint: public interface, region when given, "null"/"None" mean no
 });
 
 t.test('rememberedSession: reused for the same credentials and client, replaced when either changes', async (t) => {
-  const memory = new Map<string, unknown>();
+  const memory: KeystoneMemory = {};
   const client = http();
   const creds = { authUrl: 'http://k/v3', userId: 'u', password: 'p-secret', projectId: 'p' };
   const a = rememberedSession(memory, client, creds, { timeoutSeconds: 1 });
@@ -241,7 +241,7 @@ t.test('token cache: an unwritable cache_dir costs a warning, not the login', as
 });
 
 t.test('rememberedSession: a different cache directory or ttl is a different session', async (t) => {
-  const memory = new Map<string, unknown>();
+  const memory: KeystoneMemory = {};
   const client = http();
   const creds = { authUrl: 'http://k/v3', userId: 'u', password: 'p-secret', projectId: 'p' };
   const a = rememberedSession(memory, client, creds, { timeoutSeconds: 1, cache: { dir: '/a', ttlSeconds: 1800 } });

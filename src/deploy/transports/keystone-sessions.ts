@@ -1,5 +1,5 @@
 import type { HttpClient } from '../../http/types.js';
-import { KeystoneError, rememberedSession, type KeystoneSession } from '../../keystone/keystone-client.js';
+import { KeystoneError, rememberedSession, type KeystoneMemory, type KeystoneSession } from '../../keystone/keystone-client.js';
 import { classifySignalStatus } from '../signal-backoff.js';
 import type { KeystoneInputs } from '../signal-target.js';
 import type { Delivery } from './delivery.js';
@@ -8,14 +8,14 @@ import type { Delivery } from './delivery.js';
 // user for the life of the process, so a burst of deployments (and retries) reuses one token per user.
 
 const MAX_USERS = 64;
-const memories = new Map<string, Map<string, unknown>>();
+const memories = new Map<string, KeystoneMemory>();
 
 export function keystoneSessionFor(http: HttpClient, creds: KeystoneInputs, timeoutSeconds: number): KeystoneSession {
   const key = JSON.stringify([creds.authUrl, creds.userId, creds.projectId]);
   let memory = memories.get(key);
   if (!memory) {
     if (memories.size >= MAX_USERS) memories.delete(memories.keys().next().value as string);
-    memory = new Map();
+    memory = {};
     memories.set(key, memory);
   }
   return rememberedSession(memory, http, { authUrl: creds.authUrl, userId: creds.userId, password: creds.password, projectId: creds.projectId }, { timeoutSeconds });
