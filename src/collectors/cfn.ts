@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import { errorMessage, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { redactUrl, registerSecret } from '../log/redact.js';
+import { redactUrl, setSecrets } from '../log/redact.js';
 import { isJsonObject, shallowMerge, type JsonObject } from '../util/json-merge.js';
 import { describeStackResourceUrl } from './cfn-signature.js';
 import { explodeDeployments } from './explode-deployments.js';
@@ -73,7 +73,8 @@ async function settingsFrom(ctx: CollectContext): Promise<CfnSettings> {
   if (!metadataUrl) throw notConfigured('no [cfn] metadata_url and no heat_metadata_hint file');
   if (!cfg.access_key_id) throw notConfigured('no [cfn] access_key_id');
   if (!cfg.secret_access_key) throw notConfigured('no [cfn] secret_access_key');
-  registerSecret(cfg.secret_access_key);
+  // Replaced when [cfn] is reconfigured: the old key is no longer scrubbed unless the configuration still holds it.
+  setSecrets('collector-cfn', [cfg.secret_access_key]);
   if (cfg.path.length === 0) throw notConfigured('no [cfn] path');
   if (!cfg.stack_name) throw notConfigured('no [cfn] stack_name (upstream signed the text "None" and was always refused)');
   try {

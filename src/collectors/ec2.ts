@@ -2,7 +2,7 @@ import path from 'node:path';
 import { AgentError, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
 import { splitZone, withZone } from '../http/zoned-url.js';
-import { redactUrl, registerSecret } from '../log/redact.js';
+import { redactUrl, setSecrets } from '../log/redact.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { readConfigDrive, type DriveRead } from './config-drive.js';
 import { configuredUrls, orderByLastAnswer, rememberAnswer, type MetadataUrlMemory } from './metadata-urls.js';
@@ -138,7 +138,8 @@ async function imdsToken(base: string, ctx: CollectContext): Promise<string | un
     ctx.log.debug({ status: res.statusCode }, 'metadata service offers no IMDSv2 token; using IMDSv1');
     return undefined;
   }
-  registerSecret(token);
+  // One IMDSv2 session token at a time: each walk's replaces the last one's.
+  setSecrets('collector-ec2-imds-token', [token]);
   return token;
 }
 

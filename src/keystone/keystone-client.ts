@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/options.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
-import { registerSecret } from '../log/redact.js';
+import { releaseSecrets, setSecrets } from '../log/redact.js';
 import { isObject, validCatalog, type KeystoneToken } from './catalog.js';
 import { forgetDiscovery, identityV3Url } from './discovery.js';
 import { KeystoneError } from './keystone-error.js';
@@ -37,6 +37,7 @@ export interface KeystoneSessionOptions {
 
 const EXPIRY_MARGIN_MS = 60_000;
 const DEFAULT_LIFETIME_MS = 3600_000;
+let sessionsMade = 0;
 
 export class KeystoneSession {
   private cached: { token: KeystoneToken; reuseUntil: number } | undefined;
@@ -46,16 +47,29 @@ export class KeystoneSession {
   /** The disk is read once, for the first token; afterwards memory holds whatever the disk would. */
   private diskRead = false;
   private removal: Promise<void> | undefined;
+  /**
+   * The session's secrets in the logger's registry: its password and the tokens that still work (the current one,
+   * and the one it replaced until that expires: a request sent just before the renewal may still be logging).
+   * Replaced at every renewal and released by close(), so renewing for months keeps two tokens registered, not all.
+   */
+  private readonly secretOwner = `keystone-session-${++sessionsMade}`;
+  private replaced: KeystoneToken | undefined;
 
   constructor(
     private readonly http: HttpClient,
     private readonly creds: KeystoneCredentials,
     private readonly options: KeystoneSessionOptions = { timeoutSeconds: 10 },
   ) {
-    registerSecret(creds.password);
+    this.publishSecrets();
     this.identity = { authUrl: creds.authUrl, userId: creds.userId, projectId: creds.projectId };
     if (options.cache) {
-      this.cache = new TokenCache({ dir: options.cache.dir, ttlSeconds: options.cache.ttlSeconds, marginMs: EXPIRY_MARGIN_MS, ...(options.log ? { log: options.log } : {}) });
+      this.cache = new TokenCache({
+        dir: options.cache.dir,
+        ttlSeconds: options.cache.ttlSeconds,
+        marginMs: EXPIRY_MARGIN_MS,
+        secretOwner: `${this.secretOwner}-cache`,
+        ...(options.log ? { log: options.log } : {}),
+      });
     }
   }
 
@@ -65,15 +79,34 @@ export class KeystoneSession {
     this.inflight ??= this.obtain(signal).finally(() => {
       this.inflight = undefined;
     });
-    this.cached = await this.inflight;
-    return this.cached.token;
+    const fresh = await this.inflight;
+    if (this.cached && this.cached.token.token !== fresh.token.token) this.replaced = this.cached.token;
+    this.cached = fresh;
+    this.publishSecrets();
+    return fresh.token;
   }
 
   /** Forget the token (a service answered 401): the next token() logs in, and a restart will not reuse it either. */
   invalidate(): void {
     this.cached = undefined;
+    this.replaced = undefined;
     this.diskRead = true;
     if (this.cache) this.removal = this.cache.remove(this.identity);
+    this.publishSecrets();
+  }
+
+  /**
+   * The session is no longer kept (its credentials changed, or its user was forgotten): its password and tokens stop
+   * being scrubbed, unless another owner (the configuration) holds them too.
+   */
+  close(): void {
+    releaseSecrets(this.secretOwner);
+    releaseSecrets(`${this.secretOwner}-cache`);
+  }
+
+  private publishSecrets(arriving?: string): void {
+    const live = [this.cached?.token, this.replaced].filter((t) => t !== undefined && t.expiresAt > this.now()).map((t) => t!.token);
+    setSecrets(this.secretOwner, [this.creds.password, ...live, arriving]);
   }
 
   private now(): number {
@@ -138,7 +171,8 @@ export class KeystoneSession {
     const header = res.headers['x-subject-token'];
     const token = Array.isArray(header) ? header[0] : header;
     if (!token) throw new KeystoneError(`Keystone at ${res.redactedUrl} returned no X-Subject-Token`);
-    registerSecret(token);
+    // Scrubbed from here on, before anything about this answer can be logged.
+    this.publishSecrets(token);
     let parsed: unknown;
     try {
       parsed = JSON.parse(res.body.toString('utf8'));
@@ -181,6 +215,7 @@ export function rememberedSession(memory: KeystoneMemory, http: HttpClient, cred
     .digest('hex');
   const kept = memory.keystone;
   if (kept?.fingerprint === fingerprint && kept.http === http) return kept.session;
+  kept?.session.close();
   const session = new KeystoneSession(http, creds, options);
   memory.keystone = { fingerprint, http, session };
   return session;

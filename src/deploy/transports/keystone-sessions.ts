@@ -14,7 +14,11 @@ export function keystoneSessionFor(http: HttpClient, creds: KeystoneInputs, time
   const key = JSON.stringify([creds.authUrl, creds.userId, creds.projectId]);
   let memory = memories.get(key);
   if (!memory) {
-    if (memories.size >= MAX_USERS) memories.delete(memories.keys().next().value as string);
+    if (memories.size >= MAX_USERS) {
+      const oldest = memories.keys().next().value as string;
+      memories.get(oldest)?.keystone?.session.close();
+      memories.delete(oldest);
+    }
     memory = {};
     memories.set(key, memory);
   }
