@@ -9,7 +9,7 @@ import type { AgentConfig } from '../config/options.js';
 import { errorMessage, SourceNotConfiguredError } from '../errors.js';
 import { HttpError } from '../http/http-error.js';
 import type { HttpClient } from '../http/types.js';
-import { findEndpoint, KeystoneSession, type KeystoneToken } from '../keystone/keystone-client.js';
+import { findEndpoint, KeystoneError, KeystoneSession, type KeystoneToken } from '../keystone/keystone-client.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
 import { fail, ok, skipped, warn, type CheckResult } from './check.js';
@@ -144,7 +144,8 @@ function keystoneChecks(ctx: SourceCheckContext, name: 'heat' | 'zaqar'): Array<
     } catch (err) {
       // Keystone's message ends with its own advice; the fix line gives it once, naming the section.
       const message = errorMessage(err).replace(/; check [^;]*$/, '');
-      return fail(`credentials.${name}`, message, /refused the credentials/.test(message) ? `check [${name}] user_id, password and project_id` : `${UNREACHABLE_FIX}; check [${name}] auth_url`);
+      const refused = err instanceof KeystoneError && (err.statusCode === 401 || err.statusCode === 403);
+      return fail(`credentials.${name}`, message, refused ? `check [${name}] user_id, password and project_id` : `${UNREACHABLE_FIX}; check [${name}] auth_url`);
     }
     return ok(`credentials.${name}`, `Keystone at ${redactUrl(cfg.auth_url!)} issued a token for user ${cfg.user_id} in project ${cfg.project_id}`);
   });
