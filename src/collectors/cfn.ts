@@ -47,10 +47,10 @@ export const cfnCollector: Collector = {
         throw unavailableFrom(err, p.spec, shown);
       }
       if (res.statusCode === 403 || res.statusCode === 401) {
-        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} refused the request (${res.statusCode}); check [cfn] access_key_id and secret_access_key`, { code: 'ERR_HTTP' });
+        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} refused the request (${res.statusCode}); check [cfn] access_key_id and secret_access_key`, { code: 'ERR_HTTP', statusCode: res.statusCode });
       }
       if (res.statusCode < 200 || res.statusCode > 299) {
-        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} answered ${res.statusCode} for ${p.spec}`, { code: 'ERR_HTTP' });
+        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} answered ${res.statusCode} for ${p.spec}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
       }
       merged = shallowMerge(merged, extractMetadata(res.body.toString('utf8'), p, shown));
     }

@@ -166,7 +166,7 @@ class Walker {
       throw unavailable(err, redactUrl(url));
     }
     if (res.statusCode !== 200) {
-      throw new SourceUnavailableError('ec2', `metadata service answered ${res.statusCode} for ${res.redactedUrl}; no partial result is used`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('ec2', `metadata service answered ${res.statusCode} for ${res.redactedUrl}; no partial result is used`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     return res.body.toString('utf8');
   }

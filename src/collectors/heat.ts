@@ -38,13 +38,13 @@ export const heatCollector: Collector<HeatMemory> = {
       res = await fetchMetadata(ctx, session, cfg.stack_id!, cfg.resource_name!, cfg.region_name);
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} refused access (${res.statusCode}); check the [heat] credentials`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} refused access (${res.statusCode}); check the [heat] credentials`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     if (res.statusCode === 404) {
-      throw new SourceUnavailableError('heat', `Heat has no resource ${cfg.resource_name} in stack ${cfg.stack_id} (${res.redactedUrl} answered 404)`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('heat', `Heat has no resource ${cfg.resource_name} in stack ${cfg.stack_id} (${res.redactedUrl} answered 404)`, { code: 'ERR_HTTP', statusCode: 404 });
     }
     if (res.statusCode < 200 || res.statusCode > 299) {
-      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     let body: unknown;
     try {

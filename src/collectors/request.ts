@@ -50,15 +50,15 @@ export const requestCollector: Collector<RequestMemory> = {
       throw sourceErrorFromHttp('request', err) ?? err;
     }
     if (res.statusCode === 304) {
-      if (!known) throw new SourceUnavailableError('request', `${shown} answered 304 Not Modified to an unconditional request`, { code: 'ERR_HTTP' });
+      if (!known) throw new SourceUnavailableError('request', `${shown} answered 304 Not Modified to an unconditional request`, { code: 'ERR_HTTP', statusCode: 304 });
       ctx.log.debug('metadata not modified');
       return { pairs: known.pairs, unchanged: true };
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError('request', `${shown} refused the request (${res.statusCode}); a TempURL may have expired or its key changed`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('request', `${shown} refused the request (${res.statusCode}); a TempURL may have expired or its key changed`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     if (res.statusCode < 200 || res.statusCode > 299) {
-      throw new SourceUnavailableError('request', `${shown} answered ${res.statusCode}`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('request', `${shown} answered ${res.statusCode}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     let doc: unknown;
     try {

@@ -4,8 +4,8 @@ import { KeystoneError } from '../keystone/keystone-error.js';
 
 // The one mapping from a failed request (HttpError from the HTTP client, KeystoneError from a login) to the source
 // error a collector throws: the source is unavailable this poll and its last good data is kept. The code says what
-// kind of failure it was (ERR_HTTP_TOO_LARGE for a body over the cap, ERR_HTTP for the rest); the request error
-// stays reachable as the cause.
+// kind of failure it was (ERR_HTTP_TOO_LARGE for a body over the cap, ERR_HTTP for the rest), the status that
+// caused it (a refused login, a proxy's 407) is carried over, and the request error stays reachable as the cause.
 
 export interface HttpFailureWording {
   /**
@@ -19,10 +19,12 @@ export interface HttpFailureWording {
 export function sourceErrorFromHttp(collector: string, err: unknown, wording: HttpFailureWording = {}): SourceUnavailableError | undefined {
   if (err instanceof HttpError) {
     const message = wording.message ? wording.message(err.reason) : err.message;
-    return new SourceUnavailableError(collector, message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
+    const status = err.statusCode !== undefined ? { statusCode: err.statusCode } : {};
+    return new SourceUnavailableError(collector, message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err, ...status });
   }
   if (err instanceof KeystoneError) {
-    return new SourceUnavailableError(collector, wording.message ? wording.message(err.message) : err.message, { code: 'ERR_HTTP', cause: err });
+    const status = err.statusCode !== undefined ? { statusCode: err.statusCode } : {};
+    return new SourceUnavailableError(collector, wording.message ? wording.message(err.message) : err.message, { code: 'ERR_HTTP', cause: err, ...status });
   }
   return undefined;
 }

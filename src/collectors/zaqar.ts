@@ -53,11 +53,11 @@ export const zaqarCollector: Collector<ZaqarMemory> = {
       res = await pop(ctx, session);
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} refused access (${res.statusCode}); check the [zaqar] credentials`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} refused access (${res.statusCode}); check the [zaqar] credentials`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     if (res.statusCode === 204) return lastDocument(ctx);
     if (res.statusCode < 200 || res.statusCode > 299) {
-      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     let parsed: unknown;
     try {

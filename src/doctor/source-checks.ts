@@ -6,7 +6,7 @@ import { requestCollector } from '../collectors/request.js';
 import type { Collector, CollectorName } from '../collectors/types.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { AgentConfig } from '../config/options.js';
-import { errorMessage, SourceNotConfiguredError } from '../errors.js';
+import { errorMessage, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import { HttpError } from '../http/http-error.js';
 import type { HttpClient } from '../http/types.js';
 import { findEndpoint, KeystoneError, KeystoneSession, type KeystoneToken } from '../keystone/keystone-client.js';
@@ -64,9 +64,10 @@ function boundedConfig(config: AgentConfig, seconds: number): AgentConfig {
   };
 }
 
-/** Which fix a source's failure calls for: its credentials when the server refused them, else the network path. */
-function fixFor(message: string, credentials: string): string {
-  return /\b(401|403)\b|refused (the credentials|access|the request)/.test(message) ? `check ${credentials}` : UNREACHABLE_FIX;
+/** Which fix a source's failure calls for: its credentials when the server (or Keystone) refused them, else the network path. */
+function fixFor(err: unknown, credentials: string): string {
+  const status = err instanceof SourceUnavailableError ? err.statusCode : undefined;
+  return status === 401 || status === 403 ? `check ${credentials}` : UNREACHABLE_FIX;
 }
 
 function collectorCheck(ctx: SourceCheckContext, collector: Collector, what: string, credentials: string): Promise<CheckResult> {
@@ -80,7 +81,7 @@ function collectorCheck(ctx: SourceCheckContext, collector: Collector, what: str
     } catch (err) {
       if (err instanceof SourceNotConfiguredError) return skipped(id, `not configured: ${err.message}`);
       const message = errorMessage(err);
-      return fail(id, message, fixFor(message, credentials));
+      return fail(id, message, fixFor(err, credentials));
     }
   });
 }

@@ -135,6 +135,7 @@ t.test('an expired or wrongly signed TempURL is refused (401) and reported witho
     const err = await failure(requestCollector.collect(tc.ctx));
     t.type(err, SourceUnavailableError);
     t.match(err.message, /refused the request \(401\); a TempURL may have expired/);
+    t.equal((err as SourceUnavailableError).statusCode, 401, 'the status is a field of the error');
     t.match(err.message, /temp_url_sig=\[REDACTED\]/);
     assertNoSecrets(t, tc, swift, [url]);
   }

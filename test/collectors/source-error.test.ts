@@ -13,6 +13,8 @@ t.test('an HttpError: its message, its size-cap code kept, the request error as 
   t.match(err, { collector: 'request', code: 'ERR_HTTP', message: 'request to http://h/x failed: connection refused', cause: failed });
   const big = new HttpError('response from http://h/x: too big', 'http://h/x', 'ERR_HTTP_TOO_LARGE', { reason: 'too big' });
   t.match(sourceErrorFromHttp('heat', big), { collector: 'heat', code: 'ERR_HTTP_TOO_LARGE', message: 'response from http://h/x: too big' });
+  const proxy = new HttpError('request to http://h/x failed: the proxy refused', 'http://h/x', 'ERR_HTTP', { reason: 'the proxy refused', statusCode: 407 });
+  t.equal(sourceErrorFromHttp('heat', proxy)?.statusCode, 407, 'a proxy\'s refusal keeps its status');
 });
 
 t.test('a collector naming the endpoint its own way words the message from the reason (without the URL)', async (t) => {
@@ -23,7 +25,8 @@ t.test('a collector naming the endpoint its own way words the message from the r
 
 t.test('a KeystoneError is ERR_HTTP with its own message', async (t) => {
   const refused = new KeystoneError('Keystone at http://k/v3/auth/tokens refused the credentials (401); check user_id, password and project_id', { statusCode: 401 });
-  t.match(sourceErrorFromHttp('zaqar', refused), { collector: 'zaqar', code: 'ERR_HTTP', message: refused.message, cause: refused });
+  t.match(sourceErrorFromHttp('zaqar', refused), { collector: 'zaqar', code: 'ERR_HTTP', statusCode: 401, message: refused.message, cause: refused });
+  t.equal(sourceErrorFromHttp('zaqar', new KeystoneError('Keystone authentication failed: connection refused'))?.statusCode, undefined, 'no answer, no status');
 });
 
 t.test('anything else is not a failed request: undefined, for the caller to rethrow', async (t) => {
