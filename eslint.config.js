@@ -31,8 +31,43 @@ export default tseslint.config(
       }],
     },
   },
+  // Layers. A module may import its own layer and those below it, never one above; bottom to top:
+  //
+  //   errors.ts, version.ts < util < log < http < config < keystone < collectors < cache < apply < refresh < deploy
+  //     < self-config < daemon < doctor < cli < compat, launch, bin.ts
+  //
+  // An interface that an upper layer calls into (a collector, a signal transport, an after-collect hook, a pipeline
+  // step) is declared at or below the lowest layer that implements it, so the implementation never reaches up.
+  // Checked by @typescript-eslint/no-restricted-imports (type-only imports count too), a separate rule from the core
+  // no-restricted-imports above so neither replaces the other's options. Dynamic import() is not checked.
+  ...layerBlocks([
+    ['errors.ts', 'version.ts'], ['util'], ['log'], ['http'], ['config'], ['keystone'], ['collectors'], ['cache'],
+    ['apply'], ['refresh'], ['deploy'], ['self-config'], ['daemon'], ['doctor'], ['cli'], ['compat', 'launch', 'bin.ts'],
+  ]),
   {
     files: ['test/**', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },
 );
+
+/** One config block per layer: files of layers[i] may not import from layers[i + 1] and above. */
+function layerBlocks(layers) {
+  const fileGlob = (name) => (name.endsWith('.ts') ? `src/${name}` : `src/${name}/**`);
+  // A relative import that lands in src/<name>: any number of ../ (or ./ from a file directly in src/).
+  const target = (name) => `^(?:\\./|(?:\\.\\./)+)${name.replace(/\.ts$/, '').replace(/[.]/g, '\\.')}(?:\\.js$|/|$)`;
+  return layers.slice(0, -1).map((layer, i) => {
+    const above = layers.slice(i + 1).flat();
+    return {
+      files: layer.map(fileGlob),
+      rules: {
+        '@typescript-eslint/no-restricted-imports': ['error', {
+          patterns: above.map((name) => ({
+            regex: target(name),
+            caseSensitive: true,
+            message: `${layer.join('/')} is below ${name} in the layer order (eslint.config.js): move what is needed down, or declare an interface here`,
+          })),
+        }],
+      },
+    };
+  });
+}

@@ -58,12 +58,15 @@ export class SourceNotConfiguredError extends AgentError {
 /** A configured collector could not produce data this cycle; its last good data is kept. */
 export class SourceUnavailableError extends AgentError {
   override name = 'SourceUnavailableError';
+  /** The HTTP status the source (or its Keystone, or a proxy) answered, when an answer made it unavailable. */
+  readonly statusCode: number | undefined;
   constructor(
     readonly collector: string,
     message: string,
-    options?: { cause?: unknown; code?: 'ERR_SOURCE_UNAVAILABLE' | 'ERR_SOURCE_INSECURE' | 'ERR_SOURCE_INVALID_DATA' | 'ERR_HTTP' | 'ERR_HTTP_TOO_LARGE' },
+    options?: { cause?: unknown; code?: 'ERR_SOURCE_UNAVAILABLE' | 'ERR_SOURCE_INSECURE' | 'ERR_SOURCE_INVALID_DATA' | 'ERR_HTTP' | 'ERR_HTTP_TOO_LARGE'; statusCode?: number },
   ) {
     super(options?.code ?? 'ERR_SOURCE_UNAVAILABLE', message, options);
+    this.statusCode = options?.statusCode;
   }
 }
 

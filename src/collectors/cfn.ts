@@ -1,10 +1,10 @@
 import { promises as fs } from 'node:fs';
-import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/http-error.js';
-import { redactUrl, registerSecret } from '../log/redact.js';
+import { errorMessage, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
+import { redactUrl, setSecrets } from '../log/redact.js';
 import { isJsonObject, shallowMerge, type JsonObject } from '../util/json-merge.js';
 import { describeStackResourceUrl } from './cfn-signature.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
 // `cfn`: heat-api-cfn's DescribeStackResource, signed with AWS signature v2, once per configured `path`
@@ -47,10 +47,10 @@ export const cfnCollector: Collector = {
         throw unavailableFrom(err, p.spec, shown);
       }
       if (res.statusCode === 403 || res.statusCode === 401) {
-        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} refused the request (${res.statusCode}); check [cfn] access_key_id and secret_access_key`, { code: 'ERR_HTTP' });
+        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} refused the request (${res.statusCode}); check [cfn] access_key_id and secret_access_key`, { code: 'ERR_HTTP', statusCode: res.statusCode });
       }
       if (res.statusCode < 200 || res.statusCode > 299) {
-        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} answered ${res.statusCode} for ${p.spec}`, { code: 'ERR_HTTP' });
+        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} answered ${res.statusCode} for ${p.spec}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
       }
       merged = shallowMerge(merged, extractMetadata(res.body.toString('utf8'), p, shown));
     }
@@ -59,9 +59,8 @@ export const cfnCollector: Collector = {
 };
 
 function unavailableFrom(err: unknown, spec: string, shown: string): SourceUnavailableError {
-  const reason = err instanceof HttpError ? err.reason : err instanceof Error ? err.message : String(err);
-  const code = err instanceof HttpError && err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP';
-  return new SourceUnavailableError('cfn', `request for ${spec} to heat-api-cfn at ${shown} failed: ${reason}`, { code, cause: err });
+  const message = (reason: string): string => `request for ${spec} to heat-api-cfn at ${shown} failed: ${reason}`;
+  return sourceErrorFromHttp('cfn', err, { message }) ?? new SourceUnavailableError('cfn', message(errorMessage(err)), { code: 'ERR_HTTP', cause: err });
 }
 
 function notConfigured(message: string): SourceNotConfiguredError {
@@ -74,7 +73,8 @@ async function settingsFrom(ctx: CollectContext): Promise<CfnSettings> {
   if (!metadataUrl) throw notConfigured('no [cfn] metadata_url and no heat_metadata_hint file');
   if (!cfg.access_key_id) throw notConfigured('no [cfn] access_key_id');
   if (!cfg.secret_access_key) throw notConfigured('no [cfn] secret_access_key');
-  registerSecret(cfg.secret_access_key);
+  // Replaced when [cfn] is reconfigured: the old key is no longer scrubbed unless the configuration still holds it.
+  setSecrets('collector-cfn', [cfg.secret_access_key]);
   if (cfg.path.length === 0) throw notConfigured('no [cfn] path');
   if (!cfg.stack_name) throw notConfigured('no [cfn] stack_name (upstream signed the text "None" and was always refused)');
   try {

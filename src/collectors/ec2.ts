@@ -1,12 +1,12 @@
 import path from 'node:path';
 import { AgentError, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
 import { splitZone, withZone } from '../http/zoned-url.js';
-import { redactUrl, registerSecret } from '../log/redact.js';
+import { redactUrl, setSecrets } from '../log/redact.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { readConfigDrive, type DriveRead } from './config-drive.js';
-import { configuredUrls, orderByLastAnswer, rememberAnswer } from './metadata-urls.js';
+import { configuredUrls, orderByLastAnswer, rememberAnswer, type MetadataUrlMemory } from './metadata-urls.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
 // `ec2`, in upstream's order: the cached <cachedir>/ec2.json (instance metadata does not change; upstream commit
@@ -23,16 +23,20 @@ const TOKEN_TTL_SECONDS = 21600;
 const MAX_DEPTH = 12;
 const MAX_REQUESTS = 2000;
 const SAFE_NAME = /^[A-Za-z0-9_.,:@+-]{1,255}$/;
-const NO_CONFIG_DRIVE = 'noConfigDrive';
 
-export const ec2Collector: Collector = {
+/** What the ec2 collector keeps across polls: that blkid found no config drive, and which URL last answered. */
+interface Ec2Memory extends MetadataUrlMemory {
+  noConfigDrive: true;
+}
+
+export const ec2Collector: Collector<Ec2Memory> = {
   name: 'ec2',
-  async collect(ctx: CollectContext): Promise<CollectResult> {
+  async collect(ctx: CollectContext<Ec2Memory>): Promise<CollectResult> {
     const cached = await readCached(ctx);
     if (cached !== undefined) return { pairs: [{ key: 'ec2', value: cached }] };
 
     // Nova attaches a config drive at boot, never later: once blkid has found none, later polls do not ask again.
-    const drive: DriveRead = ctx.memory.get(NO_CONFIG_DRIVE)
+    const drive: DriveRead = ctx.memory.noConfigDrive
       ? { kind: 'none' }
       : await readConfigDrive({
           paths: ctx.paths,
@@ -41,7 +45,7 @@ export const ec2Collector: Collector = {
           maxBytes: ctx.config.agent.max_source_bytes,
           signal: ctx.signal,
         });
-    if (drive.kind === 'none') ctx.memory.set(NO_CONFIG_DRIVE, true);
+    if (drive.kind === 'none') ctx.memory.noConfigDrive = true;
     if (drive.kind === 'data') {
       ctx.log.info({ device: drive.device, file: drive.file, via: drive.via }, 'ec2 metadata read from the config drive');
       return { pairs: [{ key: 'ec2', value: drive.value }] };
@@ -134,7 +138,8 @@ async function imdsToken(base: string, ctx: CollectContext): Promise<string | un
     ctx.log.debug({ status: res.statusCode }, 'metadata service offers no IMDSv2 token; using IMDSv1');
     return undefined;
   }
-  registerSecret(token);
+  // One IMDSv2 session token at a time: each walk's replaces the last one's.
+  setSecrets('collector-ec2-imds-token', [token]);
   return token;
 }
 
@@ -161,7 +166,7 @@ class Walker {
       throw unavailable(err, redactUrl(url));
     }
     if (res.statusCode !== 200) {
-      throw new SourceUnavailableError('ec2', `metadata service answered ${res.statusCode} for ${res.redactedUrl}; no partial result is used`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('ec2', `metadata service answered ${res.statusCode} for ${res.redactedUrl}; no partial result is used`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     return res.body.toString('utf8');
   }
@@ -192,6 +197,5 @@ class Walker {
 }
 
 function unavailable(err: unknown, what: string): SourceUnavailableError {
-  if (err instanceof HttpError) return new SourceUnavailableError('ec2', err.message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
-  return new SourceUnavailableError('ec2', `request to ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return sourceErrorFromHttp('ec2', err) ?? new SourceUnavailableError('ec2', `request to ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }

@@ -1,9 +1,9 @@
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
-import { collectorSessionOptions, findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
+import { collectorSessionOptions, findEndpoint, rememberedSession, type KeystoneMemory, type KeystoneSession } from '../keystone/keystone-client.js';
 import { isJsonObject } from '../util/json-merge.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
 // `heat`: the server resource's metadata from the Heat native API, with a Keystone v3 password login. Differences
@@ -11,9 +11,12 @@ import type { CollectContext, Collector, CollectResult } from './types.js';
 // every poll, B11), and every call has a timeout (B12). A stack_id without "/" is resolved by Heat itself, which
 // redirects /stacks/<name-or-id>/... to the canonical /stacks/<name>/<id>/... URL.
 
-export const heatCollector: Collector = {
+/** What the heat collector keeps across polls: its Keystone session (and so its token). */
+type HeatMemory = KeystoneMemory;
+
+export const heatCollector: Collector<HeatMemory> = {
   name: 'heat',
-  async collect(ctx: CollectContext): Promise<CollectResult> {
+  async collect(ctx: CollectContext<HeatMemory>): Promise<CollectResult> {
     const cfg = ctx.config.heat;
     // Upstream's order of checks.
     const required: Array<[string, string | undefined]> = [
@@ -35,13 +38,13 @@ export const heatCollector: Collector = {
       res = await fetchMetadata(ctx, session, cfg.stack_id!, cfg.resource_name!, cfg.region_name);
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} refused access (${res.statusCode}); check the [heat] credentials`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} refused access (${res.statusCode}); check the [heat] credentials`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     if (res.statusCode === 404) {
-      throw new SourceUnavailableError('heat', `Heat has no resource ${cfg.resource_name} in stack ${cfg.stack_id} (${res.redactedUrl} answered 404)`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('heat', `Heat has no resource ${cfg.resource_name} in stack ${cfg.stack_id} (${res.redactedUrl} answered 404)`, { code: 'ERR_HTTP', statusCode: 404 });
     }
     if (res.statusCode < 200 || res.statusCode > 299) {
-      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     let body: unknown;
     try {
@@ -57,7 +60,7 @@ export const heatCollector: Collector = {
   },
 };
 
-async function fetchMetadata(ctx: CollectContext, session: KeystoneSession, stackId: string, resource: string, region: string | undefined): Promise<HttpResponse> {
+async function fetchMetadata(ctx: CollectContext<HeatMemory>, session: KeystoneSession, stackId: string, resource: string, region: string | undefined): Promise<HttpResponse> {
   try {
     const token = await session.token(ctx.signal);
     const endpoint = findEndpoint(token.catalog, 'orchestration', region);
@@ -69,9 +72,6 @@ async function fetchMetadata(ctx: CollectContext, session: KeystoneSession, stac
       signal: ctx.signal,
     });
   } catch (err) {
-    if (err instanceof KeystoneError || err instanceof HttpError) {
-      throw new SourceUnavailableError('heat', err.message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
-    }
-    throw err;
+    throw sourceErrorFromHttp('heat', err) ?? err;
   }
 }

@@ -16,11 +16,16 @@ import type { CollectContext, CollectedPair, Collector, CollectResult } from './
 const WORLD_WRITABLE = 0o002;
 const GROUP_WRITABLE = 0o020;
 
-export const localCollector: Collector = {
+/** What the local collector keeps across polls: the conditions it has reported (upstream logged each at every poll). */
+interface LocalMemory {
+  conditions: SteadyConditions;
+}
+
+export const localCollector: Collector<LocalMemory> = {
   name: 'local',
   watchPaths: (config) => config.local.path,
-  async collect(ctx: CollectContext): Promise<CollectResult> {
-    const conditions = steadyConditions(ctx);
+  async collect(ctx: CollectContext<LocalMemory>): Promise<CollectResult> {
+    const conditions = (ctx.memory.conditions ??= new SteadyConditions());
     try {
       const pairs = await collectLocal(ctx, conditions);
       conditions.endPass();
@@ -31,18 +36,6 @@ export const localCollector: Collector = {
     }
   },
 };
-
-/** This source's conditions across polls (upstream logged each of them at every poll). */
-function steadyConditions(ctx: CollectContext): SteadyConditions {
-  let conditions = ctx.memory.get(CONDITIONS);
-  if (!(conditions instanceof SteadyConditions)) {
-    conditions = new SteadyConditions();
-    ctx.memory.set(CONDITIONS, conditions);
-  }
-  return conditions as SteadyConditions;
-}
-
-const CONDITIONS = 'steadyConditions';
 
 async function collectLocal(ctx: CollectContext, conditions: SteadyConditions): Promise<CollectedPair[]> {
   const dirs = ctx.config.local.path;

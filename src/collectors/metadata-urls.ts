@@ -63,25 +63,28 @@ function urlProblem(url: string): string | undefined {
   return undefined;
 }
 
-const MEMORY_KEY = 'metadataUrl';
+/** Where the collector keeps the URL that last answered ('' once the state file named none). */
+export interface MetadataUrlMemory {
+  metadataUrl?: string;
+}
 
 /** `urls` with the one that last answered first (from memory, else from the state file, read once per process). */
-export async function orderByLastAnswer(urls: readonly string[], memory: Map<string, unknown>, stateDir: string, log: Logger): Promise<string[]> {
-  if (!memory.has(MEMORY_KEY)) {
+export async function orderByLastAnswer(urls: readonly string[], memory: MetadataUrlMemory, stateDir: string, log: Logger): Promise<string[]> {
+  if (memory.metadataUrl === undefined) {
     const read = await readJsonFile(path.join(stateDir, STATE_FILE), 64 * 1024);
     const url = read.ok && typeof read.value === 'object' && read.value !== null ? (read.value as { metadata_url?: unknown }).metadata_url : undefined;
     if (!read.ok && read.reason !== 'missing') log.debug({ reason: read.reason }, 'remembered metadata URL unreadable; ignored');
-    memory.set(MEMORY_KEY, typeof url === 'string' ? url : '');
+    memory.metadataUrl = typeof url === 'string' ? url : '';
   }
-  const last = memory.get(MEMORY_KEY);
-  if (typeof last !== 'string' || !urls.includes(last)) return [...urls];
+  const last = memory.metadataUrl;
+  if (!urls.includes(last)) return [...urls];
   return [last, ...urls.filter((u) => u !== last)];
 }
 
 /** Remember the URL that answered, in memory and (when it changed) in the state file. A failed write only warns. */
-export async function rememberAnswer(url: string, memory: Map<string, unknown>, stateDir: string, log: Logger): Promise<void> {
-  if (memory.get(MEMORY_KEY) === url) return;
-  memory.set(MEMORY_KEY, url);
+export async function rememberAnswer(url: string, memory: MetadataUrlMemory, stateDir: string, log: Logger): Promise<void> {
+  if (memory.metadataUrl === url) return;
+  memory.metadataUrl = url;
   try {
     await writeFileAtomic(path.join(stateDir, STATE_FILE), JSON.stringify({ metadata_url: url }), { mode: 0o600, mkdirMode: 0o700 });
   } catch (err) {

@@ -1,9 +1,9 @@
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
 import { redactUrl } from '../log/redact.js';
 import { isJsonObject } from '../util/json-merge.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, CollectedPair, Collector, CollectResult } from './types.js';
 
 // `request`: one JSON document from any URL, typically a Swift TempURL that Heat rewrites on every metadata change
@@ -20,11 +20,14 @@ interface Remembered {
   pairs: readonly CollectedPair[];
 }
 
-const STATE = 'conditional';
+/** What the request collector keeps across polls: the validators of the last answer, for a conditional GET. */
+interface RequestMemory {
+  conditional: Remembered;
+}
 
-export const requestCollector: Collector = {
+export const requestCollector: Collector<RequestMemory> = {
   name: 'request',
-  async collect(ctx: CollectContext): Promise<CollectResult> {
+  async collect(ctx: CollectContext<RequestMemory>): Promise<CollectResult> {
     const url = ctx.config.request.metadata_url;
     if (!url) throw new SourceNotConfiguredError('request', 'no [request] metadata_url');
     const shown = redactUrl(url);
@@ -34,7 +37,7 @@ export const requestCollector: Collector = {
       throw new SourceNotConfiguredError('request', `[request] metadata_url ${shown} is not a URL`);
     }
     // The validators belong to one URL; a new TempURL starts over.
-    const previous = ctx.memory.get(STATE) as Remembered | undefined;
+    const previous = ctx.memory.conditional;
     const known = previous?.url === url ? previous : undefined;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (known?.etag) headers['if-none-match'] = known.etag;
@@ -44,19 +47,18 @@ export const requestCollector: Collector = {
     try {
       res = await ctx.http.request({ url, headers, timeoutSeconds: ctx.config.request.timeout, signal: ctx.signal });
     } catch (err) {
-      if (err instanceof HttpError) throw new SourceUnavailableError('request', err.message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
-      throw err;
+      throw sourceErrorFromHttp('request', err) ?? err;
     }
     if (res.statusCode === 304) {
-      if (!known) throw new SourceUnavailableError('request', `${shown} answered 304 Not Modified to an unconditional request`, { code: 'ERR_HTTP' });
+      if (!known) throw new SourceUnavailableError('request', `${shown} answered 304 Not Modified to an unconditional request`, { code: 'ERR_HTTP', statusCode: 304 });
       ctx.log.debug('metadata not modified');
       return { pairs: known.pairs, unchanged: true };
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError('request', `${shown} refused the request (${res.statusCode}); a TempURL may have expired or its key changed`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('request', `${shown} refused the request (${res.statusCode}); a TempURL may have expired or its key changed`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     if (res.statusCode < 200 || res.statusCode > 299) {
-      throw new SourceUnavailableError('request', `${shown} answered ${res.statusCode}`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('request', `${shown} answered ${res.statusCode}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     let doc: unknown;
     try {
@@ -68,7 +70,7 @@ export const requestCollector: Collector = {
     const pairs = explodeDeployments('request', doc, ctx.config.DEFAULT.deployment_key, ctx.log);
     const etag = header(res, 'etag');
     const lastModified = validHttpDate(header(res, 'last-modified'), ctx);
-    ctx.memory.set(STATE, { url, pairs, ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) } satisfies Remembered);
+    ctx.memory.conditional = { url, pairs, ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) };
     return { pairs };
   },
 };
@@ -80,7 +82,7 @@ function header(res: HttpResponse, name: string): string | undefined {
 }
 
 /** A Last-Modified worth echoing back; a malformed one is ignored (upstream crashed on it, B8). */
-function validHttpDate(value: string | undefined, ctx: CollectContext): string | undefined {
+function validHttpDate(value: string | undefined, ctx: CollectContext<RequestMemory>): string | undefined {
   if (!value) return undefined;
   if (Number.isNaN(Date.parse(value))) {
     ctx.log.warn({ lastModified: value.slice(0, 60) }, 'ignoring a malformed Last-Modified header');

@@ -18,7 +18,13 @@ export interface CollectResult {
   readonly unchanged?: boolean;
 }
 
-export interface CollectContext {
+/**
+ * A collector's memory across polls (ETags, tokens, the last document): its own type, every field optional, because
+ * it starts empty ({}) at start-up and after a restart, and a poll must cope with any field missing.
+ */
+export type CollectorMemory<M extends object> = { -readonly [K in keyof M]?: M[K] };
+
+export interface CollectContext<M extends object = object> {
   readonly config: AgentConfig;
   readonly paths: PathMapper;
   /** Child logger bound to {collector: name}. */
@@ -26,8 +32,8 @@ export interface CollectContext {
   readonly http: HttpClient;
   /** Aborted on shutdown: long requests must stop promptly. */
   readonly signal: AbortSignal;
-  /** This collector's memory across polls (ETags, tokens, last pairs); empty after a restart. */
-  readonly memory: Map<string, unknown>;
+  /** This collector's memory across polls; the caller keeps it and hands it to no other collector. */
+  readonly memory: CollectorMemory<M>;
   readonly now: () => number;
 }
 
@@ -35,9 +41,12 @@ export interface CollectContext {
  * A metadata source. collect() returns pairs, or throws SourceNotConfiguredError (skipped quietly) or
  * SourceUnavailableError (logged, the last good data is kept). Any other error is a bug, logged with its stack.
  */
-export interface Collector {
+export interface Collector<M extends object = object> {
   readonly name: CollectorName;
-  collect(ctx: CollectContext): Promise<CollectResult>;
+  // A method, not a function property: the registry lists collectors of different memory types as Collector (with
+  // object memory), which method parameters allow. Sound because each memory object starts as {} (valid for every
+  // CollectorMemory) and is only ever given to the collector it was made for (daemon/collect-all.ts).
+  collect(ctx: CollectContext<M>): Promise<CollectResult>;
   /** Local paths whose changes should start a cycle at once (watched with chokidar). */
   watchPaths?(config: AgentConfig): readonly string[];
 }

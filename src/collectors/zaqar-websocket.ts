@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { SourceUnavailableError } from '../errors.js';
-import { findEndpoint, KeystoneError, type KeystoneSession } from '../keystone/keystone-client.js';
+import { findEndpoint, type KeystoneSession } from '../keystone/keystone-client.js';
 import { redactUrl } from '../log/redact.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { sourceErrorFromHttp } from './source-error.js';
 import { errorText, openZaqarSocket, ZaqarSocketError, type ZaqarSocket } from './zaqar-socket.js';
-import type { CollectContext } from './types.js';
+import type { CollectContext, CollectorMemory } from './types.js';
 
 // `zaqar` with use_websockets = true, as os-collect-config does it: the endpoint is the catalog's
 // `messaging-websocket` service; the agent creates the queue, subscribes to it (ttl 10000 s, upstream's value) and pops
@@ -19,9 +20,6 @@ import type { CollectContext } from './types.js';
 const SUBSCRIPTION_TTL_SECONDS = 10_000;
 const RECONNECT_BASE_MS = 1000;
 const RECONNECT_MAX_MS = 300_000;
-const LINK = 'ws-link';
-const RECONNECT = 'ws-reconnect';
-const CLIENT_ID = 'ws-client-id';
 
 interface Link {
   readonly fingerprint: string;
@@ -41,6 +39,13 @@ interface Reconnect {
   reason: string;
 }
 
+/** What the zaqar collector keeps across polls for the websocket API: the open connection, or when to reconnect. */
+export interface ZaqarWebsocketMemory {
+  wsLink: Link;
+  wsReconnect: Reconnect;
+  wsClientId: string;
+}
+
 /** Delay before reconnect attempt `failures + 1`: doubling from 1 s, capped at 5 min, scaled by [0.5, 1]. */
 export function reconnectDelayMs(failures: number, random: number): number {
   const exp = Math.min(RECONNECT_BASE_MS * 2 ** Math.max(0, failures - 1), RECONNECT_MAX_MS);
@@ -48,7 +53,7 @@ export function reconnectDelayMs(failures: number, random: number): number {
 }
 
 /** Pop one message over the websocket: its body, or undefined when the queue is empty and nothing was pushed. */
-export async function popOverWebsocket(ctx: CollectContext, session: KeystoneSession, random: () => number = Math.random): Promise<JsonObject | undefined> {
+export async function popOverWebsocket(ctx: CollectContext<ZaqarWebsocketMemory>, session: KeystoneSession, random: () => number = Math.random): Promise<JsonObject | undefined> {
   const link = await liveLink(ctx, session, random);
   const queue = ctx.config.zaqar.queue_id!;
   let reply;
@@ -77,28 +82,28 @@ export async function popOverWebsocket(ctx: CollectContext, session: KeystoneSes
 }
 
 /** Close the kept connection, if any (the collector's memory is being dropped). */
-export function closeWebsocket(memory: Map<string, unknown>): void {
-  const link = memory.get(LINK) as Link | undefined;
-  memory.delete(LINK);
+export function closeWebsocket(memory: CollectorMemory<ZaqarWebsocketMemory>): void {
+  const link = memory.wsLink;
+  delete memory.wsLink;
   link?.socket.close();
 }
 
-async function liveLink(ctx: CollectContext, session: KeystoneSession, random: () => number): Promise<Link> {
+async function liveLink(ctx: CollectContext<ZaqarWebsocketMemory>, session: KeystoneSession, random: () => number): Promise<Link> {
   const cfg = ctx.config.zaqar;
   const fingerprint = JSON.stringify([cfg.auth_url, cfg.user_id, cfg.project_id, cfg.queue_id, cfg.region_name, cfg.ssl_certificate_validation, cfg.ca_file, cfg.timeout]);
-  const kept = ctx.memory.get(LINK) as Link | undefined;
+  const kept = ctx.memory.wsLink;
   if (kept?.socket.isOpen && kept.fingerprint === fingerprint && kept.session === session) return kept;
-  ctx.memory.delete(LINK);
+  delete ctx.memory.wsLink;
   kept?.socket.close();
 
-  const reconnect = ctx.memory.get(RECONNECT) as Reconnect | undefined;
+  const reconnect = ctx.memory.wsReconnect;
   if (reconnect && ctx.now() < reconnect.notBefore) {
     throw new SourceUnavailableError('zaqar', `the Zaqar websocket is down (${reconnect.reason}); the next attempt is at ${new Date(reconnect.notBefore).toISOString()}`);
   }
-  let clientId = ctx.memory.get(CLIENT_ID) as string | undefined;
+  let clientId = ctx.memory.wsClientId;
   if (!clientId) {
     clientId = randomUUID();
-    ctx.memory.set(CLIENT_ID, clientId);
+    ctx.memory.wsClientId = clientId;
   }
   let socket: ZaqarSocket | undefined;
   try {
@@ -125,8 +130,8 @@ async function liveLink(ctx: CollectContext, session: KeystoneSession, random: (
       },
       onClose: (reason, reported) => {
         if (reason.includes('token expired')) session.invalidate();
-        if (ctx.memory.get(LINK) !== link) return;
-        ctx.memory.delete(LINK);
+        if (ctx.memory.wsLink !== link) return;
+        delete ctx.memory.wsLink;
         // Between polls nobody else reports the close; during one, that poll's error does.
         if (!reported && !ctx.signal.aborted) ctx.log.info({ reason }, 'Zaqar websocket closed; it is reopened on the next poll');
       },
@@ -139,15 +144,15 @@ async function liveLink(ctx: CollectContext, session: KeystoneSession, random: (
     }
     await subscribe(socket, queue);
     link.subscribedAt = ctx.now();
-    ctx.memory.set(LINK, link);
-    ctx.memory.delete(RECONNECT);
+    ctx.memory.wsLink = link;
+    delete ctx.memory.wsReconnect;
     ctx.log.info({ endpoint: redactUrl(url), queue, reconnected: reconnect !== undefined }, 'Zaqar websocket subscribed');
     return link;
   } catch (err) {
     socket?.close();
     const failures = (reconnect?.failures ?? 0) + 1;
     const cause = unavailable(err);
-    ctx.memory.set(RECONNECT, { failures, notBefore: ctx.now() + reconnectDelayMs(failures, random()), reason: cause.message } satisfies Reconnect);
+    ctx.memory.wsReconnect = { failures, notBefore: ctx.now() + reconnectDelayMs(failures, random()), reason: cause.message };
     throw cause;
   }
 }
@@ -161,20 +166,21 @@ async function subscribe(socket: ZaqarSocket, queue: string): Promise<void> {
 }
 
 /** A kept connection failed: close it, schedule a reconnect (soon after a healthy spell), report the source unavailable. */
-function dropLink(ctx: CollectContext, link: Link, err: unknown, random: () => number): SourceUnavailableError {
+function dropLink(ctx: CollectContext<ZaqarWebsocketMemory>, link: Link, err: unknown, random: () => number): SourceUnavailableError {
   // Out of memory first: the close is reported by this poll's error, not by a second line from onClose.
-  if (ctx.memory.get(LINK) === link) ctx.memory.delete(LINK);
+  if (ctx.memory.wsLink === link) delete ctx.memory.wsLink;
   link.socket.close();
   const cause = unavailable(err);
   const failures = link.failuresBefore + 1;
-  ctx.memory.set(RECONNECT, { failures, notBefore: ctx.now() + reconnectDelayMs(failures, random()), reason: cause.message } satisfies Reconnect);
+  ctx.memory.wsReconnect = { failures, notBefore: ctx.now() + reconnectDelayMs(failures, random()), reason: cause.message };
   return cause;
 }
 
 function unavailable(err: unknown): SourceUnavailableError {
   if (err instanceof SourceUnavailableError) return err;
   if (err instanceof ZaqarSocketError) return new SourceUnavailableError('zaqar', err.message, { code: err.code === 'ERR_SOURCE_INVALID_DATA' ? 'ERR_SOURCE_INVALID_DATA' : 'ERR_HTTP', cause: err });
-  if (err instanceof KeystoneError) return new SourceUnavailableError('zaqar', err.message, { code: 'ERR_HTTP', cause: err });
+  const failedRequest = sourceErrorFromHttp('zaqar', err);
+  if (failedRequest) return failedRequest;
   if (err instanceof Error && 'code' in err && typeof err.code === 'string' && err.code.startsWith('E')) {
     // A CA file that cannot be read, and the like.
     return new SourceUnavailableError('zaqar', `the Zaqar websocket could not be opened: ${err.message}`, { cause: err });

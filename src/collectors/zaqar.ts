@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
-import { HttpError } from '../http/http-error.js';
 import type { HttpResponse } from '../http/types.js';
-import { collectorSessionOptions, findEndpoint, KeystoneError, rememberedSession, type KeystoneSession } from '../keystone/keystone-client.js';
+import { collectorSessionOptions, findEndpoint, rememberedSession, type KeystoneMemory, type KeystoneSession } from '../keystone/keystone-client.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { explodeDeployments } from './explode-deployments.js';
-import { closeWebsocket, popOverWebsocket } from './zaqar-websocket.js';
+import { sourceErrorFromHttp } from './source-error.js';
+import { closeWebsocket, popOverWebsocket, type ZaqarWebsocketMemory } from './zaqar-websocket.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
 // `zaqar`: Heat posts the whole server metadata to a Zaqar queue on every change (ZAQAR_MESSAGE); each poll pops
@@ -19,12 +19,15 @@ import type { CollectContext, Collector, CollectResult } from './types.js';
 // files from OS_CONFIG_FILES (B13). With use_websockets = true the pop goes over Zaqar's websocket API instead
 // (zaqar-websocket.ts); everything around it is shared.
 
-const CLIENT_ID = 'client-id';
-const LAST = 'last-document';
+/** What the zaqar collector keeps across polls: its Keystone session, its Client-ID, the last document popped. */
+interface ZaqarMemory extends KeystoneMemory, ZaqarWebsocketMemory {
+  clientId: string;
+  lastDocument: JsonObject;
+}
 
-export const zaqarCollector: Collector = {
+export const zaqarCollector: Collector<ZaqarMemory> = {
   name: 'zaqar',
-  async collect(ctx: CollectContext): Promise<CollectResult> {
+  async collect(ctx: CollectContext<ZaqarMemory>): Promise<CollectResult> {
     const cfg = ctx.config.zaqar;
     const required: Array<[string, string | undefined]> = [
       ['auth_url', cfg.auth_url],
@@ -50,11 +53,11 @@ export const zaqarCollector: Collector = {
       res = await pop(ctx, session);
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} refused access (${res.statusCode}); check the [zaqar] credentials`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} refused access (${res.statusCode}); check the [zaqar] credentials`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     if (res.statusCode === 204) return lastDocument(ctx);
     if (res.statusCode < 200 || res.statusCode > 299) {
-      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
     }
     let parsed: unknown;
     try {
@@ -73,21 +76,17 @@ export const zaqarCollector: Collector = {
 };
 
 /** A message arrived: it is the metadata now. */
-function latestDocument(ctx: CollectContext, body: JsonObject): CollectResult {
-  ctx.memory.set(LAST, body);
+function latestDocument(ctx: CollectContext<ZaqarMemory>, body: JsonObject): CollectResult {
+  ctx.memory.lastDocument = body;
   return { pairs: explodeDeployments('zaqar', body, ctx.config.DEFAULT.deployment_key, ctx.log) };
 }
 
-async function pop(ctx: CollectContext, session: KeystoneSession): Promise<HttpResponse> {
+async function pop(ctx: CollectContext<ZaqarMemory>, session: KeystoneSession): Promise<HttpResponse> {
   const cfg = ctx.config.zaqar;
   try {
     const token = await session.token(ctx.signal);
     const endpoint = findEndpoint(token.catalog, 'messaging', cfg.region_name);
-    let clientId = ctx.memory.get(CLIENT_ID) as string | undefined;
-    if (!clientId) {
-      clientId = randomUUID();
-      ctx.memory.set(CLIENT_ID, clientId);
-    }
+    const clientId = (ctx.memory.clientId ??= randomUUID());
     return await ctx.http.request({
       url: `${endpoint}/v2/queues/${encodeURIComponent(cfg.queue_id!)}/messages?pop=1`,
       method: 'DELETE',
@@ -99,23 +98,20 @@ async function pop(ctx: CollectContext, session: KeystoneSession): Promise<HttpR
       ...(cfg.ssl_certificate_validation ? { caFile: cfg.ca_file! } : { insecure: true }),
     });
   } catch (err) {
-    if (err instanceof KeystoneError || err instanceof HttpError) {
-      throw new SourceUnavailableError('zaqar', err.message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err });
-    }
-    throw err;
+    throw sourceErrorFromHttp('zaqar', err) ?? err;
   }
 }
 
 /** The queue is empty: the metadata has not changed since the last message. */
-async function lastDocument(ctx: CollectContext): Promise<CollectResult> {
-  let doc = ctx.memory.get(LAST) as JsonObject | undefined;
+async function lastDocument(ctx: CollectContext<ZaqarMemory>): Promise<CollectResult> {
+  let doc = ctx.memory.lastDocument;
   if (!doc) {
     const file = path.join(ctx.config.DEFAULT.cachedir, 'zaqar.json');
     const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
     if (read.ok && isJsonObject(read.value)) doc = read.value;
   }
   if (!doc) throw new SourceUnavailableError('zaqar', `queue ${ctx.config.zaqar.queue_id} is empty and no earlier message is known`);
-  ctx.memory.set(LAST, doc);
+  ctx.memory.lastDocument = doc;
   ctx.log.debug('queue empty; keeping the last metadata');
   return { pairs: explodeDeployments('zaqar', doc, ctx.config.DEFAULT.deployment_key, ctx.log), unchanged: true };
 }

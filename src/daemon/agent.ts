@@ -1,4 +1,5 @@
 import { MetadataCache } from '../cache/metadata-cache.js';
+import type { AfterCollectHook } from '../collectors/cycle.js';
 import { findCollector } from '../collectors/registry.js';
 import { hashConfigFiles, loadConfig, type ConfigSources, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
@@ -7,7 +8,7 @@ import { agentStatusPath } from '../deploy/status-agent.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { AgentStatusPublisher } from './agent-status.js';
-import { collectAll, type CollectionOutcome } from './collect-all.js';
+import { collectAll, type CollectionOutcome, type CollectorMemories } from './collect-all.js';
 import { createCommandPipeline } from './command-pipeline.js';
 import type { Pipeline } from './pipeline.js';
 import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
@@ -22,14 +23,9 @@ import { watchSources, type SourceWatcher } from './watch.js';
 
 export type AgentMode = 'collect' | 'run';
 
-export interface AfterCollectContext {
-  readonly loaded: LoadedConfig;
-  readonly log: Logger;
-  readonly signal: AbortSignal;
-}
-
-/** Runs after each collection; returning reload=true reloads the configuration and collects again in this cycle. */
-export type AfterCollectHook = (outcome: CollectionOutcome, ctx: AfterCollectContext) => Promise<{ reload: boolean }>;
+// The after-collect hook's types live with the collection outcome (collectors/cycle.ts) so hooks below the daemon
+// can implement them.
+export type { AfterCollectContext, AfterCollectHook } from '../collectors/cycle.js';
 
 export interface AgentDeps {
   readonly sources: ConfigSources;
@@ -67,7 +63,7 @@ const BAD_INPUT_CODES = new Set(['ERR_SOURCE_INVALID_DATA', 'ERR_SOURCE_INSECURE
 export class Agent {
   private loadedConfig: LoadedConfig;
   private http: HttpClient;
-  private readonly memory = new Map<string, Map<string, unknown>>();
+  private readonly memory: CollectorMemories = new Map();
   private readonly failing = new Set<string>();
   private readonly waker = new Waker();
   private reloadRequested = false;

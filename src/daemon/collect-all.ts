@@ -1,4 +1,5 @@
 import type { MetadataCache } from '../cache/metadata-cache.js';
+import type { CollectionOutcome, CollectorFailure } from '../collectors/cycle.js';
 import { findCollector } from '../collectors/registry.js';
 import type { CollectContext, CollectedPair, CollectorName } from '../collectors/types.js';
 import type { AgentConfig } from '../config/options.js';
@@ -15,21 +16,7 @@ import { MAX_JSON_DEPTH, jsonDepth } from '../util/json-depth.js';
 // B13); a collector bug is logged and treated as unavailable instead of killing the daemon (B8); a key produced
 // twice in one pass is kept once, at its last position with its last value (B6); unsafe keys are dropped (B7).
 
-export interface CollectorFailure {
-  readonly collector: string;
-  readonly code: string;
-  readonly message: string;
-}
-
-export interface CollectionOutcome {
-  readonly pairs: readonly CollectedPair[];
-  /** Cache paths of the pairs, in order (empty when not storing). */
-  readonly files: readonly string[];
-  readonly changedKeys: readonly string[];
-  readonly failures: readonly CollectorFailure[];
-  /** Collectors that produced data this pass (fresh or unchanged). */
-  readonly available: readonly string[];
-}
+export type { CollectionOutcome, CollectorFailure } from '../collectors/cycle.js';
 
 export interface CollectDeps {
   readonly config: AgentConfig;
@@ -38,7 +25,7 @@ export interface CollectDeps {
   readonly http: HttpClient;
   readonly signal: AbortSignal;
   /** Per-collector memory, kept by the caller across passes. */
-  readonly memory: Map<string, Map<string, unknown>>;
+  readonly memory: CollectorMemories;
   /** Collectors whose last pass failed, to log a failure once per transition. */
   readonly failing: Set<string>;
   readonly now?: () => number;
@@ -46,7 +33,13 @@ export interface CollectDeps {
   readonly onSource?: (name: string, failure: { code: string; message: string } | undefined) => void;
 }
 
-const LAST_PAIRS = Symbol.for('os-config-agent.lastPairs');
+/** What is kept for one collector across passes: its own memory (opaque here), and the last good pairs it gave. */
+export interface CollectorSlot {
+  readonly memory: object;
+  lastPairs?: readonly CollectedPair[];
+}
+
+export type CollectorMemories = Map<string, CollectorSlot>;
 
 export async function collectAll(deps: CollectDeps, cache: MetadataCache | undefined): Promise<CollectionOutcome> {
   const ordered: CollectedPair[] = [];
@@ -61,12 +54,12 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
       log.debug('collector is not part of this build; skipped');
       continue;
     }
-    let memory = deps.memory.get(name);
-    if (!memory) {
-      memory = new Map();
-      deps.memory.set(name, memory);
+    let slot = deps.memory.get(name);
+    if (!slot) {
+      slot = { memory: {} };
+      deps.memory.set(name, slot);
     }
-    const ctx: CollectContext = { config: deps.config, paths: deps.paths, log, http: deps.http, signal: deps.signal, memory, now: deps.now ?? Date.now };
+    const ctx: CollectContext = { config: deps.config, paths: deps.paths, log, http: deps.http, signal: deps.signal, memory: slot.memory, now: deps.now ?? Date.now };
     try {
       const result = await collector.collect(ctx);
       for (const p of result.pairs) {
@@ -79,7 +72,7 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
         log.warn({ key: String(p.key).slice(0, 80) }, 'key is not a safe file name; dropped');
         return false;
       });
-      memory.set(LAST_PAIRS as unknown as string, pairs);
+      slot.lastPairs = pairs;
       ordered.push(...pairs);
       available.push(name);
       deps.onSource?.(name, undefined);
@@ -101,8 +94,7 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
       } else {
         log.error({ code, err }, 'collector failed unexpectedly; treating the source as unavailable');
       }
-      const last = memory.get(LAST_PAIRS as unknown as string) as CollectedPair[] | undefined;
-      if (last) ordered.push(...last);
+      if (slot.lastPairs) ordered.push(...slot.lastPairs);
     }
   }
 

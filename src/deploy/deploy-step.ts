@@ -1,5 +1,5 @@
+import type { PipelineContext } from '../collectors/cycle.js';
 import type { LoadedConfig } from '../config/load.js';
-import type { PipelineContext } from '../daemon/pipeline.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { runDeployments, settleAppliedDeployments, type CycleOutcome, type DeployReport, type SettleReport } from './dispatch.js';

@@ -6,10 +6,10 @@ import { requestCollector } from '../collectors/request.js';
 import type { Collector, CollectorName } from '../collectors/types.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { AgentConfig } from '../config/options.js';
-import { errorMessage, SourceNotConfiguredError } from '../errors.js';
+import { errorMessage, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import { HttpError } from '../http/http-error.js';
 import type { HttpClient } from '../http/types.js';
-import { findEndpoint, KeystoneSession, type KeystoneToken } from '../keystone/keystone-client.js';
+import { findEndpoint, KeystoneError, KeystoneSession, type KeystoneToken } from '../keystone/keystone-client.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
 import { fail, ok, skipped, warn, type CheckResult } from './check.js';
@@ -64,9 +64,10 @@ function boundedConfig(config: AgentConfig, seconds: number): AgentConfig {
   };
 }
 
-/** Which fix a source's failure calls for: its credentials when the server refused them, else the network path. */
-function fixFor(message: string, credentials: string): string {
-  return /\b(401|403)\b|refused (the credentials|access|the request)/.test(message) ? `check ${credentials}` : UNREACHABLE_FIX;
+/** Which fix a source's failure calls for: its credentials when the server (or Keystone) refused them, else the network path. */
+function fixFor(err: unknown, credentials: string): string {
+  const status = err instanceof SourceUnavailableError ? err.statusCode : undefined;
+  return status === 401 || status === 403 ? `check ${credentials}` : UNREACHABLE_FIX;
 }
 
 function collectorCheck(ctx: SourceCheckContext, collector: Collector, what: string, credentials: string): Promise<CheckResult> {
@@ -74,13 +75,13 @@ function collectorCheck(ctx: SourceCheckContext, collector: Collector, what: str
   const config = boundedConfig(ctx.loaded.config, ctx.timeoutMs / 1000);
   return withDeadline(id, ctx.timeoutMs, what, async (signal) => {
     try {
-      const result = await collector.collect({ config, paths: ctx.loaded.paths, log: ctx.log.child({ collector: collector.name }), http: ctx.http, signal, memory: new Map(), now: Date.now });
+      const result = await collector.collect({ config, paths: ctx.loaded.paths, log: ctx.log.child({ collector: collector.name }), http: ctx.http, signal, memory: {}, now: Date.now });
       const answered = collector.name === 'cfn' ? 'heat-api-cfn accepted the signed request' : collector.name === 'heat' ? 'Heat returned the server\'s metadata' : 'the metadata URL answered';
       return ok(id, `${answered}; ${result.pairs.length} metadata entr${result.pairs.length === 1 ? 'y' : 'ies'}`);
     } catch (err) {
       if (err instanceof SourceNotConfiguredError) return skipped(id, `not configured: ${err.message}`);
       const message = errorMessage(err);
-      return fail(id, message, fixFor(message, credentials));
+      return fail(id, message, fixFor(err, credentials));
     }
   });
 }
@@ -144,7 +145,8 @@ function keystoneChecks(ctx: SourceCheckContext, name: 'heat' | 'zaqar'): Array<
     } catch (err) {
       // Keystone's message ends with its own advice; the fix line gives it once, naming the section.
       const message = errorMessage(err).replace(/; check [^;]*$/, '');
-      return fail(`credentials.${name}`, message, /refused the credentials/.test(message) ? `check [${name}] user_id, password and project_id` : `${UNREACHABLE_FIX}; check [${name}] auth_url`);
+      const refused = err instanceof KeystoneError && (err.statusCode === 401 || err.statusCode === 403);
+      return fail(`credentials.${name}`, message, refused ? `check [${name}] user_id, password and project_id` : `${UNREACHABLE_FIX}; check [${name}] auth_url`);
     }
     return ok(`credentials.${name}`, `Keystone at ${redactUrl(cfg.auth_url!)} issued a token for user ${cfg.user_id} in project ${cfg.project_id}`);
   });

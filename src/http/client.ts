@@ -149,7 +149,7 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
       }
       if (res.statusCode === 407 && route?.route.kind === 'proxy') {
         const reason = proxyAuthReason(route.route.proxy);
-        throw new HttpError(`request to ${shown} failed: ${reason}`, shown, 'ERR_HTTP', { reason });
+        throw new HttpError(`request to ${shown} failed: ${reason}`, shown, 'ERR_HTTP', { reason, statusCode: 407 });
       }
       return { statusCode: res.statusCode, headers: res.headers, body: res.rawBody, redactedUrl: redactUrl(zoned.zone !== undefined ? req.url : res.url || req.url) };
     },

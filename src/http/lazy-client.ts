@@ -1,5 +1,5 @@
 import type { HttpClient, HttpRequest } from './types.js';
-import { registerUrlCredentials } from '../log/redact.js';
+import { setSecrets, urlCredentialSecrets } from '../log/redact.js';
 import type { HttpClientOptions } from './client.js';
 
 // got and its dependencies cost a noticeable share of start-up; one-shot commands that only read local sources
@@ -8,7 +8,9 @@ export function createLazyHttpClient(options: HttpClientOptions): HttpClient {
   // Proxy passwords are scrubbed from log lines from the start, not only once the first request loads the client.
   if (options.proxy) {
     const { config, env } = options.proxy;
-    for (const value of [config.http_proxy, config.https_proxy, env.http_proxy, env.HTTP_PROXY, env.https_proxy, env.HTTPS_PROXY]) registerUrlCredentials(value);
+    const values = [config.http_proxy, config.https_proxy, env.http_proxy, env.HTTP_PROXY, env.https_proxy, env.HTTPS_PROXY];
+    // Replaced by the next client's (a reload): a proxy password that is no longer configured stops being scrubbed.
+    setSecrets('proxy settings', values.flatMap(urlCredentialSecrets));
   }
   let real: Promise<HttpClient> | undefined;
   return {

@@ -1,4 +1,4 @@
-import { registerUrlCredentials } from '../log/redact.js';
+import { setSecrets, urlCredentialSecrets } from '../log/redact.js';
 import { bypassesProxy, isMetadataAddress, parseNoProxy, type NoProxyRule } from './no-proxy.js';
 
 // Which proxy, if any, a request goes through: the standard variables as python-requests reads them, overridden by
@@ -84,7 +84,8 @@ export function anyProxy(settings: ProxySettings): boolean {
 function proxyServer(chosen: Chosen | undefined): ProxyServer | ProxyProblem | undefined {
   if (chosen === undefined || chosen.value === '') return undefined;
   const { value, source } = chosen;
-  registerUrlCredentials(value);
+  // One proxy value per source: a reconfigured proxy's old password stops being scrubbed.
+  setSecrets(`proxy ${source}`, urlCredentialSecrets(value));
   // The value itself is never quoted back: it may hold a password, and a malformed one cannot be redacted reliably.
   const expected = 'expected http://[user:password@]host[:port]';
   let url: URL;

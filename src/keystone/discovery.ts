@@ -80,7 +80,7 @@ async function discover(http: HttpClient, authUrl: string, options: DiscoveryOpt
   }
   // A server error says nothing about the document: try again next time rather than guess.
   if (res.statusCode >= 500) {
-    throw new KeystoneError(`Keystone version discovery at ${res.redactedUrl} answered ${res.statusCode}; check auth_url, or set it to the v3 endpoint (ending in /v3)`);
+    throw new KeystoneError(`Keystone version discovery at ${res.redactedUrl} answered ${res.statusCode}; check auth_url, or set it to the v3 endpoint (ending in /v3)`, { statusCode: res.statusCode });
   }
   const versions = res.statusCode === 200 || res.statusCode === 300 ? versionList(res.body) : undefined;
   if (versions === undefined) {

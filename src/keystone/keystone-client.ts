@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/options.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
-import { registerSecret } from '../log/redact.js';
+import { releaseSecrets, setSecrets } from '../log/redact.js';
 import { isObject, validCatalog, type KeystoneToken } from './catalog.js';
 import { forgetDiscovery, identityV3Url } from './discovery.js';
 import { KeystoneError } from './keystone-error.js';
@@ -37,6 +37,7 @@ export interface KeystoneSessionOptions {
 
 const EXPIRY_MARGIN_MS = 60_000;
 const DEFAULT_LIFETIME_MS = 3600_000;
+let sessionsMade = 0;
 
 export class KeystoneSession {
   private cached: { token: KeystoneToken; reuseUntil: number } | undefined;
@@ -46,16 +47,29 @@ export class KeystoneSession {
   /** The disk is read once, for the first token; afterwards memory holds whatever the disk would. */
   private diskRead = false;
   private removal: Promise<void> | undefined;
+  /**
+   * The session's secrets in the logger's registry: its password and the tokens that still work (the current one,
+   * and the one it replaced until that expires: a request sent just before the renewal may still be logging).
+   * Replaced at every renewal and released by close(), so renewing for months keeps two tokens registered, not all.
+   */
+  private readonly secretOwner = `keystone-session-${++sessionsMade}`;
+  private replaced: KeystoneToken | undefined;
 
   constructor(
     private readonly http: HttpClient,
     private readonly creds: KeystoneCredentials,
     private readonly options: KeystoneSessionOptions = { timeoutSeconds: 10 },
   ) {
-    registerSecret(creds.password);
+    this.publishSecrets();
     this.identity = { authUrl: creds.authUrl, userId: creds.userId, projectId: creds.projectId };
     if (options.cache) {
-      this.cache = new TokenCache({ dir: options.cache.dir, ttlSeconds: options.cache.ttlSeconds, marginMs: EXPIRY_MARGIN_MS, ...(options.log ? { log: options.log } : {}) });
+      this.cache = new TokenCache({
+        dir: options.cache.dir,
+        ttlSeconds: options.cache.ttlSeconds,
+        marginMs: EXPIRY_MARGIN_MS,
+        secretOwner: `${this.secretOwner}-cache`,
+        ...(options.log ? { log: options.log } : {}),
+      });
     }
   }
 
@@ -65,15 +79,34 @@ export class KeystoneSession {
     this.inflight ??= this.obtain(signal).finally(() => {
       this.inflight = undefined;
     });
-    this.cached = await this.inflight;
-    return this.cached.token;
+    const fresh = await this.inflight;
+    if (this.cached && this.cached.token.token !== fresh.token.token) this.replaced = this.cached.token;
+    this.cached = fresh;
+    this.publishSecrets();
+    return fresh.token;
   }
 
   /** Forget the token (a service answered 401): the next token() logs in, and a restart will not reuse it either. */
   invalidate(): void {
     this.cached = undefined;
+    this.replaced = undefined;
     this.diskRead = true;
     if (this.cache) this.removal = this.cache.remove(this.identity);
+    this.publishSecrets();
+  }
+
+  /**
+   * The session is no longer kept (its credentials changed, or its user was forgotten): its password and tokens stop
+   * being scrubbed, unless another owner (the configuration) holds them too.
+   */
+  close(): void {
+    releaseSecrets(this.secretOwner);
+    releaseSecrets(`${this.secretOwner}-cache`);
+  }
+
+  private publishSecrets(arriving?: string): void {
+    const live = [this.cached?.token, this.replaced].filter((t) => t !== undefined && t.expiresAt > this.now()).map((t) => t!.token);
+    setSecrets(this.secretOwner, [this.creds.password, ...live, arriving]);
   }
 
   private now(): number {
@@ -128,17 +161,18 @@ export class KeystoneSession {
       throw new KeystoneError(`Keystone authentication failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new KeystoneError(`Keystone at ${res.redactedUrl} refused the credentials (${res.statusCode}); check user_id, password and project_id`);
+      throw new KeystoneError(`Keystone at ${res.redactedUrl} refused the credentials (${res.statusCode}); check user_id, password and project_id`, { statusCode: res.statusCode });
     }
     // A discovered endpoint that is gone is looked for again next time.
     if (res.statusCode === 404) forgetDiscovery(this.creds.authUrl);
     if (res.statusCode !== 201 && res.statusCode !== 200) {
-      throw new KeystoneError(`Keystone authentication at ${res.redactedUrl} answered ${res.statusCode}; check auth_url`);
+      throw new KeystoneError(`Keystone authentication at ${res.redactedUrl} answered ${res.statusCode}; check auth_url`, { statusCode: res.statusCode });
     }
     const header = res.headers['x-subject-token'];
     const token = Array.isArray(header) ? header[0] : header;
     if (!token) throw new KeystoneError(`Keystone at ${res.redactedUrl} returned no X-Subject-Token`);
-    registerSecret(token);
+    // Scrubbed from here on, before anything about this answer can be logged.
+    this.publishSecrets(token);
     let parsed: unknown;
     try {
       parsed = JSON.parse(res.body.toString('utf8'));
@@ -163,7 +197,7 @@ export function collectorSessionOptions(config: AgentConfig, log: Logger): Pick<
  * A session kept in a collector's memory across polls, so its token is reused until it nears expiry. A new session
  * is made when the credentials, options or HTTP client (rebuilt on reload) change.
  */
-export function rememberedSession(memory: Map<string, unknown>, http: HttpClient, creds: KeystoneCredentials, options: KeystoneSessionOptions): KeystoneSession {
+export function rememberedSession(memory: KeystoneMemory, http: HttpClient, creds: KeystoneCredentials, options: KeystoneSessionOptions): KeystoneSession {
   const fingerprint = createHash('sha256')
     .update(
       JSON.stringify([
@@ -179,11 +213,15 @@ export function rememberedSession(memory: Map<string, unknown>, http: HttpClient
       ]),
     )
     .digest('hex');
-  const kept = memory.get(SESSION_KEY) as { fingerprint: string; http: HttpClient; session: KeystoneSession } | undefined;
+  const kept = memory.keystone;
   if (kept?.fingerprint === fingerprint && kept.http === http) return kept.session;
+  kept?.session.close();
   const session = new KeystoneSession(http, creds, options);
-  memory.set(SESSION_KEY, { fingerprint, http, session });
+  memory.keystone = { fingerprint, http, session };
   return session;
 }
 
-const SESSION_KEY = 'keystone-session';
+/** Where a caller keeps its session across calls: part of a collector's memory, or one per signal user. */
+export interface KeystoneMemory {
+  keystone?: { readonly fingerprint: string; readonly http: HttpClient; readonly session: KeystoneSession };
+}

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log/logger.js';
-import { registerSecret } from '../log/redact.js';
+import { setSecrets } from '../log/redact.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { isObject, validCatalog, type KeystoneToken } from './catalog.js';
 
@@ -28,6 +28,8 @@ export interface TokenCacheOptions {
   /** A reused token must have at least this long left, in ms. */
   readonly marginMs: number;
   readonly log?: Logger;
+  /** Who the token read back is registered for scrubbing under (replaced by the next one read). */
+  readonly secretOwner?: string;
 }
 
 export interface CachedToken {
@@ -74,7 +76,7 @@ export class TokenCache {
       this.ignore(file, entry);
       return undefined;
     }
-    registerSecret(entry.token.token);
+    setSecrets(this.options.secretOwner ?? 'keystone-token-cache', [entry.token.token]);
     const reuseUntil = Math.min(entry.token.expiresAt - this.options.marginMs, entry.storedAt + this.options.ttlSeconds * 1000);
     if (now >= reuseUntil) {
       this.options.log?.info({ file, expiresAt: new Date(entry.token.expiresAt).toISOString(), storedAt: new Date(entry.storedAt).toISOString() }, 'cached Keystone token expired; logging in');

@@ -1,57 +1,45 @@
+import { PROCESS_OWNER, secrets, urlCredentialSecrets } from './secret-registry.js';
+
+export { PROCESS_OWNER, secrets, urlCredentialSecrets } from './secret-registry.js';
+
 // Redaction by construction: every line the logger writes passes through scrubText(), which removes
-// (1) every secret value the agent has loaded (registered when config and metadata are read) and
+// (1) every secret value registered now (secret-registry.ts: per owner, replaced and released as they change) and
 // (2) credential-shaped URL parts and fields (signatures, TempURL signatures, tokens, passwords),
 // so a secret cannot reach the journal even from a careless log call.
 
 const REDACTED = '[REDACTED]';
-const MIN_SECRET_LENGTH = 4;
-const registered = new Set<string>();
-// Longest first, so a secret that contains a shorter one is replaced whole rather than leaving its remainder.
-let scrubOrder: string[] = [];
 
-/** Remember a secret value so it is scrubbed from every later log line and error message. */
-export function registerSecret(value: string | undefined | null): void {
-  if (typeof value !== 'string' || value.length < MIN_SECRET_LENGTH) return;
-  // The same secret may also appear JSON-escaped, URL-encoded or form-encoded (URLSearchParams) inside a line.
-  const forms = [value, JSON.stringify(value).slice(1, -1), encodeURIComponent(value), new URLSearchParams({ v: value }).toString().slice(2)];
-  let added = false;
-  for (const form of forms) {
-    if (registered.has(form)) continue;
-    registered.add(form);
-    added = true;
-  }
-  if (added) scrubOrder = [...registered].sort((a, b) => b.length - a.length);
+/** Make `values` the secrets of `owner`, replacing those it registered before (a renewed token, a new config). */
+export function setSecrets(owner: string, values: Iterable<string | undefined | null>): void {
+  secrets.set(owner, values);
 }
 
-/**
- * Remember the password in a URL's user-info, `[scheme://]user:password@host…` (proxy settings, which may omit the
- * scheme), without parsing it as a URL: the value may be malformed and still end up in a line.
- */
+/** Forget the secrets of `owner` (a session closed, a source reconfigured). */
+export function releaseSecrets(owner: string): void {
+  secrets.release(owner);
+}
+
+/** Remember a secret value for the life of the process (values with an owner that ends: use setSecrets). */
+export function registerSecret(value: string | undefined | null): void {
+  secrets.add(PROCESS_OWNER, [value]);
+}
+
+/** Remember the password in a proxy URL's user-info for the life of the process (see urlCredentialSecrets). */
 export function registerUrlCredentials(value: string | undefined | null): void {
-  if (typeof value !== 'string') return;
-  const userinfo = /^\s*(?:[a-z][a-z0-9+.-]*:\/\/)?([^/?#\s]*)@/i.exec(value)?.[1];
-  const colon = userinfo?.indexOf(':') ?? -1;
-  if (userinfo === undefined || colon < 0) return;
-  const user = userinfo.slice(0, colon);
-  const password = userinfo.slice(colon + 1);
-  let decodedUser = user;
-  let decoded = password;
-  try {
-    decodedUser = decodeURIComponent(user);
-    decoded = decodeURIComponent(password);
-  } catch {
-    // Not percent-encoded after all: the raw forms are what could be logged.
-  }
-  registerSecret(password);
-  registerSecret(decoded);
-  // The Basic credentials a proxy agent sends in Proxy-Authorization.
-  registerSecret(Buffer.from(`${decodedUser}:${decoded}`).toString('base64'));
+  secrets.add(PROCESS_OWNER, urlCredentialSecrets(value));
 }
 
 /** For tests: forget registered secrets. */
 export function clearRegisteredSecrets(): void {
-  registered.clear();
-  scrubOrder = [];
+  secrets.clear();
+  scrubbed = 0;
+}
+
+let scrubbed = 0;
+
+/** For tests: how many secret forms lines have been checked against so far (the per-line cost, counted). */
+export function secretComparisons(): number {
+  return scrubbed;
 }
 
 const SECRET_QUERY_PARAMS = /([?&](?:signature|temp_url_sig|x-amz-signature|x-amz-security-token|securitytoken|token|password|secret_access_key|secretaccesskey)=)[^&#\s"']*/gi;
@@ -62,7 +50,9 @@ const AUTH_HEADER_TEXT = /((?:proxy-)?authorization"?\s*[:=]\s*"?)(?:(?:basic|be
 
 export function scrubText(text: string): string {
   let out = text;
-  for (const secret of scrubOrder) {
+  const forms = secrets.forms();
+  scrubbed += forms.length;
+  for (const secret of forms) {
     if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   }
   out = out.replace(SECRET_QUERY_PARAMS, `$1${REDACTED}`);

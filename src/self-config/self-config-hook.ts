@@ -1,8 +1,8 @@
 import { promises as fs } from 'node:fs';
+import type { AfterCollectHook } from '../collectors/cycle.js';
 import { parseOsloIni } from '../config/oslo-ini.js';
-import type { AfterCollectHook } from '../daemon/agent.js';
 import { errorMessage } from '../errors.js';
-import { registerSecret } from '../log/redact.js';
+import { setSecrets } from '../log/redact.js';
 import { readFileIfExists, writeFileAtomic } from '../util/atomic-write.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { mergedAgentSection, renderAgentConfig, TRANSPORT_SECTIONS } from './render-config.js';
@@ -50,16 +50,22 @@ export const selfConfigHook: AfterCollectHook = async (outcome, ctx) => {
   }
 };
 
-/** Credentials in the metadata are scrubbed from every later log line, like those read from config files. */
+/**
+ * Credentials in the metadata are scrubbed from every later log line, like those read from config files. The
+ * metadata's current credentials replace the ones it carried before (the configuration written from them is loaded,
+ * and so registered, in its own right).
+ */
 function registerSecrets(section: JsonObject): void {
+  const values: string[] = [];
   for (const name of TRANSPORT_SECTIONS) {
     const value = section[name];
     if (!isJsonObject(value)) continue;
     for (const key of SECRET_KEYS) {
       const secret = value[key];
-      if (typeof secret === 'string') registerSecret(secret);
+      if (typeof secret === 'string') values.push(secret);
     }
   }
+  setSecrets('self-config', values);
 }
 
 /** An unchanged file that someone made readable is put back to 0600 (it holds credentials). */

@@ -88,7 +88,7 @@ t.test('a wrong secret is refused by the server and reported as unavailable', as
   const tc = await collectorContext('cfn', { root, cli: { cfn: { ...cli.cfn, secret_access_key: 'wrong-secret-value' } } });
   const err = await failure(cfnCollector.collect(tc.ctx));
   t.type(err, SourceUnavailableError);
-  t.match(err, { code: 'ERR_HTTP', message: /refused the request \(403\).*access_key_id and secret_access_key/ });
+  t.match(err, { code: 'ERR_HTTP', statusCode: 403, message: /refused the request \(403\).*access_key_id and secret_access_key/ });
   t.same(server.verdicts, [false]);
   t.notMatch(err.message, /Signature=[A-Za-z0-9%]/, 'the signed URL is not in the message');
   assertNoSecrets(t, tc, server, ['wrong-secret-value']);

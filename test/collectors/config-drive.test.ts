@@ -7,7 +7,7 @@ import { findMountPoint, isConfigDrive, parseBlkidExport } from '../../src/colle
 import { ec2Collector } from '../../src/collectors/ec2.js';
 import { ec2FromOpenstack } from '../../src/collectors/openstack-metadata.js';
 import { loadConfig, type CliOverrides } from '../../src/config/load.js';
-import { collectAll } from '../../src/daemon/collect-all.js';
+import { collectAll, type CollectorMemories } from '../../src/daemon/collect-all.js';
 import { attach, driveSkipReason, fakeMountTools, makeIso, makeVfat, type DriveFiles } from '../helpers/config-drive-images.js';
 import { startEc2Server } from '../helpers/ec2-server.js';
 import { collectorContext, refusedUrl, type TapTest } from '../helpers/http-test-server.js';
@@ -215,7 +215,7 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
       const s = await driveSetup(t, bad.kind, bad.files, { ...(bad.canMount ? { canMount: true } : {}), ...(bad.onlyTools ? { onlyTools: bad.onlyTools } : {}), ...(bad.image ? { image: bad.image } : {}) });
       const loaded = await loadConfig({ root: s.root, configFiles: [], cli: { ...s.cli, DEFAULT: { collectors: ['ec2'] } } });
       const tc = await collectorContext('ec2', { root: s.root, cli: s.cli });
-      const memory = new Map<string, Map<string, unknown>>();
+      const memory: CollectorMemories = new Map();
       const deps = { config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory, failing: new Set<string>() };
       // The last good data: an earlier pass that read a working service (same memory, as in the daemon).
       const server = await startEc2Server({ tree: { 'instance-id': 'i-last-good' } });

@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { ec2Collector } from '../../src/collectors/ec2.js';
-import { configuredUrls, linkLocalInterfaces, STATE_FILE, type Interfaces } from '../../src/collectors/metadata-urls.js';
+import { configuredUrls, linkLocalInterfaces, STATE_FILE, type Interfaces, type MetadataUrlMemory } from '../../src/collectors/metadata-urls.js';
 import { loadConfig, type CliOverrides } from '../../src/config/load.js';
 import { collectAll } from '../../src/daemon/collect-all.js';
 import { startEc2Server } from '../helpers/ec2-server.js';
@@ -71,7 +71,7 @@ t.test('tried in order; the first that answers is used and remembered (memory an
   t.same((await ec2Collector.collect(second.ctx)).pairs[0]?.value, { 'instance-id': 'i-v6' });
   t.equal(broken.requests.length, 0, 'the remembered URL is asked first');
   // Still in memory: the state file is not read again (its removal changes nothing).
-  t.equal(second.ctx.memory.get('metadataUrl'), zonedV6);
+  t.equal((second.ctx.memory as MetadataUrlMemory).metadataUrl, zonedV6);
 
   // A remembered URL no longer configured is ignored.
   const third = await collectorContext('ec2', { root, cli: { ec2: { metadata_urls: [broken.metadataUrl], timeout: 2 } } });

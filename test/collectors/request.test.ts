@@ -135,6 +135,7 @@ t.test('an expired or wrongly signed TempURL is refused (401) and reported witho
     const err = await failure(requestCollector.collect(tc.ctx));
     t.type(err, SourceUnavailableError);
     t.match(err.message, /refused the request \(401\); a TempURL may have expired/);
+    t.equal((err as SourceUnavailableError).statusCode, 401, 'the status is a field of the error');
     t.match(err.message, /temp_url_sig=\[REDACTED\]/);
     assertNoSecrets(t, tc, swift, [url]);
   }
@@ -200,7 +201,7 @@ t.test('every fault is reported as unavailable with a clear message; earlier pai
     t.match(err.message, expected[fault]!, `${fault}: ${err.message}`);
     if (fault === 'oversize') t.equal((err as SourceUnavailableError).code, 'ERR_HTTP_TOO_LARGE');
     if (fault === 'non-json' || fault === 'wrong-type') t.equal((err as SourceUnavailableError).code, 'ERR_SOURCE_INVALID_DATA');
-    t.notOk(tc.ctx.memory.size, 'nothing remembered from a failed poll');
+    t.same(tc.ctx.memory, {}, 'nothing remembered from a failed poll');
     assertNoSecrets(t, tc, swift, [url]);
   }
 });

@@ -191,7 +191,7 @@ export interface ContextOptions {
   cli: CliOverrides;
   retries?: number;
   maxBytes?: number;
-  memory?: Map<string, unknown>;
+  memory?: object;
   signal?: AbortSignal;
   now?: () => number;
 }
@@ -208,7 +208,7 @@ export async function collectorContext(name: string, options: ContextOptions): P
     log,
     http,
     signal: options.signal ?? new AbortController().signal,
-    memory: options.memory ?? new Map(),
+    memory: options.memory ?? {},
     now: options.now ?? Date.now,
   };
   return { ctx, captured, raw, http };

@@ -18,7 +18,7 @@ export async function offlineContext(collector: string, root: string, cli: CliOv
     log: captured.log,
     http: noHttp,
     signal: new AbortController().signal,
-    memory: new Map(),
+    memory: {},
     now: Date.now,
   };
   return { ctx, captured };

@@ -222,7 +222,7 @@ t.test('a proxy answering 407 to credentials it refuses: the error says to fix t
   const creds = 'agent:not-this-one';
   const { http, log } = client({}, { http_proxy: `http://${creds}@127.0.0.1:${refusing.port}`, https_proxy: `${creds}@127.0.0.1:${(rawServer.address() as AddressInfo).port}` });
   const forward = await rejection(http.request({ url: 'http://127.0.0.1:9/x' }));
-  t.match(forward, { code: 'ERR_HTTP', message: /proxy http:\/\/127\.0\.0\.1:\d+ refused the user and password given in the http_proxy environment variable \(407 Proxy Authentication Required\); fix them/ });
+  t.match(forward, { code: 'ERR_HTTP', statusCode: 407, message: /proxy http:\/\/127\.0\.0\.1:\d+ refused the user and password given in the http_proxy environment variable \(407 Proxy Authentication Required\); fix them/ });
   t.match(refusing.requests[0], { url: 'http://127.0.0.1:9/x', headers: { 'proxy-authorization': `Basic ${Buffer.from(creds).toString('base64')}` } }, 'the credentials were sent as Proxy-Authorization');
   const tunnel = await rejection(http.request({ url: 'https://localhost:9/x' }));
   t.match(tunnel.message, /refused the user and password given in the https_proxy environment variable \(407/, 'a scheme-less proxy value means http://');

@@ -130,9 +130,11 @@ t.test('server errors, hangs and refused connections are errors that are tried a
   });
   t.teardown(() => server.close());
   const url = `${server.url}/`;
-  t.match(await failure(identityV3Url(http(), url, { timeoutSeconds: 1 })), { message: /^Keystone version discovery at .* answered 503; check auth_url, or set it to the v3 endpoint/ });
+  t.match(await failure(identityV3Url(http(), url, { timeoutSeconds: 1 })), { message: /^Keystone version discovery at .* answered 503; check auth_url, or set it to the v3 endpoint/, statusCode: 503 });
   mode = 'hang';
-  t.match(await failure(identityV3Url(http(), url, { timeoutSeconds: 0.2 })), { message: /^Keystone version discovery at .* failed: .*no answer within 0.2 s.*; check auth_url$/ });
+  const hung = await failure(identityV3Url(http(), url, { timeoutSeconds: 0.2 }));
+  t.match(hung, { message: /^Keystone version discovery at .* failed: .*no answer within 0.2 s.*; check auth_url$/ });
+  t.equal((hung as KeystoneError).statusCode, undefined, 'no answer, no status');
   mode = 'ok';
   t.equal(await identityV3Url(http(), url, { timeoutSeconds: 1 }), 'http://127.0.0.1:9/v3');
   const gone = await startTestServer(() => undefined);

@@ -2,7 +2,7 @@ import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { createHttpClient } from '../../src/http/client.js';
-import { findEndpoint, KeystoneError, KeystoneSession, rememberedSession, type CatalogEntry } from '../../src/keystone/keystone-client.js';
+import { findEndpoint, KeystoneError, KeystoneSession, rememberedSession, type CatalogEntry, type KeystoneMemory } from '../../src/keystone/keystone-client.js';
 import type { Logger } from '../../src/log/logger.js';
 import { scrubText } from '../../src/log/redact.js';
 import { startTestServer } from '../helpers/http-test-server.js';
@@ -27,10 +27,12 @@ t.test('password login: token and catalog; cached until a minute before expiry; 
   const second = await session.token();
   t.not(second.token, first.token, 'renewed before expiry');
   t.equal(ks.tokensIssued(), 2);
+  t.equal(scrubText(`x ${second.token} ${first.token} ${ks.password}`), 'x [REDACTED] [REDACTED] [REDACTED]', 'the tokens (the renewed one until it expires) and the password are registered secrets');
   session.invalidate();
-  await session.token();
+  const third = await session.token();
   t.equal(ks.tokensIssued(), 3);
-  t.equal(scrubText(`x ${second.token} ${ks.password}`), 'x [REDACTED] [REDACTED]', 'token and password are registered secrets');
+  t.equal(scrubText(`x ${third.token} ${ks.password}`), 'x [REDACTED] [REDACTED]', 'token and password are registered secrets');
+  t.equal(scrubText(`x ${second.token}`), `x ${second.token}`, 'a token the service refused (invalidated) is released');
   const body = JSON.parse(ks.requests[0]!.body) as { auth: { identity: { methods: string[] }; scope: unknown } };
   t.same(body.auth.identity.methods, ['password']);
   t.same(body.auth.scope, { project: { id: ks.projectId } });
@@ -53,11 +55,12 @@ t.test('refused credentials, server errors and transport failures are KeystoneEr
   const err = await failure(bad.token());
   t.type(err, KeystoneError);
   t.match(err.message, /refused the credentials \(401\); check user_id, password and project_id/);
+  t.equal((err as KeystoneError).statusCode, 401, 'the status is a field, not something to parse out of the message');
   t.notOk(err.message.includes('wrong-password'));
 
   ks.fault = '500';
   const good = new KeystoneSession(http(), { authUrl: ks.authUrl, userId: ks.userId, password: ks.password, projectId: ks.projectId });
-  t.match(await failure(good.token()), { message: /answered 500; check auth_url/ });
+  t.match(await failure(good.token()), { message: /answered 500; check auth_url/, statusCode: 500 });
   ks.fault = 'non-json';
   t.match(await failure(good.token()), { message: /returned no X-Subject-Token/ });
   ks.fault = 'hang';
@@ -103,7 +106,7 @@ t.test('findEndpoint: public interface, region when given, "null"/"None" mean no
 });
 
 t.test('rememberedSession: reused for the same credentials and client, replaced when either changes', async (t) => {
-  const memory = new Map<string, unknown>();
+  const memory: KeystoneMemory = {};
   const client = http();
   const creds = { authUrl: 'http://k/v3', userId: 'u', password: 'p-secret', projectId: 'p' };
   const a = rememberedSession(memory, client, creds, { timeoutSeconds: 1 });
@@ -240,7 +243,7 @@ t.test('token cache: an unwritable cache_dir costs a warning, not the login', as
 });
 
 t.test('rememberedSession: a different cache directory or ttl is a different session', async (t) => {
-  const memory = new Map<string, unknown>();
+  const memory: KeystoneMemory = {};
   const client = http();
   const creds = { authUrl: 'http://k/v3', userId: 'u', password: 'p-secret', projectId: 'p' };
   const a = rememberedSession(memory, client, creds, { timeoutSeconds: 1, cache: { dir: '/a', ttlSeconds: 1800 } });

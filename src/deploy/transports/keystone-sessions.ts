@@ -1,5 +1,5 @@
 import type { HttpClient } from '../../http/types.js';
-import { KeystoneError, rememberedSession, type KeystoneSession } from '../../keystone/keystone-client.js';
+import { KeystoneError, rememberedSession, type KeystoneMemory, type KeystoneSession } from '../../keystone/keystone-client.js';
 import { classifySignalStatus } from '../signal-backoff.js';
 import type { KeystoneInputs } from '../signal-target.js';
 import type { Delivery } from './delivery.js';
@@ -8,14 +8,18 @@ import type { Delivery } from './delivery.js';
 // user for the life of the process, so a burst of deployments (and retries) reuses one token per user.
 
 const MAX_USERS = 64;
-const memories = new Map<string, Map<string, unknown>>();
+const memories = new Map<string, KeystoneMemory>();
 
 export function keystoneSessionFor(http: HttpClient, creds: KeystoneInputs, timeoutSeconds: number): KeystoneSession {
   const key = JSON.stringify([creds.authUrl, creds.userId, creds.projectId]);
   let memory = memories.get(key);
   if (!memory) {
-    if (memories.size >= MAX_USERS) memories.delete(memories.keys().next().value as string);
-    memory = new Map();
+    if (memories.size >= MAX_USERS) {
+      const oldest = memories.keys().next().value as string;
+      memories.get(oldest)?.keystone?.session.close();
+      memories.delete(oldest);
+    }
+    memory = {};
     memories.set(key, memory);
   }
   return rememberedSession(memory, http, { authUrl: creds.authUrl, userId: creds.userId, password: creds.password, projectId: creds.projectId }, { timeoutSeconds });
@@ -27,9 +31,7 @@ export function keystoneSessionFor(http: HttpClient, creds: KeystoneInputs, time
  */
 export function loginFailure(err: unknown, what: string): Delivery {
   const message = err instanceof Error ? err.message : String(err);
-  if (err instanceof KeystoneError && err.cause === undefined) {
-    const status = /(?:\(|answered )(\d{3})\b/.exec(message)?.[1];
-    if (status !== undefined && classifySignalStatus(Number(status)) === 'final') return { outcome: 'final', status: Number(status), error: `${what}: ${message}` };
-  }
+  const status = err instanceof KeystoneError ? err.statusCode : undefined;
+  if (status !== undefined && classifySignalStatus(status) === 'final') return { outcome: 'final', status, error: `${what}: ${message}` };
   return { outcome: 'retry', error: `${what}: ${message}` };
 }

@@ -37,5 +37,8 @@ t.test('loginFailure: refused credentials are final, the rest retried', async (t
   t.equal(loginFailure(broken, 'S').outcome, 'retry');
   t.equal(loginFailure(new KeystoneError('no public "orchestration" endpoint in the Keystone catalog'), 'S').outcome, 'retry');
   t.equal(loginFailure(new Error('socket hang up'), 'S').outcome, 'retry');
+  // The status comes from the error's field: a message that merely looks like one is not read (it used to be).
+  t.equal(loginFailure(new KeystoneError('Keystone at http://h/(403)/ answered 404; check auth_url'), 'S').outcome, 'retry');
+  t.match(loginFailure(new KeystoneError('Keystone refused', { statusCode: 403 }), 'S'), { outcome: 'final', status: 403, error: 'S: Keystone refused' });
   t.equal(loginFailure('weird', 'S').outcome, 'retry');
 });
