@@ -208,3 +208,24 @@ t.test('two sources producing the same cache key: the later one wins, with one w
   t.equal(logged('two sources produced the same cache key; the later one wins').length, 1);
   t.equal(runs(cmd.record).length, 1, 'the command ran once');
 });
+
+t.test('a command that rewrites the configuration file: the loop reloads it in-process before the next poll (upstream re-executed)', async (t) => {
+  const { dir, root, deps, logged } = setup(t, () => '');
+  const script = path.join(dir, 'rewrite.sh');
+  const ran = path.join(dir, 'ran');
+  // As upstream's os-apply-config template for os-collect-config.conf did: the command writes the agent's own file.
+  const next = `[DEFAULT]\\ncommand = ${script}\\ncollectors = local\\nmin_polling_interval = 600\\npolling_interval = 600\\n[agent]\\nwatch = false\\npoll_jitter = 0.5\\n`;
+  writeFileSync(script, `#!/bin/sh\necho run >> '${ran}'\nprintf '${next}' > '${root.configFile}'\n`, { mode: 0o755 });
+  root.writeConfig(`[DEFAULT]\ncommand = ${script}\ncollectors = local\nmin_polling_interval = 600\npolling_interval = 600\n[agent]\nwatch = false\npoll_jitter = 0\n`);
+  root.writeLocal('a', { v: 1 });
+  const agent = await Agent.create(deps());
+  t.equal(agent.loaded.config.agent.poll_jitter, 0);
+  const controller = new AbortController();
+  t.teardown(() => controller.abort());
+  const running = agent.run(controller.signal);
+  await waitFor('the configuration was reloaded', () => logged('configuration reloaded').length === 1);
+  t.equal(agent.loaded.config.agent.poll_jitter, 0.5, 'the new file is in force, without a restart');
+  t.equal(runs(ran).length, 1, 'the command ran once: the reload itself changes no metadata');
+  controller.abort();
+  t.equal(await running, 0);
+});
