@@ -1,5 +1,5 @@
-// Prints the README's configuration table from the schema (src/config/options.ts), so the docs cannot drift:
-// test/docs/readme.test.ts checks that the README contains exactly this table.
+// Prints the option table of docs/configuration.md from the schema (src/config/options.ts), so the docs cannot drift:
+// test/docs/configuration.test.ts checks that the page contains exactly this table (UPDATE_DOCS=1 rewrites it).
 import { SECTION_NAMES, sectionSpecs } from '../src/config/options.js';
 
 export function configTable(): string {

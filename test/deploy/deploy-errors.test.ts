@@ -2,7 +2,7 @@ import t from 'tap';
 import { DeployLockedError, DeploymentsInputError, DeploymentStateError, stateError } from '../../src/deploy/deploy-errors.js';
 import { AgentError } from '../../src/errors.js';
 
-// The runner's error classes carry codes from the catalog (README § Errors).
+// The runner's error classes carry codes from the catalog (docs/troubleshooting.md § Error codes).
 
 t.test('codes, names and causes', async (t) => {
   const cause = Object.assign(new Error('disk full'), { code: 'ENOSPC' });

@@ -19,7 +19,7 @@ interface ModeRule {
   readonly what: string;
 }
 
-// Paths relative to the root. README "Paths" and hooks/README.md document these.
+// Paths relative to the root. docs/configuration.md "Paths" and docs/reliability.md document these.
 const FILE_MODES: readonly ModeRule[] = [
   { pattern: /^etc\/os-collect-config\.conf$/, mode: 0o600, what: 'config rewritten from Heat metadata' },
   { pattern: /^var\/lib\/os-collect-config\/[^/]+\.json(\.orig|\.last)?$/, mode: 0o600, what: 'metadata cache' },
