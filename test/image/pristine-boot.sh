@@ -39,6 +39,6 @@ echo "pristine-boot: agent and package built in $((deb_done - tree_done)) s"
 status=0
 # debootstrap and npm above may need this machine's proxy; the tests talk only to loopback and must not be proxied.
 env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u no_proxy -u NO_PROXY \
-    OCA_PRISTINE_WORK="${work}" npx tap --jobs=1 --timeout=600 test/image/package-boot.itest.ts test/image/pristine-boot.itest.ts || status=$?
+    OCA_PRISTINE_WORK="${work}" npx tap --disable-coverage --jobs=1 --timeout=600 test/image/package-boot.itest.ts test/image/pristine-boot.itest.ts || status=$?
 echo "pristine-boot: tests exit ${status} in $(($(date +%s) - deb_done)) s; $(($(date +%s) - start)) s in all"
 exit "${status}"
