@@ -1,7 +1,7 @@
 import { promises as fs, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { registerSecret } from '../log/redact.js';
+import { setSecrets } from '../log/redact.js';
 import { isRegularFile } from '../util/path-kind.js';
 import { createPathMapper, type PathMapper } from '../util/rooted-path.js';
 import { interpolate, parseOsloIni, type IniDocument } from './oslo-ini.js';
@@ -95,17 +95,20 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
   // Upstream: --force implies --one-time.
   if (raw.DEFAULT!.force === true) raw.DEFAULT!.one_time = true;
 
-  // Map paths under the root and register secrets for scrubbing.
+  // Map paths under the root and register secrets for scrubbing (those of the configuration loaded last: a reload
+  // replaces them).
+  const secretValues: string[] = [];
   for (const section of SECTION_NAMES) {
     for (const [name, spec] of Object.entries(sectionSpecs(section))) {
       const value = raw[section]![name];
-      if (spec.secret && typeof value === 'string') registerSecret(value);
+      if (spec.secret && typeof value === 'string') secretValues.push(value);
       if (!spec.path) continue;
       if (typeof value === 'string' && value !== '') raw[section]![name] = paths.map(value);
       else if (Array.isArray(value)) raw[section]![name] = value.map((v: string) => paths.map(v));
     }
   }
 
+  setSecrets('config', secretValues);
   return {
     config: deepFreeze(raw) as unknown as AgentConfig,
     paths,

@@ -1,4 +1,3 @@
-import { registerSecret } from '../log/redact.js';
 import { deepClone, isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 
@@ -26,6 +25,14 @@ export function isSecretInput(name: string): boolean {
  * An input value as text (an environment variable, a fact, a script file): strings as they are, null or missing as
  * empty, everything else as JSON.
  */
+/**
+ * The values of a deployment's secret inputs (passwords, tokens, keys, the signal URL), as the logger must scrub
+ * them. Parsing registers nothing: whoever holds the deployments registers their secrets under its own owner.
+ */
+export function secretInputTexts(deployment: Pick<Deployment, 'inputs'>): string[] {
+  return deployment.inputs.filter((input) => isSecretInput(input.name)).map((input) => inputText(input.value));
+}
+
 export function inputText(value: unknown): string {
   if (value === null || value === undefined) return '';
   return typeof value === 'string' ? value : JSON.stringify(value);
@@ -86,8 +93,6 @@ export function parseDeployment(raw: unknown): ParsedDeployment {
   const actionValue = lastInput(inputs, 'deploy_action');
   const action = typeof actionValue === 'string' && actionValue !== '' ? actionValue : 'CREATE';
   if (!(DEPLOY_ACTIONS as readonly string[]).includes(action)) warnings.push(`deploy_action ${JSON.stringify(action)} is not one Heat sends; the hook runs anyway`);
-
-  for (const input of inputs) if (isSecretInput(input.name)) registerSecret(inputText(input.value));
 
   const timeout = hookTimeout(raw.options, warnings);
   return {

@@ -10,7 +10,8 @@ import type { JsonObject } from '../util/json-merge.js';
 import { DeployLockedError, DeploymentBusyError, DeploymentRecordError, UnknownDeploymentError } from './deploy-errors.js';
 import { decide, decideAbsent, needsBootId, type Decision } from './dispatch-decision.js';
 import { withDeployLock } from './deploy-lock.js';
-import { parseDeployment, UNGROUPED, type Deployment } from './deployment.js';
+import { parseDeployment, secretInputTexts, UNGROUPED, type Deployment } from './deployment.js';
+import { setSecrets } from '../log/redact.js';
 import { findHook, hookDirs } from './find-hook.js';
 import { BUILTIN_HOOK_GROUPS, loadBuiltinHook, removeWorkFiles } from './hooks/builtin-hooks.js';
 import type { BuiltinHook } from './hooks/hook-context.js';
@@ -27,6 +28,9 @@ import { bodyFromHookResult, failureBody, judgeSignal, signalLimitFor, STATUS_NO
 import { signalTargetFor } from './signal-target.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { deployLockFile, RERUN_HISTORY_MAX, storeFor, type DeploymentRecord, type RerunEntry, type SignalRecord, type StateStore, type TransitionListener } from './state-store.js';
+
+/** The logger's owner of the secret inputs of the deployments in the metadata. */
+const DEPLOYMENT_SECRETS_OWNER = 'deployments';
 
 // One pass over Heat's deployments, in Heat's order (heat-config's 55-heat-config, made durable):
 //   1. every deployment not seen before gets a record (pending); one that deployed/<id>.json already marks as done
@@ -271,6 +275,9 @@ class Dispatcher {
       for (const problem of parsed.warnings) log.warn({ deploymentId: dep.id, deploymentName: dep.name, problem }, 'deployment has a problem');
       list.push(dep);
     }
+    // The secret inputs of the deployments the metadata lists now, replacing the last pass's: a deployment that is
+    // gone takes its secrets off the logger's list.
+    setSecrets(DEPLOYMENT_SECRETS_OWNER, list.flatMap(secretInputTexts));
     return { list, invalid };
   }
 

@@ -4,7 +4,7 @@ import type { AgentConfig } from '../config/options.js';
 import { errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
-import { redactUrl, registerSecret } from '../log/redact.js';
+import { redactUrl, releaseSecrets, setSecrets } from '../log/redact.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { DeployLockedError, stateError } from './deploy-errors.js';
@@ -152,7 +152,8 @@ export async function readQueuedSignal(dir: string, id: string): Promise<QueuedS
   const text = await readStateFile(filePath(dir, id));
   if (text === undefined) return undefined;
   const entry = parseEntry(text, id);
-  if (entry?.token !== undefined) registerSecret(entry.token);
+  // Scrubbed while its file exists (released when it is pruned), not for the life of the process.
+  if (entry?.token !== undefined) setSecrets(tokenOwner(id), [entry.token]);
   return entry;
 }
 
@@ -312,4 +313,10 @@ async function setAside(deps: QueueDeps, id: string): Promise<void> {
 async function pruneIfOld(deps: QueueDeps, entry: QueuedSignal): Promise<void> {
   if (deps.now() - Date.parse(entry.updatedAt) < deps.pruneAfterDays * DAY_MS) return;
   await fs.rm(filePath(deps.dir, entry.id), { force: true }).catch((err: unknown) => deps.log.warn({ signalId: entry.id, reason: errorMessage(err) }, 'could not delete a settled signal file'));
+  releaseSecrets(tokenOwner(entry.id));
+}
+
+/** The logger's owner of a queued signal's token. */
+function tokenOwner(id: string): string {
+  return `queued signal ${id}`;
 }

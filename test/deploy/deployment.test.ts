@@ -1,5 +1,5 @@
 import t from 'tap';
-import { inputValue, parseDeployment, withGroupAndConfig, type Deployment } from '../../src/deploy/deployment.js';
+import { inputValue, parseDeployment, secretInputTexts, withGroupAndConfig, type Deployment } from '../../src/deploy/deployment.js';
 import { scrubText } from '../../src/log/redact.js';
 import { deployment } from '../helpers/deploy-fixtures.js';
 
@@ -96,10 +96,11 @@ t.test('options.hook_timeout overrides the configured timeout', async (t) => {
   t.ok(negative.ok && negative.deployment.hookTimeoutSeconds === undefined);
 });
 
-t.test('credentials in inputs are registered for log scrubbing', async (t) => {
+t.test('secret inputs are named for the logger, and parsing alone registers nothing', async (t) => {
   const password = `pw-${Date.now()}-secret`;
-  ok({ id: 'x', inputs: [{ name: 'deploy_password', value: password }] });
-  t.notMatch(scrubText(`log line with ${password}`), password);
+  const dep = ok({ id: 'x', inputs: [{ name: 'deploy_password', value: password }, { name: 'plain', value: 'visible-value' }] });
+  t.same(secretInputTexts(dep), [password]);
+  t.match(scrubText(`log line with ${password}`), password, 'whoever holds the deployment registers it (the dispatcher)');
 });
 
 t.test('withGroupAndConfig changes the group and config of a copy', async (t) => {

@@ -5,6 +5,7 @@ import t from 'tap';
 import { MAX_HOOK_STARTS, runDeployments, settleAppliedDeployments } from '../../src/deploy/dispatch.js';
 import { flushDue } from '../../src/deploy/outbox.js';
 import { deployLockFile, storeFor, type DeploymentRecord } from '../../src/deploy/state-store.js';
+import { scrubText, secrets } from '../../src/log/redact.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { startSignalSink, type SinkTransport } from '../helpers/signal-sink.js';
@@ -363,4 +364,18 @@ t.test('local state failures throw; another runner holding the lock is refused',
   mkdirSync(path.dirname(deployLockFile(other.h.loaded.config)), { recursive: true });
   writeFileSync(deployLockFile(other.h.loaded.config), `${child.pid}`);
   await t.rejects(runDeployments(other.h.ctx([deployment({ id: 'x' })])), { code: 'ERR_LOCKED' });
+});
+
+t.test('the secret inputs of the listed deployments are scrubbed from log lines, and released once they are gone', async (t) => {
+  const { h, counter } = await setup(t);
+  const password = `pw-${Date.now()}-dispatch`;
+  const d = deployment({ id: 'secret-dep', config: { counter }, inputs: [{ name: 'deploy_password', value: password }] });
+  await runDeployments(h.ctx([d]));
+  t.notMatch(scrubText(`line with ${password}`), password, 'scrubbed while the metadata lists it');
+  const held = secrets.size;
+  for (let pass = 0; pass < 5; pass++) await runDeployments(h.ctx([d]));
+  t.equal(secrets.size, held, 'passes over the same deployments do not grow the list');
+  await runDeployments(h.ctx([]));
+  t.match(scrubText(`line with ${password}`), password, 'released once the deployment is gone');
+  t.equal(secrets.size, held - 1);
 });

@@ -1,5 +1,6 @@
 import { isJsonObject } from '../../util/json-merge.js';
-import { inputText, parseDeployment, type Deployment } from '../deployment.js';
+import { setSecrets } from '../../log/redact.js';
+import { inputText, parseDeployment, secretInputTexts, type Deployment } from '../deployment.js';
 import { HookFailure, type HookDeployment } from './hook-context.js';
 import type { HookLog } from './hook-log.js';
 
@@ -23,6 +24,8 @@ export function parseHookInput(text: string): HookDeployment {
   }
   const parsed = parseDeployment(data);
   if (!parsed.ok) throw new HookFailure(`the hook cannot run this deployment: ${parsed.reason}`);
+  // A hook run as its own executable has its own logger: it scrubs the secret inputs of the one deployment it runs.
+  setSecrets('hook deployment', secretInputTexts(parsed.deployment));
   return hookDeployment(parsed.deployment);
 }
 
