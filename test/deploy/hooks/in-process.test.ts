@@ -81,7 +81,8 @@ t.test('in-process faults: a hook that throws, a hung tool, a flood, a killed to
   const list = [
     dep('throws', '#!/bin/sh\necho never\n'),
     dep('hangs', `#!/bin/sh\n(sleep 60 & echo $! > ${grandchild}; wait) &\nsleep 60\n`),
-    dep('floods', '#!/bin/sh\nhead -c 20000000 /dev/zero | tr "\\\\0" x\necho END-OF-OUTPUT\nexit 2\n'),
+    // Its own timeout: 20 MB through tr can take longer than the others' 1 s on a loaded machine (it then ended 124).
+    dep('floods', '#!/bin/sh\nhead -c 20000000 /dev/zero | tr "\\\\0" x\necho END-OF-OUTPUT\nexit 2\n', { options: { hook_timeout: 120 } }),
     dep('killed', '#!/bin/sh\nkill -SEGV $$\n'),
     dep('fine', '#!/bin/sh\necho fine\n'),
   ];
