@@ -18,15 +18,17 @@ export default tseslint.config(
     },
   },
   {
-    // The ES module view of node:http or node:https reads every export, and on Node.js 22 their lazy WebSocket/fetch
-    // exports compile WebAssembly: a fatal V8 error in the daemon once it has switched to lite mode (src/bin.ts).
+    // On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici: 10 MB
+    // more in the process, and in the daemon, whose V8 runs in lite mode without WebAssembly (docs/build.md), an
+    // uncaught error that ends it. require() gives the same module without that view (scripts/build.mjs does the
+    // same for dependencies). node:https's view does not load undici; it is kept here with http for simplicity.
     files: ['src/**'],
     rules: {
       'no-restricted-imports': ['error', {
         paths: ['node:http', 'node:https', 'http', 'https'].map((name) => ({
           name,
           allowTypeImports: true,
-          message: 'require() it (createRequire): importing it makes Node 22 compile WebAssembly, fatal in the lite-mode daemon',
+          message: 'require() it (createRequire): its ES module view loads undici on Node 22, which ends the lite-mode daemon',
         })),
       }],
     },

@@ -28,9 +28,8 @@ export const BUNDLED_NODE = readFileSync(path.join(REPO, 'elements/os-config-age
   .find((line) => /^\d+$/.test(line));
 if (!BUNDLED_NODE) throw new Error('elements/os-config-agent/os-config-agent-data/node-lts-line names no Node.js LTS line (a major version on its own line)');
 const PREFIX = '/usr/lib/os-config-agent';
-const COMMANDS = ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config', 'cfn-signal'];
-/** Linked into /usr/bin; cfn-signal stays in PREFIX/bin so heat-cfntools' /usr/bin/cfn-signal is never touched. */
-const ON_PATH = ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config'];
+/** Not linked into /usr/bin: cfn-signal stays in PREFIX/bin so heat-cfntools' /usr/bin/cfn-signal is never touched. */
+const OFF_PATH = ['cfn-signal'];
 const TAKEN_OVER = ['python3-os-collect-config', 'python3-os-apply-config', 'python3-os-refresh-config'];
 const DEB_ARCH = { x64: 'amd64', arm64: 'arm64' };
 
@@ -79,8 +78,29 @@ function fetchNode(npmArch) {
   return { node, license: path.join(work, 'LICENSE'), from: path.basename(tarball), work };
 }
 
-function launcher(entry) {
-  return `#!/bin/sh\n# os-config-agent launcher (Debian package).\nexec ${PREFIX}/bin/node --v8-pool-size=0 ${PREFIX}/lib/${entry} "$@"\n`;
+/**
+ * The launcher of one command: V8's flags on node's command line (lite mode for the daemon alone) and the compile
+ * cache directory, as the image element's launchers give them (docs/build.md).
+ */
+function launcher(entry, daemon) {
+  const liteMode = daemon
+    ? `if [ "\${1:-}" = run ] && [ "\${OS_CONFIG_AGENT_FULL_JIT:-}" != 1 ]; then
+    v8_flags="--lite-mode --v8-pool-size=0"
+    for arg in "$@"; do
+        if [ "\${arg}" = --one-time ]; then
+            v8_flags=--v8-pool-size=0
+        fi
+    done
+fi
+`
+    : '';
+  return `#!/bin/sh
+# os-config-agent launcher (Debian package).
+: "\${OS_CONFIG_AGENT_COMPILE_CACHE=/var/cache/os-config-agent}"
+export OS_CONFIG_AGENT_COMPILE_CACHE
+v8_flags=--v8-pool-size=0
+${liteMode}exec ${PREFIX}/bin/node \${v8_flags} ${PREFIX}/lib/${entry} "$@"
+`;
 }
 
 function maintainerScripts() {
@@ -242,7 +262,7 @@ function sizeKiB(dir) {
 function main() {
   const opts = parseArgs(process.argv.slice(2));
   const dist = path.join(REPO, 'dist');
-  if (!existsSync(path.join(dist, 'os-config-agent.mjs')) || !existsSync(path.join(dist, 'hooks/script'))) fail(`${dist} is not built: run "npm run build" first`);
+  if (!existsSync(path.join(dist, 'command-names.json')) || !existsSync(path.join(dist, 'hooks/script'))) fail(`${dist} is not built: run "npm run build" first`);
   const { version: upstreamVersion } = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8'));
   const version = `${upstreamVersion}-1`;
   const npmArch = process.arch;
@@ -262,17 +282,17 @@ function main() {
       chmodSync(at(p), mode);
     };
 
-    // The bundle, as the image element lays it out under /opt/os-config-agent.
+    // The bundle, as the image element lays it out under /opt/os-config-agent: the entry and its chunks, and one link
+    // per compatibility name (the bundle takes its command from the name it was started by). The names are the
+    // build's list (src/cli/command-names.ts).
+    const { agent, compat } = JSON.parse(readFileSync(path.join(dist, 'command-names.json'), 'utf8'));
     dir(`${PREFIX}/lib`);
-    cpSync(path.join(dist, 'os-config-agent.mjs'), at(`${PREFIX}/lib/os-config-agent.mjs`));
+    cpSync(path.join(dist, `${agent}.mjs`), at(`${PREFIX}/lib/${agent}.mjs`));
     if (existsSync(path.join(dist, 'chunks'))) cpSync(path.join(dist, 'chunks'), at(`${PREFIX}/lib/chunks`), { recursive: true });
-    for (const f of ['compat-launcher.cjs', 'os-apply-config.cjs', 'os-apply-config.cjs.cache', 'os-refresh-config.cjs', 'os-refresh-config.cjs.cache']) {
-      if (existsSync(path.join(dist, f))) cpSync(path.join(dist, f), at(`${PREFIX}/lib/${f}`));
-    }
-    for (const name of ['os-collect-config', 'cfn-signal']) symlinkSync('os-config-agent.mjs', at(`${PREFIX}/lib/${name}`));
-    for (const name of ['os-apply-config', 'os-refresh-config']) symlinkSync(existsSync(at(`${PREFIX}/lib/${name}.cjs`)) ? 'compat-launcher.cjs' : 'os-config-agent.mjs', at(`${PREFIX}/lib/${name}`));
+    for (const name of compat) symlinkSync(`${agent}.mjs`, at(`${PREFIX}/lib/${name}`));
     dir(`${PREFIX}/bin`);
-    for (const name of COMMANDS) file(`${PREFIX}/bin/${name}`, launcher(name === 'os-config-agent' ? 'os-config-agent.mjs' : name), 0o755);
+    file(`${PREFIX}/bin/${agent}`, launcher(`${agent}.mjs`, true), 0o755);
+    for (const name of compat) file(`${PREFIX}/bin/${name}`, launcher(name, false), 0o755);
     if (opts.node === 'bundled') {
       const node = fetchNode(npmArch);
       nodeWork = node.work;
@@ -288,7 +308,7 @@ function main() {
       symlinkSync('/usr/bin/node', at(`${PREFIX}/bin/node`));
     }
     dir('usr/bin');
-    for (const name of ON_PATH) symlinkSync(`../lib/os-config-agent/bin/${name}`, at(`usr/bin/${name}`));
+    for (const name of [agent, ...compat].filter((n) => !OFF_PATH.includes(n))) symlinkSync(`../lib/os-config-agent/bin/${name}`, at(`usr/bin/${name}`));
 
     dir('usr/libexec/heat-config/hooks');
     for (const hook of readdirSync(path.join(dist, 'hooks')).filter((f) => f !== 'package.json')) {

@@ -1,14 +1,14 @@
 import path from 'node:path';
 import type { Command } from 'commander';
+import { AGENT_COMMAND, isCommandName } from './command-names.js';
 import { newProgram, parseProgram, type ProgramName } from './program.js';
 
-// Entry point. One bundle serves every command name: `os-config-agent <subcommand>` and the compatibility names
-// os-collect-config, os-apply-config, os-refresh-config and cfn-signal (chosen by the name the program was started as).
+// Entry point. One bundle serves every command name (src/cli/command-names.ts): `os-config-agent <subcommand>` and the
+// compatibility names, chosen by the name the program was started as.
 
 export function programNameFrom(argv1: string | undefined): ProgramName {
   const base = path.basename(argv1 ?? '').replace(/\.(m?js|cjs)$/, '');
-  if (base === 'os-collect-config' || base === 'os-apply-config' || base === 'os-refresh-config' || base === 'cfn-signal') return base;
-  return 'os-config-agent';
+  return isCommandName(base) ? base : AGENT_COMMAND;
 }
 
 interface LazySubcommand {

@@ -2,12 +2,11 @@ import { Command, CommanderError } from 'commander';
 import { AgentError } from '../errors.js';
 import { VERSION } from '../version.js';
 import { normaliseArgv } from './argv-normalise.js';
-import { keepStdioBlocking } from './stdio-blocking.js';
+import type { CommandName } from './command-names.js';
 
-// The commander program every command name runs in, and how its outcome becomes the process's exit code. Kept apart
-// from main.ts so that a compatibility command's bundle holds this and its own command, not every subcommand.
+// The commander program every command name runs in, and how its outcome becomes the process's exit code.
 
-export type ProgramName = 'os-config-agent' | 'os-collect-config' | 'os-apply-config' | 'os-refresh-config' | 'cfn-signal';
+export type ProgramName = CommandName;
 
 /** A program with the agent's version flag, commander's exits turned into exceptions, and help after usage errors. */
 export function newProgram(name: ProgramName): Command {
@@ -35,20 +34,4 @@ export async function parseProgram(program: Command, args: readonly string[], na
     return 1;
   }
   return exitCode();
-}
-
-/**
- * The process of a compatibility command's own bundle (dist/<name>.cjs): stdio kept blocking, `define` adds the
- * command's options and action to the program, and the outcome becomes the exit code.
- */
-export function runCompatCommand(name: ProgramName, define: (program: Command, setExit: (code: number) => void) => unknown): Promise<void> {
-  keepStdioBlocking();
-  let exitCode = 0;
-  const program = newProgram(name);
-  define(program, (code) => {
-    exitCode = code;
-  });
-  return parseProgram(program, process.argv.slice(2), name, () => exitCode).then((code) => {
-    process.exitCode = code;
-  });
 }

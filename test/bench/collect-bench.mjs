@@ -9,7 +9,7 @@ import { measure, repeat, withThisNode } from './measure.mjs';
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const IDLE_SECONDS = Number(process.env.IDLE_SECONDS ?? 600);
 const UPSTREAM = '/usr/bin/os-collect-config';
-const bundle = path.resolve('dist/os-config-agent.mjs');
+const bundle = path.resolve(process.env.BENCH_DIST ?? 'dist', 'os-config-agent.mjs');
 
 const base = mkdtempSync(path.join(os.tmpdir(), 'oca-bench-collect-'));
 const local = path.join(base, 'local');
@@ -40,27 +40,39 @@ const result = {
 };
 console.log(JSON.stringify(result));
 
-// Idle daemon: 1 s polling of the same sources, nothing changes; sample RSS at the end.
+// Idle daemon: 1 s polling of the same sources, nothing changes; sample RSS at the end. Two daemons side by side, each
+// started as the unit starts it (node's command line with the V8 flags, systemd/os-config-agent.service): with V8's lite
+// mode and without it, so that what lite mode buys is measured in the same run.
 if (IDLE_SECONDS > 0) {
-  const root = path.join(base, 'idle-root');
-  mkdirSync(path.join(root, 'etc'), { recursive: true });
-  // Paths in the config are instance paths, mapped under --root: the sources go to the default local.path there.
-  const rootLocal = path.join(root, 'var/lib/os-collect-config/local-data');
-  mkdirSync(rootLocal, { recursive: true, mode: 0o700 });
-  cpSync(local, rootLocal, { recursive: true });
-  writeFileSync(path.join(root, 'etc/os-collect-config.conf'),
-    `[DEFAULT]\ncommand = true\ncollectors = local\nmin_polling_interval = 1\npolling_interval = 1\n[agent]\nnative_pipeline = false\nlog_level = warn\n`);
-  const child = spawn(bundle, ['run', '--root', root], { stdio: 'ignore', env: withThisNode() });
-  const rss = () => {
-    const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-    const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-    return { rssMb: +(kb('VmRSS') / 1024).toFixed(1), hwmMb: +(kb('VmHWM') / 1024).toFixed(1) };
+  const daemon = (label, v8Flags) => {
+    const root = path.join(base, `idle-root-${label}`);
+    mkdirSync(path.join(root, 'etc'), { recursive: true });
+    // Paths in the config are instance paths, mapped under --root: the sources go to the default local.path there.
+    const rootLocal = path.join(root, 'var/lib/os-collect-config/local-data');
+    mkdirSync(rootLocal, { recursive: true, mode: 0o700 });
+    cpSync(local, rootLocal, { recursive: true });
+    writeFileSync(path.join(root, 'etc/os-collect-config.conf'),
+      `[DEFAULT]\ncommand = true\ncollectors = local\nmin_polling_interval = 1\npolling_interval = 1\n[agent]\nnative_pipeline = false\nlog_level = warn\n`);
+    const env = withThisNode();
+    delete env.NODE_EXTRA_CA_CERTS;
+    // Builds before issue 22 switched to lite mode at run time unless told not to.
+    if (!v8Flags.includes('--lite-mode')) env.OS_CONFIG_AGENT_FULL_JIT = '1';
+    const child = spawn(process.execPath, [...v8Flags, bundle, 'run', '--root', root], { stdio: 'ignore', env });
+    const rss = () => {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+      return { rssMb: +(kb('VmRSS') / 1024).toFixed(1), hwmMb: +(kb('VmHWM') / 1024).toFixed(1) };
+    };
+    return { label, v8Flags, child, rss };
   };
+  const daemons = [daemon('lite-mode', ['--lite-mode', '--v8-pool-size=0']), daemon('full-jit', ['--v8-pool-size=0'])];
   await new Promise((r) => setTimeout(r, 5000));
-  const early = rss();
+  const early = daemons.map((d) => d.rss());
   await new Promise((r) => setTimeout(r, IDLE_SECONDS * 1000));
-  const late = rss();
-  child.kill('SIGTERM');
-  console.log(JSON.stringify({ bench: 'idle-daemon-1s-polling', seconds: IDLE_SECONDS, after5s: early, end: late, growthMb: +(late.rssMb - early.rssMb).toFixed(1) }));
+  daemons.forEach((d, i) => {
+    const late = d.rss();
+    d.child.kill('SIGTERM');
+    console.log(JSON.stringify({ bench: 'idle-daemon-1s-polling', node: process.version, v8Flags: d.v8Flags.join(' '), seconds: IDLE_SECONDS, after5s: early[i], end: late, growthMb: +(late.rssMb - early[i].rssMb).toFixed(1) }));
+  });
 }
 rmSync(base, { recursive: true, force: true });

@@ -37,8 +37,8 @@ export async function daemonApplies({ bundle, root, templatesDir, cycles, metada
   };
   settle();
   publish(0);
-  // Started by its #! line (env finds node on PATH: see withThisNode), as an instance's unit starts the daemon.
-  const child = spawn(bundle, ['run', '--root', root, '--config-file', '/etc/os-collect-config.conf'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  // Started as an instance's unit starts the daemon: node with V8's flags on its command line (docs/build.md).
+  const child = spawn(process.execPath, ['--lite-mode', '--v8-pool-size=0', bundle, 'run', '--root', root, '--config-file', '/etc/os-collect-config.conf'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const seconds = [];
   let waiting;

@@ -97,19 +97,16 @@ export async function runPhaseAsync(hooks: string, phase: string, env: Record<st
   return { ok: true, output };
 }
 
-/** What the build makes for os-apply-config and os-refresh-config: the launcher, each command's bundle and its code cache. */
-export const COMPAT_FILES = ['compat-launcher.cjs', 'os-apply-config.cjs', 'os-apply-config.cjs.cache', 'os-refresh-config.cjs', 'os-refresh-config.cjs.cache'];
-
 /**
- * An os-config-agent source as the element expects one: the built bundle, the built hooks and the unit from this
- * repository.
+ * An os-config-agent source as the element expects one: the build (dist/, its hooks made unexecutable as a copy
+ * without modes would have them) and the unit from this repository.
  */
 export function makeSource(dir: string, options: { omitHooks?: readonly string[] } = {}): string {
   mkdirSync(path.join(dir, 'dist'), { recursive: true });
-  cpSync(requireBundle(), path.join(dir, 'dist/os-config-agent.mjs'));
-  cpSync(path.join(path.dirname(requireBundle()), 'chunks'), path.join(dir, 'dist/chunks'), { recursive: true });
-  // Times kept, as a build tree has them: the code cache is stamped with its bundle's size and time.
-  for (const f of COMPAT_FILES) cpSync(path.join(path.dirname(requireBundle()), f), path.join(dir, 'dist', f), { preserveTimestamps: true });
+  const dist = path.dirname(requireBundle());
+  for (const name of readdirSync(dist)) {
+    if (name !== 'hooks' && !name.endsWith('.deb')) cpSync(path.join(dist, name), path.join(dir, 'dist', name), { recursive: true });
+  }
   cpSync(path.join(REPO, 'systemd'), path.join(dir, 'systemd'), { recursive: true });
   // The built hooks (dist/hooks/<group>), with the modes a copy without them would have.
   mkdirSync(path.join(dir, 'dist/hooks'), { recursive: true });

@@ -5,7 +5,8 @@ import t from 'tap';
 import pkg from '../../package.json' with { type: 'json' };
 import { REPO, requireBundle } from '../helpers/bundle.js';
 import type { TapTest } from '../helpers/http-test-server.js';
-import { ALL_ELEMENTS, COMPAT_FILES, ELEMENTS_DIR, HOOK_GROUPS, installElements, makeNodeTarball, makeSource, mergeHooks, runPhase } from './dib-sim.js';
+import { COMMAND_NAMES, COMPAT_COMMANDS } from '../../src/cli/command-names.js';
+import { ALL_ELEMENTS, ELEMENTS_DIR, HOOK_GROUPS, installElements, makeNodeTarball, makeSource, mergeHooks, runPhase } from './dib-sim.js';
 
 // The elements' install phases, run into a directory instead of DIB's chroot (see dib-sim.ts): the files, modes and
 // links an image gets, the enabled unit, launchers that run, and the build failures an image builder can meet.
@@ -47,32 +48,26 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
   const chunks = readdirSync(path.join(path.dirname(requireBundle()), 'chunks')).sort();
   t.same(readdirSync(at('opt/os-config-agent/lib/chunks')).sort(), chunks, 'with every chunk it loads on demand');
   for (const c of chunks) t.equal(mode(at(`opt/os-config-agent/lib/chunks/${c}`)), 0o644);
-  const dist = path.dirname(requireBundle());
-  for (const f of COMPAT_FILES) {
-    t.same(readFileSync(at(`opt/os-config-agent/lib/${f}`)), readFileSync(path.join(dist, f)), `${f} as built`);
-    t.equal(mode(at(`opt/os-config-agent/lib/${f}`)), 0o644);
-  }
-  t.equal(readlinkSync(at('opt/os-config-agent/lib/os-collect-config')), 'os-config-agent.mjs', 'the daemon-style command runs the main bundle');
-  for (const name of ['os-apply-config', 'os-refresh-config']) t.equal(readlinkSync(at(`opt/os-config-agent/lib/${name}`)), 'compat-launcher.cjs', `${name} runs its own bundle through the code-cache launcher`);
+  for (const name of COMPAT_COMMANDS) t.equal(readlinkSync(at(`opt/os-config-agent/lib/${name}`)), 'os-config-agent.mjs', `${name} runs the bundle under its own name`);
+  t.same(readdirSync(at('opt/os-config-agent/lib')).filter((f) => f.endsWith('.cjs') || f.endsWith('.cache')), [], 'no other bundle format, no code cache file');
+  t.equal(mode(at('var/cache/os-config-agent')), 0o755, 'the compile cache directory, root\'s');
   // The launchers give node the flags the build's #! lines give it.
-  const shebangFlags = /^#!\/usr\/bin\/env -S node (.+)$/m.exec(readFileSync(path.join(dist, 'compat-launcher.cjs'), 'utf8'))?.[1];
-  t.ok(shebangFlags, 'the build names node flags in its #! lines');
-  for (const name of ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config']) {
-    t.equal(readlinkSync(at(`usr/local/bin/${name}`)), `../../../opt/os-config-agent/bin/${name}`, `${name} on PATH, relative link`);
+  const shebangFlags = /^#!\/usr\/bin\/env -S node (.+)$/m.exec(readFileSync(requireBundle(), 'utf8'))?.[1];
+  t.equal(shebangFlags, '--v8-pool-size=0', 'the build names node flags in its #! line');
+  for (const name of COMMAND_NAMES) {
     t.equal(mode(at(`opt/os-config-agent/bin/${name}`)), 0o755);
-    t.match(readFileSync(at(`opt/os-config-agent/bin/${name}`), 'utf8'), `exec "\${here}/node" ${shebangFlags} `, `${name}: the same node flags`);
+    t.match(readFileSync(at(`opt/os-config-agent/bin/${name}`), 'utf8'), `v8_flags=${shebangFlags}\n`, `${name}: the same node flags`);
+    if (name === 'cfn-signal') continue;
+    t.equal(readlinkSync(at(`usr/local/bin/${name}`)), `../../../opt/os-config-agent/bin/${name}`, `${name} on PATH, relative link`);
     const r = run(at(`usr/local/bin/${name}`), ['--version']);
     t.equal(r.status, 0, `${name} --version runs: ${r.stderr}`);
     t.equal(r.stdout.trim(), pkg.version);
+    t.equal(r.stderr, '', `${name}: nothing on stderr`);
   }
-  const help = run(at('usr/local/bin/os-collect-config'), ['--help']);
-  t.match(help.stdout, /^Usage: os-collect-config /, 'the compatibility launcher runs the bundle under its own name');
-  for (const name of ['os-apply-config', 'os-refresh-config']) {
-    const cache = at(`opt/os-config-agent/lib/${name}.cjs.cache`);
-    const cacheBefore = statSync(cache);
-    t.match(run(at(`usr/local/bin/${name}`), ['--help']).stdout, new RegExp(`^Usage: ${name} `), `so does the code-cache launcher for ${name}`);
-    t.equal(statSync(cache).mtimeMs, cacheBefore.mtimeMs, `${name}: with its shipped code cache (its stamp survived staging and install)`);
+  for (const name of ['os-collect-config', 'os-apply-config', 'os-refresh-config']) {
+    t.match(run(at(`usr/local/bin/${name}`), ['--help']).stdout, new RegExp(`^Usage: ${name} `), `${name} runs the bundle under its own name`);
   }
+  t.match(run(at('usr/local/bin/os-refresh-config'), ['--help']).stdout, /--print-phases/);
   // Started by its installed path (as phase scripts and the unit start it), a launcher goes straight to /opt without
   // resolving links: here, under a test root, that node is not there, which shows the path taken.
   const launcherText = readFileSync(at('opt/os-config-agent/bin/os-apply-config'), 'utf8');
@@ -82,6 +77,20 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
     t.match(direct.stderr, /\/opt\/os-config-agent\/bin\/node/, `started as ${started}, it runs the node under /opt`);
   }
   t.match(run(at('usr/local/bin/os-config-agent'), ['--help']).stdout, /^Usage: os-config-agent /);
+  // What each launcher gives node, seen by a recording fake node beside a copy of the launchers (a real daemon would
+  // not exit): V8's lite mode for the daemon alone, and the compile cache directory.
+  const fake = path.join(dir, 'fake-node/bin');
+  mkdirSync(fake, { recursive: true });
+  writeFileSync(path.join(fake, 'node'), '#!/bin/sh\necho "cache=${OS_CONFIG_AGENT_COMPILE_CACHE-unset} args=$*"\n', { mode: 0o755 });
+  for (const name of ['os-config-agent', 'os-apply-config']) writeFileSync(path.join(fake, name), readFileSync(at(`opt/os-config-agent/bin/${name}`)), { mode: 0o755 });
+  const argsOf = (name: string, args: string[], env: Record<string, string> = {}) =>
+    spawnSync(path.join(fake, name), args, { encoding: 'utf8', env: { PATH: '/usr/bin:/bin', ...env }, timeout: 30_000 }).stdout.trim();
+  const lib = `${fake}/../lib`;
+  t.equal(argsOf('os-config-agent', ['run']), `cache=/var/cache/os-config-agent args=--lite-mode --v8-pool-size=0 ${lib}/os-config-agent.mjs run`, 'the daemon: lite mode');
+  t.equal(argsOf('os-config-agent', ['run', '--root', '/x', '--one-time']), `cache=/var/cache/os-config-agent args=--v8-pool-size=0 ${lib}/os-config-agent.mjs run --root /x --one-time`, 'one cycle: full compilers');
+  t.equal(argsOf('os-config-agent', ['run'], { OS_CONFIG_AGENT_FULL_JIT: '1' }), `cache=/var/cache/os-config-agent args=--v8-pool-size=0 ${lib}/os-config-agent.mjs run`, 'OS_CONFIG_AGENT_FULL_JIT=1: full compilers');
+  t.equal(argsOf('os-config-agent', ['status', 'run']), `cache=/var/cache/os-config-agent args=--v8-pool-size=0 ${lib}/os-config-agent.mjs status run`, 'another subcommand: full compilers');
+  t.equal(argsOf('os-apply-config', ['run'], { OS_CONFIG_AGENT_COMPILE_CACHE: '' }), `cache= args=--v8-pool-size=0 ${lib}/os-apply-config run`, 'a compatibility command; the cache directory as the caller set it');
   // No other cfn-signal in this image: the agent's is linked (DIB_OS_CONFIG_AGENT_CFN_SIGNAL=auto).
   t.equal(readlinkSync(at('usr/local/bin/cfn-signal')), '../../../opt/os-config-agent/bin/cfn-signal');
   t.equal(readlinkSync(at('opt/os-config-agent/lib/cfn-signal')), 'os-config-agent.mjs');
@@ -94,9 +103,10 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
   const enabled = spawnSync('systemctl', [`--root=${root}`, 'is-enabled', 'os-config-agent.service'], { encoding: 'utf8' });
   t.equal(enabled.stdout.trim(), 'enabled');
   const unit = readFileSync(at('usr/lib/systemd/system/os-config-agent.service'), 'utf8');
-  const execStart = /^ExecStart=(\S+)/m.exec(unit)?.[1];
-  t.equal(execStart, '/opt/os-config-agent/bin/os-config-agent', 'the unit starts the installed launcher');
-  t.ok(existsSync(at(execStart!.slice(1))));
+  const execStart = /^ExecStart=(\S+) .* (\S+) run$/m.exec(unit);
+  t.equal(execStart?.[1], '/opt/os-config-agent/bin/node', 'the unit starts the installed Node.js');
+  t.equal(execStart?.[2], '/opt/os-config-agent/lib/os-config-agent.mjs', 'on the installed bundle');
+  for (const file of [execStart?.[1], execStart?.[2]]) t.ok(existsSync(at(file!.slice(1))), `${file} is installed`);
 
   // Configuration and state.
   t.same(readFileSync(at('etc/os-collect-config.conf')), readFileSync(path.join(ELEMENTS_DIR, 'os-config-agent/os-config-agent-data/os-collect-config.conf')));

@@ -54,7 +54,7 @@ t.test('contents: launchers on PATH, every hook, the unit with the package\'s pa
   mkdirSync(tree, { recursive: true });
   spawnSync('dpkg-deb', ['-x', deb, tree]);
   const unit = readFileSync(path.join(tree, 'lib/systemd/system/os-config-agent.service'), 'utf8');
-  t.match(unit, /^ExecStart=\/usr\/lib\/os-config-agent\/bin\/os-config-agent run$/m);
+  t.match(unit, /^ExecStart=\/usr\/lib\/os-config-agent\/bin\/node --lite-mode --v8-pool-size=0 \/usr\/lib\/os-config-agent\/lib\/os-config-agent\.mjs run$/m);
   t.notMatch(unit, /\/opt\//, 'no /opt path left');
   const node = spawnSync(path.join(tree, 'usr/lib/os-config-agent/node/bin/node'), [path.join(tree, 'usr/lib/os-config-agent/lib/os-config-agent.mjs'), '--version'], { encoding: 'utf8' });
   t.equal(node.stdout.trim(), version, 'the bundled runtime runs the bundle');

@@ -42,9 +42,13 @@ const values = (section: string, key: string) => unit.get(section)?.get(key) ?? 
 const words = (section: string, key: string) => values(section, key).flatMap((v) => v.split(/\s+/));
 
 t.test('what the unit declares', async (t) => {
-  t.same(values('Service', 'ExecStart'), ['/opt/os-config-agent/bin/os-config-agent run'], 'runs `os-config-agent run` from the installed launcher');
+  t.same(
+    values('Service', 'ExecStart'),
+    ['/opt/os-config-agent/bin/node --lite-mode --v8-pool-size=0 /opt/os-config-agent/lib/os-config-agent.mjs run'],
+    'runs `os-config-agent run` with the installed Node.js, V8\'s flags on its command line (docs/build.md)',
+  );
   const installer = readFileSync(path.join(REPO, 'elements/os-config-agent/install.d/20-os-config-agent-install'), 'utf8');
-  t.match(installer, 'prefix=/opt/os-config-agent', 'the element installs the launcher there');
+  t.match(installer, 'prefix=/opt/os-config-agent', 'the element installs Node.js and the bundle there');
   for (const after of ['network-online.target', 'cloud-init.service', 'cloud-config.service', 'cloud-final.service']) t.ok(words('Unit', 'After').includes(after), `After=${after}`);
   t.ok(words('Unit', 'Wants').includes('network-online.target'));
   t.same(values('Service', 'Restart'), ['always']);
@@ -83,7 +87,7 @@ function makeRoot(dir: string, unitText: string, options: { binary?: boolean; ex
   for (const [name, body] of Object.entries(options.extraUnits ?? {})) writeFileSync(path.join(root, 'usr/lib/systemd/system', name), body);
   if (options.binary !== false) {
     mkdirSync(path.join(root, 'opt/os-config-agent/bin'), { recursive: true });
-    writeFileSync(path.join(root, 'opt/os-config-agent/bin/os-config-agent'), '#!/bin/sh\n', { mode: 0o755 });
+    writeFileSync(path.join(root, 'opt/os-config-agent/bin/node'), '#!/bin/sh\n', { mode: 0o755 });
   }
   // ExecReload's shell, and ExecStart of the cloud-init stand-ins.
   mkdirSync(path.join(root, 'bin'), { recursive: true });
@@ -111,7 +115,7 @@ t.test('systemd-analyze verify', { skip: !analyze && NO_SYSTEMD }, async (t) => 
   t.test('verify does catch a broken unit (the check can fail)', async (t) => {
     const missing = verify(makeRoot(t.testdir(), text, { binary: false }), 'os-config-agent.service');
     t.not(missing.status, 0);
-    t.match(missing.output, /\/opt\/os-config-agent\/bin\/os-config-agent is not executable/);
+    t.match(missing.output, /\/opt\/os-config-agent\/bin\/node is not executable/);
     const typo = verify(makeRoot(t.testdir(), text.replace('KillMode=mixed', 'KillMode=mixed\nRestartSecs=5s')), 'os-config-agent.service');
     t.match(typo.output, /Unknown key 'RestartSecs'/);
   });
