@@ -54,8 +54,12 @@ security=${OS_CONFIG_AGENT_SECURITY_MIRROR:-$(mirror_for bookworm-security | hea
 [ -n "${mirror}" ] || fail "no bookworm mirror in apt's sources: set DIB_DISTRIBUTION_MIRROR"
 [ -n "${security}" ] || security=${mirror}-security
 
-echo "build-image: building the agent"
-(cd "${repo}" && node scripts/build.mjs)
+# OCA_AGENT_BUILT=1: dist/ is already built (CI built it in its unit run and runs the pristine test beside this one,
+# which reads dist/: building again here would rewrite it under that test's feet).
+if [ "${OCA_AGENT_BUILT:-0}" != 1 ]; then
+    echo "build-image: building the agent"
+    (cd "${repo}" && node scripts/build.mjs)
+fi
 
 mkdir -p "${work}/tmp" "${work}/cache" "${work}/out"
 # DIB 3.13's default for bookworm names the security suite wrongly (bookworm/updates) and adds backports; these

@@ -30,7 +30,10 @@ tree_done=$(date +%s)
 echo "pristine-boot: stock bookworm tree ready in $((tree_done - start)) s"
 
 cd "${repo}"
-node scripts/build.mjs > /dev/null
+# OCA_AGENT_BUILT=1: dist/ is already built (as in CI, where the image boot test runs beside this one).
+if [ "${OCA_AGENT_BUILT:-0}" != 1 ]; then
+    node scripts/build.mjs > /dev/null
+fi
 rm -rf "${work}/deb"
 node scripts/package-deb.mjs --out "${work}/deb" --compress gzip
 deb_done=$(date +%s)
