@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
+import type { HeatClient, Stack } from '../integration/heat/heat-client.js';
 import { startService, waitUntil, type Service } from '../integration/heat/processes.js';
 
 // A booted image: `systemd-nspawn -b` with systemd as PID 1 on a directory tree, sharing the host's network (so the
@@ -144,4 +145,40 @@ function isNamespaceInit(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Waits for a stack's CREATE to end (COMPLETE or FAILED); fails at once if the container goes away first. */
+export async function settleStack(client: HeatClient, stack: string, c: Container, timeoutMs: number): Promise<Stack> {
+  let exited: number | string | undefined;
+  void c.service.exited.then((r) => (exited = r));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (exited !== undefined) throw new Error(`the container exited (${exited}) before the stack completed; console: ${c.service.logFile}`);
+    const s = await client.stack(stack);
+    if (!s) throw new Error(`stack ${stack} disappeared`);
+    if (/^CREATE_(COMPLETE|FAILED)$/.test(s.stack_status)) return s;
+    if (Date.now() > deadline) throw new Error(`stack ${stack} still ${s.stack_status} after ${timeoutMs} ms; console: ${c.service.logFile}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** A numeric property of a unit inside the container (a monotonic timestamp, a count). */
+export async function unitNumber(c: Container, unit: string, property: string): Promise<number> {
+  return Number((await c.exec(['systemctl', 'show', '-p', property, '--value', unit])).trim());
+}
+
+/** The fields of the agent's journal lines the image tests read. */
+export interface JournalLine {
+  msg?: string;
+  deploymentId?: string;
+  from?: string | null;
+  to?: string;
+}
+
+/** The agent's JSON lines from `journalctl -o cat`. */
+export function agentLines(text: string): JournalLine[] {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as JournalLine);
 }

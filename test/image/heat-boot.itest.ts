@@ -7,7 +7,7 @@ import t from 'tap';
 import { HeatClient, outputsOf, type Stack } from '../integration/heat/heat-client.js';
 import { startRealHeat, type RealHeat } from '../integration/heat/harness.js';
 import { waitUntil } from '../integration/heat/processes.js';
-import { bootContainer, NSPAWN_REBOOT_STATUS, type Container } from './container.js';
+import { agentLines, bootContainer, NSPAWN_REBOOT_STATUS, settleStack, unitNumber, type Container, type JournalLine } from './container.js';
 import { scopeCommand } from '../../src/util/systemd-scope.js';
 
 // A real image against real Heat: the tree test/image/build-image.sh built with cloud-init (NoCloud) and the agent's
@@ -94,20 +94,7 @@ function prepareBoot(metadata: unknown, instanceId: string): Record<string, stri
   };
 }
 
-/** Waits for the stack's CREATE to end; fails at once if the container goes away. */
-async function settle(c: Container): Promise<Stack> {
-  let exited: number | string | undefined;
-  void c.service.exited.then((r) => (exited = r));
-  const deadline = Date.now() + CREATE_TIMEOUT_MS;
-  for (;;) {
-    if (exited !== undefined) throw new Error(`the container exited (${exited}) before the stack completed; console: ${c.service.logFile}`);
-    const s = await client.stack(STACK);
-    if (!s) throw new Error(`stack ${STACK} disappeared`);
-    if (/^CREATE_(COMPLETE|FAILED)$/.test(s.stack_status)) return s;
-    if (Date.now() > deadline) throw new Error(`stack ${STACK} still ${s.stack_status} after ${CREATE_TIMEOUT_MS} ms; console: ${c.service.logFile}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+const settle = (c: Container): Promise<Stack> => settleStack(client, STACK, c, CREATE_TIMEOUT_MS);
 
 /**
  * Waits for the container to go down by itself (the reboot a deployment asked for) and returns nspawn's exit status;
@@ -130,23 +117,7 @@ async function signalEvents(resource: string): Promise<number> {
   return (await client.events(STACK, resource)).filter((e) => e.resource_status.startsWith('SIGNAL')).length;
 }
 
-async function monotonic(c: Container, unit: string, property: string): Promise<number> {
-  return Number((await c.exec(['systemctl', 'show', '-p', property, '--value', unit])).trim());
-}
 
-interface JournalLine {
-  msg?: string;
-  deploymentId?: string;
-  from?: string | null;
-  to?: string;
-}
-
-function parseJson(lines: string): JournalLine[] {
-  return lines
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as JournalLine);
-}
 
 /** The agent's lines of `journalctl -o json`, each with the id of the boot that logged it (dashes removed). */
 function parseJournalJson(lines: string): Array<JournalLine & { journalBootId: string }> {
@@ -266,9 +237,9 @@ t.test('after the reboot: the deployment runs once more and is signalled once, t
   t.equal((await c.exec(['cloud-init', 'status'], 60_000).catch((e: { stdout?: string }) => e.stdout ?? '')).trim(), 'status: done', 'cloud-init finished');
 
   // The unit: started once, after cloud-init's last stage.
-  const agentStart = await monotonic(c, 'os-config-agent.service', 'ExecMainStartTimestampMonotonic');
-  const finalDone = await monotonic(c, 'cloud-final.service', 'ActiveEnterTimestampMonotonic');
-  const initDone = await monotonic(c, 'cloud-init.service', 'ActiveEnterTimestampMonotonic');
+  const agentStart = await unitNumber(c, 'os-config-agent.service', 'ExecMainStartTimestampMonotonic');
+  const finalDone = await unitNumber(c, 'cloud-final.service', 'ActiveEnterTimestampMonotonic');
+  const initDone = await unitNumber(c, 'cloud-init.service', 'ActiveEnterTimestampMonotonic');
   t.ok(initDone > 0 && finalDone > 0 && agentStart >= finalDone, `the agent started after cloud-init (${initDone}) and cloud-final (${finalDone}): ${agentStart}`);
   t.equal((await c.exec(['systemctl', 'show', '-p', 'NRestarts', '--value', 'os-config-agent.service'])).trim(), '0', 'the agent was never restarted');
   // systemd: Type=notify (active means READY=1 arrived), the watchdog armed (its feeding: the third boot), the agent
@@ -383,13 +354,13 @@ t.test('poweroff and boot again: nothing runs again, nothing is signalled twice,
   // The watchdog: systemd stamps WatchdogTimestamp at READY=1 and at each WATCHDOG=1 after it. A stamp more than one
   // WatchdogSec after READY=1, with the same main process and no restart, means the agent fed it all along.
   t.equal((await c.exec(['systemctl', 'show', '-p', 'WatchdogUSec', '--value', 'os-config-agent.service'])).trim(), `${SHORT_WATCHDOG_SEC}s`, 'the drop-in\'s watchdog is armed');
-  const ready = await monotonic(c, 'os-config-agent.service', 'ActiveEnterTimestampMonotonic');
+  const ready = await unitNumber(c, 'os-config-agent.service', 'ActiveEnterTimestampMonotonic');
   const mainPid = (await c.exec(['systemctl', 'show', '-p', 'MainPID', '--value', 'os-config-agent.service'])).trim();
   let fed = 0;
   await waitUntil(
     `a watchdog feed more than ${SHORT_WATCHDOG_SEC} s after READY=1`,
     async () => {
-      fed = await monotonic(c, 'os-config-agent.service', 'WatchdogTimestampMonotonic');
+      fed = await unitNumber(c, 'os-config-agent.service', 'WatchdogTimestampMonotonic');
       return fed - ready > SHORT_WATCHDOG_SEC * 1_000_000;
     },
     SHORT_WATCHDOG_SEC * 5 * 1000,
@@ -402,7 +373,7 @@ t.test('poweroff and boot again: nothing runs again, nothing is signalled twice,
   const journalText = await c.exec(['journalctl', '--no-pager', '-b', '0', '-u', 'os-config-agent', '-o', 'short-iso']);
   writeFileSync(path.join(BOOT, 'journal-3.txt'), journalText);
   t.notMatch(journalText, /[Ww]atchdog timeout/, 'no watchdog timeout in the journal');
-  const journal = parseJson(await c.exec(['journalctl', '--no-pager', '-b', '0', '-u', 'os-config-agent', '-o', 'cat']));
+  const journal = agentLines(await c.exec(['journalctl', '--no-pager', '-b', '0', '-u', 'os-config-agent', '-o', 'cat']));
   t.ok(journal.some((l) => l.msg === 'agent starting'), 'the agent started again at boot');
   t.same(journal.filter((l) => l.msg === 'deployment state changed' || l.msg === 'hook finished'), [], 'no deployment state changed and no hook ran in this boot');
   const status = (JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as { deployments: Array<{ id: string; state: string; hookStarts: number; signal: { state: string; attempts: number } }> }).deployments;

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import { HeatClient, outputsOf, type Stack } from '../integration/heat/heat-client.js';
 import { startRealHeat, type RealHeat } from '../integration/heat/harness.js';
-import { bootContainer, type Container } from './container.js';
+import { bootContainer, settleStack, unitNumber, type Container } from './container.js';
 import { agentLines, debPackage, dpkgStatus, freshTree, HERE, missingForBoot, REPO, say, VERSION, WORK } from './pristine-tree.js';
 
 // Issue 21's pristine-image boot against real Heat: a stock debootstrapped bookworm with cloud-init and nothing of
@@ -118,23 +118,8 @@ async function bootConfigText(stackId: string): Promise<string> {
   return (shown.body as { software_config: { config: string } }).software_config.config;
 }
 
-async function settle(c: Container): Promise<Stack> {
-  let exited: number | string | undefined;
-  void c.service.exited.then((r) => (exited = r));
-  const deadline = Date.now() + CREATE_TIMEOUT_MS;
-  for (;;) {
-    if (exited !== undefined) throw new Error(`the container exited (${exited}) before the stack completed; console: ${c.service.logFile}`);
-    const s = await client.stack(STACK);
-    if (!s) throw new Error(`stack ${STACK} disappeared`);
-    if (/^CREATE_(COMPLETE|FAILED)$/.test(s.stack_status)) return s;
-    if (Date.now() > deadline) throw new Error(`stack ${STACK} still ${s.stack_status} after ${CREATE_TIMEOUT_MS} ms; console: ${c.service.logFile}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+const settle = (c: Container): Promise<Stack> => settleStack(client, STACK, c, CREATE_TIMEOUT_MS);
 
-async function monotonic(c: Container, unit: string, property: string): Promise<number> {
-  return Number(await say(c, ['systemctl', 'show', '-p', property, '--value', unit]));
-}
 
 t.test('a stock image with cloud-init installs the package at first boot and completes a real stack', { skip, timeout: 600_000 }, async (t) => {
   const deb = debPackage() as string;
@@ -189,8 +174,8 @@ t.test('a stock image with cloud-init installs the package at first boot and com
   // cloud-final); the agent started once cloud-final had finished, and found the part-handler's data.
   t.equal(await say(c, ['cloud-init', 'status'], 60_000), 'status: done', 'cloud-init finished');
   t.equal(await say(c, ['systemctl', 'show', '-p', 'Result', '--value', 'cloud-final.service']), 'success', 'cloud-final succeeded');
-  const agentStart = await monotonic(c, 'os-config-agent.service', 'ExecMainStartTimestampMonotonic');
-  const finalDone = await monotonic(c, 'cloud-final.service', 'ActiveEnterTimestampMonotonic');
+  const agentStart = await unitNumber(c, 'os-config-agent.service', 'ExecMainStartTimestampMonotonic');
+  const finalDone = await unitNumber(c, 'cloud-final.service', 'ActiveEnterTimestampMonotonic');
   t.ok(finalDone > 0 && agentStart >= finalDone, `the agent started after cloud-final (${finalDone}): ${agentStart}`);
   t.equal(await say(c, ['systemctl', 'show', '-p', 'NRestarts', '--value', 'os-config-agent.service']), '0', 'the agent was never restarted');
   t.equal(await say(c, ['systemctl', 'is-enabled', 'os-config-agent.service']), 'enabled', 'the unit is enabled for the next boots');

@@ -58,17 +58,4 @@ export async function exists(c: Container, file: string): Promise<boolean> {
   return (await say(c, ['sh', '-c', `test -e '${file}' && echo yes || echo no`])) === 'yes';
 }
 
-export interface JournalLine {
-  msg?: string;
-  deploymentId?: string;
-  from?: string | null;
-  to?: string;
-}
-
-/** The agent's JSON lines from `journalctl -o cat`. */
-export function agentLines(text: string): JournalLine[] {
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as JournalLine);
-}
+export { agentLines, type JournalLine } from './container.js';
