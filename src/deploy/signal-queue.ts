@@ -182,7 +182,8 @@ function parseEntry(text: string, id: string): QueuedSignal | undefined {
   return value as unknown as QueuedSignal;
 }
 
-async function listIds(dir: string): Promise<string[]> {
+/** The ids of the queued signal files in `dir`, sorted; none when the directory does not exist. */
+export async function listQueuedSignalIds(dir: string): Promise<string[]> {
   let names: string[];
   try {
     names = await fs.readdir(dir);
@@ -283,7 +284,7 @@ export async function flushSignalQueue(deps: QueueDeps): Promise<QueueFlushRepor
     let sent = 0;
     let failed = 0;
     const pendingTimes: number[] = [];
-    for (const id of await listIds(deps.dir)) {
+    for (const id of await listQueuedSignalIds(deps.dir)) {
       let entry = await readQueuedSignal(deps.dir, id);
       if (!entry) {
         await setAside(deps, id);

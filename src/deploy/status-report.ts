@@ -1,13 +1,11 @@
-import { promises as fs } from 'node:fs';
 import type { LoadedConfig } from '../config/load.js';
 import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
-import { isSafeFileName } from '../util/safe-name.js';
 import { daemonPresenceFile, runningDaemon } from './daemon-presence.js';
 import { holdsSignal, isInProgress, isListed } from './deployment-states.js';
 import { isSameProcess } from './orphan-hook.js';
 import { signalQueueDir } from './signal-queue-paths.js';
-import { readQueuedSignal } from './signal-queue.js';
+import { listQueuedSignalIds, readQueuedSignal } from './signal-queue.js';
 import { agentStatusPath, readAgentFacts, type AgentFacts, type SourceFacts } from './status-agent.js';
 import { readStatusAll, type DeploymentStatus, type UnusableRecord } from './status.js';
 
@@ -92,17 +90,10 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
 
 /** The cfn-signal queue's pending and failed entries (sent ones are history), without URL secrets or tokens. */
 async function readQueue(dir: string): Promise<UndeliveredSignal[]> {
-  let names: string[];
-  try {
-    names = await fs.readdir(dir);
-  } catch {
-    return [];
-  }
+  // status only reads: a queue directory it cannot list shows no queued signals.
+  const ids = await listQueuedSignalIds(dir).catch(() => []);
   const out: UndeliveredSignal[] = [];
-  for (const name of names.sort()) {
-    if (!name.endsWith('.json') || name.startsWith('.')) continue;
-    const id = name.slice(0, -'.json'.length);
-    if (!isSafeFileName(id)) continue;
+  for (const id of ids) {
     const entry = await readQueuedSignal(dir, id).catch(() => undefined);
     if (!entry || entry.state === 'sent') continue;
     out.push({
