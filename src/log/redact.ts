@@ -1,4 +1,4 @@
-import { PROCESS_OWNER, secrets, urlCredentialSecrets } from './secret-registry.js';
+import { PROCESS_OWNER, secrets } from './secret-registry.js';
 
 export { PROCESS_OWNER, secrets, urlCredentialSecrets } from './secret-registry.js';
 
@@ -22,11 +22,6 @@ export function releaseSecrets(owner: string): void {
 /** Remember a secret value for the life of the process (values with an owner that ends: use setSecrets). */
 export function registerSecret(value: string | undefined | null): void {
   secrets.add(PROCESS_OWNER, [value]);
-}
-
-/** Remember the password in a proxy URL's user-info for the life of the process (see urlCredentialSecrets). */
-export function registerUrlCredentials(value: string | undefined | null): void {
-  secrets.add(PROCESS_OWNER, urlCredentialSecrets(value));
 }
 
 /** For tests: forget registered secrets. */

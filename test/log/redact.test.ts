@@ -1,5 +1,5 @@
 import t from 'tap';
-import { clearRegisteredSecrets, redactFields, redactUrl, registerSecret, registerUrlCredentials, scrubText } from '../../src/log/redact.js';
+import { clearRegisteredSecrets, redactFields, redactUrl, registerSecret, scrubText, setSecrets, urlCredentialSecrets } from '../../src/log/redact.js';
 
 t.afterEach(() => clearRegisteredSecrets());
 
@@ -127,12 +127,9 @@ t.test('redactFields: an Error that carries a credential keeps its message and s
   t.equal(err.password, 'pw', 'the original is untouched');
 });
 
-t.test('registerUrlCredentials: the password of a proxy URL, with or without a scheme, raw, decoded and as Basic', async (t) => {
-  registerUrlCredentials('proxy-user:pa%24%24word@proxy.test:3128');
-  registerUrlCredentials('https://other:second-pw@[fd00::1]:3128/');
-  registerUrlCredentials('http://proxy.test:3128');
-  registerUrlCredentials(undefined);
-  registerUrlCredentials('http://only-user@proxy.test');
+t.test('urlCredentialSecrets: the password of a proxy URL, with or without a scheme, raw, decoded and as Basic', async (t) => {
+  const urls = ['proxy-user:pa%24%24word@proxy.test:3128', 'https://other:second-pw@[fd00::1]:3128/', 'http://proxy.test:3128', undefined, 'http://only-user@proxy.test'];
+  setSecrets('proxy settings', urls.flatMap(urlCredentialSecrets));
   t.equal(scrubText('a pa%24%24word b pa$$word c second-pw'), 'a [REDACTED] b [REDACTED] c [REDACTED]');
   t.equal(scrubText(Buffer.from('proxy-user:pa$$word').toString('base64')), '[REDACTED]');
   t.equal(scrubText('proxy.test:3128 only-user'), 'proxy.test:3128 only-user', 'no password: nothing registered');
