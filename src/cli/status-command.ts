@@ -3,17 +3,18 @@ import { loadConfig } from '../config/load.js';
 import { AgentError, errorMessage } from '../errors.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
-import { formatDetail, readDetail } from '../deploy/status-detail.js';
+import { formatDetail, readDetail, type DetailLookup } from '../deploy/status-detail.js';
 import { formatReport } from '../deploy/status-format.js';
-import { EXIT, readReport, verdictOf, type StatusReport, type Verdict } from '../deploy/status-report.js';
+import { EXIT, readReport, verdictOf, verdictOfDeployment, type Verdict } from '../deploy/status-report.js';
 import { waitForVerdict } from '../deploy/status-wait.js';
 import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { printData } from './quiet-epipe.js';
 
 // `os-config-agent status [ID|NAME] [--json] [--wait [--timeout SECONDS]]`: the agent, its sources, every deployment
-// and the signals not yet delivered (or one deployment's report), with an exit code scripts can act on
-// (docs/status.md). Reads the state only. Data on stdout; logs (warnings only by default) and errors on stderr.
+// and the signals not yet delivered (or one deployment's report, which --wait waits for), with an exit code scripts
+// can act on (docs/status.md). Reads the state only. Data on stdout; logs (warnings only by default) and errors on
+// stderr.
 
 interface StatusFlags extends CommonFlags {
   json?: boolean;
@@ -28,7 +29,7 @@ export function defineStatusCommand(cmd: Command, setExit: (code: number) => voi
   const bindings = addConfigOptions(cmd);
   cmd.argument('[deployment]', 'id or name of one deployment: its inputs (secrets masked), outputs, output tails and signal attempts');
   cmd.option('--json', 'print JSON (a versioned shape, see docs/status.md) instead of text');
-  cmd.option('--wait', 'wait until no deployment is pending, running, applied or awaiting its signal');
+  cmd.option('--wait', 'wait until no deployment is pending, running, applied or awaiting its signal (given one: until it is known and finished)');
   cmd.option('--timeout <seconds>', 'with --wait: give up after this many seconds (exit 3); default: no limit');
   cmd.action(async (key: string | undefined) => {
     const flags = cmd.opts<StatusFlags>();
@@ -42,33 +43,34 @@ export function defineStatusCommand(cmd: Command, setExit: (code: number) => voi
     const log = createLogger({ level: 'warn', destination: 'stderr' });
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     if (flags.logLevel || flags.debug) log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
+    // With --wait, read again every second until the verdict is no longer "still in progress" (or the time is up).
+    const readUntilSettled = async <R extends { readonly verdict: Verdict }>(read: () => Promise<R>): Promise<R> => {
+      if (!flags.wait) return read();
+      const stop = new AbortController();
+      const onSignal = () => stop.abort();
+      process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+      try {
+        return await waitForVerdict(read, { timeoutMs: timeoutSeconds * 1000, intervalMs: WAIT_INTERVAL_MS, signal: stop.signal });
+      } finally {
+        process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+      }
+    };
     try {
       if (key !== undefined) {
-        const found = await readDetail(loaded.config, log, key);
-        if (!found.ok) {
-          process.stderr.write(`status: ${found.message}\n`);
-          setExit(EXIT.agentOrSignalError);
+        const one = await readUntilSettled(async () => oneDeployment(await readDetail(loaded.config, log, key), key, flags.wait === true));
+        if (!one.found.ok) {
+          process.stderr.write(`status: ${one.verdict.reasons.join('; ')}\n`);
+          setExit(one.verdict.exitCode);
           return;
         }
-        printData(flags.json ? `${JSON.stringify(found.detail, null, 2)}\n` : formatDetail(found.detail));
-        setExit(verdictOf({ version: 1, agent: { running: false }, sources: [], deployments: [found.detail.deployment], signals: [] }).exitCode);
+        printData(flags.json ? `${JSON.stringify(one.found.detail, null, 2)}\n` : formatDetail(one.found.detail));
+        setExit(one.verdict.exitCode);
         return;
       }
-      const read = () => readReport(loaded, log);
-      let outcome: { report: StatusReport; verdict: Verdict };
-      if (flags.wait) {
-        const stop = new AbortController();
-        const onSignal = () => stop.abort();
-        process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
-        try {
-          outcome = await waitForVerdict(read, { timeoutMs: timeoutSeconds * 1000, intervalMs: WAIT_INTERVAL_MS, signal: stop.signal });
-        } finally {
-          process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
-        }
-      } else {
-        const report = await read();
-        outcome = { report, verdict: verdictOf(report) };
-      }
+      const outcome = await readUntilSettled(async () => {
+        const report = await readReport(loaded, log);
+        return { report, verdict: verdictOf(report) };
+      });
       printData(flags.json ? `${JSON.stringify({ ...outcome.report, result: outcome.verdict }, null, 2)}\n` : formatReport(outcome.report, outcome.verdict));
       setExit(outcome.verdict.exitCode);
     } catch (err) {
@@ -79,4 +81,18 @@ export function defineStatusCommand(cmd: Command, setExit: (code: number) => voi
     }
   });
   return cmd;
+}
+
+/**
+ * One deployment's reading and its verdict. A deployment nobody has heard of is an error (exit 2) for a plain
+ * `status <id|name>`, but with --wait it is still to come: Heat adds a deployment to the server's metadata only once
+ * its resource is created (after the server, and after whatever it depends on), so a script started at boot can
+ * name a deployment the agent has not collected yet.
+ */
+function oneDeployment(found: DetailLookup, key: string, waiting: boolean): { found: DetailLookup; verdict: Verdict } {
+  if (found.ok) {
+    return { found, verdict: verdictOfDeployment(found.detail.deployment) };
+  }
+  if (found.unknown && waiting) return { found, verdict: { exitCode: EXIT.waiting, reasons: [`no deployment with id or name "${key}" is known yet`] } };
+  return { found, verdict: { exitCode: EXIT.agentOrSignalError, reasons: [found.message] } };
 }

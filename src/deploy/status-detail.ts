@@ -30,7 +30,8 @@ export interface DeploymentDetail {
   readonly signalAttempts: readonly SignalAttempt[];
 }
 
-export type DetailLookup = { readonly ok: true; readonly detail: DeploymentDetail } | { readonly ok: false; readonly message: string };
+/** `unknown`: no record has that id or name (yet: `status --wait` waits for it to appear). */
+export type DetailLookup = { readonly ok: true; readonly detail: DeploymentDetail } | { readonly ok: false; readonly unknown: boolean; readonly message: string };
 
 export async function readDetail(config: AgentConfig, log: Logger, key: string): Promise<DetailLookup> {
   const store = storeFor(config, log);
@@ -38,15 +39,15 @@ export async function readDetail(config: AgentConfig, log: Logger, key: string):
   try {
     record = isSafeFileName(key) ? await store.read(key) : undefined;
   } catch (err) {
-    if (err instanceof DeploymentRecordError) return { ok: false, message: err.message };
+    if (err instanceof DeploymentRecordError) return { ok: false, unknown: false, message: err.message };
     throw err;
   }
   if (!record) {
     const named = (await store.list(true)).filter((r) => r.name === key);
-    if (named.length > 1) return { ok: false, message: `${named.length} deployments are named "${key}": ${named.map((r) => r.id).join(', ')}; give the id` };
+    if (named.length > 1) return { ok: false, unknown: false, message: `${named.length} deployments are named "${key}": ${named.map((r) => r.id).join(', ')}; give the id` };
     record = named[0];
   }
-  if (!record) return { ok: false, message: `no deployment with id or name "${key}" is known; "os-config-agent status" lists them` };
+  if (!record) return { ok: false, unknown: true, message: `no deployment with id or name "${key}" is known; "os-config-agent status" lists them` };
   return { ok: true, detail: await detailOf(store, record) };
 }
 

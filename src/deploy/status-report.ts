@@ -69,6 +69,12 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
     ...(facts?.nextPollAt && factsAlive && Date.parse(facts.nextPollAt) > Date.now() ? { nextPollAt: facts.nextPollAt } : {}),
     ...(facts?.pollingIntervalSeconds !== undefined && factsAlive ? { pollingIntervalSeconds: facts.pollingIntervalSeconds } : {}),
   };
+  const signals = [...deploymentSignals(deployments), ...queued];
+  return { version: STATUS_VERSION, agent, sources: facts?.sources ?? [], deployments, signals, ...(unusable.length > 0 ? { unusableRecords: unusable } : {}) };
+}
+
+/** The deployments' signals in the outbox that are not delivered: still pending, or failed for good. */
+function deploymentSignals(deployments: readonly DeploymentStatus[]): UndeliveredSignal[] {
   const signals: UndeliveredSignal[] = [];
   for (const d of deployments) {
     if (!holdsSignal(d.state) || (d.signal.state !== 'pending' && d.signal.state !== 'failed')) continue;
@@ -84,8 +90,7 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
       ...(d.lastError ? { lastError: d.lastError } : {}),
     });
   }
-  signals.push(...queued);
-  return { version: STATUS_VERSION, agent, sources: facts?.sources ?? [], deployments, signals, ...(unusable.length > 0 ? { unusableRecords: unusable } : {}) };
+  return signals;
 }
 
 /** The cfn-signal queue's pending and failed entries (sent ones are history), without URL secrets or tokens. */
@@ -117,6 +122,11 @@ export interface Verdict {
   readonly exitCode: number;
   /** What is still being waited for, or what went wrong; one short line each. */
   readonly reasons: readonly string[];
+}
+
+/** The verdict of one deployment (`status <id|name>`): its state, and its own signal (pending: 3, failed: 2). */
+export function verdictOfDeployment(deployment: DeploymentStatus): Verdict {
+  return verdictOf({ version: STATUS_VERSION, agent: { running: false }, sources: [], deployments: [deployment], signals: deploymentSignals([deployment]) });
 }
 
 /** Whether everything is done, and how it ended: still waiting wins, then agent/signal errors, then failures. */

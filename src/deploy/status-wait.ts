@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EXIT, verdictOf, type StatusReport, type Verdict } from './status-report.js';
+import { EXIT, type Verdict } from './status-report.js';
 
-// `status --wait`: read the state files again every interval until nothing is in progress or the time is up. Only
-// reads, so any number of waiters can run beside the daemon and each other.
+// `status --wait` (the whole report, or one deployment's): read the state files again every interval until the
+// verdict is no longer "still in progress" or the time is up. Only reads, so any number of waiters can run beside
+// the daemon and each other.
 
 export interface WaitOptions {
   /** 0: no limit. */
@@ -12,15 +13,15 @@ export interface WaitOptions {
   readonly now?: () => number;
 }
 
-export async function waitForVerdict(read: () => Promise<StatusReport>, options: WaitOptions): Promise<{ report: StatusReport; verdict: Verdict }> {
+/** The last reading: the first whose verdict is not "waiting", or the one read when the time ran out or the wait was aborted. */
+export async function waitForVerdict<R extends { readonly verdict: Verdict }>(read: () => Promise<R>, options: WaitOptions): Promise<R> {
   const now = options.now ?? Date.now;
   const deadline = options.timeoutMs > 0 ? now() + options.timeoutMs : Infinity;
   for (;;) {
-    const report = await read();
-    const verdict = verdictOf(report);
-    if (verdict.exitCode !== EXIT.waiting) return { report, verdict };
+    const reading = await read();
+    if (reading.verdict.exitCode !== EXIT.waiting) return reading;
     const left = deadline - now();
-    if (left <= 0 || options.signal?.aborted) return { report, verdict };
+    if (left <= 0 || options.signal?.aborted) return reading;
     await sleep(Math.min(options.intervalMs, left), undefined, options.signal ? { signal: options.signal } : {}).catch(() => undefined);
   }
 }

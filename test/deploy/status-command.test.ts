@@ -67,6 +67,26 @@ t.test('status --wait: exit 3 at the timeout, then 0 for two waiters at once onc
   t.match(JSON.parse(json!.stdout), { version: 1, result: { exitCode: 0 }, deployments: [{ id: 'w-1', state: 'signalled' }] });
 });
 
+t.test('status <name> --wait: waits for a deployment not collected yet until it is finished; exit 3 if it never comes', async (t) => {
+  const root = t.testdir();
+  const loaded = await deployConfig(root);
+  const store = storeFor(loaded.config, captureLog().log);
+  await store.init();
+  const never = await run(['status', '--root', root, 'web', '--wait', '--timeout', '0.5']);
+  t.equal(never.code, 3, 'still waiting at the timeout, not "unknown" (exit 2)');
+  t.equal(never.stdout, '');
+  t.match(never.stderr, /^status: no deployment with id or name "web" is known yet$/m);
+  const waiter = run(['status', '--root', root, 'web', '--wait', '--timeout', '60', '--json']);
+  // As when Heat adds the deployment to the metadata after the agent's first cycle: the waiter has read (and found
+  // nothing) before the record exists. A waiter that gave up on the unknown name would exit 2 here.
+  await new Promise((r) => setTimeout(r, 1500));
+  const record = await store.create({ id: 'w-2', name: 'web', group: 'script', action: 'CREATE' });
+  await moveTo(store, record, 'signalled', { failed: true, exitCode: 5, statusCode: '5', signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } });
+  const done = await waiter;
+  t.equal(done.code, 1, `the deployment failed: exit 1 (${done.stderr})`);
+  t.match(JSON.parse(done.stdout), { version: 1, deployment: { id: 'w-2', state: 'signalled', exitCode: 5 } });
+});
+
 t.test('status <id>: the report and its exit code; an unknown id or a bad --timeout: exit 2 with a message', async (t) => {
   const root = t.testdir();
   const loaded = await deployConfig(root);

@@ -9,7 +9,7 @@ import { signalQueueDir } from '../../src/deploy/signal-queue-paths.js';
 import { storeFor } from '../../src/deploy/state-store.js';
 import { agentStatusPath } from '../../src/deploy/status-agent.js';
 import { formatReport } from '../../src/deploy/status-format.js';
-import { EXIT, readReport, verdictOf } from '../../src/deploy/status-report.js';
+import { EXIT, readReport, verdictOf, verdictOfDeployment } from '../../src/deploy/status-report.js';
 import { deployConfig } from '../helpers/deploy-fixtures.js';
 import { captureLog } from '../helpers/log-capture.js';
 
@@ -79,6 +79,20 @@ t.test('finished: 0 when all signalled, 1 when one failed, 2 when a signal faile
   const removed = await store.create(f('d', 'old'));
   await store.transition(removed, 'removed', { failed: true, stateBeforeRemoval: 'signalled' });
   t.equal(verdictOf(await report()).exitCode, 2, 'a removed deployment changes nothing');
+});
+
+t.test('one deployment (status <id>): its own signal counts — pending is waiting (3), failed for good is an error (2)', async (t) => {
+  const { store, report } = await fixture(t);
+  const a = await store.create(f('a', 'alpha'));
+  const done = await store.transition(await store.transition(a, 'running', { hookStarts: 1 }), 'done', { failed: false, exitCode: 0, signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 1 } });
+  const one = (await report()).deployments[0]!;
+  t.equal(one.state, 'done');
+  t.match(verdictOfDeployment(one), { exitCode: EXIT.waiting, reasons: [/deployment signal a is not delivered yet \(1 attempts\)/] }, 'finished but not signalled: still waiting');
+  await store.save({ ...done, signal: { state: 'failed', transport: 'CFN_SIGNAL', attempts: 2, lastStatus: 403 }, lastError: 'HTTP 403 from Heat' });
+  t.equal(verdictOfDeployment((await report()).deployments[0]!).exitCode, EXIT.agentOrSignalError, 'its signal failed for good');
+  const b = await store.create(f('b', 'beta'));
+  await moveTo(store, b, 'signalled', { failed: true, exitCode: 3, statusCode: '3', signal: sent });
+  t.equal(verdictOfDeployment((await report()).deployments.find((d) => d.id === 'b')!).exitCode, EXIT.deploymentFailed, 'signalled, failed: 1, whatever the others');
 });
 
 t.test('cfn-signal queue entries: pending waits, failed is an error, sent is history; no URL secrets', async (t) => {

@@ -372,45 +372,57 @@ t.test('a failing script fails the stack and Heat keeps its stderr', SCENARIO, a
   t.equal(record.output_values?.deploy_status_code, 3);
 });
 
-interface StatusRun {
-  readonly code: number;
-  readonly report: { version: number; agent: { running: boolean; lastCycle?: { result: string } }; sources: Array<{ name: string; lastSuccessAt?: string }>; deployments: Array<{ id: string; name: string; state: string; failed?: boolean; signal: { state: string } }>; result: { exitCode: number } };
+interface StatusReport {
+  version: number;
+  agent: { running: boolean; lastCycle?: { result: string } };
+  sources: Array<{ name: string; lastSuccessAt?: string }>;
+  deployments: Array<{ id: string; name: string; state: string; failed?: boolean; signal: { state: string } }>;
+  result: { exitCode: number };
 }
 
-/** `os-config-agent status --wait --json` as the bundle, on the instance root; resolves with its exit code. */
-async function statusWait(root: string, timeoutSeconds: number): Promise<StatusRun> {
-  const args = [path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/os-config-agent.mjs'), 'status', '--root', root, '--config-file', '/etc/os-collect-config.conf', '--wait', '--timeout', String(timeoutSeconds), '--json'];
-  const done = await run(process.execPath, args, { timeout: (timeoutSeconds + 30) * 1000 }).then(
+interface DeploymentReport {
+  deployment: { id: string; state: string; failed?: boolean; signal: { state: string } };
+  stderrTail?: string;
+}
+
+/** `os-config-agent status [args] --json` as the bundle, on the instance root: its exit code and what it printed. */
+async function status<R>(root: string, args: readonly string[], timeoutMs: number): Promise<{ code: number; report: R }> {
+  const bundle = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/os-config-agent.mjs');
+  const argv = [bundle, 'status', '--root', root, '--config-file', '/etc/os-collect-config.conf', ...args, '--json'];
+  const done = await run(process.execPath, argv, { timeout: timeoutMs }).then(
     (r) => ({ code: 0, stdout: r.stdout }),
     (e: { code?: number; stdout?: string }) => ({ code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '' }),
   );
-  return { code: done.code, report: JSON.parse(done.stdout) as StatusRun['report'] };
+  return { code: done.code, report: JSON.parse(done.stdout) as R };
 }
 
-/** Bounded: until the daemon has said it runs (its pid file), so a `status --wait` started then waits for its first cycle. */
-async function daemonAnnounced(root: string): Promise<void> {
-  const file = path.join(root, 'var/lib/os-config-agent/daemon.pid');
-  for (let i = 0; i < 150 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 100));
-}
-
-t.test('status --wait on the instance: exit 0 once the deployment is signalled, exit 1 when its script failed', { timeout: 120_000 }, async (t) => {
+// Heat adds a deployment to the server's metadata only once the server resource is complete, so the agent's first
+// cycle may well see none: a script waits for the deployment it needs by name (the SoftwareDeployment's `name`).
+t.test('status --wait <name> on the instance: exit 0 once the deployment is signalled, exit 1 when its script failed', { timeout: 120_000 }, async (t) => {
   const [good, bad] = await Promise.all([
     boot(t, 'status-wait-ok', 'typed-inputs.yaml', { text: 'status', count: 1, flag: false, items: 'a', doc: { a: 1 } }),
     boot(t, 'status-wait-failing', 'failing.yaml', {}),
   ]);
-  await Promise.all([daemonAnnounced(good.instance.root), daemonAnnounced(bad.instance.root)]);
-  const [ok, failed] = await Promise.all([statusWait(good.instance.root, 90), statusWait(bad.instance.root, 90)]);
-  t.equal(ok.code, 0, 'all done and signalled: exit 0');
-  t.equal(ok.report.version, 1);
-  t.equal(ok.report.agent.running, true, 'the agent is running');
-  t.ok(ok.report.sources.some((s) => s.name === 'cfn' && s.lastSuccessAt), 'the cfn source is reported with its last success');
-  t.same(ok.report.deployments.map((d) => [d.state, d.signal.state, d.failed]), [['signalled', 'sent', false]]);
-  t.equal(failed.code, 1, 'a deployment failed: exit 1');
-  t.same(failed.report.deployments.map((d) => [d.state, d.signal.state, d.failed]), [['signalled', 'sent', true]]);
+  const [ok, failed] = await Promise.all([
+    status<DeploymentReport>(good.instance.root, ['typed-deployment', '--wait', '--timeout', '90'], 120_000),
+    status<DeploymentReport>(bad.instance.root, ['failing-deployment', '--wait', '--timeout', '90'], 120_000),
+  ]);
+  t.equal(ok.code, 0, 'done and signalled: exit 0');
+  t.match(ok.report.deployment, { state: 'signalled', signal: { state: 'sent' }, failed: false });
+  t.equal(failed.code, 1, 'the script failed: exit 1');
+  t.match(failed.report.deployment, { state: 'signalled', signal: { state: 'sent' }, failed: true });
+  t.match(failed.report.stderrTail, /disk quota exceeded \(failing on purpose\)/, 'the report has the script\'s stderr tail');
+
+  const whole = await status<StatusReport>(good.instance.root, [], 30_000);
+  t.equal(whole.code, 0, 'the whole report agrees: exit 0');
+  t.equal(whole.report.version, 1);
+  t.equal(whole.report.agent.running, true, 'the agent is running');
+  t.ok(whole.report.sources.some((s) => s.name === 'cfn' && s.lastSuccessAt), 'the cfn source is reported with its last success');
+  t.same(whole.report.deployments.map((d) => [d.name, d.state, d.signal.state, d.failed]), [['typed-deployment', 'signalled', 'sent', false]]);
   const done = await settle('status-wait-ok', 'CREATE', 30_000, [good.agent]);
   t.equal(done?.stack_status, 'CREATE_COMPLETE', 'Heat agrees');
-  const one = await run(process.execPath, [path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/os-config-agent.mjs'), 'status', '--root', bad.instance.root, failed.report.deployments[0]!.id]).catch((e: { code?: number; stdout?: string }) => ({ stdout: e.stdout ?? '', code: e.code }));
-  t.match(one.stdout, /disk quota exceeded \(failing on purpose\)/, 'status <id> shows the script\'s stderr tail');
+  const failedStack = await settle('status-wait-failing', 'CREATE', 30_000, [bad.agent]);
+  t.equal(failedStack?.stack_status, 'CREATE_FAILED', 'Heat agrees that it failed');
 });
 
 t.test('stack update re-runs the hook with UPDATE; stack delete runs it with DELETE before Heat finishes', SCENARIO, async (t) => {
