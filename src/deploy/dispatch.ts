@@ -228,14 +228,19 @@ class Dispatcher {
     const removed: string[] = [];
     let pruned: string[] = [];
     let signals: FlushReport = { attempted: 0, sent: 0, failed: 0, pending: 0 };
-    if (!this.interrupted) {
-      if (this.ctx.deployments !== undefined) {
-        for (const record of records.values()) {
-          if (current.has(record.id) || decideAbsent(record) === 'keep') continue;
-          records.set(record.id, await this.markRemoved(record));
-          removed.push(record.id);
+    if (!this.interrupted && this.ctx.deployments !== undefined) {
+      for (const record of records.values()) {
+        if (current.has(record.id) || decideAbsent(record) === 'keep') continue;
+        const after = this.ctx.signal.aborted ? undefined : await this.markRemoved(record);
+        if (after === undefined) {
+          this.interrupted = true;
+          break;
         }
+        records.set(record.id, after);
+        removed.push(record.id);
       }
+    }
+    if (!this.interrupted) {
       signals = await flushDue(this.outbox, this.attempted);
       if (this.ctx.deployments !== undefined) {
         pruned = await pruneState({ store: this.store, records: [...records.values()], unusable: new Set(unusable.keys()), current, pruneAfterDays: this.ctx.config.deploy.prune_after, now: this.now(), log });
@@ -619,8 +624,13 @@ class Dispatcher {
     return { signalled, failed: this.failed };
   }
 
-  private async markRemoved(record: DeploymentRecord): Promise<DeploymentRecord> {
-    await this.undoHook(record);
+  /**
+   * The deployment left the metadata: undo what its hook keeps, then record it removed. Undefined when a shutdown cut
+   * the hook's removal short: the record stays as it was, so the next pass (after the restart) removes it again
+   * rather than leaving its containers behind for good.
+   */
+  private async markRemoved(record: DeploymentRecord): Promise<DeploymentRecord | undefined> {
+    if ((await this.undoHook(record)) === 'interrupted') return undefined;
     await this.removeWorkFiles(record);
     const pending = record.signal.state === 'pending';
     const signal: SignalRecord = pending
@@ -644,18 +654,29 @@ class Dispatcher {
    * A deployment left the metadata: what its built-in hook left running goes (docker-cmd's containers, a compose
    * project), as upstream's os-refresh-config scripts removed it. A failure is logged; the pass goes on.
    */
-  private async undoHook(record: DeploymentRecord): Promise<void> {
+  /** A removal that fails for another reason is logged and not tried again (the tool may be gone for good). */
+  private async undoHook(record: DeploymentRecord): Promise<'done' | 'interrupted'> {
     const loading = loadBuiltinHook(hookNameForGroup(record.group));
-    if (!loading) return;
+    if (!loading) return 'done';
+    let failure: unknown;
+    let group: string | undefined;
     try {
       const hook = await loading;
-      if (!hook.removed) return;
+      if (!hook.removed) return 'done';
+      group = hook.group;
       const killGrace = this.ctx.killGraceMs !== undefined ? { killGraceMs: this.ctx.killGraceMs } : {};
       await runRemovalInProcess({ hook, id: record.id, env: this.hookEnv(), log: this.ctx.log, signal: this.ctx.signal, ...killGrace });
-      this.ctx.log.info({ deploymentId: record.id, hookGroup: hook.group }, 'hook removal done');
     } catch (err) {
-      this.ctx.log.warn({ deploymentId: record.id, reason: errorMessage(err) }, 'hook removal failed');
+      failure = err;
     }
+    // A hook may swallow its killed tool's failure: the shutdown, not the hook's verdict, says the removal is unfinished.
+    if (this.ctx.signal.aborted) {
+      this.ctx.log.info({ deploymentId: record.id, hookGroup: group }, 'hook removal interrupted by shutdown; it runs again at the next start');
+      return 'interrupted';
+    }
+    if (failure !== undefined) this.ctx.log.warn({ deploymentId: record.id, reason: errorMessage(failure) }, 'hook removal failed');
+    else this.ctx.log.info({ deploymentId: record.id, hookGroup: group }, 'hook removal done');
+    return 'done';
   }
 
   /** A deployment left the metadata: the work files its built-in hook kept go (upstream kept them forever). */

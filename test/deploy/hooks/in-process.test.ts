@@ -189,3 +189,36 @@ t.test('a hook\'s removal runs once its deployment leaves the metadata; a failin
   const fourth = await runDeployments(h.ctx([], { env }));
   t.same(fourth.removed, [], 'a removal is attempted once');
 });
+
+t.test('a removal cut short by a shutdown leaves the record as it was, and the next start removes it (docker-cmd, recording fake podman)', async (t) => {
+  const { root, h, dep, store } = await setup(t);
+  installBuilt(root, 'docker-cmd');
+  const bin = path.join(root, 'bin');
+  mkdirSync(bin);
+  symlinkSync(process.execPath, path.join(bin, 'node'));
+  symlinkSync(path.join(FAKE_TOOLS, 'podman'), path.join(bin, 'podman'));
+  const record = path.join(root, 'record.jsonl');
+  const env = { PATH: bin, HOME: root, FAKE_TOOL_RECORD: record };
+  const a = dep('ctr-a', { web: { image: 'img' } }, { group: 'docker-cmd' });
+  t.same((await runDeployments(h.ctx([a], { env }))).ran, ['ctr-a']);
+
+  // A docker that hangs while the containers are looked up, as a daemon busy at shutdown does.
+  const hanging = path.join(root, 'hanging-docker');
+  const marker = path.join(root, 'docker-started');
+  writeFileSync(hanging, `#!/bin/sh\ntouch ${marker}\nexec sleep 30\n`, { mode: 0o755 });
+  const controller = new AbortController();
+  const stopping = until('docker started', () => existsSync(marker), 10_000).then(() => controller.abort());
+  const cut = await runDeployments(h.ctx([], { env: { ...env, PATH: `${bin}:/bin:/usr/bin`, HEAT_DOCKER_CMD: hanging }, signal: controller.signal }));
+  await stopping;
+  t.ok(cut.interrupted, 'the pass says it was interrupted');
+  t.same(cut.removed, [], 'nothing recorded as removed');
+  t.equal((await store.read('ctr-a'))?.state, 'signalled', 'the record is as it was');
+  t.ok(h.captured.lines.some((l) => l.msg === 'hook removal interrupted by shutdown; it runs again at the next start' && l.deploymentId === 'ctr-a'));
+  t.notOk(h.captured.lines.some((l) => (l.msg === 'hook removal done' || l.msg === 'hook removal failed') && l.deploymentId === 'ctr-a'));
+
+  const before = readRecords(record).length;
+  const next = await runDeployments(h.ctx([], { env }));
+  t.same(next.removed, ['ctr-a'], 'the next start removes it');
+  t.equal(readRecords(record)[before]?.argv[6], 'label=config_id=ctr-a', 'its containers are looked up for removal again');
+  t.equal((await store.read('ctr-a'))?.state, 'removed');
+});
