@@ -33,6 +33,8 @@ export interface ConfigProblem {
   section?: string;
   option?: string;
   message: string;
+  /** A config file or directory that could not be read: a reload that meets one keeps the configuration in force. */
+  unreadable?: boolean;
 }
 
 export interface LoadedConfig {
@@ -64,7 +66,7 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
     try {
       text = readFileSync(file, 'utf8');
     } catch (err) {
-      problems.push({ severity: 'error', file, message: `cannot read config file: ${(err as NodeJS.ErrnoException).code ?? String(err)}` });
+      problems.push({ severity: 'error', file, message: `cannot read config file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, unreadable: true });
       continue;
     }
     const { doc, problems: parseProblems } = parseOsloIni(text);
@@ -95,27 +97,41 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
   // Upstream: --force implies --one-time.
   if (raw.DEFAULT!.force === true) raw.DEFAULT!.one_time = true;
 
-  // Map paths under the root and register secrets for scrubbing (those of the configuration loaded last: a reload
-  // replaces them).
-  const secretValues: string[] = [];
+  // Map paths under the root.
   for (const section of SECTION_NAMES) {
     for (const [name, spec] of Object.entries(sectionSpecs(section))) {
       const value = raw[section]![name];
-      if (spec.secret && typeof value === 'string') secretValues.push(value);
       if (!spec.path) continue;
       if (typeof value === 'string' && value !== '') raw[section]![name] = paths.map(value);
       else if (Array.isArray(value)) raw[section]![name] = value.map((v: string) => paths.map(v));
     }
   }
 
-  setSecrets('config', secretValues);
+  const config = deepFreeze(raw) as unknown as AgentConfig;
+  registerConfigSecrets(config);
   return {
-    config: deepFreeze(raw) as unknown as AgentConfig,
+    config,
     paths,
     files: Object.freeze([...files.all]),
     hashedFiles: Object.freeze([...files.hashed]),
     problems: Object.freeze(problems),
   };
+}
+
+/**
+ * Scrub the secrets of this configuration from every log line and message (replacing those of the configuration
+ * registered before: the one loaded last, or the one a failed reload keeps in force).
+ */
+export function registerConfigSecrets(config: AgentConfig): void {
+  const values: string[] = [];
+  for (const section of SECTION_NAMES) {
+    const options = config[section] as unknown as Record<string, unknown>;
+    for (const [name, spec] of Object.entries(sectionSpecs(section))) {
+      const value = options[name];
+      if (spec.secret && typeof value === 'string') values.push(value);
+    }
+  }
+  setSecrets('config', values);
 }
 
 // Own-property lookups only: a section or option named "constructor" or "__proto__" is unknown, not Object's.
@@ -159,7 +175,7 @@ function discoverFiles(sources: ConfigSources, paths: PathMapper, problems: Conf
     for (const f of sources.configFiles) {
       const mapped = paths.map(path.resolve(f));
       if (isRegularFile(mapped)) all.push(mapped);
-      else problems.push({ severity: 'error', file: mapped, message: 'config file not found' });
+      else problems.push({ severity: 'error', file: mapped, message: 'config file not found', unreadable: true });
     }
   } else {
     for (const dir of searchDirs) {
@@ -177,7 +193,7 @@ function discoverFiles(sources: ConfigSources, paths: PathMapper, problems: Conf
       const mapped = paths.map(path.resolve(dir));
       const found = confFilesIn(mapped);
       if (found) all.push(...found);
-      else problems.push({ severity: 'error', file: mapped, message: 'config directory not found' });
+      else problems.push({ severity: 'error', file: mapped, message: 'config directory not found', unreadable: true });
     }
   } else {
     for (const dir of searchDirs) {

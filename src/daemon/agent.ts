@@ -1,7 +1,7 @@
 import { MetadataCache } from '../cache/metadata-cache.js';
 import type { AfterCollectHook } from '../collectors/cycle.js';
 import { findCollector } from '../collectors/registry.js';
-import { hashConfigFiles, loadConfig, type ConfigSources, type LoadedConfig } from '../config/load.js';
+import { hashConfigFiles, loadConfig, registerConfigSecrets, type ConfigSources, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
 import { agentStatusPath } from '../deploy/status-agent.js';
@@ -99,6 +99,13 @@ export class Agent {
     try {
       const next = await loadConfig(this.deps.sources);
       logProblems(next, this.deps.log);
+      const unread = unreadableFiles(this.loadedConfig, next);
+      if (unread.length > 0) {
+        // A file being replaced, or a permission mistake: the configuration in force is the last good one, and stays.
+        registerConfigSecrets(this.loadedConfig.config);
+        this.deps.log.error({ files: unread.map((f) => next.paths.unmap(f)), reason: 'a config file could not be read' }, 'configuration reload failed; keeping the previous configuration');
+        return;
+      }
       this.loadedConfig = next;
       this.http = this.deps.createHttp(next, this.deps.log.child({ component: 'http' }));
       this.deps.log.info({ files: next.files.map((f) => next.paths.unmap(f)) }, 'configuration reloaded');
@@ -350,4 +357,15 @@ export class Agent {
 
 function mb(bytes: number): number {
   return Math.round((bytes / 1048576) * 10) / 10;
+}
+
+/**
+ * The config files a reload could not read: those it says so of (unreadable, or a --config-file/--config-dir that is
+ * gone), and the main file read before when no main file is found now (deleted, or replaced in two steps). A conf.d
+ * file that is gone is a change like any other.
+ */
+function unreadableFiles(before: LoadedConfig, next: LoadedConfig): string[] {
+  const files = next.problems.flatMap((p) => (p.unreadable === true && p.file !== undefined ? [p.file] : []));
+  if (next.hashedFiles.length === 0) files.push(...before.hashedFiles);
+  return files;
 }

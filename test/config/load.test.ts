@@ -185,7 +185,7 @@ t.test('--config-file replaces the default file; missing ones are errors', async
   t.same(hashedFiles, files);
   t.equal(config.DEFAULT.command, 'b', 'later files win');
   t.equal(config.DEFAULT.polling_interval, 3);
-  t.same(problems, [{ severity: 'error', file: `${root}/opt/missing.conf`, message: 'config file not found' }]);
+  t.same(problems, [{ severity: 'error', file: `${root}/opt/missing.conf`, message: 'config file not found', unreadable: true }]);
 });
 
 t.test('--config-dir replaces the default conf.d; its *.conf files are read sorted after the files', async (t) => {
@@ -199,7 +199,7 @@ t.test('--config-dir replaces the default conf.d; its *.conf files are read sort
   t.same(files, [`${root}/${MAIN}`, `${root}/extra/a.conf`, `${root}/extra/b.conf`]);
   t.equal(config.DEFAULT.splay, 3);
   t.equal(config.DEFAULT.command, 'extra');
-  t.same(problems, [{ severity: 'error', file: `${root}/nope`, message: 'config directory not found' }]);
+  t.same(problems, [{ severity: 'error', file: `${root}/nope`, message: 'config directory not found', unreadable: true }]);
 });
 
 t.test('parse problems carry file and line; the rest of the file still applies', async (t) => {

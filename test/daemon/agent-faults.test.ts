@@ -6,6 +6,7 @@ import { agentStatusPath, type AgentFacts } from '../../src/deploy/status-agent.
 import type { HttpClient } from '../../src/http/types.js';
 import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
 import { captureLog } from '../helpers/log-capture.js';
+import { scrubText } from '../../src/log/redact.js';
 
 // The daemon's error paths an operator meets: a cache that cannot be written (full or read-only disk), a command
 // still running at shutdown, a failing boot-resume check or signal-queue service, and bad local data (nested too
@@ -226,6 +227,32 @@ t.test('a command that rewrites the configuration file: the loop reloads it in-p
   await waitFor('the configuration was reloaded', () => logged('configuration reloaded').length === 1);
   t.equal(agent.loaded.config.agent.poll_jitter, 0.5, 'the new file is in force, without a restart');
   t.equal(runs(ran).length, 1, 'the command ran once: the reload itself changes no metadata');
+  controller.abort();
+  t.equal(await running, 0);
+});
+
+t.test('a reload that cannot read the configuration file keeps the configuration in force, secrets still scrubbed', async (t) => {
+  const { dir, root, deps, logged } = setup(t, () => '');
+  const script = path.join(dir, 'remove.sh');
+  const ran = path.join(dir, 'ran');
+  // A config manager replacing the file in two steps: the command run ends between the two.
+  writeFileSync(script, `#!/bin/sh\necho run >> '${ran}'\nrm -f '${root.configFile}'\n`, { mode: 0o755 });
+  const secretKey = 'kept-secret-Xq7vL2';
+  root.writeConfig(`[DEFAULT]\ncommand = ${script}\ncollectors = local\nmin_polling_interval = 600\npolling_interval = 600\n[agent]\nwatch = false\npoll_jitter = 0\n[cfn]\nsecret_access_key = ${secretKey}\n`);
+  root.writeLocal('a', { v: 1 });
+  const agent = await Agent.create(deps());
+  const controller = new AbortController();
+  t.teardown(() => controller.abort());
+  const running = agent.run(controller.signal);
+  await waitFor('the reload was refused', () => logged('configuration reload failed; keeping the previous configuration').length === 1);
+  const refused = logged('configuration reload failed; keeping the previous configuration')[0];
+  t.same(refused?.files, ['/etc/os-collect-config.conf'], 'the file is named as the operator knows it');
+  t.equal(refused?.reason, 'a config file could not be read');
+  t.equal(logged('configuration reloaded').length, 0);
+  t.equal(agent.loaded.config.DEFAULT.command, script, 'the command in force is still the one configured');
+  t.equal(agent.loaded.config.DEFAULT.polling_interval, 600, 'not the default polling interval');
+  t.equal(agent.loaded.config.cfn.secret_access_key, secretKey);
+  t.notMatch(scrubText(`signing with ${secretKey}`), secretKey, 'the secret of the configuration in force is still scrubbed');
   controller.abort();
   t.equal(await running, 0);
 });
