@@ -5,9 +5,9 @@ import type * as Net from 'node:net';
 import type * as Tls from 'node:tls';
 
 // Required, not imported: the ES module view of a builtin reads every one of its exports, and on Node.js 22
-// node:http's lazy WebSocket export loads undici, which compiles WebAssembly. In the daemon, which has switched V8 to
-// lite mode (jitless) at run time, that is a fatal V8 error, not an exception. (The build gives got the same
-// builtins through require() for the same reason.)
+// node:http's lazy WebSocket export loads undici, which compiles WebAssembly. In the daemon, which the unit starts with
+// `--lite-mode` (jitless), that is a fatal V8 error, not an exception. (The build gives got the same builtins through
+// require() for the same reason; docs/build.md.)
 const nodeRequire = createRequire(import.meta.url);
 const http = nodeRequire('node:http') as typeof Http;
 const https = nodeRequire('node:https') as typeof Https;
