@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
+import type { AgentConfig } from '../config/options.js';
 import { AgentError, errorMessage } from '../errors.js';
-import { createLogger, parseLogLevel } from '../log/logger.js';
+import { createLogger, parseLogLevel, type Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
-import { formatDetail, readDetail, type DetailLookup } from '../deploy/status-detail.js';
+import { formatDetail, readDetail } from '../deploy/status-detail.js';
+import { formatQueuedSignal, readQueuedSignalDetail, verdictOfQueuedSignal } from '../deploy/status-queued-signal.js';
 import { formatReport } from '../deploy/status-format.js';
 import { EXIT, readReport, verdictOf, verdictOfDeployment, type Verdict } from '../deploy/status-report.js';
 import { waitForVerdict } from '../deploy/status-wait.js';
@@ -57,13 +59,13 @@ export function defineStatusCommand(cmd: Command, setExit: (code: number) => voi
     };
     try {
       if (key !== undefined) {
-        const one = await readUntilSettled(async () => oneDeployment(await readDetail(loaded.config, log, key), key, flags.wait === true));
-        if (!one.found.ok) {
+        const one = await readUntilSettled(() => readOne(loaded.config, log, key, flags.wait === true));
+        if (!one.shown) {
           process.stderr.write(`status: ${one.verdict.reasons.join('; ')}\n`);
           setExit(one.verdict.exitCode);
           return;
         }
-        printData(flags.json ? `${JSON.stringify(one.found.detail, null, 2)}\n` : formatDetail(one.found.detail));
+        printData(flags.json ? `${JSON.stringify(one.shown.json, null, 2)}\n` : one.shown.text);
         setExit(one.verdict.exitCode);
         return;
       }
@@ -83,16 +85,25 @@ export function defineStatusCommand(cmd: Command, setExit: (code: number) => voi
   return cmd;
 }
 
+interface OneReading {
+  readonly verdict: Verdict;
+  /** What to print (as --json, or as text); absent when nothing with that id or name is known. */
+  readonly shown?: { readonly json: unknown; readonly text: string };
+}
+
 /**
- * One deployment's reading and its verdict. A deployment nobody has heard of is an error (exit 2) for a plain
- * `status <id|name>`, but with --wait it is still to come: Heat adds a deployment to the server's metadata only once
- * its resource is created (after the server, and after whatever it depends on), so a script started at boot can
- * name a deployment the agent has not collected yet.
+ * One deployment (by id or name) or one queued signal (by id), and its verdict. Something nobody has heard of is an
+ * error (exit 2) for a plain `status <id|name>`, but with --wait it is still to come: Heat adds a deployment to the
+ * server's metadata only once its resource is created (after the server, and after whatever it depends on), so a
+ * script started at boot can name a deployment the agent has not collected yet.
  */
-function oneDeployment(found: DetailLookup, key: string, waiting: boolean): { found: DetailLookup; verdict: Verdict } {
-  if (found.ok) {
-    return { found, verdict: verdictOfDeployment(found.detail.deployment) };
+async function readOne(config: AgentConfig, log: Logger, key: string, waiting: boolean): Promise<OneReading> {
+  const found = await readDetail(config, log, key);
+  if (found.ok) return { verdict: verdictOfDeployment(found.detail.deployment), shown: { json: found.detail, text: formatDetail(found.detail) } };
+  if (found.unknown) {
+    const queued = await readQueuedSignalDetail(config, key);
+    if (queued) return { verdict: verdictOfQueuedSignal(queued), shown: { json: queued, text: formatQueuedSignal(queued) } };
+    if (waiting) return { verdict: { exitCode: EXIT.waiting, reasons: [`no deployment with id or name "${key}" is known yet`] } };
   }
-  if (found.unknown && waiting) return { found, verdict: { exitCode: EXIT.waiting, reasons: [`no deployment with id or name "${key}" is known yet`] } };
-  return { found, verdict: { exitCode: EXIT.agentOrSignalError, reasons: [found.message] } };
+  return { verdict: { exitCode: EXIT.agentOrSignalError, reasons: [found.message] } };
 }

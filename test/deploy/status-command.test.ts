@@ -2,6 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { moveTo } from '../helpers/state-path.js';
+import { enqueueSignal } from '../../src/deploy/signal-queue.js';
+import { signalQueueDir } from '../../src/deploy/signal-queue-paths.js';
 import { storeFor } from '../../src/deploy/state-store.js';
 import type { DeploymentStatus } from '../../src/deploy/status.js';
 import { runBundle as run } from '../helpers/bundle.js';
@@ -85,6 +87,23 @@ t.test('status <name> --wait: waits for a deployment not collected yet until it 
   const done = await waiter;
   t.equal(done.code, 1, `the deployment failed: exit 1 (${done.stderr})`);
   t.match(JSON.parse(done.stdout), { version: 1, deployment: { id: 'w-2', state: 'signalled', exitCode: 5 } });
+});
+
+t.test('status <id> of a queued cfn-signal: its report, exit 3 while pending, 0 once --wait sees it sent', async (t) => {
+  const root = t.testdir();
+  const loaded = await deployConfig(root);
+  const dir = signalQueueDir(loaded.config);
+  const entry = await enqueueSignal(dir, { kind: 'cfn', url: 'http://127.0.0.1:1/v1/signal/arn?Signature=s3cr3t-sig', text: '{"Status":"SUCCESS","UniqueId":"u1"}' }, Date.now());
+  const pending = await run(['status', '--root', root, entry.id]);
+  t.equal(pending.code, 3, pending.stderr);
+  t.match(pending.stdout, new RegExp(`^cfn-signal signal ${entry.id}\n {2}state: pending`));
+  t.notMatch(pending.stdout, 's3cr3t-sig');
+  const waiter = run(['status', '--root', root, entry.id, '--wait', '--timeout', '60', '--json']);
+  await new Promise((r) => setTimeout(r, 500));
+  writeFileSync(path.join(dir, `${entry.id}.json`), JSON.stringify({ version: 1, id: entry.id, kind: 'cfn', state: 'sent', shownUrl: entry.shownUrl, createdAt: entry.createdAt, updatedAt: entry.createdAt, attempts: 1, sentAt: entry.createdAt }));
+  const sent = await waiter;
+  t.equal(sent.code, 0, sent.stderr);
+  t.match(JSON.parse(sent.stdout), { version: 1, signal: { id: entry.id, state: 'sent', attempts: 1 } });
 });
 
 t.test('status <id>: the report and its exit code; an unknown id or a bad --timeout: exit 2 with a message', async (t) => {

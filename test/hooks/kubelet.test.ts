@@ -128,7 +128,8 @@ for (const { name: mode, run: runIn } of HOOK_MODES) t.test(`${mode}: bad input 
 t.test('in-process: recording fake kubelet: a deployment stopped by its timeout stops polling docker', async (t) => {
   const { dir, record, env } = setup(t);
   const run = await runHookInProcess('kubelet', deployment(POD, { containers_timeout: 600, poll_period: 0.1 }), {
-    env: { ...env, FAKE_KUBELET_MANIFESTS: path.join(dir, 'elsewhere') }, timeoutMs: 1000,
+    // Long enough for a few polls of the fake docker (a Node.js process) on a loaded machine; 1 s was not.
+    env: { ...env, FAKE_KUBELET_MANIFESTS: path.join(dir, 'elsewhere') }, timeoutMs: 3000,
   });
   t.equal(run.code, null, 'reported as stopped');
   t.equal(run.signal, 'SIGTERM');
