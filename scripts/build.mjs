@@ -96,7 +96,7 @@ for (const group of groups) {
     format: 'cjs',
     write: false,
     // A hook that downloads (cfn-init) carries the HTTP client, with the package stand-ins above, and the file URL that
-    // src/http/zoned-url.ts builds its require() from, which CommonJS has no import.meta for.
+    // src/http/zoned-agents.ts builds its require() from, which CommonJS has no import.meta for.
     define: { 'import.meta.url': '__ocaHookFileUrl' },
     banner: { js: "const __ocaHookFileUrl = require('node:url').pathToFileURL(__filename).href;" },
   });

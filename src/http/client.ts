@@ -7,7 +7,8 @@ import { redactUrl } from '../log/redact.js';
 import type { ProxyInputs } from './proxy-env.js';
 import { proxyAuthReason, proxyFailureReason, ProxyRouting } from './proxy-routing.js';
 import type { HttpClient, HttpRequest, HttpResponse } from './types.js';
-import { splitZone, zonedAgents } from './zoned-url.js';
+import { zonedAgents } from './zoned-agents.js';
+import { splitZone } from './zoned-url.js';
 
 export { HttpError } from './http-error.js';
 

@@ -61,7 +61,10 @@ if (IDLE_SECONDS > 0) {
     const rss = () => {
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
-      return { rssMb: +(kb('VmRSS') / 1024).toFixed(1), hwmMb: +(kb('VmHWM') / 1024).toFixed(1) };
+      // The split says whose memory it is: file-backed is mostly the node binary's pages (Node's own builtins among
+      // them), anonymous is the V8 heap and native allocations (docs/performance.md, the idle daemon's memory).
+      const mb = (k) => +(kb(k) / 1024).toFixed(1);
+      return { rssMb: mb('VmRSS'), hwmMb: mb('VmHWM'), fileMb: mb('RssFile'), anonMb: mb('RssAnon') };
     };
     return { label, v8Flags, child, rss };
   };
