@@ -12,19 +12,10 @@ import { EXIT, type Verdict } from './status-report.js';
 
 export interface QueuedSignalDetail {
   readonly version: 1;
-  readonly signal: {
+  /** The queue entry as stored, less its URL (`to`: without the signature), token and body. */
+  readonly signal: Pick<QueuedSignal, 'id' | 'state' | 'createdAt' | 'updatedAt' | 'attempts' | 'nextAttemptAt' | 'lastAttemptAt' | 'lastStatus' | 'lastError' | 'sentAt'> & {
     readonly kind: 'cfn-signal' | 'wc-notify';
-    readonly id: string;
-    readonly state: QueuedSignal['state'];
     readonly to: string;
-    readonly createdAt: string;
-    readonly updatedAt: string;
-    readonly attempts: number;
-    readonly nextAttemptAt?: string;
-    readonly lastAttemptAt?: string;
-    readonly lastStatus?: number;
-    readonly lastError?: string;
-    readonly sentAt?: string;
   };
   /** From the body, which the queue keeps only until the signal is settled. */
   readonly says?: { readonly status?: string; readonly reason?: string; readonly uniqueId?: string };

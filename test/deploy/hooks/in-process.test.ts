@@ -27,6 +27,17 @@ function installBuilt(root: string, group: string, as = group, edit?: (text: str
   return file;
 }
 
+/** The built docker-cmd hook, and podman (the recording fake) as the only tool on PATH. */
+function withDockerCmd(root: string): { bin: string; record: string; env: Record<string, string> } {
+  installBuilt(root, 'docker-cmd');
+  const bin = path.join(root, 'bin');
+  mkdirSync(bin);
+  symlinkSync(process.execPath, path.join(bin, 'node'));
+  symlinkSync(path.join(FAKE_TOOLS, 'podman'), path.join(bin, 'podman'));
+  const record = path.join(root, 'record.jsonl');
+  return { bin, record, env: { PATH: bin, HOME: root, FAKE_TOOL_RECORD: record } };
+}
+
 async function setup(t: TapTest, cli: Parameters<typeof deployHarness>[1] = {}) {
   const root = t.testdir();
   const sink = await startSignalSink();
@@ -160,13 +171,7 @@ t.test('work files are kept while the deployment exists and removed when it leav
 
 t.test('a hook\'s removal runs once its deployment leaves the metadata; a failing one is logged and the pass goes on (docker-cmd, recording fake podman)', async (t) => {
   const { root, h, dep } = await setup(t);
-  installBuilt(root, 'docker-cmd');
-  const bin = path.join(root, 'bin');
-  mkdirSync(bin);
-  symlinkSync(process.execPath, path.join(bin, 'node'));
-  symlinkSync(path.join(FAKE_TOOLS, 'podman'), path.join(bin, 'podman'));
-  const record = path.join(root, 'record.jsonl');
-  const env = { PATH: bin, HOME: root, FAKE_TOOL_RECORD: record };
+  const { record, env } = withDockerCmd(root);
   const a = dep('ctr-a', { web: { image: 'img' } }, { group: 'docker-cmd' });
   const b = dep('ctr-b', { db: { image: 'img' } }, { group: 'docker-cmd' });
   const first = await runDeployments(h.ctx([a, b], { env }));
@@ -192,13 +197,7 @@ t.test('a hook\'s removal runs once its deployment leaves the metadata; a failin
 
 t.test('a removal cut short by a shutdown leaves the record as it was, and the next start removes it (docker-cmd, recording fake podman)', async (t) => {
   const { root, h, dep, store } = await setup(t);
-  installBuilt(root, 'docker-cmd');
-  const bin = path.join(root, 'bin');
-  mkdirSync(bin);
-  symlinkSync(process.execPath, path.join(bin, 'node'));
-  symlinkSync(path.join(FAKE_TOOLS, 'podman'), path.join(bin, 'podman'));
-  const record = path.join(root, 'record.jsonl');
-  const env = { PATH: bin, HOME: root, FAKE_TOOL_RECORD: record };
+  const { bin, record, env } = withDockerCmd(root);
   const a = dep('ctr-a', { web: { image: 'img' } }, { group: 'docker-cmd' });
   t.same((await runDeployments(h.ctx([a], { env }))).ran, ['ctr-a']);
 
