@@ -106,6 +106,14 @@ ${liteMode}exec ${PREFIX}/bin/node \${v8_flags} ${PREFIX}/lib/${entry} "$@"
 function maintainerScripts() {
   const postinst = `#!/bin/sh
 set -e
+# True when this runs under the agent's daemon, which gives its pid to everything it starts (docs/hooks.md): an
+# upgrade run by one of its own deployments (apt-get upgrade in a script). Only a positive number names one process.
+under_running_agent() {
+    case "\${OS_CONFIG_AGENT_PID:-}" in
+        '' | 0* | *[!0-9]*) return 1 ;;
+    esac
+    kill -0 "\${OS_CONFIG_AGENT_PID}" 2>/dev/null
+}
 if [ "$1" = configure ]; then
     # State directories: only root reads what Heat sends (credentials in the cache and the records).
     install -d -m 0700 /var/lib/os-config-agent /var/lib/os-collect-config /var/lib/heat-config /var/lib/heat-config/hooks
@@ -124,16 +132,23 @@ if [ "$1" = configure ]; then
     if [ -d /run/systemd/system ] && ! ischroot 2>/dev/null; then
         systemctl --system daemon-reload >/dev/null || true
         if [ -n "$2" ]; then action=try-restart; else action=start; fi
-        policy=0
-        if [ -x /usr/sbin/policy-rc.d ]; then
-            /usr/sbin/policy-rc.d os-config-agent.service "$action" || policy=$?
-        fi
-        # As deb-systemd-invoke: a unit the administrator disabled is not started.
-        if [ "$action" = start ] && ! systemctl --system --quiet is-enabled os-config-agent.service 2>/dev/null; then
-            policy=101
-        fi
-        if [ "$policy" = 0 ] || [ "$policy" = 104 ]; then
-            systemctl --system --no-block "$action" os-config-agent.service >/dev/null || true
+        # Restarting the unit from inside the agent's own deployment would stop the agent, and with it the
+        # deployment's processes: this apt and dpkg, half-way through. The agent notices its new files once the
+        # deployment is over and restarts itself then (docs/debian-package.md).
+        if [ "$action" = try-restart ] && under_running_agent; then
+            echo "os-config-agent: upgraded by one of the agent's own deployments; the agent (process \${OS_CONFIG_AGENT_PID}) will restart itself once its current cycle is over"
+        else
+            policy=0
+            if [ -x /usr/sbin/policy-rc.d ]; then
+                /usr/sbin/policy-rc.d os-config-agent.service "$action" || policy=$?
+            fi
+            # As deb-systemd-invoke: a unit the administrator disabled is not started.
+            if [ "$action" = start ] && ! systemctl --system --quiet is-enabled os-config-agent.service 2>/dev/null; then
+                policy=101
+            fi
+            if [ "$policy" = 0 ] || [ "$policy" = 104 ]; then
+                systemctl --system --no-block "$action" os-config-agent.service >/dev/null || true
+            fi
         fi
     fi
 fi

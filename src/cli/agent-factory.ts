@@ -8,6 +8,7 @@ import type { Logger } from '../log/logger.js';
 import type { LoadedConfig } from '../config/load.js';
 import { selfConfigHook } from '../self-config/self-config-hook.js';
 import { createServiceNotifier } from '../daemon/service-notifier.js';
+import { runningBundle } from '../daemon/self-upgrade.js';
 
 /** The HTTP client settings of the daemon (size cap, retries, proxies), shared with `doctor` so it tests the same path. */
 export function agentHttpOptions(loaded: LoadedConfig, log: Logger): HttpClientOptions {
@@ -29,6 +30,9 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     strictExit,
     // Only when systemd started the agent with Type=notify (NOTIFY_SOCKET set); nothing otherwise.
     ...withService(createServiceNotifier(log)),
+    // The daemon loop notices an upgrade of the agent's own files by this one (absent when run from sources).
+    ...withEntryFile(runningBundle(process.argv[1])),
+    env: process.env,
     // In `run`, Heat's os-collect-config metadata reconfigures the agent in the same cycle. `collect` keeps
     // upstream's division of labour: there the command (os-refresh-config -> os-apply-config) writes the file.
     afterCollect: mode === 'run' ? [selfConfigHook] : [],
@@ -44,4 +48,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
 
 function withService(service: ReturnType<typeof createServiceNotifier>) {
   return service ? { service } : {};
+}
+
+function withEntryFile(file: string | undefined) {
+  return file === undefined ? {} : { entryFile: file };
 }

@@ -7,12 +7,14 @@ import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
 import { agentStatusPath } from '../deploy/status-agent.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
+import { exportAgentPid } from './agent-pid-env.js';
 import { AgentStatusPublisher } from './agent-status.js';
 import { collectAll, type CollectionOutcome, type CollectorMemories } from './collect-all.js';
 import { createCommandPipeline } from './command-pipeline.js';
 import type { Pipeline } from './pipeline.js';
 import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
 import { RetryLoop, type RetryPassResult } from './retry-loop.js';
+import { InstalledFilesWatch, startedBySystemd } from './self-upgrade.js';
 import type { ServiceNotifier } from './service-notifier.js';
 import { Waker } from './waker.js';
 import { watchSources, type SourceWatcher } from './watch.js';
@@ -49,6 +51,13 @@ export interface AgentDeps {
   readonly random?: () => number;
   /** The service manager (systemd Type=notify): told when start-up is done, of the loop's progress, of shutdown. */
   readonly service?: ServiceNotifier;
+  /**
+   * The agent's entry bundle as installed (the file node runs): the daemon loop records its identity at start and
+   * compares it after every pass, to notice that the agent was upgraded under it (self-upgrade.ts). Off when absent.
+   */
+  readonly entryFile?: string;
+  /** The environment systemd started the process with (INVOCATION_ID, NOTIFY_SOCKET); process.env by default. */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export interface CycleReport {
@@ -182,8 +191,24 @@ export class Agent {
     return { changedKeys: outcome.changedKeys, ran: pipeline !== undefined, exitCode: exitCode || failureExit, failures: outcome.failures };
   }
 
-  /** The daemon loop (or one cycle with one_time). Returns the process exit code. */
-  async run(signal: AbortSignal): Promise<number> {
+  /**
+   * The daemon loop (or one cycle with one_time). Returns the process exit code. The loop ends when `outer` aborts
+   * (SIGTERM), or by itself, the same way, when the agent's files were upgraded under systemd.
+   */
+  async run(outer: AbortSignal): Promise<number> {
+    const stop = new AbortController();
+    const onOuter = () => stop.abort();
+    if (outer.aborted) stop.abort();
+    else outer.addEventListener('abort', onOuter, { once: true });
+    try {
+      return await this.runUntil(stop);
+    } finally {
+      outer.removeEventListener('abort', onOuter);
+    }
+  }
+
+  private async runUntil(stop: AbortController): Promise<number> {
+    const signal = stop.signal;
     const log = this.deps.log;
     const random = this.deps.random ?? Math.random;
     const config = this.loadedConfig.config;
@@ -204,7 +229,7 @@ export class Agent {
           return 1;
         }
       }
-      return await this.loop(signal, random, resume);
+      return await this.loop(stop, random, resume);
     } finally {
       signal.removeEventListener('abort', onStop);
       // An abort has said it already (the listener); a one-time cycle ends without one.
@@ -213,14 +238,30 @@ export class Agent {
     }
   }
 
-  /** `resume`: force cycles until one succeeds (deployments wait for this boot). */
-  private async loop(signal: AbortSignal, random: () => number, resumeAfterBoot: boolean): Promise<number> {
+  /**
+   * `resume`: force cycles until one succeeds (deployments wait for this boot). Everything the loop starts learns
+   * which process the agent is (agent-pid-env.ts), for as long as the loop runs.
+   */
+  private async loop(stop: AbortController, random: () => number, resumeAfterBoot: boolean): Promise<number> {
+    const restorePidEnv = exportAgentPid();
+    try {
+      return await this.passes(stop, random, resumeAfterBoot);
+    } finally {
+      restorePidEnv();
+    }
+  }
+
+  private async passes(stop: AbortController, random: () => number, resumeAfterBoot: boolean): Promise<number> {
+    const signal = stop.signal;
     let resume = resumeAfterBoot;
     const log = this.deps.log;
     const service = this.deps.service;
     const stallMs = () => this.loadedConfig.config.agent.watchdog_stall * 1000;
     let config = this.loadedConfig.config;
     this.status = new AgentStatusPublisher(agentStatusPath(this.loadedConfig.paths), this.deps.mode, log.child({ component: 'status' }));
+    // systemd's own variable, or the notifier made from NOTIFY_SOCKET (which was taken out of the environment).
+    const underSystemd = startedBySystemd(this.deps.env ?? process.env) || service !== undefined;
+    const installed = await InstalledFilesWatch.start(this.deps.entryFile, underSystemd, log.child({ component: 'self-upgrade' }));
     await this.startWatching();
     const background = this.startBackground(signal);
     const queue = this.startSignalQueue(signal);
@@ -260,6 +301,12 @@ export class Agent {
       const mem = process.memoryUsage();
       log.debug({ changed: report.changedKeys.length, exitCode: report.exitCode, rssMb: mb(mem.rss), heapUsedMb: mb(mem.heapUsed), heapTotalMb: mb(mem.heapTotal) }, 'cycle finished');
       const result = report.exitCode !== 0 ? 'failed' : report.ran ? 'applied' : 'unchanged';
+      // Between passes only: the hooks of this one have ended (one of them may have been the upgrade).
+      if ((await installed?.check()) === 'restart') {
+        await this.status.cycleEnded(result, report.exitCode, undefined);
+        stop.abort();
+        break;
+      }
       if (this.reloadRequested) {
         await this.status.cycleEnded(result, report.exitCode, undefined);
         continue;

@@ -7,7 +7,8 @@ import { agentLines, debPackage, dpkgStatus, exists, freshTree, missingForBoot, 
 
 // The Debian package on a booted system: a stock debootstrapped bookworm (test/image/debootstrap-tree.sh, nothing of
 // ours in it) boots with systemd as PID 1 under systemd-nspawn, and inside it `apt install ./os-config-agent_*.deb`
-// must leave the unit enabled and running the package's agent; a reinstall restarts it; `apt remove` stops it and
+// must leave the unit enabled and running the package's agent; a reinstall restarts it; a reinstall run by the
+// agent's own script deployment leaves dpkg sound and the agent restarting itself after it; `apt remove` stops it and
 // takes the unit away but keeps /var/lib state and the configuration; `apt purge` removes those too. cloud-init is
 // disabled here (no datasource: this is the package alone; pristine-boot.itest.ts boots with it). Run through
 // test/image/pristine-boot.sh. The container shares this machine's network; what is added to it, read-only from
@@ -18,6 +19,35 @@ const ROOT = path.join(WORK, 'package-root');
 const BOOT = path.join(WORK, 'package-boot');
 const UNIT = 'os-config-agent.service';
 const skip = missingForBoot() ?? false;
+
+/** A `script` deployment that reinstalls the agent's package, as an `apt-get -y upgrade` in a deployment would. */
+const SELF_UPGRADE = {
+  id: '6d0c1f4e-7b3a-4c52-9e1d-2a8f5b7c9e10',
+  name: 'self-upgrade',
+  group: 'script',
+  creation_time: '2026-11-26T00:00:00Z',
+  config: [
+    '#!/bin/sh',
+    'set -e',
+    'echo "${OS_CONFIG_AGENT_PID:-unset}" >> /root/upgrade-runs',
+    'DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall --no-install-recommends /root/os-config-agent.deb > /root/upgrade-apt.log 2>&1',
+    '',
+  ].join('\n'),
+  options: {},
+  inputs: [
+    { name: 'deploy_server_id', type: 'String', value: 'package-test' },
+    { name: 'deploy_action', type: 'String', value: 'CREATE' },
+    { name: 'deploy_stack_id', type: 'String', value: 'package-test/0000' },
+    { name: 'deploy_resource_name', type: 'String', value: 'self-upgrade' },
+    { name: 'deploy_signal_transport', type: 'String', value: 'NO_SIGNAL' },
+  ],
+  outputs: [],
+};
+
+interface StatusJson {
+  agent?: { pid?: number; lastCycle?: { endedAt?: string } };
+  deployments?: Array<{ id: string; state: string; exitCode?: number; hookStarts?: number }>;
+}
 let container: Container | undefined;
 
 t.teardown(async () => {
@@ -70,6 +100,40 @@ t.test('apt install, reinstall, remove and purge of the package on a booted book
   await apt('install -y --reinstall --no-install-recommends /root/os-config-agent.deb', 'reinstall.log');
   await waitUntil('the agent to be restarted', async () => (await active()) === 'active' && (await mainPid()) !== pid && (await mainPid()) > 0, 60_000, c.service);
   t.pass('a reinstall restarts the running agent');
+
+  // A reinstall run by the agent's own `script` deployment (as `apt-get -y upgrade` in a deployment would upgrade
+  // it): the postinst must not restart the unit, whose stop would end the deployment's processes, apt and dpkg among
+  // them; the agent restarts itself once the pass is over. The deployment comes from a local data file (the `local`
+  // collector alone, through a conf.d file written on the host side of the bind mount), asks for no signal, and
+  // records the OS_CONFIG_AGENT_PID it was given and apt's output.
+  const localData = path.join(ROOT, 'var/lib/os-collect-config/local-data');
+  mkdirSync(localData, { recursive: true, mode: 0o700 });
+  writeFileSync(path.join(localData, 'upgrade.json'), JSON.stringify({ deployments: [SELF_UPGRADE] }), { mode: 0o600 });
+  writeFileSync(path.join(BOOT, 'occ.conf.d/upgrade-test.conf'), '[DEFAULT]\ncollectors = local\n');
+  const agentPid = await mainPid();
+  await c.exec(['systemctl', 'reload', UNIT]);
+  const runs = async () => (await say(c, ['sh', '-c', 'cat /root/upgrade-runs 2>/dev/null || true'])).split('\n').filter(Boolean);
+  await waitUntil('the upgrading deployment to run', async () => (await runs()).length > 0, 120_000, c.service);
+  const statusJson = async () => JSON.parse(await say(c, ['os-config-agent', 'status', '--json'])) as StatusJson;
+  // Whichever agent runs once things settle (killed half-way, the deployment would run again under a third one).
+  await waitUntil('a restarted agent to end its first cycle', async () => {
+    const pid = await mainPid();
+    if ((await active()) !== 'active' || pid === 0 || pid === agentPid) return false;
+    const s = await statusJson();
+    return s.agent?.pid === pid && s.agent.lastCycle?.endedAt !== undefined;
+  }, 180_000, c.service);
+  t.same(await runs(), [String(agentPid)], 'the deployment ran exactly once, told the pid of the agent running it');
+  t.equal(await say(c, ['dpkg-query', '-W', '-f', '${Status}', 'os-config-agent']), 'install ok installed', 'dpkg finished configuring the package');
+  t.equal(await say(c, ['dpkg', '--audit']), '', 'dpkg --audit finds nothing half-done');
+  t.match(await say(c, ['cat', '/root/upgrade-apt.log']), /os-config-agent: upgraded by one of the agent's own deployments; the agent \(process \d+\) will restart itself once its current cycle is over/, 'the postinst said why it left the unit alone');
+  const record = (await statusJson()).deployments?.find((d) => d.id === SELF_UPGRADE.id);
+  t.match(record, { state: 'done', exitCode: 0, hookStarts: 1 }, 'the deployment is done, its hook started once');
+  // Its own lines only: the agent before it may have said the same, had one of its passes ended between the shell
+  // reinstall's unpacking and the restart that reinstall queued.
+  const oldAgent = agentLines(await say(c, ['journalctl', '--no-pager', '-u', UNIT, `_PID=${agentPid}`, '-o', 'cat']));
+  t.equal(oldAgent.filter((l) => l.msg === 'the agent\'s files were upgraded; restarting to run the new version').length, 1, 'the agent that ran the deployment logged its restart, once');
+  t.equal(oldAgent.at(-1)?.msg, 'stopped', 'and stopped by itself (no SIGTERM)');
+  t.notOk(oldAgent.some((l) => l.msg === 'shutting down'), 'no shutdown signal reached it');
 
   // Remove: stopped, unit gone, configuration and state kept.
   await c.exec(['touch', '/var/lib/os-config-agent/marker']);

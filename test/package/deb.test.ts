@@ -10,7 +10,8 @@ import { SCRATCH_ROOT_MOUNTS, SCRATCH_ROOT_RUN } from '../helpers/scratch-root.j
 // `npm run package` (scripts/package-deb.mjs) with Debian's own tools: the .deb is built from dist/, checked with
 // dpkg-deb and lintian (no errors), then installed for real with apt into a scratch root — an overlay over this
 // machine's / in a private mount namespace, so nothing here changes — where it takes the os-collect-config commands
-// over from Debian's Python packages, and is removed and purged.
+// over from Debian's Python packages, and is removed and purged. Its postinst's restart decision is run on a faked
+// running system: an upgrade from inside one of the agent's own deployments must not restart the unit.
 
 const tools = ['dpkg-deb', 'lintian', 'strip', 'unshare', 'apt-get'];
 const missing = tools.find((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
@@ -118,4 +119,65 @@ t.test('apt install into a scratch root: takes the commands over, enabled, not s
   t.equal(got.purged, 'absent', 'purged');
   t.equal(got['state-after-purge'], 'gone', 'purge removes the agent\'s state');
   t.equal(got['conf-after-purge'], 'gone', 'and the conffile');
+});
+
+// The postinst's restart decision on a "running" system, as the package ships it: run in a scratch root (overlay over
+// /, private mount namespace) with /run/systemd/system present, no policy-rc.d, and recording fakes of systemctl,
+// deb-systemd-helper and ischroot first on PATH (this machine runs no systemd, and the calls are what is checked).
+// $4 is the version upgraded from ('' for a fresh install); the rest are environment assignments.
+const POSTINST = `
+set -eu
+S=$1; CTRL=$2; OUT=$3; OLD=$4; shift 4
+${SCRATCH_ROOT_MOUNTS}
+mount -t tmpfs scratch "$S/m/run"
+mkdir -p "$S/m/run/systemd/system" "$S/m/usr/local/sbin"
+rm -f "$S/m/usr/sbin/policy-rc.d"
+for tool in systemctl deb-systemd-helper ischroot; do
+    status=0; [ "$tool" = ischroot ] && status=1
+    printf '#!/bin/sh\\necho "%s $*" >> /tmp/calls\\nexit %s\\n' "$tool" "$status" > "$S/m/usr/local/sbin/$tool"
+    chmod 755 "$S/m/usr/local/sbin/$tool"
+done
+cp "$CTRL/postinst" "$S/m/tmp/postinst"
+: > "$S/m/tmp/calls"
+chroot "$S/m" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@" /bin/sh /tmp/postinst configure "$OLD" > "$OUT/stdout" 2> "$OUT/stderr"
+cp "$S/m/tmp/calls" "$OUT/calls"
+`;
+
+t.test('postinst on a running system: an upgrade from inside the agent\'s own deployment leaves the agent to restart itself', { skip, timeout: 120_000 }, async (t) => {
+  const ctrl = path.join(out, 'control');
+  mkdirSync(ctrl, { recursive: true });
+  t.equal(spawnSync('dpkg-deb', ['-e', deb, ctrl]).status, 0, 'control scripts extracted');
+  // A pid no process can have (pids are below pid_max): a variable left over from an agent that is gone.
+  const deadPid = readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim();
+  let n = 0;
+  const postinst = (old: string, env: Record<string, string> = {}) => {
+    const dir = path.join(out, `postinst-${++n}`);
+    mkdirSync(path.join(dir, 'scratch'), { recursive: true });
+    const assignments = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+    const res = spawnSync('unshare', ['--mount', '--fork', 'bash', '-c', POSTINST, 'postinst', path.join(dir, 'scratch'), ctrl, dir, old, ...assignments], { encoding: 'utf8', timeout: 60_000 });
+    const read = (f: string) => (existsSync(path.join(dir, f)) ? readFileSync(path.join(dir, f), 'utf8') : '');
+    t.equal(res.status, 0, `postinst configure '${old}' ${assignments.join(' ')} exits 0`, { stderr: res.stderr + read('stderr') });
+    return { stdout: read('stdout'), calls: read('calls').trim().split('\n') };
+  };
+  const RESTART = 'systemctl --system --no-block try-restart os-config-agent.service';
+  const START = 'systemctl --system --no-block start os-config-agent.service';
+  const SELF = /^os-config-agent: upgraded by one of the agent's own deployments; the agent \(process (\d+)\) will restart itself once its current cycle is over$/;
+
+  // This test's own process stands for the agent: alive, in the same pid namespace.
+  const inside = postinst('0.0.9-1', { OS_CONFIG_AGENT_PID: String(process.pid) });
+  t.notOk(inside.calls.some((c) => / (try-restart|restart|stop|start) /.test(c)), 'the unit is neither restarted nor stopped', { calls: inside.calls });
+  t.ok(inside.calls.includes('systemctl --system daemon-reload'), 'systemd still reloads the new unit file');
+  t.equal(inside.stdout.trim().split('\n').length, 1, 'one line', { stdout: inside.stdout });
+  t.equal(SELF.exec(inside.stdout.trim())?.[1], String(process.pid), 'saying the agent restarts itself');
+
+  const fromShell = postinst('0.0.9-1');
+  t.ok(fromShell.calls.includes(RESTART), 'an upgrade from a shell restarts the unit, as before', { calls: fromShell.calls });
+  t.equal(fromShell.stdout, '');
+  for (const stale of [deadPid, '0', '-1', '1x', ' ']) {
+    const r = postinst('0.0.9-1', { OS_CONFIG_AGENT_PID: stale });
+    t.ok(r.calls.includes(RESTART), `OS_CONFIG_AGENT_PID='${stale}' names no live agent: restarted`, { calls: r.calls });
+    t.notMatch(r.stdout, /restart itself/);
+  }
+  const fresh = postinst('', { OS_CONFIG_AGENT_PID: String(process.pid) });
+  t.ok(fresh.calls.includes(START), 'a fresh install starts the unit whatever the environment', { calls: fresh.calls });
 });
