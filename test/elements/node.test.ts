@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -341,6 +341,26 @@ function fakeInstallPackages(b: Build, nodeBody = `exec '${process.execPath}' "$
   };
 }
 
+/**
+ * An RPM build host's view: PATH without apt-cache (every other tool of this machine's bin directories, linked), and
+ * a recording fake dnf answering `repoquery` as dnf 4 does (the format's newline, then its own), or with nothing.
+ */
+function fakeDnf(b: Build, offered: string | undefined): { bin: string; calls: () => string[] } {
+  const bin = path.join(b.dir, 'rpm-bin');
+  mkdirSync(bin, { recursive: true });
+  for (const dir of ['/usr/local/bin', '/usr/bin', '/bin', '/usr/sbin', '/sbin']) {
+    if (!existsSync(dir) || lstatSync(dir).isSymbolicLink()) continue;
+    for (const name of readdirSync(dir)) {
+      if (name.startsWith('apt') || existsSync(path.join(bin, name))) continue;
+      symlinkSync(path.join(dir, name), path.join(bin, name));
+    }
+  }
+  const log = path.join(b.dir, 'dnf.log');
+  const answer = offered ? `printf '%s\\n\\n' '${offered}'` : 'exit 0';
+  writeFileSync(path.join(bin, 'dnf'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\n${answer}\n`, { mode: 0o755 });
+  return { bin, calls: () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []) };
+}
+
 /** extra-data with a Node.js tarball already staged the way the registry fetch stages it. */
 function stageOfficial(t: TapTest, b: Build, env: Record<string, string> = {}): void {
   const r = runPhase(b.hooks, 'extra-data', { ...b.env, DIB_OS_CONFIG_AGENT_NODE_TARBALL: makeNodeTarball(b.dir, '24.0.0'), ...env });
@@ -430,6 +450,28 @@ t.test('in the image: the distribution\'s nodejs only when new enough (real apt-
     t.ok(r.ok, r.output);
     t.match(r.output, /staged on the build host\): the distribution has no nodejs package/);
     t.same(fake.calls(), []);
+  });
+
+  t.test('an RPM distribution (dnf, no apt; dnf is a recording fake): its nodejs when new enough, else the official binary', async (t) => {
+    for (const [offered, expected] of [['22.12.0', 'distribution'], ['16.20.2', 'official'], [undefined, 'official']] as const) {
+      const b = newBuild(t);
+      stageOfficial(t, b);
+      const fake = fakeInstallPackages(b);
+      const dnf = fakeDnf(b, offered);
+      // install-packages' fake, then the RPM host's tools: no apt-cache anywhere on PATH.
+      const r = runPhase(b.hooks, 'install', { ...b.env, DIB_OS_CONFIG_AGENT_NODE_TARBALL: '', PATH: `${path.join(b.dir, 'fake-bin')}:${dnf.bin}` });
+      t.ok(r.ok, r.output);
+      t.same(dnf.calls(), [`-q --installroot ${b.root} repoquery --latest-limit=1 --qf %{version}\\n nodejs`], 'dnf asked for the newest nodejs, in the image being built');
+      if (expected === 'distribution') {
+        t.same(fake.calls(), ['nodejs'], `${offered}: installed with install-packages`);
+        t.match(r.output, `the distribution's nodejs is ${offered}, new enough (>= 20)`);
+        t.equal(readlinkSync(path.join(b.root, 'opt/os-config-agent/bin/node')), '/usr/bin/node');
+      } else {
+        t.same(fake.calls(), [], `${offered ?? 'no package'}: nothing installed from the distribution`);
+        t.match(r.output, offered ? `the distribution's nodejs is ${offered}, older than 20` : 'the distribution has no nodejs package');
+        t.equal(readlinkSync(path.join(b.root, 'opt/os-config-agent/bin/node')), '../node/bin/node');
+      }
+    }
   });
 
   t.test('the distribution\'s package installs a node that is older than its version said: the build fails', async (t) => {
