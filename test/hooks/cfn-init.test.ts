@@ -317,6 +317,54 @@ t.test('apt packages through a recording fake dpkg-query and apt-get: only what 
   t.match(failed.result.deploy_stderr, /config "config" packages\.apt: apt-get -y install pinned=2\.0 fresh failed with status 100:\nE: Unable to locate package nope/);
 });
 
+t.test('RPM packages through recording fakes of rpm, yum, dnf and zypper: the order, what rpm -q lacks, yum falling back to dnf', async (t) => {
+  const { env, dir } = setup(t);
+  const calls = path.join(dir, 'rpm.log');
+  // rpm -q knows only "present" (any version) and "lib-1.2"; each tool logs its arguments, and fails with FAIL set.
+  const fake = (name: string) => `#!/bin/sh\necho "${name} $*" >> ${calls}\n` +
+    (name === 'rpm' ? 'if [ "$1" = -q ]; then case "$2" in present|lib-1.2) exit 0 ;; *) exit 1 ;; esac; fi\n' : '') +
+    '[ -z "$FAIL" ] || { echo "Error: Unable to find a match: nope" >&2; exit 1; }\n';
+  const withTools = (...names: string[]) => {
+    const bin = path.join(dir, names.join('-'));
+    mkdirSync(bin, { recursive: true });
+    for (const name of names) writeFileSync(path.join(bin, name), fake(name), { mode: 0o755 });
+    return { ...env, PATH: `${bin}:${env.PATH}` };
+  };
+  const logged = () => {
+    const lines = existsSync(calls) ? readFileSync(calls, 'utf8').trim().split('\n') : [];
+    writeFileSync(calls, '');
+    return lines;
+  };
+  const init = (packages: unknown) => deployment({ config: { packages } });
+
+  const yum = await runHookInProcess('cfn-init', init({ yum: { present: [], lib: ['1.0', '1.2'], fresh: '2.0' }, rpm: { tool: 'http://127.0.0.1:1/tool-1.0.rpm', present: 'http://127.0.0.1:1/x.rpm' } }), { env: withTools('rpm', 'yum') });
+  t.equal(yum.result.deploy_status_code, 0, 'installed', { result: yum.result });
+  t.same(logged(), [
+    'rpm -q tool', 'rpm -U --force --nosignature http://127.0.0.1:1/tool-1.0.rpm', 'rpm -q present',
+    'rpm -q present', 'rpm -q lib-1.2', 'rpm -q fresh-2.0', 'yum -y install fresh-2.0',
+  ], 'rpm (URLs) before yum; rpm -q asked for each at the newest version given; only what it lacks is installed');
+
+  const dnf = await runHookInProcess('cfn-init', init({ yum: { fresh: [] } }), { env: withTools('rpm', 'dnf') });
+  t.equal(dnf.result.deploy_status_code, 0);
+  t.same(logged(), ['rpm -q fresh', 'dnf -y --best install fresh'], 'no yum on PATH: dnf, as heat-cfntools does');
+
+  const zypper = await runHookInProcess('cfn-init', init({ zypper: { fresh: [] } }), { env: withTools('rpm', 'zypper') });
+  t.equal(zypper.result.deploy_status_code, 0);
+  t.same(logged(), ['rpm -q fresh', 'zypper -n install fresh']);
+
+  const failed = await runHookInProcess('cfn-init', init({ dnf: { nope: [] } }), { env: { ...withTools('rpm', 'dnf'), FAIL: '1' } });
+  t.equal(failed.result.deploy_status_code, 1);
+  t.match(failed.result.deploy_stderr, /config "config" packages\.dnf: dnf -y --best install nope failed with status 1:\nError: Unable to find a match: nope/);
+  logged();
+
+  const noUrl = await runHookInProcess('cfn-init', init({ rpm: { tool: [] } }), { env: withTools('rpm') });
+  t.equal(noUrl.result.deploy_status_code, 1);
+  t.match(noUrl.result.deploy_stderr, /packages\.rpm\.tool: give the URL of the \.rpm file/);
+  const noRpm = await runHookInProcess('cfn-init', init({ rpm: { tool: 'http://127.0.0.1:1/tool.rpm' } }), { env });
+  t.equal(noRpm.result.deploy_status_code, 1);
+  t.match(noRpm.result.deploy_stderr, /rpm was not found: this is not an RPM system/);
+});
+
 t.test('services without systemctl: recording fakes of service(8) and update-rc.d', async (t) => {
   const { env, dir } = setup(t);
   const bin = path.join(dir, 'bin');
