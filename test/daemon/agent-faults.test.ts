@@ -1,10 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { Agent, type AgentDeps } from '../../src/daemon/agent.js';
+import { Agent } from '../../src/daemon/agent.js';
 import { agentStatusPath, type AgentFacts } from '../../src/deploy/status-agent.js';
-import type { HttpClient } from '../../src/http/types.js';
-import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
+import { agentDeps, makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { scrubText } from '../../src/log/redact.js';
 
@@ -12,10 +11,6 @@ import { scrubText } from '../../src/log/redact.js';
 // still running at shutdown, a failing boot-resume check or signal-queue service, and bad local data (nested too
 // deep, the same cache key from two sources). In each the daemon stays up, keeps the last good state, says what
 // happened in one log line, and recovers by itself once the cause is gone.
-
-const noHttp: HttpClient = {
-  request: () => Promise.reject(new Error('no HTTP in this test')),
-};
 
 function runs(file: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
@@ -34,15 +29,7 @@ function setup(t: { testdir(): string }, config: (command: string, dir: string) 
   const cmd = recordingCommand(dir);
   const root = makeAgentRoot(path.join(dir, 'root'), config(cmd.command, dir));
   const captured = captureLog();
-  const deps = (over: Partial<AgentDeps> = {}): AgentDeps => ({
-    sources: { root: root.root },
-    log: captured.log,
-    mode: 'collect',
-    createHttp: () => noHttp,
-    strictExit: false,
-    random: () => 0,
-    ...over,
-  });
+  const deps = agentDeps(root, captured.log, { strictExit: false });
   const logged = (msg: string) => captured.lines.filter((l) => l.msg === msg);
   return { dir, cmd, root, captured, deps, logged };
 }

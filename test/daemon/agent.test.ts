@@ -1,15 +1,10 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { Agent, type AfterCollectHook, type AgentDeps } from '../../src/daemon/agent.js';
+import { Agent, type AfterCollectHook } from '../../src/daemon/agent.js';
 import { agentStatusPath, type AgentFacts } from '../../src/deploy/status-agent.js';
-import type { HttpClient } from '../../src/http/types.js';
 import { captureLog } from '../helpers/log-capture.js';
-import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
-
-const noHttp: HttpClient = {
-  request: () => Promise.reject(new Error('no HTTP in this test')),
-};
+import { agentDeps, makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
 
 function readRuns(file: string): Array<{ files: string; mark: string }> {
   if (!existsSync(file)) return [];
@@ -29,15 +24,7 @@ function setup(t: { testdir(): string }, extraConfig = '') {
   );
   const cache = path.join(root.root, 'var/lib/os-collect-config');
   const captured = captureLog();
-  const deps = (over: Partial<AgentDeps> = {}): AgentDeps => ({
-    sources: { root: root.root },
-    log: captured.log,
-    mode: 'collect',
-    createHttp: () => noHttp,
-    strictExit: true,
-    random: () => 0,
-    ...over,
-  });
+  const deps = agentDeps(root, captured.log, { strictExit: true });
   return { dir, cmd, root, cache, captured, deps };
 }
 

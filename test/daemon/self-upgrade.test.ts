@@ -1,11 +1,11 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { Agent, type AgentDeps } from '../../src/daemon/agent.js';
+import { Agent } from '../../src/daemon/agent.js';
 import { AGENT_PID_ENV } from '../../src/daemon/agent-pid-env.js';
 import { InstalledFilesWatch, runningBundle, startedBySystemd } from '../../src/daemon/self-upgrade.js';
-import type { HttpClient } from '../../src/http/types.js';
-import { makeAgentRoot } from '../helpers/agent-root.js';
+import { agentDeps, makeAgentRoot } from '../helpers/agent-root.js';
+import { until } from '../helpers/fault-daemon.js';
 import { captureLog } from '../helpers/log-capture.js';
 
 // An upgrade of the agent's own files under the running daemon (often by one of its deployments: apt-get upgrade in
@@ -100,7 +100,6 @@ t.test('startedBySystemd: INVOCATION_ID or NOTIFY_SOCKET', async (t) => {
 
 // The daemon loop, for real: a command pipeline whose command records the OS_CONFIG_AGENT_PID it inherited and, on
 // its first run, replaces the "bundle" as an upgrade inside a deployment would.
-const noHttp: HttpClient = { request: () => Promise.reject(new Error('no HTTP in this test')) };
 
 function loopSetup(t: { testdir(): string }, oneTime = false) {
   const dir = t.testdir();
@@ -122,26 +121,11 @@ function loopSetup(t: { testdir(): string }, oneTime = false) {
   const captured = captureLog();
   const events: string[] = [];
   const service = { ready: () => events.push('ready'), progress: () => undefined, stopping: () => events.push('stopping'), close: async () => void events.push('close') };
-  const deps = (over: Partial<AgentDeps> = {}): AgentDeps => ({
-    sources: { root: root.root },
-    log: captured.log,
-    mode: 'collect',
-    createHttp: () => noHttp,
-    random: () => 0,
-    entryFile: bundle,
-    ...over,
-  });
+  const deps = agentDeps(root, captured.log, { entryFile: bundle });
   const runs = () => (existsSync(record) ? readFileSync(record, 'utf8').trim().split('\n') : []);
   return { dir, bundle, root, captured, events, service, deps, runs };
 }
 
-async function waitFor(cond: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 t.test('daemon loop under systemd: the pass that upgraded the agent ends the loop by itself, exit 0, STOPPING sent', async (t) => {
   const { captured, events, service, deps, runs, root } = loopSetup(t);
@@ -183,20 +167,20 @@ t.test('daemon loop outside systemd: the upgrade is warned about once and the lo
   const agent = await Agent.create(deps({ env: {} }));
   const outer = new AbortController();
   const running = agent.run(outer.signal);
-  await waitFor(() => captured.lines.some((l) => l.msg === WARN_MSG), 10_000);
+  await until('the upgrade warning', () => captured.lines.some((l) => l.msg === WARN_MSG), 10_000);
   t.same(runs(), [`pid=${process.pid}`]);
   // Two more passes (a reload wakes the loop): no new warning for the same change.
   agent.requestReload();
-  await waitFor(() => captured.lines.filter((l) => l.msg === 'configuration reloaded').length === 1, 10_000);
+  await until('the first reload', () => captured.lines.filter((l) => l.msg === 'configuration reloaded').length === 1, 10_000);
   root.writeLocal('a', { v: 2 });
   agent.requestReload();
-  await waitFor(() => runs().length === 2, 10_000);
-  await waitFor(() => captured.lines.filter((l) => l.msg === 'configuration reloaded').length === 2 && captured.lines.filter((l) => l.msg === 'cycle complete; cache committed').length === 2, 10_000);
+  await until('the second run', () => runs().length === 2, 10_000);
+  await until('the second cycle', () => captured.lines.filter((l) => l.msg === 'configuration reloaded').length === 2 && captured.lines.filter((l) => l.msg === 'cycle complete; cache committed').length === 2, 10_000);
   t.equal(captured.lines.filter((l) => l.msg === WARN_MSG).length, 1, 'still one warning');
   // Another upgrade: warned again at the next pass.
   replaceAsDpkg(bundle, 'export const v3 = 1;\n');
   agent.requestReload();
-  await waitFor(() => captured.lines.filter((l) => l.msg === WARN_MSG).length === 2, 10_000);
+  await until('the second warning', () => captured.lines.filter((l) => l.msg === WARN_MSG).length === 2, 10_000);
   t.equal(captured.lines.filter((l) => l.msg === RESTART_MSG).length, 0, 'never a restart');
   outer.abort();
   t.equal(await running, 0);

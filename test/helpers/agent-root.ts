@@ -1,5 +1,8 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { AgentDeps } from '../../src/daemon/agent.js';
+import type { HttpClient } from '../../src/http/types.js';
+import type { Logger } from '../../src/log/logger.js';
 
 // Builds a throw-away instance root for agent tests: a config file, local data and heat_local data under one
 // directory, so the agent runs with --root and touches nothing else.
@@ -55,4 +58,15 @@ export function recordingCommand(dir: string): { command: string; record: string
     { mode: 0o755 },
   );
   return { command: script, record, exitFile };
+}
+
+/** An HTTP client for agents whose sources are all local: any request is a test defect. */
+export const noHttp: HttpClient = { request: () => Promise.reject(new Error('no HTTP in this test')) };
+
+/**
+ * The dependencies of an Agent over `root` for tests: collect mode, the captured log, no HTTP, no random jitter;
+ * `base` (per test file) and then `over` (per test) replace any of them.
+ */
+export function agentDeps(root: AgentRoot, log: Logger, base: Partial<AgentDeps> = {}): (over?: Partial<AgentDeps>) => AgentDeps {
+  return (over = {}) => ({ sources: { root: root.root }, log, mode: 'collect', createHttp: () => noHttp, random: () => 0, ...base, ...over });
 }
