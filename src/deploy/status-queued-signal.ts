@@ -4,7 +4,7 @@ import { isJsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { signalQueueDir } from './signal-queue-paths.js';
 import { readQueuedSignal, type QueuedSignal } from './signal-queue.js';
-import { EXIT, type Verdict } from './status-report.js';
+import { STATUS_VERSION, verdictOf, type Verdict } from './status-report.js';
 
 // `status <id>` for an entry of the cfn-signal queue (what `cfn-signal` queued, listed by `status` under UNDELIVERED
 // SIGNALS): where it goes, its attempts and how they ended, and what it says while it waits. Read only. The URL is
@@ -47,12 +47,13 @@ export async function readQueuedSignalDetail(config: AgentConfig, id: string): P
   };
 }
 
-/** Pending: still in progress (3); failed for good: a signal not delivered (2); sent: done (0). */
+/**
+ * Pending: still in progress (3); failed for good: a signal not delivered (2); sent: done (0). The whole report's
+ * verdict over this one signal, so its code and reason are those `status` gives it in the list.
+ */
 export function verdictOfQueuedSignal(d: QueuedSignalDetail): Verdict {
-  const s = d.signal;
-  if (s.state === 'pending') return { exitCode: EXIT.waiting, reasons: [`${s.kind} signal ${s.id} is not delivered yet (${s.attempts} attempts)`] };
-  if (s.state === 'failed') return { exitCode: EXIT.agentOrSignalError, reasons: [`${s.kind} signal ${s.id} failed for good: ${s.lastError ?? 'no answer recorded'}`] };
-  return { exitCode: EXIT.done, reasons: [] };
+  const { state } = d.signal;
+  return verdictOf({ version: STATUS_VERSION, agent: { running: false }, sources: [], deployments: [], signals: state === 'sent' ? [] : [{ ...d.signal, state }] });
 }
 
 export function formatQueuedSignal(d: QueuedSignalDetail): string {
