@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { REPO } from '../helpers/bundle.js';
+import { REPO, runProcess } from '../helpers/bundle.js';
 
 // boot-config's first-boot script (boot-config/templates/fragments/install_os_config_agent_deb.sh) on this machine,
 // with the values Heat's str_replace puts in: the download from a real loopback server with the real curl and
@@ -64,13 +64,10 @@ async function runScript(url: string, sha256: string, aptFailures = 0): Promise<
   // As Heat's str_replace renders the template's params into the fragment; mktemp's directory moved into the test's.
   const script = FRAGMENT.replace('__OS_CONFIG_AGENT_DEB_URL__', url).replace('__OS_CONFIG_AGENT_DEB_SHA256__', sha256).replace('/var/tmp/os-config-agent-install.', `${tmp}/os-config-agent-install.`);
   writeFileSync(path.join(dir, 'script.sh'), script);
-  const child = spawn('sh', [path.join(dir, 'script.sh')], { env: { PATH: `${bin}:/usr/sbin:/usr/bin:/sbin:/bin`, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stderr += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
-  clearTimeout(timer);
+  const run = await runProcess('sh', [path.join(dir, 'script.sh')], { env: { PATH: `${bin}:/usr/sbin:/usr/bin:/sbin:/bin`, LANG: 'C.UTF-8' }, timeoutMs: 60_000 });
+  // What the script says goes to either stream (cloud-init keeps both): the checks read them together.
+  const stderr = `${run.stdout}${run.stderr}`;
+  const code = run.code;
   const read = (f: string) => {
     try {
       return readFileSync(path.join(dir, f));

@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import t from 'tap';
-import { REPO, requireBundle } from '../helpers/bundle.js';
+import { REPO, requireBundle, runProcess } from '../helpers/bundle.js';
 
 // A short soak (300 polls, 5 redeploys: 2.5 simulated hours) through the soak benchmark: the daemon's open file
 // descriptors and child processes are the same after it as after warm-up, every redeploy is signalled exactly once,
@@ -23,14 +22,7 @@ interface Summary {
 
 t.test('short soak: no file descriptor or child process leak', async (t) => {
   requireBundle();
-  const child = spawn(process.execPath, [path.join(REPO, 'test/bench/soak.mjs'), '--polls', '300', '--deploys', '5'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 100_000);
-  const code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
-  clearTimeout(timer);
+  const { code, stdout: out, stderr: err } = await runProcess(process.execPath, [path.join(REPO, 'test/bench/soak.mjs'), '--polls', '300', '--deploys', '5'], { timeoutMs: 100_000 });
   t.equal(code, 0, `soak run succeeded${err ? `: ${err.slice(-2000)}` : ''}`);
   const line = out.trim().split('\n').pop() ?? '{}';
   const s = JSON.parse(line) as Summary;

@@ -19,13 +19,12 @@ export interface BundleRun {
 }
 
 /**
- * Runs the bundle with `args` (stdin closed) and collects its output. Bounded: a process still running after
- * `timeoutMs` is killed, so a command that never exits fails its test instead of hanging it.
+ * Runs `file` with `args` (stdin closed) and collects its output. Bounded: a process still running after `timeoutMs`
+ * is killed (code null), so a command that never exits fails its test instead of hanging it.
  */
-export function runBundle(args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; entry?: string } = {}): Promise<BundleRun> {
+export function runProcess(file: string, args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<BundleRun> {
   return new Promise((resolve, reject) => {
-    // `entry`: another launcher of the same build (dist/bin/<compat name>).
-    const child = spawn(process.execPath, [options.entry ?? requireBundle(), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env });
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -37,6 +36,12 @@ export function runBundle(args: readonly string[], options: { env?: NodeJS.Proce
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** Runs the bundle with `args` as runProcess does; `entry`: another launcher of the same build (dist/bin/<compat name>). */
+export function runBundle(args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; entry?: string } = {}): Promise<BundleRun> {
+  const { entry, ...rest } = options;
+  return runProcess(process.execPath, [entry ?? requireBundle(), ...args], rest);
 }
 
 /** The built-in hooks the build made (dist/hooks/<group>, nothing else) installed into a hooks directory, as the elements do. */

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -6,7 +5,7 @@ import { Agent, type AgentDeps } from '../../src/daemon/agent.js';
 import { createHttpClient } from '../../src/http/client.js';
 import { selfConfigHook } from '../../src/self-config/self-config-hook.js';
 import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
-import { requireBundle } from '../helpers/bundle.js';
+import { runBundle } from '../helpers/bundle.js';
 import { startCfnServer, type CfnServer } from '../helpers/cfn-server.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { captureLog, type CapturedLog } from '../helpers/log-capture.js';
@@ -136,14 +135,9 @@ t.test('the real bundle: `os-config-agent run --root DIR --one-time` reconfigure
   const cmd = recordingCommand(dir);
   const root = makeAgentRoot(path.join(dir, 'root'), `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = heat_local\n[agent]\nwatch = false\nnative_pipeline = false\n`);
   root.writeHeatLocal(bootData);
-  const child = spawn(process.execPath, [requireBundle(), 'run', '--root', root.root, '--one-time'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
-  clearTimeout(timer);
-  t.equal(code, 0, output);
+  const run = await runBundle(['run', '--root', root.root, '--one-time'], { timeoutMs: 30_000 });
+  const output = `${run.stdout}${run.stderr}`;
+  t.equal(run.code, 0, output);
   const cache = path.join(root.root, 'var/lib/os-collect-config');
   t.same(
     runs(cmd.record).map((r) => r.files),
