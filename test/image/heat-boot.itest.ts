@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { HeatClient, outputsOf, type Stack } from '../integration/heat/heat-client.js';
-import { startRealHeat, type RealHeat } from '../integration/heat/harness.js';
+import type { RealHeat } from '../integration/heat/harness.js';
+import { startHeatSession, stopHeatSession } from '../integration/heat/heat-session.js';
 import { waitUntil } from '../integration/heat/processes.js';
 import { agentLines, bootContainer, NSPAWN_REBOOT_STATUS, settleStack, unitNumber, type Container, type JournalLine } from './container.js';
 import { scopeCommand } from '../../src/util/systemd-scope.js';
@@ -59,18 +60,12 @@ t.before(async () => {
   if (!existsSync(path.join(TREE, 'usr/bin/cloud-init')) || !existsSync(path.join(TREE, 'opt/os-config-agent/bin/os-config-agent'))) {
     throw new Error(`no tree with cloud-init and the agent in ${TREE}: run "OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS='heat-config-script heat-config-cfn-init' test/image/build-image.sh ${WORK}" first`);
   }
-  const started = Date.now();
-  heat = await startRealHeat();
-  client = new HeatClient(heat.keystoneUrl, heat.adminPassword, heat.apiPort);
-  t.comment(`real Heat up in ${((Date.now() - started) / 1000).toFixed(1)} s; state in ${heat.dir}`);
+  ({ heat, client } = await startHeatSession(t));
 });
 
 t.teardown(async () => {
   await container?.stop();
-  if (!heat) return;
-  const keep = !t.passing() || process.env.OCA_REAL_HEAT_KEEP === '1';
-  await heat.stop({ keep });
-  if (keep) t.comment(`real-heat state and logs kept in ${heat.dir}; the booted tree is ${ROOT}, console logs in ${BOOT}`);
+  if (heat) await stopHeatSession(t, heat, `; the booted tree is ${ROOT}, console logs in ${BOOT}`);
 });
 
 /** The seed and drop-ins the container gets (see the header). Host path -> container path. */

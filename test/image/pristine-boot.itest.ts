@@ -7,7 +7,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { HeatClient, outputsOf, type Stack } from '../integration/heat/heat-client.js';
-import { startRealHeat, type RealHeat } from '../integration/heat/harness.js';
+import type { RealHeat } from '../integration/heat/harness.js';
+import { startHeatSession, stopHeatSession } from '../integration/heat/heat-session.js';
 import { bootContainer, settleStack, unitNumber, type Container } from './container.js';
 import { agentLines, debPackage, dpkgStatus, freshTree, HERE, missingForBoot, REPO, say, VERSION, WORK } from './pristine-tree.js';
 
@@ -48,20 +49,15 @@ const served: string[] = [];
 t.before(async () => {
   if (skip) return;
   if (!statSync('/usr/bin/heat-all', { throwIfNoEntry: false })) throw new Error('real Heat is not installed: run "sudo bash test/integration/heat/install.sh"');
-  const started = Date.now();
-  heat = await startRealHeat();
-  client = new HeatClient(heat.keystoneUrl, heat.adminPassword, heat.apiPort);
-  t.comment(`real Heat up in ${((Date.now() - started) / 1000).toFixed(1)} s; state in ${heat.dir}`);
+  ({ heat, client } = await startHeatSession(t));
 });
 
 t.teardown(async () => {
   await container?.stop();
   await new Promise((r) => (server ? server.close(r) : r(undefined)));
   if (!heat) return;
-  const keep = !t.passing() || process.env.OCA_REAL_HEAT_KEEP === '1';
-  await heat.stop({ keep });
-  if (keep) t.comment(`real-heat state and logs kept in ${heat.dir}; the booted tree is ${ROOT}, console log and journal in ${BOOT}`);
-  else rmSync(ROOT, { recursive: true, force: true });
+  const kept = await stopHeatSession(t, heat, `; the booted tree is ${ROOT}, console log and journal in ${BOOT}`);
+  if (!kept) rmSync(ROOT, { recursive: true, force: true });
 });
 
 /** Serves the package as a web server would, on 127.0.0.1 (the container shares this machine's network). */

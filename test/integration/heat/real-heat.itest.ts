@@ -8,7 +8,8 @@ import t, { type Test } from 'tap';
 import { startTinyproxy, tinyproxyMissing } from '../../helpers/tinyproxy.js';
 import { startCountingProxy } from './counting-proxy.js';
 import { HeatClient, outputsOf, type Stack } from './heat-client.js';
-import { startRealHeat, type RealHeat } from './harness.js';
+import type { RealHeat } from './harness.js';
+import { startHeatSession, stopHeatSession } from './heat-session.js';
 import { AGENT_STOP_GRACE_MS, BUNDLE, prepareInstance, startAgent, type AgentProcess, type Instance } from './instance.js';
 
 // The agent against real OpenStack Heat and Keystone (Debian's packages, all on 127.0.0.1): each scenario creates a
@@ -33,17 +34,11 @@ t.before(async () => {
   for (const tool of ['heat-all', 'keystone-wsgi-public', 'keystone-manage', 'heat-manage', 'swift-proxy-server', 'swift-ring-builder']) {
     if (!existsSync(`/usr/bin/${tool}`)) throw new Error(`/usr/bin/${tool} is missing: run "sudo bash test/integration/heat/install.sh" first`);
   }
-  const started = Date.now();
-  heat = await startRealHeat({ swift: true });
-  client = new HeatClient(heat.keystoneUrl, heat.adminPassword, heat.apiPort);
-  t.comment(`real Heat up in ${((Date.now() - started) / 1000).toFixed(1)} s (${JSON.stringify(heat.timings)}); state in ${heat.dir}`);
+  ({ heat, client } = await startHeatSession(t, { swift: true }));
 });
 
 t.teardown(async () => {
-  if (!heat) return;
-  const keep = !t.passing() || process.env.OCA_REAL_HEAT_KEEP === '1';
-  await heat.stop({ keep });
-  if (keep) t.comment(`real-heat state and logs kept in ${heat.dir}`);
+  if (heat) await stopHeatSession(t, heat);
 });
 
 /**
