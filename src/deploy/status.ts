@@ -77,11 +77,6 @@ export interface UnusableRecord {
   readonly problem: string;
 }
 
-/** Every known deployment, oldest first. */
-export async function readStatus(config: AgentConfig, log: Logger): Promise<DeploymentStatus[]> {
-  return (await readStatusAll(config, log)).deployments;
-}
-
 /** Every known deployment, oldest first, and the records that cannot be used (by id). */
 export async function readStatusAll(config: AgentConfig, log: Logger): Promise<{ deployments: DeploymentStatus[]; unusable: UnusableRecord[] }> {
   const { records, unusable } = await storeFor(config, log).listAll('ignore');

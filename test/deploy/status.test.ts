@@ -1,6 +1,6 @@
 import t from 'tap';
 import { moveTo } from '../helpers/state-path.js';
-import { formatStatusTable, readStatus, toStatus } from '../../src/deploy/status.js';
+import { formatStatusTable, readStatusAll, toStatus } from '../../src/deploy/status.js';
 import { queuedSignal } from '../../src/deploy/outbox.js';
 import { storeFor } from '../../src/deploy/state-store.js';
 import { deployConfig } from '../helpers/deploy-fixtures.js';
@@ -28,9 +28,9 @@ async function fixture(t: Parameters<Parameters<typeof import('tap').test>[0]>[0
   return { loaded };
 }
 
-t.test('readStatus lists every record oldest first, without signal targets or bodies', async (t) => {
+t.test('readStatusAll lists every record oldest first, without signal targets or bodies', async (t) => {
   const { loaded } = await fixture(t);
-  const list = await readStatus(loaded.config, captureLog().log);
+  const list = (await readStatusAll(loaded.config, captureLog().log)).deployments;
   t.same(list.map((s) => [s.id, s.state]), [['a-id', 'signalled'], ['b-id', 'done'], ['c-id', 'pending'], ['d-id', 'skipped'], ['e-id', 'removed']]);
   const text = JSON.stringify(list);
   t.notMatch(text, 'hunter2-secret');
@@ -44,7 +44,7 @@ t.test('readStatus lists every record oldest first, without signal targets or bo
 
 t.test('the table: one line per deployment, times without milliseconds, short errors', async (t) => {
   const { loaded } = await fixture(t);
-  const table = formatStatusTable(await readStatus(loaded.config, captureLog().log));
+  const table = formatStatusTable((await readStatusAll(loaded.config, captureLog().log)).deployments);
   const lines = table.trimEnd().split('\n');
   t.equal(lines.length, 6);
   t.match(lines[0], /^ID\s+NAME\s+GROUP\s+ACTION\s+STATE\s+STARTED\s+ENDED\s+EXIT\s+SIGNAL\s+ERROR$/);
