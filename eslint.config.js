@@ -1,6 +1,7 @@
 // Lint: the recommended JS and TypeScript rules, plus a few that catch agent-specific hazards.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { layerRule } from './eslint.layers.js';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tap/**', 'test/fixtures/**'] },
@@ -33,43 +34,16 @@ export default tseslint.config(
       }],
     },
   },
-  // Layers. A module may import its own layer and those below it, never one above; bottom to top:
-  //
-  //   errors.ts, version.ts < util < log < http < config < keystone < collectors < cache < apply < refresh < deploy
-  //     < self-config < daemon < doctor < cli < compat, launch, bin.ts
-  //
-  // An interface that an upper layer calls into (a collector, a signal transport, an after-collect hook, a pipeline
-  // step) is declared at or below the lowest layer that implements it, so the implementation never reaches up.
-  // Checked by @typescript-eslint/no-restricted-imports (type-only imports count too), a separate rule from the core
-  // no-restricted-imports above so neither replaces the other's options. Dynamic import() is not checked.
-  ...layerBlocks([
-    ['errors.ts', 'version.ts'], ['util'], ['log'], ['http'], ['config'], ['keystone'], ['collectors'], ['cache'],
-    ['apply'], ['refresh'], ['deploy'], ['self-config'], ['daemon'], ['doctor'], ['cli'], ['compat', 'launch', 'bin.ts'],
-  ]),
+  // Layers, as a graph (eslint.layers.js): each folder of src/ names the folders it may import. Type-only imports count
+  // too (a type is still a dependency); import() is not checked. docs/architecture.md draws the same graph, and
+  // test/lint/layers.test.ts probes every rule.
+  {
+    files: ['src/**/*.ts'],
+    plugins: { layers: { rules: { imports: layerRule } } },
+    rules: { 'layers/imports': 'error' },
+  },
   {
     files: ['test/**', 'scripts/**'],
     rules: { 'no-console': 'off' },
   },
 );
-
-/** One config block per layer: files of layers[i] may not import from layers[i + 1] and above. */
-function layerBlocks(layers) {
-  const fileGlob = (name) => (name.endsWith('.ts') ? `src/${name}` : `src/${name}/**`);
-  // A relative import that lands in src/<name>: any number of ../ (or ./ from a file directly in src/).
-  const target = (name) => `^(?:\\./|(?:\\.\\./)+)${name.replace(/\.ts$/, '').replace(/[.]/g, '\\.')}(?:\\.js$|/|$)`;
-  return layers.slice(0, -1).map((layer, i) => {
-    const above = layers.slice(i + 1).flat();
-    return {
-      files: layer.map(fileGlob),
-      rules: {
-        '@typescript-eslint/no-restricted-imports': ['error', {
-          patterns: above.map((name) => ({
-            regex: target(name),
-            caseSensitive: true,
-            message: `${layer.join('/')} is below ${name} in the layer order (eslint.config.js): move what is needed down, or declare an interface here`,
-          })),
-        }],
-      },
-    };
-  });
-}

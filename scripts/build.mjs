@@ -74,13 +74,13 @@ for (const name of COMPAT_COMMANDS) {
 await writeFile('dist/command-names', `${COMMAND_NAMES.join('\n')}\n`);
 await writeFile('dist/command-names.json', `${JSON.stringify({ agent: AGENT_COMMAND, compat: COMPAT_COMMANDS })}\n`);
 
-// The built-in hooks: one self-contained executable per group (src/deploy/hooks/groups/<group>.ts), dist/hooks/<group>,
+// The built-in hooks: one self-contained executable per group (src/hooks/groups/<group>.ts), dist/hooks/<group>,
 // that any Node.js >= 20 runs with nothing beside it. CommonJS, because Node.js before 20.19 loads a file without an
 // extension as CommonJS wherever it is installed; dist/hooks/package.json says so for this tree only (the repository's
 // package.json says "module"). Not minified: operators read the hook that ran. The second line is the stamp by which
-// the agent recognises its own build and runs the hook in-process (src/deploy/hooks/hook-stamp.ts: same format).
+// the agent recognises its own build and runs the hook in-process (src/hooks/host/stamp.ts: same format).
 const { version } = JSON.parse(await readFile('package.json', 'utf8'));
-const groups = (await readdir('src/deploy/hooks/groups')).filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3)).sort();
+const groups = (await readdir('src/hooks/groups')).filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3)).sort();
 await mkdir('dist/hooks', { recursive: true });
 await writeFile('dist/hooks/package.json', '{ "type": "commonjs" }\n');
 for (const group of groups) {
@@ -88,8 +88,8 @@ for (const group of groups) {
     ...common,
     minify: false,
     stdin: {
-      contents: `import { hook } from './groups/${group}.ts';\nimport { runStandaloneHook } from './standalone.ts';\nvoid runStandaloneHook(hook);\n`,
-      resolveDir: 'src/deploy/hooks',
+      contents: `import { hook } from './groups/${group}.ts';\nimport { runStandaloneHook } from './host/standalone.ts';\nvoid runStandaloneHook(hook);\n`,
+      resolveDir: 'src/hooks',
       sourcefile: `hooks/${group}`,
       loader: 'ts',
     },

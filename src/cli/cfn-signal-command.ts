@@ -1,9 +1,9 @@
 import { Option, type Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
-import { daemonPresenceFile, runningDaemon } from '../deploy/daemon-presence.js';
-import { attemptIfDue, enqueueSignal, isDueSignal, queueDepsFor, readQueuedSignal, type QueueDeps, type QueuedSignal } from '../deploy/signal-queue.js';
-import { SignalInputError } from '../deploy/wait-condition-body.js';
+import { daemonPresenceFile, runningDaemon } from '../status/daemon-presence.js';
+import { attemptIfDue, enqueueSignal, isDueSignal, queueDepsFor, readQueuedSignal, type QueueDeps, type QueuedSignal } from '../signals/cfn-signal-queue.js';
+import { SignalInputError } from '../heat/wait-condition-body.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
 import { registerSecret } from '../log/redact.js';

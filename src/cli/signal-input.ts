@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
-import { SIGNAL_LIMIT_BYTES } from '../deploy/signal-body.js';
-import type { QueuedSignalKind } from '../deploy/signal-queue.js';
-import { cfnBody, DEFAULT_DATA, DEFAULT_REASON, nativeBody, nativeBodyFromJson, SignalInputError, statusFrom } from '../deploy/wait-condition-body.js';
+import { SIGNAL_LIMIT_BYTES } from '../heat/signal-body.js';
+import type { QueuedSignalKind } from '../signals/cfn-signal-queue.js';
+import { cfnBody, DEFAULT_DATA, DEFAULT_REASON, nativeBody, nativeBodyFromJson, SignalInputError, statusFrom } from '../heat/wait-condition-body.js';
 
 // The command line of `cfn-signal` turned into what is queued: where (URL, and the token for Heat's native handle),
 // and the body. Everything that makes a signal unsendable is refused here, before anything is written.

@@ -4,7 +4,7 @@ import { findEndpoint, type KeystoneSession } from '../keystone/keystone-client.
 import { redactUrl } from '../log/redact.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { sourceErrorFromHttp } from './source-error.js';
-import { errorText, openZaqarSocket, ZaqarSocketError, type ZaqarSocket } from './zaqar-socket.js';
+import { errorText, openZaqarSocket, ZaqarSocketError, type ZaqarSocket } from '../http/zaqar-socket.js';
 import type { CollectContext, CollectorMemory } from './types.js';
 
 // `zaqar` with use_websockets = true, as os-collect-config does it: the endpoint is the catalog's

@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { processStartTicks } from '../deploy/orphan-hook.js';
-import { type AgentFacts, type CycleResult, type SourceFacts } from '../deploy/status-agent.js';
+import { processStartTicks } from '../util/process-identity.js';
+import { type AgentFacts, type CycleResult, type SourceFacts } from '../status/agent-facts.js';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';

@@ -1,10 +1,10 @@
 import { MetadataCache } from '../cache/metadata-cache.js';
-import type { AfterCollectHook } from '../collectors/cycle.js';
+import type { AfterCollectHook } from '../pipeline/contract.js';
 import { findCollector } from '../collectors/registry.js';
 import { hashConfigFiles, loadConfig, registerConfigSecrets, type ConfigSources, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
-import { agentStatusPath } from '../deploy/status-agent.js';
+import { agentStatusPath } from '../status/agent-facts.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { exportAgentPid } from './agent-pid-env.js';
@@ -25,9 +25,9 @@ import { watchSources, type SourceWatcher } from './watch.js';
 
 export type AgentMode = 'collect' | 'run';
 
-// The after-collect hook's types live with the collection outcome (collectors/cycle.ts) so hooks below the daemon
+// The after-collect hook's types live with the collection outcome (pipeline/contract.ts) so hooks below the daemon
 // can implement them.
-export type { AfterCollectContext, AfterCollectHook } from '../collectors/cycle.js';
+export type { AfterCollectContext, AfterCollectHook } from '../pipeline/contract.js';
 
 export interface AgentDeps {
   readonly sources: ConfigSources;

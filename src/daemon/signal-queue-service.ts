@@ -1,7 +1,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import type { LoadedConfig } from '../config/load.js';
-import { daemonPresenceFile, announceDaemon } from '../deploy/daemon-presence.js';
-import { ensureQueueDir, hasQueuedFiles, signalQueueDir } from '../deploy/signal-queue-paths.js';
+import { daemonPresenceFile, announceDaemon } from '../status/daemon-presence.js';
+import { ensureQueueDir, hasQueuedFiles, signalQueueDir } from '../state/signal-queue-paths.js';
 import { errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
@@ -29,7 +29,7 @@ export async function runSignalQueue(ctx: SignalQueueContext, signal: AbortSigna
     const fallback = watcher ? undefined : Date.now() + current.DEFAULT.polling_interval * 1000;
     // An empty queue (almost always) costs one readdir; the sending code is loaded only when there is work.
     if (!(await hasQueuedFiles(dir))) return fallback !== undefined ? { nextDueAt: fallback } : {};
-    const { flushSignalQueue, queueDepsFor } = await import('../deploy/signal-queue.js');
+    const { flushSignalQueue, queueDepsFor } = await import('../signals/cfn-signal-queue.js');
     const report = await flushSignalQueue(queueDepsFor(current, ctx.http(), log, { signal: s }));
     if (report.attempted > 0) log.info({ attempted: report.attempted, sent: report.sent, failed: report.failed, pending: report.pending }, 'signal queue flushed');
     const times = [report.nextDueAt, fallback].filter((x): x is number => x !== undefined);

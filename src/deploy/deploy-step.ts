@@ -1,11 +1,11 @@
-import type { PipelineContext } from '../collectors/cycle.js';
+import type { PipelineContext } from '../pipeline/contract.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { runDeployments, settleAppliedDeployments, type CycleOutcome, type DeployReport, type SettleReport } from './dispatch.js';
-import { deploymentsFrom, writeHeatConfigFile } from './metadata-source.js';
+import { deploymentsFrom, writeHeatConfigFile } from './deployments-input.js';
 
-export { flushOutbox, type FlushReport } from './outbox.js';
+export { flushOutbox, type FlushReport } from '../signals/outbox.js';
 
 // The native pipeline's deployment step (upstream: configure.d/55-heat-config). Takes the deployments of this cycle's
 // merged metadata, writes them to the heat-config file for upstream tools, and runs them. A failing hook is signalled

@@ -7,27 +7,27 @@ import { VERSION } from '../version.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import type { JsonObject } from '../util/json-merge.js';
-import { DeployLockedError, DeploymentBusyError, DeploymentRecordError, UnknownDeploymentError } from './deploy-errors.js';
-import { decide, decideAbsent, needsBootId, type Decision } from './dispatch-decision.js';
-import { withDeployLock } from './deploy-lock.js';
-import { parseDeployment, secretInputTexts, UNGROUPED, type Deployment } from './deployment.js';
+import { DeployLockedError, DeploymentBusyError, DeploymentRecordError, UnknownDeploymentError } from '../state/errors.js';
+import { decide, decideAbsent, needsBootId, type Decision } from '../state/decide.js';
+import { withDeployLock } from '../state/deploy-lock.js';
+import { parseDeployment, secretInputTexts, UNGROUPED, type Deployment } from '../heat/deployment.js';
 import { setSecrets } from '../log/redact.js';
-import { findHook, hookDirs } from './find-hook.js';
-import { BUILTIN_HOOK_GROUPS, loadBuiltinHook, removeWorkFiles } from './hooks/builtin-hooks.js';
-import type { BuiltinHook } from './hooks/hook-context.js';
-import { readHookStamp } from './hooks/hook-stamp.js';
-import { runInProcess, runRemovalInProcess } from './hooks/in-process.js';
-import { killOrphanHook, processStartTicks } from './orphan-hook.js';
-import { hookNameForGroup, selectComponent } from './hook-name.js';
-import { attemptSignal, flushDue, queuedSignal, type FlushReport, type OutboxDeps } from './outbox.js';
-import { pruneState } from './prune.js';
+import { findHook, hookDirs } from '../hooks/locate.js';
+import { BUILTIN_HOOK_GROUPS, loadBuiltinHook, removeWorkFiles } from '../hooks/registry.js';
+import type { BuiltinHook } from '../hooks/contract.js';
+import { readHookStamp } from '../hooks/host/stamp.js';
+import { runInProcess, runRemovalInProcess } from '../hooks/host/in-process.js';
+import { killOrphanHook, processStartTicks } from '../util/process-identity.js';
+import { hookNameForGroup, selectComponent } from '../heat/component.js';
+import { attemptSignal, flushDue, queuedSignal, type FlushReport, type OutboxDeps } from '../signals/outbox.js';
+import { pruneState } from '../state/prune.js';
 import { BOOT_ID_FILE, MAX_REBOOTS, readBootId, REBOOT_EXIT_CODE, REBOOTED_ENV, runRebootCommand } from './reboot.js';
-import { runHook, type HookRunner } from './run-hook.js';
-import { hookScopeProperties } from './hook-scope.js';
-import { bodyFromHookResult, failureBody, judgeSignal, signalLimitFor, STATUS_NO_HOOK, STATUS_NOT_EXECUTABLE, trimSignalBody } from './signal-body.js';
-import { signalTargetFor } from './signal-target.js';
+import { runHook, type HookRunner } from '../hooks/host/external.js';
+import { hookScopeProperties } from '../hooks/host/scope.js';
+import { bodyFromHookResult, failureBody, judgeSignal, signalLimitFor, STATUS_NO_HOOK, STATUS_NOT_EXECUTABLE, trimSignalBody } from '../heat/signal-body.js';
+import { signalTargetFor } from '../heat/signal-target.js';
 import { isSafeFileName } from '../util/safe-name.js';
-import { deployLockFile, RERUN_HISTORY_MAX, storeFor, type DeploymentRecord, type RerunEntry, type SignalRecord, type StateStore, type TransitionListener } from './state-store.js';
+import { deployLockFile, RERUN_HISTORY_MAX, storeFor, type DeploymentRecord, type RerunEntry, type SignalRecord, type StateStore, type TransitionListener } from '../state/store.js';
 
 /** The logger's owner of the secret inputs of the deployments in the metadata. */
 const DEPLOYMENT_SECRETS_OWNER = 'deployments';
@@ -46,7 +46,7 @@ const DEPLOYMENT_SECRETS_OWNER = 'deployments';
 // on. What to do with each deployment is decided by dispatch-decision.ts from what is on disk; this file carries the
 // decision out, with the writes in the order of HOOK_RUN_WRITES (deployment-states.ts).
 
-export { MAX_HOOK_STARTS } from './dispatch-decision.js';
+export { MAX_HOOK_STARTS } from '../state/decide.js';
 
 /** Groups whose config os-collect-config already hands to the apply step: without a hook they are not an error. */
 const APPLY_GROUPS = new Set(['os-apply-config', UNGROUPED]);

@@ -3,7 +3,7 @@ import type { Logger } from '../log/logger.js';
 import { readFileIfExists } from '../util/atomic-write.js';
 import { runProcess } from '../util/process-group.js';
 import type { PathMapper } from '../util/rooted-path.js';
-import { storeFor } from './state-store.js';
+import { storeFor } from '../state/store.js';
 
 // Reboots asked by deployments. A hook (or a heat-config script it runs) exiting with 194 asks for a reboot, AWS
 // SSM's convention: the agent records the deployment as awaiting-reboot with the current boot id (before anything

@@ -1,5 +1,5 @@
 import { promises as fs } from 'node:fs';
-import type { AfterCollectHook } from '../collectors/cycle.js';
+import type { AfterCollectHook } from '../pipeline/contract.js';
 import { parseOsloIni } from '../config/oslo-ini.js';
 import { errorMessage } from '../errors.js';
 import { setSecrets } from '../log/redact.js';

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import t from 'tap';
 import { Agent } from '../../src/daemon/agent.js';
-import { agentStatusPath, type AgentFacts } from '../../src/deploy/status-agent.js';
+import { agentStatusPath, type AgentFacts } from '../../src/status/agent-facts.js';
 import { agentDeps, makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { scrubText } from '../../src/log/redact.js';

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { AgentStatusPublisher } from '../../src/daemon/agent-status.js';
-import { readAgentFacts } from '../../src/deploy/status-agent.js';
+import { readAgentFacts } from '../../src/status/agent-facts.js';
 import { captureLog } from '../helpers/log-capture.js';
 
 // The daemon's published facts: what each cycle writes, per-source counts, and a write failure that never stops it.

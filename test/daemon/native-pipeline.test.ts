@@ -6,7 +6,7 @@ import { APPLY_STEP, DEPLOY_STEP, createNativePipeline } from '../../src/daemon/
 import type { PipelineContext } from '../../src/daemon/pipeline.js';
 import { CommandFailedError } from '../../src/errors.js';
 import type { TapTest } from '../helpers/http-test-server.js';
-import { storeFor } from '../../src/deploy/state-store.js';
+import { storeFor } from '../../src/state/store.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import { startSignalSink } from '../helpers/signal-sink.js';
 

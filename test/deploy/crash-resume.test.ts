@@ -4,7 +4,7 @@ import path from 'node:path';
 import { build } from 'esbuild';
 import t from 'tap';
 import { REPO } from '../helpers/bundle.js';
-import { storeFor } from '../../src/deploy/state-store.js';
+import { storeFor } from '../../src/state/store.js';
 import { counterLines, deployConfig, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { startSignalSink, type SignalSink } from '../helpers/signal-sink.js';

@@ -4,7 +4,7 @@ import t from 'tap';
 import type { CollectedPair } from '../../src/collectors/types.js';
 import type { PipelineContext } from '../../src/daemon/pipeline.js';
 import { createDeployStep, deployFromPairs } from '../../src/deploy/deploy-step.js';
-import { storeFor } from '../../src/deploy/state-store.js';
+import { storeFor } from '../../src/state/store.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import { startSignalSink } from '../helpers/signal-sink.js';
 

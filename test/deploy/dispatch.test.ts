@@ -3,8 +3,8 @@ import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSyn
 import path from 'node:path';
 import t from 'tap';
 import { MAX_HOOK_STARTS, runDeployments, settleAppliedDeployments } from '../../src/deploy/dispatch.js';
-import { flushDue } from '../../src/deploy/outbox.js';
-import { deployLockFile, storeFor, type DeploymentRecord } from '../../src/deploy/state-store.js';
+import { flushDue } from '../../src/signals/outbox.js';
+import { deployLockFile, storeFor, type DeploymentRecord } from '../../src/state/store.js';
 import { scrubText, secrets } from '../../src/log/redact.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import type { TapTest } from '../helpers/http-test-server.js';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import { prepareRoot, startDaemon, stopDaemon, until } from '../helpers/fault-daemon.js';
 import { startOrchestrator } from '../helpers/orchestrator/orchestrator.js';
-import { storeFor } from '../../src/deploy/state-store.js';
+import { storeFor } from '../../src/state/store.js';
 import { deployConfig } from '../helpers/deploy-fixtures.js';
 import { captureLog } from '../helpers/log-capture.js';
 

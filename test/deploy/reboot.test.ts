@@ -3,7 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import { runDeployments } from '../../src/deploy/dispatch.js';
 import { MAX_REBOOTS } from '../../src/deploy/reboot.js';
-import { storeFor, type DeploymentRecord } from '../../src/deploy/state-store.js';
+import { storeFor, type DeploymentRecord } from '../../src/state/store.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { startSignalSink } from '../helpers/signal-sink.js';

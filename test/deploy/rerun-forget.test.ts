@@ -1,9 +1,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { DeployLockedError, DeploymentBusyError, UnknownDeploymentError } from '../../src/deploy/deploy-errors.js';
+import { DeployLockedError, DeploymentBusyError, UnknownDeploymentError } from '../../src/state/errors.js';
 import { forgetDeployment, rerunDeployment, runDeployments } from '../../src/deploy/dispatch.js';
-import { deployLockFile, storeFor, type DeploymentRecord } from '../../src/deploy/state-store.js';
+import { deployLockFile, storeFor, type DeploymentRecord } from '../../src/state/store.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { startSignalSink } from '../helpers/signal-sink.js';

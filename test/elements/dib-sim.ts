@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { BUILTIN_HOOK_GROUPS } from '../../src/deploy/hooks/builtin-hooks.js';
+import { BUILTIN_HOOK_GROUPS } from '../../src/hooks/registry.js';
 import { REPO, requireBundle } from '../helpers/bundle.js';
 
 // Runs this repository's diskimage-builder elements the way disk-image-create does, minus the chroot:

@@ -1,5 +1,5 @@
-import { TRANSITIONS, type DeploymentState } from '../../src/deploy/deployment-states.js';
-import type { DeploymentRecord, StateStore } from '../../src/deploy/state-store.js';
+import { TRANSITIONS, type DeploymentState } from '../../src/state/machine.js';
+import type { DeploymentRecord, StateStore } from '../../src/state/store.js';
 
 // Tests that need a record in some state get it the way the agent would: along the shortest path of allowed
 // transitions (deployment-states.ts), so a fixture can never hold a record the state machine could not produce.

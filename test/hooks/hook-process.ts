@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { parseDeployment } from '../../src/deploy/deployment.js';
-import { loadBuiltinHook } from '../../src/deploy/hooks/builtin-hooks.js';
-import { runInProcess } from '../../src/deploy/hooks/in-process.js';
+import { parseDeployment } from '../../src/heat/deployment.js';
+import { loadBuiltinHook } from '../../src/hooks/registry.js';
+import { runInProcess } from '../../src/hooks/host/in-process.js';
 import { REPO } from '../helpers/bundle.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { captureLog } from '../helpers/log-capture.js';

@@ -1,0 +1,89 @@
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { gunzip } from 'node:zlib';
+import { promisify } from 'node:util';
+import { writeFileAtomic } from '../../util/atomic-write.js';
+import { HookFailure } from '../contract.js';
+import { download } from './download.js';
+import { hostPath } from './host-path.js';
+import type { SourceEntry } from './model.js';
+import { forResource, mustRun, type InitRun } from './run-state.js';
+
+// sources: an archive downloaded and unpacked into its directory. The type comes from the URL as heat-cfntools reads
+// it: .tar.gz/.tgz, .tar.bz2/.tbz2, .tar, .zip, a lone .gz or .bz2 file, or a GitHub tarball/zipball URL. GNU tar
+// and unzip unpack (both refuse members that climb out with ".."); a type that cannot be told is an error, where
+// heat-cfntools did nothing.
+
+export type ArchiveType = 'tgz' | 'tbz2' | 'tar' | 'zip' | 'gz' | 'bz2';
+
+export function archiveType(url: string): ArchiveType | undefined {
+  let p: string;
+  try {
+    const u = new URL(url);
+    p = u.pathname.replace(/\/+$/, '');
+    if (/(^|\.)github\.com$/.test(u.hostname)) {
+      const kind = p.split('/').at(-2);
+      if (kind === 'tarball') return 'tgz';
+      if (kind === 'zipball') return 'zip';
+    }
+  } catch {
+    return undefined;
+  }
+  const name = p.toLowerCase();
+  if (name.endsWith('.tar.gz') || name.endsWith('.tgz')) return 'tgz';
+  if (name.endsWith('.tar.bz2') || name.endsWith('.tbz2')) return 'tbz2';
+  if (name.endsWith('.tar')) return 'tar';
+  if (name.endsWith('.zip')) return 'zip';
+  if (name.endsWith('.gz')) return 'gz';
+  if (name.endsWith('.bz2')) return 'bz2';
+  return undefined;
+}
+
+export async function applySources(run: InitRun, config: string, sources: readonly SourceEntry[]): Promise<void> {
+  for (const source of sources) {
+    const resource = `config "${config}" sources.${source.dir}`;
+    await forResource(resource, () => applySource(run, source, resource));
+  }
+}
+
+async function applySource(run: InitRun, source: SourceEntry, resource: string): Promise<void> {
+  const type = archiveType(source.url);
+  if (!type) throw new HookFailure(`cfn-init: ${resource}: cannot tell the archive type from the URL (it should end in .tar.gz, .tgz, .tar.bz2, .tbz2, .tar, .zip, .gz or .bz2)`);
+  const dest = await hostPath(run, source.dir, resource);
+  const data = await download(run, source.url, resource);
+  await mkdir(dest, { recursive: true, mode: 0o755 });
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'cfn-init-source-'));
+  try {
+    const base = decodeURIComponent(path.posix.basename(new URL(source.url).pathname)) || 'download';
+    const archive = path.join(tmp, base.replace(/\//g, '_'));
+    await writeFile(archive, data, { mode: 0o600 });
+    await unpack(run, resource, type, archive, dest);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+  run.changed.add(`source:${source.dir}`);
+  run.ctx.log.info('source unpacked', { dir: source.dir, type });
+}
+
+async function unpack(run: InitRun, resource: string, type: ArchiveType, archive: string, dest: string): Promise<void> {
+  const single = path.join(dest, path.basename(archive).replace(/\.(gz|bz2)$/i, ''));
+  switch (type) {
+    case 'tgz':
+    case 'tbz2':
+    case 'tar':
+      // GNU tar recognises the compression of a file by itself.
+      await mustRun(run, resource, { file: 'tar', args: ['-x', '-f', archive, '-C', dest] }, 'tar was not found: install the tar package');
+      return;
+    case 'zip':
+      await mustRun(run, resource, { file: 'unzip', args: ['-o', '-q', archive, '-d', dest] }, 'unzip was not found: install the unzip package');
+      return;
+    case 'gz':
+      await writeFileAtomic(single, await promisify(gunzip)(await readFile(archive)), { mode: 0o644 });
+      return;
+    case 'bz2':
+      await mustRun(run, resource, { file: 'bunzip2', args: ['-f', archive] }, 'bunzip2 was not found: install the bzip2 package');
+      await rename(archive.replace(/\.bz2$/i, ''), single);
+      return;
+  }
+}

@@ -1,0 +1,55 @@
+import { constants as osConstants } from 'node:os';
+import path from 'node:path';
+import { HookFailure, type HookContext, type ToolRun } from '../contract.js';
+
+// Running a hook's tool and reading what it did.
+
+export interface ToolOutcome {
+  /** Exit status, or 128 + the signal number when the tool was killed. */
+  readonly status: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs a tool. A tool that cannot be found fails the hook with `missing` (which tool, what to install); any other
+ * start failure fails it with the system's reason.
+ */
+export async function runTool(ctx: HookContext, run: ToolRun, missing: string): Promise<ToolOutcome> {
+  const tool = path.basename(run.file);
+  ctx.log.info('running tool', { command: formatCommand(run.file, run.args ?? []) });
+  const res = await ctx.spawn(run);
+  if (res.spawnError) {
+    if (res.spawnError.code === 'ENOENT') throw new HookFailure(missing);
+    throw new HookFailure(`could not run ${run.file}: ${res.spawnError.message}`);
+  }
+  let status = res.exitCode;
+  let stderr = res.stderr;
+  if (status === null) {
+    status = 128 + (osConstants.signals[res.signal as NodeJS.Signals] ?? 0);
+    const separator = stderr === '' || stderr.endsWith('\n') ? '' : '\n';
+    stderr += `${separator}${tool} was killed by ${res.signal}\n`;
+  }
+  ctx.log.info('tool exited', { tool, status });
+  return { status, stdout: res.stdout, stderr };
+}
+
+/** Quotes an argv for a log line (the log masks secret values afterwards). */
+export function formatCommand(command: string, args: readonly string[]): string {
+  const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);
+  return [command, ...args].map(quote).join(' ');
+}
+
+/** The message for a tool that is not installed. */
+export function notInstalled(env: NodeJS.ProcessEnv, tool: string, command: string, envName: string, install: string): string {
+  return `${tool} is not installed: the command "${command}" was not found (PATH=${env.PATH ?? ''}). ${install} Or set ${envName} to the command's path.`;
+}
+
+/** `hostname -f`, or null (with a warning) when it fails. */
+export async function hostnameF(ctx: HookContext): Promise<string | null> {
+  const res = await ctx.spawn({ file: 'hostname', args: ['-f'], env: ctx.env });
+  const name = res.spawnError ? '' : res.stdout.trim();
+  if (res.exitCode === 0 && name !== '') return name;
+  ctx.log.warn('"hostname -f" failed', { reason: res.spawnError ? res.spawnError.message : `status ${res.exitCode}: ${res.stderr.trim()}` });
+  return null;
+}

@@ -1,0 +1,87 @@
+import { constants as fsConstants } from 'node:fs';
+import { lstat, mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { errorMessage } from '../../errors.js';
+import type { HookDeployment } from '../contract.js';
+import type { HookLog } from './hook-log.js';
+
+// The files a hook writes for its tool (script, manifest, playbook, variables) and reads back from it (outputs).
+
+/** Creates a directory (and missing parents) only its owner can enter; an existing one is left as it is. */
+export async function prepareDir(dir: string): Promise<void> {
+  await makeDirs(dir);
+}
+
+/**
+ * mkdir -p, one level at a time (Node's recursive mkdir retries forever where the kernel answers ENOENT for a
+ * directory that exists, as in /proc). Adds the directories it makes to `made`, outermost first.
+ */
+export async function makeDirs(dir: string, made: string[] = []): Promise<void> {
+  const missing: string[] = [];
+  for (let d = dir; ; d = path.dirname(d)) {
+    try {
+      await lstat(d);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(d) === d) throw err;
+      missing.unshift(d);
+    }
+  }
+  for (const d of missing) {
+    await mkdir(d, { mode: 0o700 });
+    made.push(d);
+  }
+}
+
+/**
+ * Writes a work file from scratch: truncated (upstream kept stale bytes after a shorter rewrite), with the given mode
+ * even when the file existed, and never through a symbolic link planted in its place.
+ */
+export async function writeWorkFile(file: string, content: string, mode: number): Promise<void> {
+  const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW;
+  const handle = await open(file, flags, mode);
+  try {
+    await handle.chmod(mode);
+    await handle.writeFile(content);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Removes files and directories; one already gone is fine. */
+export async function removeFiles(...files: string[]): Promise<void> {
+  await Promise.all(files.map((file) => rm(file, { force: true, recursive: true })));
+}
+
+/** Removes <outputsDir>/<id>.<anything>: outputs of an earlier run of the same deployment, or of this one once read. */
+export async function removeOutputs(outputsDir: string, id: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(outputsDir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  await removeFiles(...names.filter((n) => n.startsWith(`${id}.`)).map((n) => path.join(outputsDir, n)));
+}
+
+/**
+ * The declared outputs the tool wrote as <outputsPath>.<name> (whole file content); missing files are skipped. A name
+ * with a "/" would read outside the outputs directory, so it is skipped too.
+ */
+export async function readOutputs(deployment: HookDeployment, outputsPath: string, log: HookLog): Promise<Record<string, string>> {
+  const found: Record<string, string> = {};
+  for (const { name } of deployment.outputs) {
+    if (name === '' || name.includes('/') || name.includes('\0')) {
+      log.warn('output name cannot be a file name; not read', { output: JSON.stringify(name) });
+      continue;
+    }
+    try {
+      const value = await readFile(`${outputsPath}.${name}`, 'utf8');
+      Object.defineProperty(found, name, { value, enumerable: true, writable: true, configurable: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn('output could not be read', { output: name, reason: errorMessage(err) });
+    }
+  }
+  return found;
+}

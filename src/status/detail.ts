@@ -1,0 +1,133 @@
+import type { AgentConfig } from '../config/options.js';
+import type { Logger } from '../log/logger.js';
+import { scrubText } from '../log/redact.js';
+import { readFileIfExists } from '../util/atomic-write.js';
+import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { isSafeFileName } from '../util/safe-name.js';
+import { inputText, isSecretInput } from '../heat/deployment.js';
+import { DeploymentRecordError } from '../state/errors.js';
+import { storeFor, type DeploymentRecord, type SignalAttempt, type StateStore } from '../state/store.js';
+import { toStatus, type DeploymentStatus } from './status.js';
+
+// `status <id|name>`: one deployment's report, from its record, deployed/<id>.json (inputs, options) and
+// deployed/<id>.notify.json (the signal body: output tails and outputs). Secret inputs are masked; output text is
+// cut to its tail. Read only: a corrupt record is reported, not set aside.
+
+export const MASK = '******';
+const TAIL_LINES = 20;
+const TAIL_CHARS = 4000;
+const VALUE_CHARS = 2000;
+
+export interface DeploymentDetail {
+  readonly version: 1;
+  readonly deployment: DeploymentStatus;
+  readonly inputs: readonly { readonly name: string; readonly value: unknown }[];
+  readonly options: JsonObject;
+  readonly durationSeconds?: number;
+  readonly stdoutTail?: string;
+  readonly stderrTail?: string;
+  readonly outputs: JsonObject;
+  readonly signalAttempts: readonly SignalAttempt[];
+}
+
+/** `unknown`: no record has that id or name (yet: `status --wait` waits for it to appear). */
+export type DetailLookup = { readonly ok: true; readonly detail: DeploymentDetail } | { readonly ok: false; readonly unknown: boolean; readonly message: string };
+
+export async function readDetail(config: AgentConfig, log: Logger, key: string): Promise<DetailLookup> {
+  const store = storeFor(config, log);
+  let record: DeploymentRecord | undefined;
+  try {
+    record = isSafeFileName(key) ? await store.read(key) : undefined;
+  } catch (err) {
+    if (err instanceof DeploymentRecordError) return { ok: false, unknown: false, message: err.message };
+    throw err;
+  }
+  if (!record) {
+    const named = (await store.list(true)).filter((r) => r.name === key);
+    if (named.length > 1) return { ok: false, unknown: false, message: `${named.length} deployments are named "${key}": ${named.map((r) => r.id).join(', ')}; give the id` };
+    record = named[0];
+  }
+  if (!record) return { ok: false, unknown: true, message: `no deployment with id or name "${key}" is known; "os-config-agent status" lists them` };
+  return { ok: true, detail: await detailOf(store, record) };
+}
+
+async function detailOf(store: StateStore, record: DeploymentRecord): Promise<DeploymentDetail> {
+  const deployed = await readObject(store.deployedPath(record.id));
+  const body = await readObject(store.notifyPath(record.id));
+  const inputs = Array.isArray(deployed?.inputs) ? deployed.inputs.filter(isJsonObject).map(shownInput) : [];
+  const outputs: JsonObject = {};
+  for (const [k, v] of Object.entries(body ?? {})) if (!k.startsWith('deploy_')) outputs[k] = bounded(v);
+  const started = record.startedAt ? Date.parse(record.startedAt) : NaN;
+  const ended = record.endedAt ? Date.parse(record.endedAt) : NaN;
+  return {
+    version: 1,
+    deployment: toStatus(record),
+    inputs,
+    options: isJsonObject(deployed?.options) ? deployed.options : {},
+    ...(Number.isFinite(started) && Number.isFinite(ended) ? { durationSeconds: Math.round(ended - started) / 1000 } : {}),
+    ...(typeof body?.deploy_stdout === 'string' ? { stdoutTail: tail(body.deploy_stdout) } : {}),
+    ...(typeof body?.deploy_stderr === 'string' ? { stderrTail: tail(body.deploy_stderr) } : {}),
+    outputs,
+    signalAttempts: (record.signal.history ?? []).map((a) => (a.error ? { ...a, error: scrubText(a.error) } : a)),
+  };
+}
+
+function shownInput(input: JsonObject): { name: string; value: unknown } {
+  const name = typeof input.name === 'string' ? input.name : '';
+  return { name, value: isSecretInput(name) ? MASK : bounded(input.value) };
+}
+
+/** A value as stored, or its text cut short when it is long (a script, a certificate bundle). */
+function bounded(value: unknown): unknown {
+  const text = inputText(value);
+  if (text.length <= VALUE_CHARS) return value ?? null;
+  return `${scrubText(text.slice(0, VALUE_CHARS))}… (${text.length} characters)`;
+}
+
+function tail(text: string): string {
+  const lines = text.split('\n');
+  let out = lines.slice(-TAIL_LINES - (lines.at(-1) === '' ? 1 : 0)).join('\n');
+  if (out.length > TAIL_CHARS) out = out.slice(-TAIL_CHARS);
+  return scrubText(out);
+}
+
+async function readObject(file: string): Promise<JsonObject | undefined> {
+  const text = await readFileIfExists(file).catch(() => undefined);
+  if (text === undefined) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return isJsonObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The report as text. */
+export function formatDetail(d: DeploymentDetail): string {
+  const s = d.deployment;
+  const lines = [
+    `deployment ${s.id} (${s.name})`,
+    `  group: ${s.group}   action: ${s.action}   state: ${s.state}${s.adopted ? ' (adopted)' : ''}`,
+    `  hook: ${s.hook ?? '-'}   starts: ${s.hookStarts}`,
+    `  seen: ${s.firstSeenAt}   started: ${s.startedAt ?? '-'}   ended: ${s.endedAt ?? '-'}${d.durationSeconds !== undefined ? ` (${d.durationSeconds} s)` : ''}`,
+    `  exit code: ${s.exitCode ?? '-'}   deploy_status_code: ${s.statusCode ?? '-'}   failed: ${s.failed === undefined ? '-' : s.failed ? 'yes' : 'no'}`,
+    `  signal: ${s.signal.state} via ${s.signal.transport}, ${s.signal.attempts} attempts${s.signal.sentAt ? `, sent ${s.signal.sentAt}` : ''}${s.signal.nextAttemptAt ? `, next ${s.signal.nextAttemptAt}` : ''}`,
+  ];
+  if (s.lastError) lines.push(`  last error: ${s.lastError}`);
+  lines.push('inputs:', ...(d.inputs.length > 0 ? d.inputs.map((i) => `  ${i.name} = ${oneValue(i.value)}`) : ['  (none)']));
+  lines.push('options:', ...(Object.keys(d.options).length > 0 ? Object.entries(d.options).map(([k, v]) => `  ${k} = ${oneValue(v)}`) : ['  (none)']));
+  lines.push('outputs:', ...(Object.keys(d.outputs).length > 0 ? Object.entries(d.outputs).map(([k, v]) => `  ${k} = ${oneValue(v)}`) : ['  (none)']));
+  lines.push('signal attempts:', ...(d.signalAttempts.length > 0 ? d.signalAttempts.map((a) => `  ${a.at}  ${a.outcome}${a.status !== undefined ? ` (HTTP ${a.status})` : ''}${a.error ? `: ${a.error}` : ''}`) : ['  (none recorded)']));
+  lines.push(`stdout (last ${TAIL_LINES} lines):`, indent(d.stdoutTail), `stderr (last ${TAIL_LINES} lines):`, indent(d.stderrTail));
+  return `${lines.join('\n')}\n`;
+}
+
+function oneValue(v: unknown): string {
+  const text = typeof v === 'string' ? v : JSON.stringify(v);
+  return text.replace(/\n/g, '\\n');
+}
+
+function indent(text: string | undefined): string {
+  if (text === undefined || text === '') return '  (empty)';
+  return text.replace(/\n$/, '').split('\n').map((l) => `  | ${l}`).join('\n');
+}
