@@ -9,11 +9,22 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     languageOptions: {
-      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', setTimeout: 'readonly',
-        clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly' },
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        URL: 'readonly',
+      },
     },
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
       'no-console': 'error',
       eqeqeq: ['error', 'always'],
     },
@@ -25,13 +36,17 @@ export default tseslint.config(
     // same for dependencies). node:https's view does not load undici; it is kept here with http for simplicity.
     files: ['src/**'],
     rules: {
-      'no-restricted-imports': ['error', {
-        paths: ['node:http', 'node:https', 'http', 'https'].map((name) => ({
-          name,
-          allowTypeImports: true,
-          message: 'require() it (createRequire): its ES module view loads undici on Node 22, which ends the lite-mode daemon',
-        })),
-      }],
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: ['node:http', 'node:https', 'http', 'https'].map((name) => ({
+            name,
+            allowTypeImports: true,
+            message:
+              'require() it (createRequire): its ES module view loads undici on Node 22, which ends the lite-mode daemon',
+          })),
+        },
+      ],
     },
   },
   // Layers, as a graph (eslint.layers.js): each folder of src/ names the folders it may import. Type-only imports count

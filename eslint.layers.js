@@ -39,7 +39,21 @@ export const LAYERS = {
   // The idle daemon stays small: what a cycle or a signal needs is loaded only when it is needed (import()), so these
   // are type-only here (TYPE_ONLY).
   daemon: [...FOUNDATION, 'keystone', 'collectors', 'pipeline', 'cache', 'self-config', 'status', 'state'],
-  doctor: [...FOUNDATION, 'keystone', 'collectors', 'pipeline', 'cache', 'apply', 'refresh', 'heat', 'state', 'signals', 'hooks', 'deploy', 'status'],
+  doctor: [
+    ...FOUNDATION,
+    'keystone',
+    'collectors',
+    'pipeline',
+    'cache',
+    'apply',
+    'refresh',
+    'heat',
+    'state',
+    'signals',
+    'hooks',
+    'deploy',
+    'status',
+  ],
   cli: ['*'],
   launch: ['*'],
   'bin.ts': ['*'],
@@ -56,7 +70,16 @@ export const TYPE_ONLY = {
  * loading an upper layer lazily is how the lower ones reach it.
  */
 export const layerRule = {
-  meta: { type: 'problem', schema: [], messages: { refused: '{{from}} may not import {{to}} (the layer graph in eslint.layers.js): move what is needed down, or declare an interface here', typeOnly: '{{from}} may import {{to}} only as types, and load it with import() where it is used (eslint.layers.js: the idle daemon stays small)' } },
+  meta: {
+    type: 'problem',
+    schema: [],
+    messages: {
+      refused:
+        '{{from}} may not import {{to}} (the layer graph in eslint.layers.js): move what is needed down, or declare an interface here',
+      typeOnly:
+        '{{from}} may import {{to}} only as types, and load it with import() where it is used (eslint.layers.js: the idle daemon stays small)',
+    },
+  },
   create(context) {
     const file = path.relative(srcDir, context.filename);
     if (file.startsWith('..')) return {};
@@ -74,10 +97,17 @@ export const layerRule = {
       const messageId = (TYPE_ONLY[from] ?? []).includes(to) ? 'typeOnly' : 'refused';
       context.report({ node: node.source, messageId, data: { from, to } });
     };
-    const allTypes = (node) => node.importKind === 'type' || (node.specifiers.length > 0 && node.specifiers.every((s) => s.importKind === 'type'));
+    const allTypes = (node) =>
+      node.importKind === 'type' ||
+      (node.specifiers.length > 0 && node.specifiers.every((s) => s.importKind === 'type'));
     return {
       ImportDeclaration: (node) => check(node, allTypes(node)),
-      ExportNamedDeclaration: (node) => check(node, node.exportKind === 'type' || (node.specifiers.length > 0 && node.specifiers.every((s) => s.exportKind === 'type'))),
+      ExportNamedDeclaration: (node) =>
+        check(
+          node,
+          node.exportKind === 'type' ||
+            (node.specifiers.length > 0 && node.specifiers.every((s) => s.exportKind === 'type')),
+        ),
       ExportAllDeclaration: (node) => check(node, node.exportKind === 'type'),
     };
   },

@@ -25,9 +25,14 @@ const httpThroughRequire = {
   name: 'http-through-require',
   setup(b) {
     b.onResolve({ filter: /^(node:)?http$/ }, (args) =>
-      args.importer.includes('node_modules') && args.kind === 'import-statement' ? { path: 'http', namespace: 'http-through-require' } : undefined,
+      args.importer.includes('node_modules') && args.kind === 'import-statement'
+        ? { path: 'http', namespace: 'http-through-require' }
+        : undefined,
     );
-    b.onLoad({ filter: /.*/, namespace: 'http-through-require' }, () => ({ contents: "module.exports = require('node:http');", loader: 'js' }));
+    b.onLoad({ filter: /.*/, namespace: 'http-through-require' }, () => ({
+      contents: "module.exports = require('node:http');",
+      loader: 'js',
+    }));
   },
 };
 // Package stand-ins, which buy correctness: the proxy agents trace through `debug`, whose output (to stderr when DEBUG
@@ -36,11 +41,22 @@ const httpThroughRequire = {
 // that makes a request (~50 ms, several MB; scripts/http2-off.cjs), while a request that did ask for HTTP/2 fails
 // loudly instead of quietly using it.
 const PACKAGE_STAND_INS = { debug: './scripts/debug-off.cjs', 'http2-wrapper': './scripts/http2-off.cjs' };
-const common = { bundle: true, platform: 'node', target: 'node20', keepNames: true, sourcemap: false, legalComments: 'none', logLevel: 'warning', alias: PACKAGE_STAND_INS };
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  keepNames: true,
+  sourcemap: false,
+  legalComments: 'none',
+  logLevel: 'warning',
+  alias: PACKAGE_STAND_INS,
+};
 
 // The one list of command names, read from its module (src/cli/command-names.ts) by bundling it.
 const namesModule = await build({ ...common, entryPoints: ['src/cli/command-names.ts'], format: 'esm', write: false });
-const { AGENT_COMMAND, COMPAT_COMMANDS, COMMAND_NAMES } = await import(`data:text/javascript;base64,${Buffer.from(namesModule.outputFiles[0].text).toString('base64')}`);
+const { AGENT_COMMAND, COMPAT_COMMANDS, COMMAND_NAMES } = await import(
+  `data:text/javascript;base64,${Buffer.from(namesModule.outputFiles[0].text).toString('base64')}`
+);
 
 await rm('dist', { recursive: true, force: true });
 await build({
@@ -66,7 +82,10 @@ await chmod(out, 0o755);
 // for a link named after the command), then loads the entry. A file, not a link: npm leaves links out of a package.
 await mkdir('dist/bin', { recursive: true });
 for (const name of COMPAT_COMMANDS) {
-  await writeFile(`dist/bin/${name}`, `${SHEBANG}\n// ${name}: os-config-agent's ${name} command (scripts/build.mjs).\nprocess.argv[1] = '${name}';\nawait import('../${AGENT_COMMAND}.mjs');\n`);
+  await writeFile(
+    `dist/bin/${name}`,
+    `${SHEBANG}\n// ${name}: os-config-agent's ${name} command (scripts/build.mjs).\nprocess.argv[1] = '${name}';\nawait import('../${AGENT_COMMAND}.mjs');\n`,
+  );
   await chmod(`dist/bin/${name}`, 0o755);
 }
 // The list for what installs the launchers: the image element (a shell script: one name per line, the agent's first)
@@ -80,7 +99,10 @@ await writeFile('dist/command-names.json', `${JSON.stringify({ agent: AGENT_COMM
 // package.json says "module"). Not minified: operators read the hook that ran. The second line is the stamp by which
 // the agent recognises its own build and runs the hook in-process (src/hooks/host/stamp.ts: same format).
 const { version } = JSON.parse(await readFile('package.json', 'utf8'));
-const groups = (await readdir('src/hooks/groups')).filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3)).sort();
+const groups = (await readdir('src/hooks/groups'))
+  .filter((f) => f.endsWith('.ts'))
+  .map((f) => f.slice(0, -3))
+  .sort();
 await mkdir('dist/hooks', { recursive: true });
 await writeFile('dist/hooks/package.json', '{ "type": "commonjs" }\n');
 for (const group of groups) {
@@ -102,7 +124,11 @@ for (const group of groups) {
   });
   const body = built.outputFiles[0].text;
   const digest = createHash('sha256').update(body, 'utf8').digest('hex');
-  await writeFile(`dist/hooks/${group}`, `#!/usr/bin/env node\n// os-config-agent built-in hook group=${group} version=${version} sha256=${digest}\n${body}`, { mode: 0o755 });
+  await writeFile(
+    `dist/hooks/${group}`,
+    `#!/usr/bin/env node\n// os-config-agent built-in hook group=${group} version=${version} sha256=${digest}\n${body}`,
+    { mode: 0o755 },
+  );
   await chmod(`dist/hooks/${group}`, 0o755);
 }
 

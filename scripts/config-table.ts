@@ -6,7 +6,12 @@ export function configTable(): string {
   const rows = ['| Section | Option | Default | Meaning |', '|---|---|---|---|'];
   for (const section of SECTION_NAMES) {
     for (const [name, spec] of Object.entries(sectionSpecs(section))) {
-      const def = spec.default === undefined ? '(unset)' : Array.isArray(spec.default) ? (spec.default as string[]).join(' ') || '(empty)' : String(spec.default);
+      const def =
+        spec.default === undefined
+          ? '(unset)'
+          : Array.isArray(spec.default)
+            ? (spec.default as string[]).join(' ') || '(empty)'
+            : String(spec.default);
       const meaning = `${spec.help}${spec.secret ? ' Secret: never logged.' : ''}`.replace(/\|/g, '\\|');
       rows.push(`| ${section} | ${name} | \`${def}\` | ${meaning} |`);
     }

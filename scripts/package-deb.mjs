@@ -11,7 +11,19 @@
 // Usage: node scripts/package-deb.mjs [--node bundled|system] [--out DIR] [--compress xz|gzip|none]
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,11 +34,17 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
  * The Node.js LTS line bundled: the one the image element installs when an image's own Node.js is too old. Both read
  * it from this one file, so the package and the image run the same line.
  */
-export const BUNDLED_NODE = readFileSync(path.join(REPO, 'elements/os-config-agent/os-config-agent-data/node-lts-line'), 'utf8')
+export const BUNDLED_NODE = readFileSync(
+  path.join(REPO, 'elements/os-config-agent/os-config-agent-data/node-lts-line'),
+  'utf8',
+)
   .split('\n')
   .map((line) => line.trim())
   .find((line) => /^\d+$/.test(line));
-if (!BUNDLED_NODE) throw new Error('elements/os-config-agent/os-config-agent-data/node-lts-line names no Node.js LTS line (a major version on its own line)');
+if (!BUNDLED_NODE)
+  throw new Error(
+    'elements/os-config-agent/os-config-agent-data/node-lts-line names no Node.js LTS line (a major version on its own line)',
+  );
 const PREFIX = '/usr/lib/os-config-agent';
 /** Not linked into /usr/bin: cfn-signal stays in PREFIX/bin so heat-cfntools' /usr/bin/cfn-signal is never touched. */
 const OFF_PATH = ['cfn-signal'];
@@ -40,8 +58,10 @@ function fail(message) {
 
 function run(file, args, options = {}) {
   const res = spawnSync(file, args, { encoding: 'utf8', ...options });
-  if (res.error) fail(`${file} could not be run (${res.error.code}): install it (Debian: ${file === 'dpkg-deb' ? 'dpkg' : file})`);
-  if (res.status !== 0) fail(`${file} ${args.join(' ')} failed with status ${res.status}: ${(res.stderr || res.stdout).trim()}`);
+  if (res.error)
+    fail(`${file} could not be run (${res.error.code}): install it (Debian: ${file === 'dpkg-deb' ? 'dpkg' : file})`);
+  if (res.status !== 0)
+    fail(`${file} ${args.join(' ')} failed with status ${res.status}: ${(res.stderr || res.stdout).trim()}`);
   return res.stdout;
 }
 
@@ -52,10 +72,14 @@ function parseArgs(argv) {
     if (a === '--node') opts.node = argv[++i];
     else if (a === '--out') opts.out = path.resolve(argv[++i] ?? '');
     else if (a === '--compress') opts.compress = argv[++i];
-    else fail(`unknown argument ${a}; usage: node scripts/package-deb.mjs [--node bundled|system] [--out DIR] [--compress xz|gzip|none]`);
+    else
+      fail(
+        `unknown argument ${a}; usage: node scripts/package-deb.mjs [--node bundled|system] [--out DIR] [--compress xz|gzip|none]`,
+      );
   }
   if (opts.node !== 'bundled' && opts.node !== 'system') fail(`--node must be bundled or system, not ${opts.node}`);
-  if (!['xz', 'gzip', 'none'].includes(opts.compress)) fail(`--compress must be xz, gzip or none, not ${opts.compress}`);
+  if (!['xz', 'gzip', 'none'].includes(opts.compress))
+    fail(`--compress must be xz, gzip or none, not ${opts.compress}`);
   return opts;
 }
 
@@ -64,7 +88,10 @@ function fetchNode(npmArch) {
   const cache = path.join(os.homedir(), '.cache/os-config-agent');
   mkdirSync(cache, { recursive: true });
   const spec = `node-linux-${npmArch}@${BUNDLED_NODE}`;
-  const packed = readdirSync(cache).filter((f) => f.startsWith(`node-linux-${npmArch}-${BUNDLED_NODE}.`) && f.endsWith('.tgz')).sort().at(-1);
+  const packed = readdirSync(cache)
+    .filter((f) => f.startsWith(`node-linux-${npmArch}-${BUNDLED_NODE}.`) && f.endsWith('.tgz'))
+    .sort()
+    .at(-1);
   let tarball = packed ? path.join(cache, packed) : undefined;
   if (!tarball) {
     // npm checks the tarball against the registry's sha512 integrity before it writes it.
@@ -233,7 +260,7 @@ function lintianOverrides(node) {
   const lines = [];
   if (node === 'bundled') {
     lines.push(
-      '# The official Node.js binary is the runtime this package carries because the distribution\'s is too old; it links',
+      "# The official Node.js binary is the runtime this package carries because the distribution's is too old; it links",
       '# zlib statically as upstream builds it.',
       'os-config-agent: embedded-library zlib [usr/lib/os-config-agent/node/bin/node]',
       '# The hooks start with "#!/usr/bin/env node": the agent runs them in-process, and run as processes by the service',
@@ -241,7 +268,10 @@ function lintianOverrides(node) {
       'os-config-agent: missing-dep-for-interpreter node (does not satisfy nodejs:any) [usr/libexec/heat-config/hooks/*]',
     );
   }
-  lines.push('# Holds credentials once the agent rewrites it from Heat\'s metadata.', 'os-config-agent: non-standard-file-perm 0600 != 0644 [etc/os-collect-config.conf]');
+  lines.push(
+    "# Holds credentials once the agent rewrites it from Heat's metadata.",
+    'os-config-agent: non-standard-file-perm 0600 != 0644 [etc/os-collect-config.conf]',
+  );
   return `${lines.join('\n')}\n`;
 }
 
@@ -277,7 +307,8 @@ function sizeKiB(dir) {
 function main() {
   const opts = parseArgs(process.argv.slice(2));
   const dist = path.join(REPO, 'dist');
-  if (!existsSync(path.join(dist, 'command-names.json')) || !existsSync(path.join(dist, 'hooks/script'))) fail(`${dist} is not built: run "npm run build" first`);
+  if (!existsSync(path.join(dist, 'command-names.json')) || !existsSync(path.join(dist, 'hooks/script')))
+    fail(`${dist} is not built: run "npm run build" first`);
   const { version: upstreamVersion } = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8'));
   const version = `${upstreamVersion}-1`;
   const npmArch = process.arch;
@@ -303,7 +334,8 @@ function main() {
     const { agent, compat } = JSON.parse(readFileSync(path.join(dist, 'command-names.json'), 'utf8'));
     dir(`${PREFIX}/lib`);
     cpSync(path.join(dist, `${agent}.mjs`), at(`${PREFIX}/lib/${agent}.mjs`));
-    if (existsSync(path.join(dist, 'chunks'))) cpSync(path.join(dist, 'chunks'), at(`${PREFIX}/lib/chunks`), { recursive: true });
+    if (existsSync(path.join(dist, 'chunks')))
+      cpSync(path.join(dist, 'chunks'), at(`${PREFIX}/lib/chunks`), { recursive: true });
     for (const name of compat) symlinkSync(`${agent}.mjs`, at(`${PREFIX}/lib/${name}`));
     dir(`${PREFIX}/bin`);
     file(`${PREFIX}/bin/${agent}`, launcher(`${agent}.mjs`, true), 0o755);
@@ -314,16 +346,24 @@ function main() {
       dir(`${PREFIX}/node/bin`);
       cpSync(node.node, at(`${PREFIX}/node/bin/node`));
       // As Debian strips its binaries (debug symbols are a third of the official build).
-      run('strip', ['--remove-section=.comment', '--remove-section=.note', '--strip-unneeded', at(`${PREFIX}/node/bin/node`)]);
+      run('strip', [
+        '--remove-section=.comment',
+        '--remove-section=.note',
+        '--strip-unneeded',
+        at(`${PREFIX}/node/bin/node`),
+      ]);
       chmodSync(at(`${PREFIX}/node/bin/node`), 0o755);
       if (existsSync(node.license)) file(`${PREFIX}/node/LICENSE`, readFileSync(node.license));
       symlinkSync('../node/bin/node', at(`${PREFIX}/bin/node`));
-      console.log(`package-deb: bundling Node.js ${run(at(`${PREFIX}/node/bin/node`), ['--version']).trim()} (${node.from}, LTS line ${BUNDLED_NODE})`);
+      console.log(
+        `package-deb: bundling Node.js ${run(at(`${PREFIX}/node/bin/node`), ['--version']).trim()} (${node.from}, LTS line ${BUNDLED_NODE})`,
+      );
     } else {
       symlinkSync('/usr/bin/node', at(`${PREFIX}/bin/node`));
     }
     dir('usr/bin');
-    for (const name of [agent, ...compat].filter((n) => !OFF_PATH.includes(n))) symlinkSync(`../lib/os-config-agent/bin/${name}`, at(`usr/bin/${name}`));
+    for (const name of [agent, ...compat].filter((n) => !OFF_PATH.includes(n)))
+      symlinkSync(`../lib/os-config-agent/bin/${name}`, at(`usr/bin/${name}`));
 
     dir('usr/libexec/heat-config/hooks');
     for (const hook of readdirSync(path.join(dist, 'hooks')).filter((f) => f !== 'package.json')) {
@@ -333,11 +373,19 @@ function main() {
 
     // The unit the element installs, with this package's paths.
     dir('lib/systemd/system');
-    const unit = readFileSync(path.join(REPO, 'systemd/os-config-agent.service'), 'utf8').replaceAll('/opt/os-config-agent', PREFIX)
-      .replace('Installed and enabled by the os-config-agent diskimage-builder\n# element', 'Installed and enabled by the os-config-agent diskimage-builder\n# element or the Debian package');
+    const unit = readFileSync(path.join(REPO, 'systemd/os-config-agent.service'), 'utf8')
+      .replaceAll('/opt/os-config-agent', PREFIX)
+      .replace(
+        'Installed and enabled by the os-config-agent diskimage-builder\n# element',
+        'Installed and enabled by the os-config-agent diskimage-builder\n# element or the Debian package',
+      );
     file('lib/systemd/system/os-config-agent.service', unit);
     dir('etc');
-    file('etc/os-collect-config.conf', readFileSync(path.join(REPO, 'elements/os-config-agent/os-config-agent-data/os-collect-config.conf')), 0o600);
+    file(
+      'etc/os-collect-config.conf',
+      readFileSync(path.join(REPO, 'elements/os-config-agent/os-config-agent-data/os-collect-config.conf')),
+      0o600,
+    );
 
     // Lintian's errors that do not apply, each with the reason (a bundled runtime, not a library copy to unbundle).
     dir('usr/share/lintian/overrides');
@@ -354,12 +402,17 @@ function main() {
     for (const [name, text] of Object.entries(scripts)) file(`DEBIAN/${name}`, text, 0o755);
     file('DEBIAN/conffiles', '/etc/os-collect-config.conf\n');
     file('DEBIAN/md5sums', md5sums(root));
-    file('DEBIAN/control', control({ version, arch, node: opts.node, installedKiB: sizeKiB(root) - sizeKiB(at('DEBIAN')) }));
+    file(
+      'DEBIAN/control',
+      control({ version, arch, node: opts.node, installedKiB: sizeKiB(root) - sizeKiB(at('DEBIAN')) }),
+    );
 
     mkdirSync(opts.out, { recursive: true });
     const deb = path.join(opts.out, `os-config-agent_${version}_${arch}.deb`);
     run('dpkg-deb', ['--root-owner-group', `-Z${opts.compress}`, '--build', root, deb]);
-    console.log(`package-deb: built ${path.relative(process.cwd(), deb) || deb} (${Math.round(statSync(deb).size / 1024)} KiB)`);
+    console.log(
+      `package-deb: built ${path.relative(process.cwd(), deb) || deb} (${Math.round(statSync(deb).size / 1024)} KiB)`,
+    );
   } finally {
     rmSync(root, { recursive: true, force: true });
     if (nodeWork) rmSync(nodeWork, { recursive: true, force: true });

@@ -50,7 +50,10 @@ export class ConfigError extends AgentError {
 /** A collector has no configuration to work with (skipped quietly, as upstream does). */
 export class SourceNotConfiguredError extends AgentError {
   override name = 'SourceNotConfiguredError';
-  constructor(readonly collector: string, message: string) {
+  constructor(
+    readonly collector: string,
+    message: string,
+  ) {
     super('ERR_SOURCE_NOT_CONFIGURED', message);
   }
 }
@@ -63,7 +66,16 @@ export class SourceUnavailableError extends AgentError {
   constructor(
     readonly collector: string,
     message: string,
-    options?: { cause?: unknown; code?: 'ERR_SOURCE_UNAVAILABLE' | 'ERR_SOURCE_INSECURE' | 'ERR_SOURCE_INVALID_DATA' | 'ERR_HTTP' | 'ERR_HTTP_TOO_LARGE'; statusCode?: number },
+    options?: {
+      cause?: unknown;
+      code?:
+        | 'ERR_SOURCE_UNAVAILABLE'
+        | 'ERR_SOURCE_INSECURE'
+        | 'ERR_SOURCE_INVALID_DATA'
+        | 'ERR_HTTP'
+        | 'ERR_HTTP_TOO_LARGE';
+      statusCode?: number;
+    },
   ) {
     super(options?.code ?? 'ERR_SOURCE_UNAVAILABLE', message, options);
     this.statusCode = options?.statusCode;
@@ -81,7 +93,10 @@ export class CacheWriteError extends AgentError {
 /** The configured command exited non-zero or was killed; nothing was committed. */
 export class CommandFailedError extends AgentError {
   override name = 'CommandFailedError';
-  constructor(message: string, readonly exitCode: number) {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
     super('ERR_COMMAND_FAILED', message);
   }
 }

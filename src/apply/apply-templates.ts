@@ -76,7 +76,9 @@ async function applyTree(opts: ApplyOptions): Promise<ApplyResult> {
       staged.push({ target: output.target, outcome });
     }
     if (opts.strict && missingInStrict.length > 0) {
-      throw new TemplateError(`strict mode: templates name keys missing from the metadata (${missingInStrict.slice(0, 20).join(', ')}${missingInStrict.length > 20 ? ', ...' : ''}); nothing was written`);
+      throw new TemplateError(
+        `strict mode: templates name keys missing from the metadata (${missingInStrict.slice(0, 20).join(', ')}${missingInStrict.length > 20 ? ', ...' : ''}); nothing was written`,
+      );
     }
     if (opts.validate) {
       log.info({ templates: entries.length }, 'templates validated; nothing written');
@@ -84,7 +86,8 @@ async function applyTree(opts: ApplyOptions): Promise<ApplyResult> {
     }
     for (const { target, outcome } of staged) {
       if (outcome === 'written') log.info({ path: target }, 'writing file');
-      else if (outcome === 'deleted') log.info({ path: target }, 'deleting file: empty rendering and allow_empty is false');
+      else if (outcome === 'deleted')
+        log.info({ path: target }, 'deleting file: empty rendering and allow_empty is false');
       else if (outcome === 'skipped') log.info({ path: target }, 'not creating empty file: allow_empty is false');
     }
     // The lines so far reach the log before the wait for the disk (a buffered logger holds them otherwise).
@@ -103,17 +106,27 @@ async function applyTree(opts: ApplyOptions): Promise<ApplyResult> {
     else if (outcome === 'unchanged') result.unchanged.push(target);
     else if (outcome === 'deleted') result.deleted.push(target);
   }
-  log.info({ written: result.written.length, unchanged: result.unchanged.length, deleted: result.deleted.length }, 'templates applied');
+  log.info(
+    { written: result.written.length, unchanged: result.unchanged.length, deleted: result.deleted.length },
+    'templates applied',
+  );
   return result;
 }
 
 /** A failed write under the output root (full disk, permissions), as the operator reads it. */
 function writeFailure(err: unknown, outputDir: string): TemplateError {
-  return new TemplateError(`could not write the rendered files under ${outputDir} (${errorMessage(err)}); no file was replaced`, { cause: err });
+  return new TemplateError(
+    `could not write the rendered files under ${outputDir} (${errorMessage(err)}); no file was replaced`,
+    { cause: err },
+  );
 }
 
 /** The rendered text and its missing keys, or (a config script) the promise of its output. */
-function renderOne(entry: TemplateEntry, metadata: Record<string, unknown>, log: Logger): { text: string; missing: string[] } | Promise<string> {
+function renderOne(
+  entry: TemplateEntry,
+  metadata: Record<string, unknown>,
+  log: Logger,
+): { text: string; missing: string[] } | Promise<string> {
   const source = readTemplateSource(entry.source);
   if (source.executable) {
     log.flush();
@@ -122,7 +135,8 @@ function renderOne(entry: TemplateEntry, metadata: Record<string, unknown>, log:
   try {
     return renderTemplate(source.text, metadata);
   } catch (err) {
-    if (err instanceof AgentError) throw new TemplateError(`could not render moustache template ${entry.source}: ${err.message}`, { cause: err });
+    if (err instanceof AgentError)
+      throw new TemplateError(`could not render moustache template ${entry.source}: ${err.message}`, { cause: err });
     throw err;
   }
 }

@@ -15,7 +15,12 @@ export interface ControlSettings {
   allowEmpty: boolean;
 }
 
-export const DEFAULT_CONTROL: ControlSettings = Object.freeze({ mode: undefined, uid: undefined, gid: undefined, allowEmpty: true });
+export const DEFAULT_CONTROL: ControlSettings = Object.freeze({
+  mode: undefined,
+  uid: undefined,
+  gid: undefined,
+  allowEmpty: true,
+});
 
 const KEYS = ['mode', 'owner', 'group', 'allow_empty'] as const;
 
@@ -25,7 +30,10 @@ export async function readControlFile(file: string | undefined): Promise<Control
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ControlFileError(`cannot read control file ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
+    throw new ControlFileError(
+      `cannot read control file ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+      { cause: err },
+    );
   }
   return parseControlFile(text, file);
 }
@@ -36,10 +44,13 @@ export async function parseControlFile(text: string, file: string): Promise<Cont
   try {
     doc = parseYaml(text, { version: '1.1' });
   } catch (err) {
-    throw new ControlFileError(`${file}: not valid YAML (${(err as Error).message.split('\n')[0] ?? ''})`, { cause: err });
+    throw new ControlFileError(`${file}: not valid YAML (${(err as Error).message.split('\n')[0] ?? ''})`, {
+      cause: err,
+    });
   }
   if (doc === null || doc === undefined) return DEFAULT_CONTROL;
-  if (typeof doc !== 'object' || Array.isArray(doc)) throw new ControlFileError(`${file}: header is not a dict; write a mapping such as "mode: 0600"`);
+  if (typeof doc !== 'object' || Array.isArray(doc))
+    throw new ControlFileError(`${file}: header is not a dict; write a mapping such as "mode: 0600"`);
   const raw = doc as Record<string, unknown>;
   for (const key of Object.keys(raw)) {
     if (!(KEYS as readonly string[]).includes(key)) {
@@ -49,7 +60,10 @@ export async function parseControlFile(text: string, file: string): Promise<Cont
   const out: ControlSettings = { ...DEFAULT_CONTROL };
   if (Object.hasOwn(raw, 'mode')) out.mode = checkMode(raw.mode, file);
   if (Object.hasOwn(raw, 'allow_empty')) {
-    if (typeof raw.allow_empty !== 'boolean') throw new ControlFileError(`${file}: allow_empty requires a boolean (true/false), got ${describe(raw.allow_empty)}`);
+    if (typeof raw.allow_empty !== 'boolean')
+      throw new ControlFileError(
+        `${file}: allow_empty requires a boolean (true/false), got ${describe(raw.allow_empty)}`,
+      );
     out.allowEmpty = raw.allow_empty;
   }
   if (Object.hasOwn(raw, 'owner')) out.uid = await checkAccount('owner', 'passwd', raw.owner, file);
@@ -67,28 +81,42 @@ type YamlModule = typeof import('yaml');
 async function loadYamlParser(): Promise<YamlModule['parse']> {
   const mod = (await import('yaml')) as YamlModule & { default?: YamlModule };
   const parse = typeof mod.parse === 'function' ? mod.parse : mod.default?.parse;
-  if (typeof parse !== 'function') throw new ControlFileError('the YAML parser could not be loaded; reinstall os-config-agent');
+  if (typeof parse !== 'function')
+    throw new ControlFileError('the YAML parser could not be loaded; reinstall os-config-agent');
   return parse;
 }
 
 function checkMode(value: unknown, file: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value)) {
-    throw new ControlFileError(`${file}: mode ${describe(value)} is not numeric; write it as an unquoted octal number such as 0644`);
+    throw new ControlFileError(
+      `${file}: mode ${describe(value)} is not numeric; write it as an unquoted octal number such as 0644`,
+    );
   }
-  if (value < 0 || value > 0o777) throw new ControlFileError(`${file}: mode 0${value.toString(8)} out of range (0 to 0777; setuid, setgid and sticky bits are not supported)`);
+  if (value < 0 || value > 0o777)
+    throw new ControlFileError(
+      `${file}: mode 0${value.toString(8)} out of range (0 to 0777; setuid, setgid and sticky bits are not supported)`,
+    );
   return value;
 }
 
-async function checkAccount(key: 'owner' | 'group', db: 'passwd' | 'group', value: unknown, file: string): Promise<number> {
+async function checkAccount(
+  key: 'owner' | 'group',
+  db: 'passwd' | 'group',
+  value: unknown,
+  file: string,
+): Promise<number> {
   const dbName = db === 'passwd' ? 'passwd' : 'group';
   if (typeof value !== 'string' && !(typeof value === 'number' && Number.isInteger(value))) {
     throw new ControlFileError(`${file}: ${key} ${describe(value)} must be a name or a numeric id`);
   }
   const id = await lookupId(db, value);
-  if (id === undefined) throw new ControlFileError(`${file}: ${key} '${String(value)}' not found in ${dbName} database; create it first or fix the name`);
+  if (id === undefined)
+    throw new ControlFileError(
+      `${file}: ${key} '${String(value)}' not found in ${dbName} database; create it first or fix the name`,
+    );
   return id;
 }
 
 function describe(value: unknown): string {
-  return typeof value === 'string' ? `'${value}'` : JSON.stringify(value) ?? String(value);
+  return typeof value === 'string' ? `'${value}'` : (JSON.stringify(value) ?? String(value));
 }

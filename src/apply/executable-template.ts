@@ -8,7 +8,11 @@ import { TemplateError } from './apply-errors.js';
 export const EXECUTABLE_TEMPLATE_TIMEOUT_MS = 10 * 60 * 1000;
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 
-export async function runExecutableTemplate(file: string, metadata: unknown, timeoutMs = EXECUTABLE_TEMPLATE_TIMEOUT_MS): Promise<string> {
+export async function runExecutableTemplate(
+  file: string,
+  metadata: unknown,
+  timeoutMs = EXECUTABLE_TEMPLATE_TIMEOUT_MS,
+): Promise<string> {
   // Loaded on the first executable template: most trees have none.
   const { spawn } = await import('node:child_process');
   return new Promise((resolve, reject) => {
@@ -44,7 +48,12 @@ export async function runExecutableTemplate(file: string, metadata: unknown, tim
     child.stdin.on('error', () => undefined);
     child.on('error', (err) => {
       clearTimeout(timer);
-      reject(new TemplateError(`config script failed: ${file} could not be started (${err.message}); check its shebang line`, { cause: err }));
+      reject(
+        new TemplateError(
+          `config script failed: ${file} could not be started (${err.message}); check its shebang line`,
+          { cause: err },
+        ),
+      );
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);

@@ -13,7 +13,9 @@ export const VALUE_TYPES: Readonly<Record<string, RegExp>> = Object.freeze({
   default: new RegExp(`^[A-Za-z0-9_]*${END}`),
   netaddress: new RegExp(`^[A-Za-z0-9/.:-]*${END}`),
   netdevice: new RegExp(`^[A-Za-z0-9/.:-]*${END}`),
-  dsn: new RegExp(`^[a-zA-Z0-9]+://([a-zA-Z0-9+_-]+(:[^@]+)?)?(@?[a-zA-Z0-9/_.-]+)?(/[a-zA-Z0-9_-]+)?(\\?[a-zA-Z0-9=_-]+)?${END}`),
+  dsn: new RegExp(
+    `^[a-zA-Z0-9]+://([a-zA-Z0-9+_-]+(:[^@]+)?)?(@?[a-zA-Z0-9/_.-]+)?(/[a-zA-Z0-9_-]+)?(\\?[a-zA-Z0-9=_-]+)?${END}`,
+  ),
   swiftdevices: new RegExp(`^(r\\d+z\\d+-[A-Za-z0-9.-_]+:%PORT%/[^,]+,?)+${END}`),
   username: new RegExp(`^[A-Za-z0-9_-]+${END}`),
   raw: /^/,
@@ -49,9 +51,13 @@ export function isKnownType(type: string): boolean {
 
 /** Validate `value` against a --type; throws MetadataError for an unknown type or a value that does not match. */
 export function checkValueType(value: unknown, type: string): void {
-  if (!isKnownType(type)) throw new MetadataError(`requested validation of unknown type: ${type} (known: ${Object.keys(VALUE_TYPES).join(', ')})`);
+  if (!isKnownType(type))
+    throw new MetadataError(
+      `requested validation of unknown type: ${type} (known: ${Object.keys(VALUE_TYPES).join(', ')})`,
+    );
   const text = pythonStr(value);
-  if (!(VALUE_TYPES[type] as RegExp).test(text)) throw new MetadataError(`cannot interpret value '${text}' as type ${type}`);
+  if (!(VALUE_TYPES[type] as RegExp).test(text))
+    throw new MetadataError(`cannot interpret value '${text}' as type ${type}`);
 }
 
 /** The text --key prints for a found value (without the newline). */
@@ -90,10 +96,17 @@ function pythonRepr(value: unknown): string {
   if (value === null || value === undefined) return 'None';
   if (value === true) return 'True';
   if (value === false) return 'False';
-  if (typeof value === 'number') return pythonJsonDumps(value).replace(/^Infinity$/, 'inf').replace(/^-Infinity$/, '-inf').replace(/^NaN$/, 'nan');
+  if (typeof value === 'number')
+    return pythonJsonDumps(value)
+      .replace(/^Infinity$/, 'inf')
+      .replace(/^-Infinity$/, '-inf')
+      .replace(/^NaN$/, 'nan');
   if (typeof value === 'string') return reprString(value);
   if (Array.isArray(value)) return `[${value.map(pythonRepr).join(', ')}]`;
-  if (isJsonObject(value)) return `{${Object.entries(value).map(([k, v]) => `${reprString(k)}: ${pythonRepr(v)}`).join(', ')}}`;
+  if (isJsonObject(value))
+    return `{${Object.entries(value)
+      .map(([k, v]) => `${reprString(k)}: ${pythonRepr(v)}`)
+      .join(', ')}}`;
   return String(value);
 }
 
@@ -105,7 +118,8 @@ function reprString(s: string): string {
     else if (ch === '\n') out += '\\n';
     else if (ch === '\r') out += '\\r';
     else if (ch === '\t') out += '\\t';
-    else if (ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f) out += `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`;
+    else if (ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f)
+      out += `\\x${ch.charCodeAt(0).toString(16).padStart(2, '0')}`;
     else out += ch;
   }
   return out + quote;

@@ -51,7 +51,10 @@ function readFileList(mapped: string, shown: string): string[] {
     text = readFileSync(mapped, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw new MetadataError(`Could not open ${shown} for reading (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
+    throw new MetadataError(
+      `Could not open ${shown} for reading (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+      { cause: err },
+    );
   }
   let value: unknown;
   try {
@@ -86,7 +89,8 @@ function readMetadataFile(file: string): unknown {
     const fd = openSync(file, 'r');
     try {
       const st = fstatSync(fd);
-      if (st.size > MAX_METADATA_BYTES) throw new MetadataError(`metadata file ${file} is ${st.size} bytes, over the ${MAX_METADATA_BYTES}-byte limit`);
+      if (st.size > MAX_METADATA_BYTES)
+        throw new MetadataError(`metadata file ${file} is ${st.size} bytes, over the ${MAX_METADATA_BYTES}-byte limit`);
       text = readFileSync(fd, 'utf8');
     } finally {
       closeSync(fd);
@@ -95,7 +99,9 @@ function readMetadataFile(file: string): unknown {
     if (err instanceof MetadataError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
-    throw new MetadataError(`Could not open ${file} for reading (${code ?? String(err)}); check its permissions`, { cause: err });
+    throw new MetadataError(`Could not open ${file} for reading (${code ?? String(err)}); check its permissions`, {
+      cause: err,
+    });
   }
   let value: unknown;
   try {
@@ -103,6 +109,7 @@ function readMetadataFile(file: string): unknown {
   } catch (err) {
     throw new MetadataError(`Could not parse metadata file: ${file} (${(err as Error).message})`, { cause: err });
   }
-  if (jsonDepth(value) > MAX_JSON_DEPTH) throw new MetadataError(`metadata file ${file} is nested more than ${MAX_JSON_DEPTH} levels deep`);
+  if (jsonDepth(value) > MAX_JSON_DEPTH)
+    throw new MetadataError(`metadata file ${file} is nested more than ${MAX_JSON_DEPTH} levels deep`);
   return value;
 }

@@ -75,7 +75,10 @@ export function parseTemplate(source: string): Node[] {
     }
     const endDelim = sigil === BRACE ? `}${close}` : sigil === EQUALS ? `=${close}` : close;
     const end = source.indexOf(endDelim, sigil === BRACE || sigil === EQUALS ? inner + 1 : inner);
-    if (end === -1) throw new TemplateError(`line ${lineAt(source, start)}: tag opened with "${open}" is never closed with "${endDelim}"`);
+    if (end === -1)
+      throw new TemplateError(
+        `line ${lineAt(source, start)}: tag opened with "${open}" is never closed with "${endDelim}"`,
+      );
     if (kind !== VARIABLE || sigil === BRACE || sigil === AMPERSAND) inner++;
     let after = end + endDelim.length;
     // Text before the tag ends at the tag, or at the start of its indentation when the tag is standalone: only spaces
@@ -115,20 +118,31 @@ export function parseTemplate(source: string): Node[] {
       case CLOSE_SECTION: {
         if (name === '') throw emptyName(source, start);
         const section = stack.pop();
-        if (!section) throw new TemplateError(`line ${lineAt(source, start)}: closing tag {{/${name}}} has no matching opening tag`);
+        if (!section)
+          throw new TemplateError(
+            `line ${lineAt(source, start)}: closing tag {{/${name}}} has no matching opening tag`,
+          );
         if (section.name !== name) {
           throw new TemplateError(
             `line ${lineAt(source, start)}: closing tag {{/${name}}} does not match the section {{#${section.name}}} opened on line ${lineAt(source, section.at)}`,
           );
         }
         children = stack.length > 0 ? (stack[stack.length - 1] as OpenSection).children : root;
-        children.push({ kind: 'section', name: section.name, path: namePath(section.name), inverted: section.inverted, children: section.children });
+        children.push({
+          kind: 'section',
+          name: section.name,
+          path: namePath(section.name),
+          inverted: section.inverted,
+          children: section.children,
+        });
         break;
       }
       case SET_DELIMITERS: {
         const parts = name.split(/\s+/).filter((p) => p !== '');
         if (parts.length !== 2 || parts.some((p) => p.includes('='))) {
-          throw new TemplateError(`line ${lineAt(source, start)}: set-delimiter tag needs two delimiters separated by a space, as in {{=<% %>=}}`);
+          throw new TemplateError(
+            `line ${lineAt(source, start)}: set-delimiter tag needs two delimiters separated by a space, as in {{=<% %>=}}`,
+          );
         }
         open = parts[0] as string;
         close = parts[1] as string;
@@ -139,7 +153,10 @@ export function parseTemplate(source: string): Node[] {
     }
   }
   const unclosed = stack.pop();
-  if (unclosed) throw new TemplateError(`line ${lineAt(source, unclosed.at)}: section {{#${unclosed.name}}} is never closed (add {{/${unclosed.name}}})`);
+  if (unclosed)
+    throw new TemplateError(
+      `line ${lineAt(source, unclosed.at)}: section {{#${unclosed.name}}} is never closed (add {{/${unclosed.name}}})`,
+    );
   return root;
 }
 

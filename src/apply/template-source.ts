@@ -16,14 +16,18 @@ export function readTemplateSource(file: string): TemplateSource {
   let text: string;
   try {
     const st = statSync(file);
-    if (!st.isFile()) throw new TemplateError(`template ${file} is not a regular file; remove it from the template tree`);
+    if (!st.isFile())
+      throw new TemplateError(`template ${file} is not a regular file; remove it from the template tree`);
     // Most templates have no execute bit at all; for those that do, access(2) decides as upstream's os.access(X_OK).
     if ((st.mode & 0o111) !== 0 && canExecute(file)) return { executable: true };
     text = readFileSync(file, 'utf8');
-    if (text.includes('\ufffd') && !isUtf8(readFileSync(file))) throw new TemplateError(`could not read template ${file} (not valid UTF-8)`);
+    if (text.includes('\ufffd') && !isUtf8(readFileSync(file)))
+      throw new TemplateError(`could not read template ${file} (not valid UTF-8)`);
   } catch (err) {
     if (err instanceof TemplateError) throw err;
-    throw new TemplateError(`could not read template ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { cause: err });
+    throw new TemplateError(`could not read template ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`, {
+      cause: err,
+    });
   }
   return { executable: false, text: text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text };
 }

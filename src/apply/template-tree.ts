@@ -28,9 +28,14 @@ export async function discoverTemplates(root: string): Promise<TemplateEntry[]> 
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return out;
-    throw new TemplateError(`cannot read the template root ${root} (${code ?? String(err)}); check its permissions`, { cause: err });
+    throw new TemplateError(`cannot read the template root ${root} (${code ?? String(err)}); check its permissions`, {
+      cause: err,
+    });
   }
-  if (!rootStat.isDirectory()) throw new TemplateError(`template root ${root} is not a directory; point -t/--templates (or [apply] templates) at the template tree`);
+  if (!rootStat.isDirectory())
+    throw new TemplateError(
+      `template root ${root} is not a directory; point -t/--templates (or [apply] templates) at the template tree`,
+    );
   // Iterative walk, files of a directory before its subdirectories: deep trees cannot exhaust the stack.
   const pending: string[] = [''];
   while (pending.length > 0) {
@@ -41,7 +46,10 @@ export async function discoverTemplates(root: string): Promise<TemplateEntry[]> 
     try {
       entries = readdirSync(dir, { withFileTypes: true });
     } catch (err) {
-      throw new TemplateError(`cannot read the template directory ${dir} (${(err as NodeJS.ErrnoException).code ?? String(err)}); check its permissions`, { cause: err });
+      throw new TemplateError(
+        `cannot read the template directory ${dir} (${(err as NodeJS.ErrnoException).code ?? String(err)}); check its permissions`,
+        { cause: err },
+      );
     }
     entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     const names = new Set<string>();
@@ -72,7 +80,8 @@ function isTemplateFile(entry: Dirent, abs: string): boolean {
     const target = statSync(abs, { throwIfNoEntry: false });
     if (target?.isDirectory()) return false;
     if (!target) throw new TemplateError(`template ${abs} is a symlink to nothing; remove it or fix its target`);
-    if (!target.isFile()) throw new TemplateError(`template ${abs} is not a regular file; remove it from the template tree`);
+    if (!target.isFile())
+      throw new TemplateError(`template ${abs} is not a regular file; remove it from the template tree`);
     return true;
   }
   throw new TemplateError(`template ${abs} is not a regular file; remove it from the template tree`);

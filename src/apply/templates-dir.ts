@@ -15,11 +15,16 @@ export interface TemplatesDirChoice {
   deprecated: boolean;
 }
 
-export async function resolveTemplatesDir(configured: string | undefined, paths: PathMapper, env: NodeJS.ProcessEnv): Promise<TemplatesDirChoice> {
+export async function resolveTemplatesDir(
+  configured: string | undefined,
+  paths: PathMapper,
+  env: NodeJS.ProcessEnv,
+): Promise<TemplatesDirChoice> {
   if (configured) return { dir: configured, deprecated: false };
   const fromEnv = env.OS_CONFIG_APPLIER_TEMPLATES;
   if (fromEnv !== undefined) return { dir: paths.map(fromEnv), deprecated: false };
   const old = isDirectory(paths.map(OLD_TEMPLATES_DIRS[0])) ? OLD_TEMPLATES_DIRS[0] : OLD_TEMPLATES_DIRS[1];
-  if (isDirectory(paths.map(old)) && !isDirectory(paths.map(DEFAULT_TEMPLATES_DIR))) return { dir: paths.map(old), deprecated: true };
+  if (isDirectory(paths.map(old)) && !isDirectory(paths.map(DEFAULT_TEMPLATES_DIR)))
+    return { dir: paths.map(old), deprecated: true };
   return { dir: paths.map(DEFAULT_TEMPLATES_DIR), deprecated: false };
 }

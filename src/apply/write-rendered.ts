@@ -45,8 +45,16 @@ export function newPathCheckCache(): PathCheckCache {
  * The target of `relative` under `outputRoot`, refusing absolute paths, ".." segments, symlinked directories that
  * resolve outside the root, and a directory (or a non-directory parent) in the way. Nothing is created.
  */
-export function resolveOutputPath(outputRoot: string, relative: string, cache: PathCheckCache = newPathCheckCache()): OutputPath {
-  if (relative === '' || path.isAbsolute(relative) || (relative.includes('..') && relative.split(/[\\/]+/).includes('..'))) {
+export function resolveOutputPath(
+  outputRoot: string,
+  relative: string,
+  cache: PathCheckCache = newPathCheckCache(),
+): OutputPath {
+  if (
+    relative === '' ||
+    path.isAbsolute(relative) ||
+    (relative.includes('..') && relative.split(/[\\/]+/).includes('..'))
+  ) {
     throw new UnsafePathError(`template path "${relative}" would leave the output root ${outputRoot}; rename it`);
   }
   if (cache.root?.given !== outputRoot) {
@@ -56,10 +64,12 @@ export function resolveOutputPath(outputRoot: string, relative: string, cache: P
   const { resolved: root, prefix } = cache.root;
   // With no ".." segment and not absolute, the joined path can only be the root itself ("." or "./") or below it.
   const target = path.join(root, relative);
-  if (!target.startsWith(prefix) || target.length === prefix.length) throw new UnsafePathError(`template path "${relative}" would leave the output root ${root}; rename it`);
+  if (!target.startsWith(prefix) || target.length === prefix.length)
+    throw new UnsafePathError(`template path "${relative}" would leave the output root ${root}; rename it`);
   // The target's directory is checked once per run; only the final name is looked at for every file in it.
   const parent = path.dirname(target);
-  if (!cache.checked.has(parent) && !cache.absent.has(parent)) checkDirectories(root, target.slice(prefix.length).split(path.sep), target, cache);
+  if (!cache.checked.has(parent) && !cache.absent.has(parent))
+    checkDirectories(root, target.slice(prefix.length).split(path.sep), target, cache);
   if (cache.absent.has(parent)) return { target, existing: undefined };
   const existing = lstatOrUndefined(target);
   if (existing?.isDirectory()) throw new UnsafePathError(`${target} is a directory; remove it or rename the template`);
@@ -84,9 +94,12 @@ function checkDirectories(root: string, segments: readonly string[], target: str
       cache.realRoot ??= realpathOr(root, root);
       const real = realpathOr(current, undefined);
       if (real === undefined || !isInside(cache.realRoot, real)) {
-        throw new UnsafePathError(`${current} is a symlink that leads outside the output root ${root}; refusing to write ${target} through it`);
+        throw new UnsafePathError(
+          `${current} is a symlink that leads outside the output root ${root}; refusing to write ${target} through it`,
+        );
       }
-      if (!statSync(real).isDirectory()) throw new UnsafePathError(`${current} is not a directory; cannot write ${target}`);
+      if (!statSync(real).isDirectory())
+        throw new UnsafePathError(`${current} is not a directory; cannot write ${target}`);
     } else if (!st.isDirectory()) {
       throw new UnsafePathError(`${current} is not a directory; cannot write ${target}`);
     }
@@ -110,7 +123,14 @@ export function writeRendered(file: RenderedFile, outputRoot: string, batch: Wri
   const mode = control.mode || base.mode;
   const uid = control.uid ?? base.uid;
   const gid = control.gid ?? base.gid;
-  if (existing?.isFile() && (existing.mode & 0o7777) === mode && (uid === undefined || existing.uid === uid) && (gid === undefined || existing.gid === gid) && existing.size === Buffer.byteLength(body, 'utf8') && holds(target, body)) {
+  if (
+    existing?.isFile() &&
+    (existing.mode & 0o7777) === mode &&
+    (uid === undefined || existing.uid === uid) &&
+    (gid === undefined || existing.gid === gid) &&
+    existing.size === Buffer.byteLength(body, 'utf8') &&
+    holds(target, body)
+  ) {
     return 'unchanged';
   }
   // The temp file goes beside its target: a missing directory is made now (and removed again if the batch aborts).
@@ -119,7 +139,11 @@ export function writeRendered(file: RenderedFile, outputRoot: string, batch: Wri
   return 'written';
 }
 
-function baseAttributes(target: string, existing: Stats | undefined, outputRoot: string): { mode: number; uid?: number; gid?: number } {
+function baseAttributes(
+  target: string,
+  existing: Stats | undefined,
+  outputRoot: string,
+): { mode: number; uid?: number; gid?: number } {
   if (!existing) return { mode: NEW_FILE_MODE };
   let st: Stats | undefined = existing;
   if (existing.isSymbolicLink()) {

@@ -40,7 +40,10 @@ export class MetadataCache {
     try {
       await fs.mkdir(this.dir, { recursive: true, mode: DIR_MODE });
     } catch (err) {
-      throw new CacheWriteError(`cannot create cache directory ${this.dir}: ${(err as NodeJS.ErrnoException).code ?? err}; check the path and its permissions`, { cause: err });
+      throw new CacheWriteError(
+        `cannot create cache directory ${this.dir}: ${(err as NodeJS.ErrnoException).code ?? err}; check the path and its permissions`,
+        { cause: err },
+      );
     }
   }
 
@@ -66,7 +69,10 @@ export class MetadataCache {
       }
     } catch (err) {
       if (err instanceof CacheWriteError) throw err;
-      throw new CacheWriteError(`cannot write cache file ${file}: ${(err as NodeJS.ErrnoException).code ?? err}; the last good cache is kept`, { cause: err });
+      throw new CacheWriteError(
+        `cannot write cache file ${file}: ${(err as NodeJS.ErrnoException).code ?? err}; the last good cache is kept`,
+        { cause: err },
+      );
     }
     if (!changed) changed = !(await this.matchesLast(key, file, value, text));
     return { changed, path: file };
@@ -81,7 +87,10 @@ export class MetadataCache {
     try {
       return jsonEqual(JSON.parse(last), value);
     } catch {
-      this.log.warn({ key, file: `${file}.last` }, 'committed cache file is not valid JSON; treating the key as changed');
+      this.log.warn(
+        { key, file: `${file}.last` },
+        'committed cache file is not valid JSON; treating the key as changed',
+      );
       return false;
     }
   }
@@ -94,7 +103,10 @@ export class MetadataCache {
       if (text === undefined) return;
       await writeFileAtomic(`${file}.last`, text, { mode: FILE_MODE });
     } catch (err) {
-      throw new CacheWriteError(`cannot commit cache file ${file}.last: ${(err as NodeJS.ErrnoException).code ?? err}`, { cause: err });
+      throw new CacheWriteError(
+        `cannot commit cache file ${file}.last: ${(err as NodeJS.ErrnoException).code ?? err}`,
+        { cause: err },
+      );
     }
   }
 
@@ -104,7 +116,9 @@ export class MetadataCache {
     try {
       await writeFileAtomic(target, pythonJsonDumps(files), { mode: FILE_MODE });
     } catch (err) {
-      throw new CacheWriteError(`cannot write ${target}: ${(err as NodeJS.ErrnoException).code ?? err}`, { cause: err });
+      throw new CacheWriteError(`cannot write ${target}: ${(err as NodeJS.ErrnoException).code ?? err}`, {
+        cause: err,
+      });
     }
     return target;
   }
@@ -124,16 +138,21 @@ export class MetadataCache {
       }
       await fs.mkdir(path.dirname(backupDir), { recursive: true });
       // Temp files of in-flight atomic writes start with "."; they are not part of the cache.
-      await fs.cp(this.dir, staging, { recursive: true, filter: (src) => src === this.dir || !path.basename(src).startsWith('.') });
+      await fs.cp(this.dir, staging, {
+        recursive: true,
+        filter: (src) => src === this.dir || !path.basename(src).startsWith('.'),
+      });
       await fs.rm(backupDir, { recursive: true, force: true });
       await fs.rename(staging, backupDir);
     } catch (err) {
       await fs.rm(staging, { recursive: true, force: true }).catch(() => undefined);
-      throw new CacheWriteError(`cannot refresh the backup cache directory ${backupDir}: ${(err as NodeJS.ErrnoException).code ?? err}`, { cause: err });
+      throw new CacheWriteError(
+        `cannot refresh the backup cache directory ${backupDir}: ${(err as NodeJS.ErrnoException).code ?? err}`,
+        { cause: err },
+      );
     }
   }
 }
-
 
 /** Whether a cache file's text is valid JSON holding `value`, keys in the same order (a damaged file is not). */
 function holdsValue(text: string, value: unknown): boolean {

@@ -42,7 +42,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     // Signals queued by `cfn-signal`: loaded only when the daemon loops.
     signalQueue: async (ctx, signal) => (await import('../daemon/signal-queue-service.js')).runSignalQueue(ctx, signal),
     resumeAfterBoot: async (loaded, rlog) => (await import('../deploy/reboot.js')).deploymentsAwaitBoot(loaded, rlog),
-    backgroundPass: async (loaded, blog, http, signal) => (await import('../deploy/deploy-step.js')).flushOutbox(loaded, blog, http, { signal }),
+    backgroundPass: async (loaded, blog, http, signal) =>
+      (await import('../deploy/deploy-step.js')).flushOutbox(loaded, blog, http, { signal }),
   });
 }
 

@@ -41,7 +41,11 @@ interface ApplyFlags extends CommonFlags {
 export function defineApplyCommand(cmd: Command, setExit: (code: number) => void): Command {
   addCommonFlags(cmd);
   const bindings = addConfigOptions(cmd);
-  cmd.option('--metadata <file>', 'metadata file to merge instead of the cached list (repeat for more; later wins)', (v: string, prev: string[] | undefined) => [...(prev ?? []), v]);
+  cmd.option(
+    '--metadata <file>',
+    'metadata file to merge instead of the cached list (repeat for more; later wins)',
+    (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+  );
   cmd.option('--validate', 'render and check every template but write nothing');
   cmd.action(async () => {
     const flags = cmd.opts<ApplyFlags>();
@@ -52,10 +56,19 @@ export function defineApplyCommand(cmd: Command, setExit: (code: number) => void
     const { config, paths } = loaded;
     const templates = await resolveTemplatesDir(config.apply.templates, paths, process.env);
     if (templates.deprecated) log.warn({ dir: templates.dir }, 'template directory location is deprecated');
-    const listed = flags.metadata ? flags.metadata.map((f) => paths.map(path.resolve(f))) : await cachedMetadataFiles(loaded);
+    const listed = flags.metadata
+      ? flags.metadata.map((f) => paths.map(path.resolve(f)))
+      : await cachedMetadataFiles(loaded);
     const files = [...FALLBACK_METADATA.map((f) => paths.map(f)), ...listed];
     const metadata = await loadMetadata(files);
-    await applyTemplates({ templatesDir: templates.dir, outputDir: config.apply.output, metadata, strict: config.apply.strict, log: log.child({ component: 'apply' }), validate: flags.validate === true });
+    await applyTemplates({
+      templatesDir: templates.dir,
+      outputDir: config.apply.output,
+      metadata,
+      strict: config.apply.strict,
+      log: log.child({ component: 'apply' }),
+      validate: flags.validate === true,
+    });
     setExit(0);
   });
   return cmd;
@@ -93,7 +106,23 @@ interface OacFlags {
   root?: string;
 }
 
-const LONG_OPTIONS = ['--templates', '--output', '--metadata', '--fallback-metadata', '--validate', '--print-templates', '--subhash', '--key', '--type', '--key-default', '--boolean-key', '--version', '--os-config-files', '--root', '--help'];
+const LONG_OPTIONS = [
+  '--templates',
+  '--output',
+  '--metadata',
+  '--fallback-metadata',
+  '--validate',
+  '--print-templates',
+  '--subhash',
+  '--key',
+  '--type',
+  '--key-default',
+  '--boolean-key',
+  '--version',
+  '--os-config-files',
+  '--root',
+  '--help',
+];
 
 /** argparse accepts any unambiguous prefix of a long option (--temp, --print-t); so does this command. */
 export function expandAbbreviations(argv: readonly string[]): string[] {
@@ -121,25 +150,51 @@ export function expandAbbreviations(argv: readonly string[]): string[] {
   return out;
 }
 
-const variadic = (value: string, previous: string[] | true | undefined): string[] => [...(Array.isArray(previous) ? previous : []), value];
-const listOf = (value: string[] | true | undefined): string[] | undefined => (value === undefined ? undefined : value === true ? [] : value);
+const variadic = (value: string, previous: string[] | true | undefined): string[] => [
+  ...(Array.isArray(previous) ? previous : []),
+  value,
+];
+const listOf = (value: string[] | true | undefined): string[] | undefined =>
+  value === undefined ? undefined : value === true ? [] : value;
 
 export function defineOsApplyConfigCommand(program: Command, setExit: (code: number) => void): Command {
   program.description('Render os-apply-config templates from merged metadata (os-apply-config compatible).');
   program
-    .option('-t, --templates <dir>', 'template root (default: $OS_CONFIG_APPLIER_TEMPLATES or /usr/libexec/os-apply-config/templates)')
+    .option(
+      '-t, --templates <dir>',
+      'template root (default: $OS_CONFIG_APPLIER_TEMPLATES or /usr/libexec/os-apply-config/templates)',
+    )
     .option('-o, --output <dir>', 'root directory for output', '/')
-    .addOption(new Option('-m, --metadata [files...]', 'metadata files (override $OS_CONFIG_FILES); repeat or list several, later wins').argParser(variadic))
-    .addOption(new Option('--fallback-metadata [files...]', `files read first, lowest priority (default: ${FALLBACK_METADATA.join(' ')})`).argParser(variadic))
+    .addOption(
+      new Option(
+        '-m, --metadata [files...]',
+        'metadata files (override $OS_CONFIG_FILES); repeat or list several, later wins',
+      ).argParser(variadic),
+    )
+    .addOption(
+      new Option(
+        '--fallback-metadata [files...]',
+        `files read first, lowest priority (default: ${FALLBACK_METADATA.join(' ')})`,
+      ).argParser(variadic),
+    )
     .option('-v, --validate', 'render everything but write nothing')
     .option('--print-templates', 'print the template root and exit')
     .option('-s, --subhash <key>', 'render with the object at this dotted key as the root')
     .option('--key <key>', 'print the value at this dotted key and exit (see --type, --key-default)')
-    .option('--type <type>', 'validate --key: int, default, netaddress, netdevice, username, dsn, swiftdevices or raw', 'default')
+    .option(
+      '--type <type>',
+      'validate --key: int, default, netaddress, netdevice, username, dsn, swiftdevices or raw',
+      'default',
+    )
     .option('--key-default <value>', 'print this when --key is missing (not type-checked)')
     .option('--boolean-key <key>', 'exit 0 if the key is true, 1 if false, 255 otherwise')
-    .option('--os-config-files <file>', 'JSON list of metadata files (default: $OS_CONFIG_FILES_PATH or /var/lib/os-collect-config/os_config_files.json)')
-    .addOption(new Option('--root <dir>', 'prefix every default absolute path with DIR (tests, image builds)').hideHelp());
+    .option(
+      '--os-config-files <file>',
+      'JSON list of metadata files (default: $OS_CONFIG_FILES_PATH or /var/lib/os-collect-config/os_config_files.json)',
+    )
+    .addOption(
+      new Option('--root <dir>', 'prefix every default absolute path with DIR (tests, image builds)').hideHelp(),
+    );
   // Prefix matching as argparse does it, applied just before commander reads the options.
   const parseOptions = program.parseOptions.bind(program);
   program.parseOptions = (argv: string[]) => parseOptions(expandAbbreviations(argv));
@@ -156,7 +211,13 @@ export function defineOsApplyConfigCommand(program: Command, setExit: (code: num
       return;
     }
     // An empty -m (or none) means "not given", as upstream.
-    const selected = await selectMetadataFiles({ metadata: listOf(flags.metadata), env: process.env, osConfigFiles: flags.osConfigFiles, paths: loaded?.paths ?? identityPaths, log });
+    const selected = await selectMetadataFiles({
+      metadata: listOf(flags.metadata),
+      env: process.env,
+      osConfigFiles: flags.osConfigFiles,
+      paths: loaded?.paths ?? identityPaths,
+      log,
+    });
     const fallback = listOf(flags.fallbackMetadata) ?? [...FALLBACK_METADATA];
     const files = [...fallback, ...selected].map((f) => (f === '' ? f : map(f)));
     if (flags.key && flags.booleanKey) log.warn('--key is not compatible with --boolean-key; --boolean-key ignored');

@@ -9,7 +9,17 @@ const BOOL_FLAGS = new Set<string>();
 /** oslo's group inverse spelling, dashed (zaqar-nouse-websockets) -> our flag (zaqar-use-websockets). */
 const GROUP_INVERSES = new Map<string, string>();
 // The agent's own value-taking flags (src/cli/collect-command.ts addCommonFlags), plus every non-boolean option.
-const VALUE_FLAGS = new Set<string>(['root', 'config-file', 'config-dir', 'log-level', 'log-file', 'log-dir', 'log-config-append', 'log-date-format', 'syslog-log-facility']);
+const VALUE_FLAGS = new Set<string>([
+  'root',
+  'config-file',
+  'config-dir',
+  'log-level',
+  'log-file',
+  'log-dir',
+  'log-config-append',
+  'log-date-format',
+  'syslog-log-facility',
+]);
 const VALUE_SHORT_FLAGS = new Set<string>();
 for (const section of SECTION_NAMES) {
   for (const [name, spec] of Object.entries(sectionSpecs(section))) {
@@ -46,7 +56,8 @@ export function normaliseArgv(argv: readonly string[]): string[] {
     const name = (eq === -1 ? arg.slice(2) : arg.slice(2, eq)).replace(/_/g, '-');
     const rest = eq === -1 ? '' : arg.slice(eq);
     const inverse = GROUP_INVERSES.get(name);
-    if (name.startsWith('no') && !name.startsWith('no-') && BOOL_FLAGS.has(name.slice(2))) out.push(`--no-${name.slice(2)}${rest}`);
+    if (name.startsWith('no') && !name.startsWith('no-') && BOOL_FLAGS.has(name.slice(2)))
+      out.push(`--no-${name.slice(2)}${rest}`);
     else if (inverse !== undefined) out.push(`--no-${inverse}${rest}`);
     else out.push(`--${name}${rest}`);
     if (eq === -1 && VALUE_FLAGS.has(name) && i + 1 < argv.length) {

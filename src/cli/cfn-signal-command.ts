@@ -2,7 +2,15 @@ import { Option, type Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import { daemonPresenceFile, runningDaemon } from '../status/daemon-presence.js';
-import { attemptIfDue, enqueueSignal, isDueSignal, queueDepsFor, readQueuedSignal, type QueueDeps, type QueuedSignal } from '../signals/cfn-signal-queue.js';
+import {
+  attemptIfDue,
+  enqueueSignal,
+  isDueSignal,
+  queueDepsFor,
+  readQueuedSignal,
+  type QueueDeps,
+  type QueuedSignal,
+} from '../signals/cfn-signal-queue.js';
 import { SignalInputError } from '../heat/wait-condition-body.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
@@ -35,19 +43,29 @@ interface CommandFlags extends CfnSignalFlags {
   waitTimeout?: string;
 }
 
-export function defineCfnSignalCommand(cmd: Command, setExit: (code: number) => void, name = 'os-config-agent'): Command {
+export function defineCfnSignalCommand(
+  cmd: Command,
+  setExit: (code: number) => void,
+  name = 'os-config-agent',
+): Command {
   cmd
-    .argument('<url>', 'the WaitConditionHandle URL (pre-signed CFN URL, or the native handle\'s endpoint with --token)')
+    .argument('<url>', "the WaitConditionHandle URL (pre-signed CFN URL, or the native handle's endpoint with --token)")
     .option('-s, --success <bool>', 'signal status: "true" is SUCCESS, anything else FAILURE', 'true')
     .option('-r, --reason <text>', 'the reason sent with the signal', 'Configuration Complete')
     .option('-d, --data <text>', 'the data sent with the signal', 'Application has completed configuration.')
     .option('--data-file <file>', 'send the contents of FILE as the data ("-": standard input)')
-    .option('-i, --id <id>', 'the unique id of this signal (default: the server\'s uuid, else its host name)')
+    .option('-i, --id <id>', "the unique id of this signal (default: the server's uuid, else its host name)")
     .option('-e, --exit-code <code>', 'an exit code to report: "0" is SUCCESS, anything else FAILURE (wins over -s)')
     .addOption(new Option('--exit <code>', 'deprecated spelling of --exit-code').hideHelp())
-    .option('-k, --insecure', 'do not verify the server\'s TLS certificate')
-    .option('--token <token>', 'Heat\'s native handle: POST with this X-Auth-Token (the handle\'s token attribute), as its curl_cli does')
-    .option('--body <json>', 'Heat\'s native handle: the whole JSON body, as given to curl --data-binary (keys status, reason, data, id)')
+    .option('-k, --insecure', "do not verify the server's TLS certificate")
+    .option(
+      '--token <token>',
+      "Heat's native handle: POST with this X-Auth-Token (the handle's token attribute), as its curl_cli does",
+    )
+    .option(
+      '--body <json>',
+      "Heat's native handle: the whole JSON body, as given to curl --data-binary (keys status, reason, data, id)",
+    )
     .option('--now', 'also try to deliver once before returning (the queue keeps retrying on failure)')
     .option('--wait', 'stay until the signal is delivered or refused (exit 0 or 1), or --wait-timeout passes (exit 3)')
     .option('--wait-timeout <seconds>', 'how long --wait waits', '300')
@@ -64,7 +82,8 @@ export function defineCfnSignalCommand(cmd: Command, setExit: (code: number) => 
     const waitSeconds = Number(flags.waitTimeout);
     try {
       checkFlags(url, given);
-      if (!Number.isFinite(waitSeconds) || waitSeconds < 0) throw new SignalInputError('--wait-timeout must be a number of seconds, 0 or more');
+      if (!Number.isFinite(waitSeconds) || waitSeconds < 0)
+        throw new SignalInputError('--wait-timeout must be a number of seconds, 0 or more');
       if (flags.logLevel) parseLogLevel(flags.logLevel);
     } catch (err) {
       return usage(err, say, setExit, true);
@@ -81,7 +100,12 @@ export function defineCfnSignalCommand(cmd: Command, setExit: (code: number) => 
     }
     if (given.exit !== undefined) log.warn('--exit is deprecated; use -e or --exit-code');
     const { config } = loaded;
-    const http = createLazyHttpClient({ defaultMaxBytes: config.agent.http_max_bytes, defaultRetries: 0, proxy: { config: config.agent, env: process.env }, log: log.child({ component: 'http' }) });
+    const http = createLazyHttpClient({
+      defaultMaxBytes: config.agent.http_max_bytes,
+      defaultRetries: 0,
+      proxy: { config: config.agent, env: process.env },
+      log: log.child({ component: 'http' }),
+    });
     const handlers = installSignalHandlers(log);
     try {
       const deps = queueDepsFor(config, http, log.child({ component: 'cfn-signal' }), { signal: handlers.signal });
@@ -90,7 +114,8 @@ export function defineCfnSignalCommand(cmd: Command, setExit: (code: number) => 
       const daemon = await runningDaemon(daemonPresenceFile(config));
       let current: QueuedSignal | undefined = entry;
       if (flags.now || flags.wait || daemon === undefined) current = await attemptIfDue(deps, entry.id);
-      if (flags.wait) current = await waitUntilSettled(deps, entry.id, Date.now() + waitSeconds * 1000, handlers.signal);
+      if (flags.wait)
+        current = await waitUntilSettled(deps, entry.id, Date.now() + waitSeconds * 1000, handlers.signal);
       setExit(outcome(current, entry.id, { daemon, waited: flags.wait === true, waitSeconds }, say));
     } finally {
       handlers.dispose();
@@ -106,8 +131,20 @@ function collect(value: string, previous: string[] | undefined): string[] {
 /** The signal flags the user gave (not commander's defaults). */
 function givenFlags(cmd: Command, flags: CommandFlags): CfnSignalFlags {
   const out: CfnSignalFlags = {};
-  for (const key of ['success', 'reason', 'data', 'dataFile', 'id', 'exitCode', 'exit', 'insecure', 'token', 'body'] as const) {
-    if (flags[key] !== undefined && cmd.getOptionValueSource(key) !== 'default') (out as Record<string, unknown>)[key] = flags[key];
+  for (const key of [
+    'success',
+    'reason',
+    'data',
+    'dataFile',
+    'id',
+    'exitCode',
+    'exit',
+    'insecure',
+    'token',
+    'body',
+  ] as const) {
+    if (flags[key] !== undefined && cmd.getOptionValueSource(key) !== 'default')
+      (out as Record<string, unknown>)[key] = flags[key];
   }
   return out;
 }
@@ -120,7 +157,12 @@ function usage(err: unknown, say: (line: string) => void, setExit: (code: number
 }
 
 /** Poll the signal's file until it is settled (attempting it when due), the deadline passes or the process is stopped. */
-async function waitUntilSettled(deps: QueueDeps, id: string, deadline: number, stop: AbortSignal): Promise<QueuedSignal | undefined> {
+async function waitUntilSettled(
+  deps: QueueDeps,
+  id: string,
+  deadline: number,
+  stop: AbortSignal,
+): Promise<QueuedSignal | undefined> {
   let current = await readQueuedSignal(deps.dir, id);
   while (current?.state === 'pending' && Date.now() < deadline && !stop.aborted) {
     if (isDueSignal(current, deps.now())) current = await attemptIfDue(deps, id);
@@ -144,15 +186,25 @@ function sleep(ms: number, stop: AbortSignal): Promise<void> {
   });
 }
 
-function outcome(signal: QueuedSignal | undefined, id: string, how: { daemon: number | undefined; waited: boolean; waitSeconds: number }, say: (line: string) => void): number {
+function outcome(
+  signal: QueuedSignal | undefined,
+  id: string,
+  how: { daemon: number | undefined; waited: boolean; waitSeconds: number },
+  say: (line: string) => void,
+): number {
   if (signal?.state === 'sent') return 0;
   if (signal?.state === 'failed') {
     say(`the signal was not delivered: ${signal.lastError ?? 'refused'}`);
     return 1;
   }
-  const noDaemon = how.daemon === undefined ? '; no os-config-agent daemon is running, so it is sent when the agent starts' : '; the daemon keeps trying';
+  const noDaemon =
+    how.daemon === undefined
+      ? '; no os-config-agent daemon is running, so it is sent when the agent starts'
+      : '; the daemon keeps trying';
   if (how.waited) {
-    say(`the signal was not delivered within ${how.waitSeconds} s (${signal?.lastError ?? 'not attempted yet'}); it stays queued as ${id}${noDaemon}`);
+    say(
+      `the signal was not delivered within ${how.waitSeconds} s (${signal?.lastError ?? 'not attempted yet'}); it stays queued as ${id}${noDaemon}`,
+    );
     return EXIT_QUEUED_NOT_SENT;
   }
   if (how.daemon !== undefined) return 0;

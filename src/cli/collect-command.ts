@@ -12,7 +12,10 @@ import { printData } from './quiet-epipe.js';
 // Without a command (or with --print) the merged metadata is printed as JSON and the process exits; with a command
 // the loop runs (once with --one-time / --force).
 
-export function defineCollectCommand(cmd: Command, options: { strictExit: boolean; setExit: (code: number) => void }): Command {
+export function defineCollectCommand(
+  cmd: Command,
+  options: { strictExit: boolean; setExit: (code: number) => void },
+): Command {
   addCommonFlags(cmd);
   const bindings = addConfigOptions(cmd);
   cmd.argument('[collectors...]', 'collectors to use, in order (default: heat_local ec2 cfn heat request local zaqar)');

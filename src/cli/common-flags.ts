@@ -14,23 +14,32 @@ export interface CommonFlags {
 }
 
 export function addCommonFlags(cmd: Command): Command {
-  return cmd
-    .option('--root <dir>', 'prefix every absolute path the agent reads or writes with DIR (tests, demos, image builds)')
-    .option('--config-file <file>', 'configuration file (repeat for more; default ~/os-collect-config.conf or /etc/os-collect-config.conf)', collect)
-    .option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)', collect)
-    .option('--log-level <level>', 'fatal, error, warn, info, debug or trace')
-    .option('-d, --debug', 'same as --log-level debug')
-    // Accepted for compatibility with oslo.log; upstream never applied them (its logging was never set up).
-    .addOption(hiddenValue('--log-file <file>'))
-    .addOption(hiddenValue('--log-dir <dir>'))
-    .addOption(hiddenValue('--log-config-append <file>'))
-    .addOption(hiddenValue('--log-date-format <format>'))
-    .addOption(hiddenValue('--syslog-log-facility <facility>'))
-    .addOption(hiddenFlag('--use-syslog'))
-    .addOption(hiddenFlag('--use-journal'))
-    .addOption(hiddenFlag('--use-json'))
-    .addOption(hiddenFlag('--watch-log-file'))
-    .addOption(hiddenFlag('--verbose'));
+  return (
+    cmd
+      .option(
+        '--root <dir>',
+        'prefix every absolute path the agent reads or writes with DIR (tests, demos, image builds)',
+      )
+      .option(
+        '--config-file <file>',
+        'configuration file (repeat for more; default ~/os-collect-config.conf or /etc/os-collect-config.conf)',
+        collect,
+      )
+      .option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)', collect)
+      .option('--log-level <level>', 'fatal, error, warn, info, debug or trace')
+      .option('-d, --debug', 'same as --log-level debug')
+      // Accepted for compatibility with oslo.log; upstream never applied them (its logging was never set up).
+      .addOption(hiddenValue('--log-file <file>'))
+      .addOption(hiddenValue('--log-dir <dir>'))
+      .addOption(hiddenValue('--log-config-append <file>'))
+      .addOption(hiddenValue('--log-date-format <format>'))
+      .addOption(hiddenValue('--syslog-log-facility <facility>'))
+      .addOption(hiddenFlag('--use-syslog'))
+      .addOption(hiddenFlag('--use-journal'))
+      .addOption(hiddenFlag('--use-json'))
+      .addOption(hiddenFlag('--watch-log-file'))
+      .addOption(hiddenFlag('--verbose'))
+  );
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {

@@ -26,10 +26,9 @@ export function addConfigOptions(cmd: Command, sections: readonly SectionName[] 
         cmd.addOption(option);
         cmd.addOption(new Option(`--no-${flag}`, `disable --${flag}`).hideHelp());
       } else if (spec.kind === 'multi') {
-        option = new Option(`${short}--${flag} <value>`, `${help} (repeat for more)`).argParser((value: string, previous: unknown) => [
-          ...(Array.isArray(previous) ? (previous as string[]) : []),
-          value,
-        ]);
+        option = new Option(`${short}--${flag} <value>`, `${help} (repeat for more)`).argParser(
+          (value: string, previous: unknown) => [...(Array.isArray(previous) ? (previous as string[]) : []), value],
+        );
         cmd.addOption(option);
       } else {
         option = new Option(`${short}--${flag} <value>`, help);

@@ -4,7 +4,12 @@ import { loadConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import { DeploymentRecordError, UnknownDeploymentError } from '../state/errors.js';
 import { forgetDeployment, rerunDeployment, runDeployments, settleAppliedDeployments } from '../deploy/dispatch.js';
-import { deploymentsFrom, readCachedMetadata, readHeatConfigFile, writeHeatConfigFile } from '../deploy/deployments-input.js';
+import {
+  deploymentsFrom,
+  readCachedMetadata,
+  readHeatConfigFile,
+  writeHeatConfigFile,
+} from '../deploy/deployments-input.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
 import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
@@ -28,12 +33,19 @@ interface DeployFlags extends CommonFlags {
 export function defineDeployCommand(cmd: Command, setExit: (code: number) => void): Command {
   addCommonFlags(cmd);
   const bindings = addConfigOptions(cmd);
-  cmd.option('--heat-config <file>', 'read the deployments from this heat-config file (a JSON list) instead of the cached metadata');
-  cmd.option('--rerun <id>', 'run this deployment of the metadata again and signal again, whatever its state (not while it runs)');
+  cmd.option(
+    '--heat-config <file>',
+    'read the deployments from this heat-config file (a JSON list) instead of the cached metadata',
+  );
+  cmd.option(
+    '--rerun <id>',
+    'run this deployment of the metadata again and signal again, whatever its state (not while it runs)',
+  );
   cmd.option('--forget <id>', 'delete the record and deployed files of this deployment: the next pass runs it as new');
   cmd.action(async () => {
     const flags = cmd.opts<DeployFlags>();
-    if (flags.rerun !== undefined && flags.forget !== undefined) cmd.error('error: --rerun and --forget cannot be used together', { exitCode: 2 });
+    if (flags.rerun !== undefined && flags.forget !== undefined)
+      cmd.error('error: --rerun and --forget cannot be used together', { exitCode: 2 });
     if (flags.logLevel) parseLogLevel(flags.logLevel);
     const log = createLogger({ level: flags.debug ? 'debug' : 'info', destination: 'stderr' });
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
@@ -50,22 +62,41 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
     const handlers = installSignalHandlers(log);
     try {
       if (flags.forget !== undefined) {
-        const ctx = { config, paths, log: log.child({ component: 'deploy' }), http, signal: handlers.signal, deployments: undefined };
+        const ctx = {
+          config,
+          paths,
+          log: log.child({ component: 'deploy' }),
+          http,
+          signal: handlers.signal,
+          deployments: undefined,
+        };
         await forgetDeployment(ctx, flags.forget);
         return;
       }
       let deployments: unknown[] | undefined;
       if (flags.heatConfig !== undefined) {
-        deployments = await readHeatConfigFile(paths.map(path.resolve(flags.heatConfig)), flags.heatConfig, config.agent.max_source_bytes);
+        deployments = await readHeatConfigFile(
+          paths.map(path.resolve(flags.heatConfig)),
+          flags.heatConfig,
+          config.agent.max_source_bytes,
+        );
       } else {
         deployments = deploymentsFrom(await readCachedMetadata(config, paths, log), log);
         if (deployments !== undefined) await writeHeatConfigFile(config, deployments);
       }
-      const ctx = { config, paths, log: log.child({ component: 'deploy' }), http, signal: handlers.signal, deployments };
+      const ctx = {
+        config,
+        paths,
+        log: log.child({ component: 'deploy' }),
+        http,
+        signal: handlers.signal,
+        deployments,
+      };
       if (flags.rerun !== undefined) {
         const rerun = await rerunDeployment(ctx, flags.rerun);
         // An os-apply-config deployment waits for the end of the cycle; this command is that end, as for a pass.
-        const settled = rerun.record.state === 'applied' ? await settleAppliedDeployments(ctx, { ok: true }) : { failed: [] };
+        const settled =
+          rerun.record.state === 'applied' ? await settleAppliedDeployments(ctx, { ok: true }) : { failed: [] };
         setExit(rerun.failed || rerun.interrupted || settled.failed.length > 0 ? 1 : 0);
         return;
       }
@@ -74,7 +105,9 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
       // signalled at its end rather than waiting for a daemon cycle that may not come.
       const settled = report.interrupted ? { failed: [] } : await settleAppliedDeployments(ctx, { ok: true });
       // A held deployment (its record cannot be used) is not done: exit 1, as for a failure; the log says why.
-      setExit(report.failed.length > 0 || report.held.length > 0 || settled.failed.length > 0 || report.interrupted ? 1 : 0);
+      setExit(
+        report.failed.length > 0 || report.held.length > 0 || settled.failed.length > 0 || report.interrupted ? 1 : 0,
+      );
     } catch (err) {
       if (!(err instanceof UnknownDeploymentError) && !(err instanceof DeploymentRecordError)) throw err;
       process.stderr.write(`os-config-agent: ${err.message} [${err.code}]\n`);

@@ -24,7 +24,8 @@ const MAX_TIMEOUT_SECONDS = 120;
 
 function parseTimeout(value: string): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0 || n > MAX_TIMEOUT_SECONDS) throw new InvalidArgumentError(`must be a number of seconds above 0 and at most ${MAX_TIMEOUT_SECONDS}`);
+  if (!Number.isFinite(n) || n <= 0 || n > MAX_TIMEOUT_SECONDS)
+    throw new InvalidArgumentError(`must be a number of seconds above 0 and at most ${MAX_TIMEOUT_SECONDS}`);
   return n;
 }
 

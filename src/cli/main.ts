@@ -18,10 +18,15 @@ interface LazySubcommand {
 }
 
 const LAZY_SUBCOMMANDS: readonly LazySubcommand[] = [
-  { name: 'apply', description: 'render the os-apply-config templates from the cached metadata', load: async () => (await import('./apply-command.js')).defineApplyCommand },
+  {
+    name: 'apply',
+    description: 'render the os-apply-config templates from the cached metadata',
+    load: async () => (await import('./apply-command.js')).defineApplyCommand,
+  },
   {
     name: 'refresh',
-    description: 'run the os-refresh-config phase directories once (pre-configure, configure, post-configure, migration)',
+    description:
+      'run the os-refresh-config phase directories once (pre-configure, configure, post-configure, migration)',
     load: async () => (await import('./refresh-command.js')).defineRefreshCommand,
   },
   {
@@ -31,7 +36,7 @@ const LAZY_SUBCOMMANDS: readonly LazySubcommand[] = [
   },
   {
     name: 'cfn-signal',
-    description: 'signal a wait condition as heat-cfntools\' cfn-signal does, through the agent\'s durable signal queue',
+    description: "signal a wait condition as heat-cfntools' cfn-signal does, through the agent's durable signal queue",
     load: async () => (await import('./cfn-signal-command.js')).defineCfnSignalCommand,
   },
   {
@@ -39,7 +44,12 @@ const LAZY_SUBCOMMANDS: readonly LazySubcommand[] = [
     description: 'check the configuration, endpoints, credentials, clock, hooks and disk; exit 1 when a check fails',
     load: async () => (await import('./doctor-command.js')).defineDoctorCommand,
   },
-  { name: 'status', description: 'the agent, its sources, every deployment and undelivered signals (or one deployment); --wait until done', load: async () => (await import('./status-command.js')).defineStatusCommand },
+  {
+    name: 'status',
+    description:
+      'the agent, its sources, every deployment and undelivered signals (or one deployment); --wait until done',
+    load: async () => (await import('./status-command.js')).defineStatusCommand,
+  },
 ];
 
 export async function main(args: readonly string[], name: ProgramName): Promise<number> {
@@ -50,7 +60,9 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
   const program = newProgram(name);
 
   if (name === 'os-collect-config') {
-    program.description('Collect metadata from cloud sources and run a command when it changes (os-collect-config compatible).');
+    program.description(
+      'Collect metadata from cloud sources and run a command when it changes (os-collect-config compatible).',
+    );
     (await import('./collect-command.js')).defineCollectCommand(program, { strictExit: false, setExit });
   } else if (name === 'os-apply-config') {
     // compat: os-apply-config
@@ -60,17 +72,25 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
     (await import('./refresh-command.js')).defineRefreshCompatCommand(program, setExit);
   } else if (name === 'cfn-signal') {
     // compat: heat-cfntools' cfn-signal
-    program.description('Signal a wait condition (heat-cfntools cfn-signal compatible), through the os-config-agent signal queue.');
+    program.description(
+      'Signal a wait condition (heat-cfntools cfn-signal compatible), through the os-config-agent signal queue.',
+    );
     (await import('./cfn-signal-command.js')).defineCfnSignalCommand(program, setExit, 'cfn-signal');
   } else {
     program.description('In-instance agent for OpenStack Heat software configuration.');
     const { defineCollectCommand } = await import('./collect-command.js');
     const { defineRunCommand } = await import('./run-command.js');
-    defineCollectCommand(program.command('collect').description('collect metadata; print it, or run the configured command on change'), {
-      strictExit: true,
+    defineCollectCommand(
+      program.command('collect').description('collect metadata; print it, or run the configured command on change'),
+      {
+        strictExit: true,
+        setExit,
+      },
+    );
+    defineRunCommand(
+      program.command('run').description('the daemon: collect, apply, deploy, signal; loops unless --one-time'),
       setExit,
-    });
-    defineRunCommand(program.command('run').description('the daemon: collect, apply, deploy, signal; loops unless --one-time'), setExit);
+    );
     // The other subcommands load their code only when they are the one run (or help lists them in full): the
     // daemon then never parses the apply, refresh and deploy command modules (nor the YAML parser), which keeps its
     // resident size down on every server.

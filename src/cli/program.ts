@@ -10,13 +10,21 @@ export type ProgramName = CommandName;
 
 /** A program with the agent's version flag, commander's exits turned into exceptions, and help after usage errors. */
 export function newProgram(name: ProgramName): Command {
-  const program = new Command(name).version(VERSION, '--version').exitOverride().configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  const program = new Command(name)
+    .version(VERSION, '--version')
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   program.showHelpAfterError();
   return program;
 }
 
 /** Run `program` on `args`: the exit code its action set, 0 for --help and --version, 2 for a usage error, 1 for a failure. */
-export async function parseProgram(program: Command, args: readonly string[], name: ProgramName, exitCode: () => number): Promise<number> {
+export async function parseProgram(
+  program: Command,
+  args: readonly string[],
+  name: ProgramName,
+  exitCode: () => number,
+): Promise<number> {
   try {
     // oslo's flag spellings are not cfn-signal's, and its values (-d, -r) are free text that must reach it untouched.
     const signalling = name === 'cfn-signal' || args[0] === 'cfn-signal';

@@ -26,7 +26,13 @@ interface CompatFlags extends RefreshFlags {
 }
 
 /** Upstream's --log-level choices (argparse rejects anything else with exit 2). */
-const COMPAT_LEVELS: Record<string, LogLevel> = { ERROR: 'error', WARN: 'warn', CRITICAL: 'fatal', INFO: 'info', DEBUG: 'debug' };
+const COMPAT_LEVELS: Record<string, LogLevel> = {
+  ERROR: 'error',
+  WARN: 'warn',
+  CRITICAL: 'fatal',
+  INFO: 'info',
+  DEBUG: 'debug',
+};
 
 function processEnv(): Record<string, string> {
   const env: Record<string, string> = {};
@@ -35,11 +41,17 @@ function processEnv(): Record<string, string> {
 }
 
 function parseTimeout(value: string): number {
-  if (!/^\s*\+?\d+\s*$/.test(value)) throw new InvalidArgumentError('expected a whole number of seconds (0: no limit).');
+  if (!/^\s*\+?\d+\s*$/.test(value))
+    throw new InvalidArgumentError('expected a whole number of seconds (0: no limit).');
   return Number.parseInt(value, 10);
 }
 
-async function execute(loaded: LoadedConfig, flags: RefreshFlags, log: Logger, setExit: (code: number) => void): Promise<void> {
+async function execute(
+  loaded: LoadedConfig,
+  flags: RefreshFlags,
+  log: Logger,
+  setExit: (code: number) => void,
+): Promise<void> {
   const env = processEnv();
   const baseDir = await resolveBaseDir({ configured: loaded.config.refresh.base_dir, env, paths: loaded.paths, log });
   if (flags.printBase) {
@@ -99,10 +111,17 @@ export function defineRefreshCompatCommand(program: Command, setExit: (code: num
     .option('--print-base', 'print the base directory and exit')
     .option('--print-phases', 'print the phases (tab separated) and exit')
     .addOption(new Option('--log-level <level>', 'log level').choices(Object.keys(COMPAT_LEVELS)).default('INFO'))
-    .option('--lockfile <file>', 'lock file preventing concurrent runs (default: [refresh] lockfile, /var/run/os-refresh-config.lock)')
+    .option(
+      '--lockfile <file>',
+      'lock file preventing concurrent runs (default: [refresh] lockfile, /var/run/os-refresh-config.lock)',
+    )
     .option('--timeout <seconds>', 'seconds until the running scripts are killed and the run fails', parseTimeout)
     .addOption(new Option('--root <dir>', 'prefix every absolute path with DIR').hideHelp())
-    .addOption(new Option('--config-file <file>', 'agent configuration file').hideHelp().argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]));
+    .addOption(
+      new Option('--config-file <file>', 'agent configuration file')
+        .hideHelp()
+        .argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), v]),
+    );
   program.action(async () => {
     const flags = program.opts<CompatFlags>();
     const level = COMPAT_LEVELS[flags.logLevel ?? 'INFO'] ?? 'info';

@@ -16,7 +16,14 @@ export function defineRunCommand(cmd: Command, setExit: (code: number) => void):
     const agent = await buildAgent(configSources(flags, readConfigOverrides(cmd, bindings)), log, 'run', true);
     log.level = chooseLogLevel(flags, agent.loaded.config.agent.log_level);
     const handlers = installSignalHandlers(log, () => agent.requestReload());
-    log.info({ root: agent.loaded.paths.root, collectors: agent.loaded.config.DEFAULT.collectors, oneTime: agent.loaded.config.DEFAULT.one_time }, 'agent starting');
+    log.info(
+      {
+        root: agent.loaded.paths.root,
+        collectors: agent.loaded.config.DEFAULT.collectors,
+        oneTime: agent.loaded.config.DEFAULT.one_time,
+      },
+      'agent starting',
+    );
     try {
       setExit(await agent.run(handlers.signal));
     } finally {

@@ -13,7 +13,8 @@ const MAX_BYTES = 1024 * 1024;
 
 export async function defaultUniqueId(loaded: LoadedConfig): Promise<string> {
   const nova = await readJsonFile(loaded.paths.map('/var/lib/heat-cfntools/nova_meta.json'), MAX_BYTES);
-  if (nova.ok && isJsonObject(nova.value) && typeof nova.value.uuid === 'string' && nova.value.uuid !== '') return nova.value.uuid;
+  if (nova.ok && isJsonObject(nova.value) && typeof nova.value.uuid === 'string' && nova.value.uuid !== '')
+    return nova.value.uuid;
   const ec2 = await readJsonFile(path.join(loaded.config.DEFAULT.cachedir, 'ec2.json'), MAX_BYTES);
   if (ec2.ok && isJsonObject(ec2.value)) {
     const id = ec2.value['instance-id'];

@@ -29,9 +29,15 @@ const WAIT_INTERVAL_MS = 1000;
 export function defineStatusCommand(cmd: Command, setExit: (code: number) => void): Command {
   addCommonFlags(cmd);
   const bindings = addConfigOptions(cmd);
-  cmd.argument('[deployment]', 'id or name of one deployment: its inputs (secrets masked), outputs, output tails and signal attempts');
+  cmd.argument(
+    '[deployment]',
+    'id or name of one deployment: its inputs (secrets masked), outputs, output tails and signal attempts',
+  );
   cmd.option('--json', 'print JSON (a versioned shape, see docs/status.md) instead of text');
-  cmd.option('--wait', 'wait until no deployment is pending, running, applied or awaiting its signal (given one: until it is known and finished)');
+  cmd.option(
+    '--wait',
+    'wait until no deployment is pending, running, applied or awaiting its signal (given one: until it is known and finished)',
+  );
   cmd.option('--timeout <seconds>', 'with --wait: give up after this many seconds (exit 3); default: no limit');
   cmd.action(async (key: string | undefined) => {
     const flags = cmd.opts<StatusFlags>();
@@ -52,7 +58,11 @@ export function defineStatusCommand(cmd: Command, setExit: (code: number) => voi
       const onSignal = () => stop.abort();
       process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
       try {
-        return await waitForVerdict(read, { timeoutMs: timeoutSeconds * 1000, intervalMs: WAIT_INTERVAL_MS, signal: stop.signal });
+        return await waitForVerdict(read, {
+          timeoutMs: timeoutSeconds * 1000,
+          intervalMs: WAIT_INTERVAL_MS,
+          signal: stop.signal,
+        });
       } finally {
         process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
       }
@@ -73,7 +83,11 @@ export function defineStatusCommand(cmd: Command, setExit: (code: number) => voi
         const report = await readReport(loaded, log);
         return { report, verdict: verdictOf(report) };
       });
-      printData(flags.json ? `${JSON.stringify({ ...outcome.report, result: outcome.verdict }, null, 2)}\n` : formatReport(outcome.report, outcome.verdict));
+      printData(
+        flags.json
+          ? `${JSON.stringify({ ...outcome.report, result: outcome.verdict }, null, 2)}\n`
+          : formatReport(outcome.report, outcome.verdict),
+      );
       setExit(outcome.verdict.exitCode);
     } catch (err) {
       // The state could not be read (permissions, an I/O error): say so, and exit as for an agent error.
@@ -99,11 +113,17 @@ interface OneReading {
  */
 async function readOne(config: AgentConfig, log: Logger, key: string, waiting: boolean): Promise<OneReading> {
   const found = await readDetail(config, log, key);
-  if (found.ok) return { verdict: verdictOfDeployment(found.detail.deployment), shown: { json: found.detail, text: formatDetail(found.detail) } };
+  if (found.ok)
+    return {
+      verdict: verdictOfDeployment(found.detail.deployment),
+      shown: { json: found.detail, text: formatDetail(found.detail) },
+    };
   if (found.unknown) {
     const queued = await readQueuedSignalDetail(config, key);
-    if (queued) return { verdict: verdictOfQueuedSignal(queued), shown: { json: queued, text: formatQueuedSignal(queued) } };
-    if (waiting) return { verdict: { exitCode: EXIT.waiting, reasons: [`no deployment with id or name "${key}" is known yet`] } };
+    if (queued)
+      return { verdict: verdictOfQueuedSignal(queued), shown: { json: queued, text: formatQueuedSignal(queued) } };
+    if (waiting)
+      return { verdict: { exitCode: EXIT.waiting, reasons: [`no deployment with id or name "${key}" is known yet`] } };
   }
   return { verdict: { exitCode: EXIT.agentOrSignalError, reasons: [found.message] } };
 }

@@ -27,7 +27,11 @@ export function keepStdioBlocking(): void {
       enumerable: descriptor.enumerable ?? true,
       get() {
         const stream = create.call(process) as NodeJS.WriteStream;
-        Object.defineProperty(process, name, { configurable: true, enumerable: descriptor.enumerable ?? true, value: stream });
+        Object.defineProperty(process, name, {
+          configurable: true,
+          enumerable: descriptor.enumerable ?? true,
+          value: stream,
+        });
         makeBlocking(stream);
         return stream;
       },

@@ -38,7 +38,10 @@ export function signV2(input: SignV2Input): string {
  * A signed DescribeStackResource URL for one logical resource. The parameters are exactly the ones upstream sends
  * (no Timestamp or Version), so heat-api-cfn accepts it the same way.
  */
-export function describeStackResourceUrl(metadataUrl: string, opts: { stackName: string; resource: string; accessKeyId: string; secret: string }): string {
+export function describeStackResourceUrl(
+  metadataUrl: string,
+  opts: { stackName: string; resource: string; accessKeyId: string; secret: string },
+): string {
   const url = new URL(metadataUrl);
   const params: Record<string, string> = {
     Action: 'DescribeStackResource',

@@ -33,7 +33,12 @@ export const cfnCollector: Collector = {
     // The endpoint without the signed query: enough for an operator, and short.
     const shown = redactUrl(settings.metadataUrl.replace(/[?#].*$/, ''));
     for (const p of settings.paths) {
-      const url = describeStackResourceUrl(settings.metadataUrl, { stackName: settings.stackName, resource: p.resource, accessKeyId: settings.accessKeyId, secret: settings.secret });
+      const url = describeStackResourceUrl(settings.metadataUrl, {
+        stackName: settings.stackName,
+        resource: p.resource,
+        accessKeyId: settings.accessKeyId,
+        secret: settings.secret,
+      });
       let res;
       try {
         res = await ctx.http.request({
@@ -47,10 +52,17 @@ export const cfnCollector: Collector = {
         throw unavailableFrom(err, p.spec, shown);
       }
       if (res.statusCode === 403 || res.statusCode === 401) {
-        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} refused the request (${res.statusCode}); check [cfn] access_key_id and secret_access_key`, { code: 'ERR_HTTP', statusCode: res.statusCode });
+        throw new SourceUnavailableError(
+          'cfn',
+          `heat-api-cfn at ${shown} refused the request (${res.statusCode}); check [cfn] access_key_id and secret_access_key`,
+          { code: 'ERR_HTTP', statusCode: res.statusCode },
+        );
       }
       if (res.statusCode < 200 || res.statusCode > 299) {
-        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} answered ${res.statusCode} for ${p.spec}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
+        throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} answered ${res.statusCode} for ${p.spec}`, {
+          code: 'ERR_HTTP',
+          statusCode: res.statusCode,
+        });
       }
       merged = shallowMerge(merged, extractMetadata(res.body.toString('utf8'), p, shown));
     }
@@ -60,7 +72,10 @@ export const cfnCollector: Collector = {
 
 function unavailableFrom(err: unknown, spec: string, shown: string): SourceUnavailableError {
   const message = (reason: string): string => `request for ${spec} to heat-api-cfn at ${shown} failed: ${reason}`;
-  return sourceErrorFromHttp('cfn', err, { message }) ?? new SourceUnavailableError('cfn', message(errorMessage(err)), { code: 'ERR_HTTP', cause: err });
+  return (
+    sourceErrorFromHttp('cfn', err, { message }) ??
+    new SourceUnavailableError('cfn', message(errorMessage(err)), { code: 'ERR_HTTP', cause: err })
+  );
 }
 
 function notConfigured(message: string): SourceNotConfiguredError {
@@ -76,7 +91,8 @@ async function settingsFrom(ctx: CollectContext): Promise<CfnSettings> {
   // Replaced when [cfn] is reconfigured: the old key is no longer scrubbed unless the configuration still holds it.
   setSecrets('collector-cfn', [cfg.secret_access_key]);
   if (cfg.path.length === 0) throw notConfigured('no [cfn] path');
-  if (!cfg.stack_name) throw notConfigured('no [cfn] stack_name (upstream signed the text "None" and was always refused)');
+  if (!cfg.stack_name)
+    throw notConfigured('no [cfn] stack_name (upstream signed the text "None" and was always refused)');
   try {
     new URL(metadataUrl);
   } catch {
@@ -91,7 +107,13 @@ async function settingsFrom(ctx: CollectContext): Promise<CfnSettings> {
     }
     paths.push({ spec, resource, field, keys });
   }
-  return { metadataUrl, stackName: cfg.stack_name, accessKeyId: cfg.access_key_id, secret: cfg.secret_access_key, paths };
+  return {
+    metadataUrl,
+    stackName: cfg.stack_name,
+    accessKeyId: cfg.access_key_id,
+    secret: cfg.secret_access_key,
+    paths,
+  };
 }
 
 /** The hint file names the CFN server; upstream appends /v1/ to its trimmed contents. */
@@ -113,29 +135,45 @@ async function urlFromHint(hint: string, ctx: CollectContext): Promise<string | 
 }
 
 /** DescribeStackResourceResult/StackResourceDetail/<field> text, parsed as JSON, descended by keys; must be an object. */
-export function extractMetadata(xml: string, p: { spec: string; field: string; keys: readonly string[] }, shown: string): JsonObject {
+export function extractMetadata(
+  xml: string,
+  p: { spec: string; field: string; keys: readonly string[] },
+  shown: string,
+): JsonObject {
   let root: XmlElement;
   try {
     root = parseXml(xml);
   } catch (err) {
-    throw new SourceUnavailableError('cfn', `heat-api-cfn at ${shown} returned malformed XML (${(err as Error).message})`, { code: 'ERR_SOURCE_INVALID_DATA' });
+    throw new SourceUnavailableError(
+      'cfn',
+      `heat-api-cfn at ${shown} returned malformed XML (${(err as Error).message})`,
+      { code: 'ERR_SOURCE_INVALID_DATA' },
+    );
   }
   const detail = child(child(root, 'DescribeStackResourceResult'), 'StackResourceDetail');
   const fieldEl = child(detail, p.field);
-  if (!fieldEl) throw new SourceUnavailableError('cfn', `path ${p.spec} does not exist in the response from ${shown}`, { code: 'ERR_SOURCE_INVALID_DATA' });
+  if (!fieldEl)
+    throw new SourceUnavailableError('cfn', `path ${p.spec} does not exist in the response from ${shown}`, {
+      code: 'ERR_SOURCE_INVALID_DATA',
+    });
   let value: unknown;
   try {
     value = JSON.parse(fieldEl.text);
   } catch {
-    throw new SourceUnavailableError('cfn', `${p.field} of ${p.spec} is not valid JSON`, { code: 'ERR_SOURCE_INVALID_DATA' });
+    throw new SourceUnavailableError('cfn', `${p.field} of ${p.spec} is not valid JSON`, {
+      code: 'ERR_SOURCE_INVALID_DATA',
+    });
   }
   for (const key of p.keys) {
     if (!isJsonObject(value) || !Object.prototype.hasOwnProperty.call(value, key)) {
-      throw new SourceUnavailableError('cfn', `path ${p.spec} does not exist: no key "${key}"`, { code: 'ERR_SOURCE_INVALID_DATA' });
+      throw new SourceUnavailableError('cfn', `path ${p.spec} does not exist: no key "${key}"`, {
+        code: 'ERR_SOURCE_INVALID_DATA',
+      });
     }
     value = value[key];
   }
-  if (!isJsonObject(value)) throw new SourceUnavailableError('cfn', `${p.spec} is not a JSON object`, { code: 'ERR_SOURCE_INVALID_DATA' });
+  if (!isJsonObject(value))
+    throw new SourceUnavailableError('cfn', `${p.spec} is not a JSON object`, { code: 'ERR_SOURCE_INVALID_DATA' });
   return value;
 }
 
@@ -200,7 +238,11 @@ export function parseXml(xml: string): XmlElement {
         case 'apos':
           return "'";
       }
-      const code = /^#x[0-9a-fA-F]+$/.test(ent) ? parseInt(ent.slice(2), 16) : /^#[0-9]+$/.test(ent) ? parseInt(ent.slice(1), 10) : NaN;
+      const code = /^#x[0-9a-fA-F]+$/.test(ent)
+        ? parseInt(ent.slice(2), 16)
+        : /^#[0-9]+$/.test(ent)
+          ? parseInt(ent.slice(1), 10)
+          : NaN;
       if (!Number.isFinite(code) || code > 0x10ffff || code === 0) throw new Error(`unknown entity ${whole}`);
       return String.fromCodePoint(code);
     });

@@ -38,7 +38,13 @@ export interface BlockDevice {
 
 export type DriveRead =
   | { readonly kind: 'none' }
-  | { readonly kind: 'data'; readonly device: string; readonly file: string; readonly via: 'existing mount' | 'mount' | 'bsdtar' | 'mcopy'; readonly value: Record<string, unknown> }
+  | {
+      readonly kind: 'data';
+      readonly device: string;
+      readonly file: string;
+      readonly via: 'existing mount' | 'mount' | 'bsdtar' | 'mcopy';
+      readonly value: Record<string, unknown>;
+    }
   | { readonly kind: 'unusable'; readonly device?: string; readonly reason: string };
 
 /** blkid -o export: devices separated by blank lines, KEY=value lines, spaces escaped as "\ ". */
@@ -65,7 +71,8 @@ export function isConfigDrive(device: BlockDevice): boolean {
 export function findMountPoint(procMounts: string, devname: string): string | undefined {
   for (const line of procMounts.split('\n')) {
     const [source, target] = line.split(/\s+/);
-    if (source === devname && target) return target.replace(/\\([0-7]{3})/g, (_m, oct: string) => String.fromCharCode(parseInt(oct, 8)));
+    if (source === devname && target)
+      return target.replace(/\\([0-7]{3})/g, (_m, oct: string) => String.fromCharCode(parseInt(oct, 8)));
   }
   return undefined;
 }
@@ -81,7 +88,10 @@ export async function readConfigDrive(ctx: DriveContext): Promise<DriveRead> {
   try {
     procMounts = await fs.readFile(ctx.paths.map('/proc/mounts'), 'utf8');
   } catch (err) {
-    ctx.log.debug({ reason: (err as NodeJS.ErrnoException).code }, '/proc/mounts unreadable; the config drive is taken as not mounted');
+    ctx.log.debug(
+      { reason: (err as NodeJS.ErrnoException).code },
+      '/proc/mounts unreadable; the config drive is taken as not mounted',
+    );
   }
   const existing = findMountPoint(procMounts, device.devname);
   if (existing !== undefined) {
@@ -99,12 +109,27 @@ export async function readConfigDrive(ctx: DriveContext): Promise<DriveRead> {
     } finally {
       // Not abortable: a shutdown while the drive is mounted must still unmount it.
       const unmounted = await tool({ ...ctx, signal: undefined }, 'umount', ['-l', mountpoint]);
-      if (unmounted.ok) await fs.rmdir(mountpoint).catch((err: unknown) => ctx.log.warn({ dir: mountpoint, reason: (err as NodeJS.ErrnoException).code }, 'could not remove the config drive mount point'));
-      else ctx.log.error({ device: shown, mountpoint, reason: unmounted.reason }, 'could not unmount the config drive; unmount it by hand');
+      if (unmounted.ok)
+        await fs
+          .rmdir(mountpoint)
+          .catch((err: unknown) =>
+            ctx.log.warn(
+              { dir: mountpoint, reason: (err as NodeJS.ErrnoException).code },
+              'could not remove the config drive mount point',
+            ),
+          );
+      else
+        ctx.log.error(
+          { device: shown, mountpoint, reason: unmounted.reason },
+          'could not unmount the config drive; unmount it by hand',
+        );
     }
   }
   await fs.rmdir(mountpoint).catch(() => undefined);
-  ctx.log.debug({ device: shown, reason: mounted.reason }, 'config drive not mountable here; reading it without mounting');
+  ctx.log.debug(
+    { device: shown, reason: mounted.reason },
+    'config drive not mountable here; reading it without mounting',
+  );
   const direct = await withoutMount(ctx, device, mapped);
   if (direct.kind === 'unusable' && direct.toolMissing) {
     return { kind: 'unusable', device: shown, reason: `cannot be mounted (${mounted.reason}) and ${direct.reason}` };
@@ -137,7 +162,12 @@ async function findConfigDrive(ctx: DriveContext): Promise<{ kind: 'device'; dev
   return { kind: 'none' };
 }
 
-async function fromDirectory(ctx: DriveContext, device: string, dir: string, via: 'existing mount' | 'mount'): Promise<DriveRead> {
+async function fromDirectory(
+  ctx: DriveContext,
+  device: string,
+  dir: string,
+  via: 'existing mount' | 'mount',
+): Promise<DriveRead> {
   for (const file of [EC2_FILE, OPENSTACK_FILE]) {
     const read = await readJsonFile(path.join(dir, file), ctx.maxBytes);
     if (!read.ok && read.reason === 'missing') continue;
@@ -147,28 +177,57 @@ async function fromDirectory(ctx: DriveContext, device: string, dir: string, via
   return { kind: 'unusable', device, reason: `no ${EC2_FILE} or ${OPENSTACK_FILE} on the config drive` };
 }
 
-async function withoutMount(ctx: DriveContext, device: BlockDevice, mapped: string): Promise<DriveRead & { toolMissing?: boolean }> {
+async function withoutMount(
+  ctx: DriveContext,
+  device: BlockDevice,
+  mapped: string,
+): Promise<DriveRead & { toolMissing?: boolean }> {
   const iso = device.type === 'iso9660';
   for (const file of [EC2_FILE, OPENSTACK_FILE]) {
-    const res = iso ? await tool(ctx, 'bsdtar', ['-x', '-O', '-f', mapped, file]) : await tool(ctx, 'mcopy', ['-n', '-i', mapped, `::/${file}`, '-'], { MTOOLS_SKIP_CHECK: '1' });
+    const res = iso
+      ? await tool(ctx, 'bsdtar', ['-x', '-O', '-f', mapped, file])
+      : await tool(ctx, 'mcopy', ['-n', '-i', mapped, `::/${file}`, '-'], { MTOOLS_SKIP_CHECK: '1' });
     if (!res.ok) {
-      if (res.missing) return { kind: 'unusable', device: device.devname, reason: `${iso ? 'bsdtar (Debian: libarchive-tools)' : 'mcopy (Debian: mtools)'} is not installed to read it without mounting`, toolMissing: true };
+      if (res.missing)
+        return {
+          kind: 'unusable',
+          device: device.devname,
+          reason: `${iso ? 'bsdtar (Debian: libarchive-tools)' : 'mcopy (Debian: mtools)'} is not installed to read it without mounting`,
+          toolMissing: true,
+        };
       // Both tools say so in these words when the file is absent from an otherwise readable filesystem.
       if (res.exitCode === 1 && /not found/i.test(res.stderr)) continue;
-      return { kind: 'unusable', device: device.devname, reason: `reading ${file} from the config drive failed: ${res.reason}` };
+      return {
+        kind: 'unusable',
+        device: device.devname,
+        reason: `reading ${file} from the config drive failed: ${res.reason}`,
+      };
     }
     let value: unknown;
     try {
       value = JSON.parse(res.stdout.toString('utf8'));
     } catch (err) {
-      return { kind: 'unusable', device: device.devname, reason: `${file} on the config drive: ${(err as Error).message}` };
+      return {
+        kind: 'unusable',
+        device: device.devname,
+        reason: `${file} on the config drive: ${(err as Error).message}`,
+      };
     }
     return usable(device.devname, file, iso ? 'bsdtar' : 'mcopy', value);
   }
-  return { kind: 'unusable', device: device.devname, reason: `no readable ${EC2_FILE} or ${OPENSTACK_FILE} on the config drive (missing, or the filesystem is damaged)` };
+  return {
+    kind: 'unusable',
+    device: device.devname,
+    reason: `no readable ${EC2_FILE} or ${OPENSTACK_FILE} on the config drive (missing, or the filesystem is damaged)`,
+  };
 }
 
-function usable(device: string, file: string, via: 'existing mount' | 'mount' | 'bsdtar' | 'mcopy', value: unknown): DriveRead {
+function usable(
+  device: string,
+  file: string,
+  via: 'existing mount' | 'mount' | 'bsdtar' | 'mcopy',
+  value: unknown,
+): DriveRead {
   // Upstream used the drive only when it gave a non-empty dict; anything else fell through to the metadata service.
   if (typeof value !== 'object' || value === null || Array.isArray(value) || Object.keys(value).length === 0) {
     return { kind: 'unusable', device, reason: `${file} on the config drive holds no metadata object` };
@@ -177,6 +236,18 @@ function usable(device: string, file: string, via: 'existing mount' | 'mount' | 
   return { kind: 'data', device, file, via, value: file === OPENSTACK_FILE ? ec2FromOpenstack(doc) : doc };
 }
 
-function tool(ctx: DriveContext, file: string, args: readonly string[], env?: Record<string, string>): Promise<ToolResult> {
-  return runTool({ file, args, timeoutMs: ctx.timeoutMs, maxBytes: ctx.maxBytes, ...(env ? { env } : {}), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+function tool(
+  ctx: DriveContext,
+  file: string,
+  args: readonly string[],
+  env?: Record<string, string>,
+): Promise<ToolResult> {
+  return runTool({
+    file,
+    args,
+    timeoutMs: ctx.timeoutMs,
+    maxBytes: ctx.maxBytes,
+    ...(env ? { env } : {}),
+    ...(ctx.signal ? { signal: ctx.signal } : {}),
+  });
 }

@@ -47,15 +47,27 @@ export const ec2Collector: Collector<Ec2Memory> = {
         });
     if (drive.kind === 'none') ctx.memory.noConfigDrive = true;
     if (drive.kind === 'data') {
-      ctx.log.info({ device: drive.device, file: drive.file, via: drive.via }, 'ec2 metadata read from the config drive');
+      ctx.log.info(
+        { device: drive.device, file: drive.file, via: drive.via },
+        'ec2 metadata read from the config drive',
+      );
       return { pairs: [{ key: 'ec2', value: drive.value }] };
     }
-    const driveNote = drive.kind === 'unusable' ? `config drive${drive.device ? ` ${drive.device}` : ''} unusable: ${drive.reason}` : undefined;
+    const driveNote =
+      drive.kind === 'unusable'
+        ? `config drive${drive.device ? ` ${drive.device}` : ''} unusable: ${drive.reason}`
+        : undefined;
 
     const { urls, invalid } = configuredUrls(ctx.config);
     if (urls.length === 0) {
-      if (driveNote) throw new SourceUnavailableError('ec2', `${driveNote}; no metadata service URL is configured`, { code: 'ERR_SOURCE_INVALID_DATA' });
-      const why = invalid.length > 0 ? `no usable metadata URL (${invalid.join('; ')})` : 'no config drive and no metadata service URL ([ec2] metadata_url is empty)';
+      if (driveNote)
+        throw new SourceUnavailableError('ec2', `${driveNote}; no metadata service URL is configured`, {
+          code: 'ERR_SOURCE_INVALID_DATA',
+        });
+      const why =
+        invalid.length > 0
+          ? `no usable metadata URL (${invalid.join('; ')})`
+          : 'no config drive and no metadata service URL ([ec2] metadata_url is empty)';
       throw new SourceNotConfiguredError('ec2', why);
     }
 
@@ -66,7 +78,11 @@ export const ec2Collector: Collector<Ec2Memory> = {
         const token = await imdsToken(base, ctx);
         const tree = await new Walker(ctx, token).walk(`${base}/`, 0);
         await rememberAnswer(base, ctx.memory, stateDir, ctx.log);
-        if (driveNote) ctx.log.warn({ device: deviceOf(drive), reason: driveNote }, 'config drive unusable; ec2 metadata read from the metadata service');
+        if (driveNote)
+          ctx.log.warn(
+            { device: deviceOf(drive), reason: driveNote },
+            'config drive unusable; ec2 metadata read from the metadata service',
+          );
         return { pairs: [{ key: 'ec2', value: tree }] };
       } catch (err) {
         if (!(err instanceof AgentError) || ctx.signal.aborted) throw err;
@@ -85,11 +101,19 @@ function deviceOf(drive: DriveRead): string | undefined {
 }
 
 /** One error for the one log line: every URL's reason, and the drive's, with the code all URLs failed with, if one. */
-function allFailed(failures: readonly AgentError[], driveNote: string | undefined, invalid: readonly string[]): SourceUnavailableError {
+function allFailed(
+  failures: readonly AgentError[],
+  driveNote: string | undefined,
+  invalid: readonly string[],
+): SourceUnavailableError {
   const codes = new Set(failures.map((f) => f.code));
   const [only] = codes;
-  const code = codes.size === 1 ? SHARED_CODES.find((c) => c === only) ?? 'ERR_SOURCE_UNAVAILABLE' : 'ERR_SOURCE_UNAVAILABLE';
-  const parts = failures.length === 1 ? [failures[0]!.message] : [`none of ${failures.length} metadata URLs answered: ${failures.map((f) => f.message).join('; ')}`];
+  const code =
+    codes.size === 1 ? (SHARED_CODES.find((c) => c === only) ?? 'ERR_SOURCE_UNAVAILABLE') : 'ERR_SOURCE_UNAVAILABLE';
+  const parts =
+    failures.length === 1
+      ? [failures[0]!.message]
+      : [`none of ${failures.length} metadata URLs answered: ${failures.map((f) => f.message).join('; ')}`];
   if (invalid.length > 0) parts.push(`skipped: ${invalid.join('; ')}`);
   if (driveNote) parts.unshift(driveNote);
   return new SourceUnavailableError('ec2', parts.join('; '), { code, cause: failures[failures.length - 1] });
@@ -100,11 +124,21 @@ async function readCached(ctx: CollectContext): Promise<unknown> {
   const file = path.join(ctx.config.DEFAULT.cachedir, 'ec2.json');
   const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
   if (!read.ok) {
-    if (read.reason !== 'missing') ctx.log.warn({ file, reason: read.reason, detail: read.detail }, 'cached ec2 metadata unusable; fetching it again');
+    if (read.reason !== 'missing')
+      ctx.log.warn(
+        { file, reason: read.reason, detail: read.detail },
+        'cached ec2 metadata unusable; fetching it again',
+      );
     return undefined;
   }
   const v = read.value;
-  const empty = v === null || v === false || v === 0 || v === '' || (Array.isArray(v) && v.length === 0) || (typeof v === 'object' && v !== null && Object.keys(v).length === 0);
+  const empty =
+    v === null ||
+    v === false ||
+    v === 0 ||
+    v === '' ||
+    (Array.isArray(v) && v.length === 0) ||
+    (typeof v === 'object' && v !== null && Object.keys(v).length === 0);
   return empty ? undefined : v;
 }
 
@@ -152,7 +186,9 @@ class Walker {
 
   private async get(url: string): Promise<string> {
     if (++this.requests > MAX_REQUESTS) {
-      throw new SourceUnavailableError('ec2', `the metadata tree has more than ${MAX_REQUESTS} entries; refused`, { code: 'ERR_SOURCE_INVALID_DATA' });
+      throw new SourceUnavailableError('ec2', `the metadata tree has more than ${MAX_REQUESTS} entries; refused`, {
+        code: 'ERR_SOURCE_INVALID_DATA',
+      });
     }
     let res: HttpResponse;
     try {
@@ -166,13 +202,20 @@ class Walker {
       throw unavailable(err, redactUrl(url));
     }
     if (res.statusCode !== 200) {
-      throw new SourceUnavailableError('ec2', `metadata service answered ${res.statusCode} for ${res.redactedUrl}; no partial result is used`, { code: 'ERR_HTTP', statusCode: res.statusCode });
+      throw new SourceUnavailableError(
+        'ec2',
+        `metadata service answered ${res.statusCode} for ${res.redactedUrl}; no partial result is used`,
+        { code: 'ERR_HTTP', statusCode: res.statusCode },
+      );
     }
     return res.body.toString('utf8');
   }
 
   async walk(url: string, depth: number): Promise<Record<string, unknown>> {
-    if (depth > MAX_DEPTH) throw new SourceUnavailableError('ec2', `the metadata tree is nested deeper than ${MAX_DEPTH} levels; refused`, { code: 'ERR_SOURCE_INVALID_DATA' });
+    if (depth > MAX_DEPTH)
+      throw new SourceUnavailableError('ec2', `the metadata tree is nested deeper than ${MAX_DEPTH} levels; refused`, {
+        code: 'ERR_SOURCE_INVALID_DATA',
+      });
     const listing = await this.get(url);
     const out: Record<string, unknown> = {};
     for (const raw of listing.split('\n')) {
@@ -184,7 +227,9 @@ class Walker {
       const key = line.endsWith('/') ? line.slice(0, -1) : line;
       // Real names are short tokens ("ami-id", "0", role names); anything else (an HTML error page, "..") is refused.
       if (!SAFE_NAME.test(key) || key === '.' || key === '..') {
-        throw new SourceUnavailableError('ec2', `metadata listing at ${redactUrl(url)} has an unusable entry`, { code: 'ERR_SOURCE_INVALID_DATA' });
+        throw new SourceUnavailableError('ec2', `metadata listing at ${redactUrl(url)} has an unusable entry`, {
+          code: 'ERR_SOURCE_INVALID_DATA',
+        });
       }
       const isDir = line.endsWith('/');
       const childUrl = `${url}${encodeURIComponent(key)}${isDir ? '/' : ''}`;
@@ -197,5 +242,12 @@ class Walker {
 }
 
 function unavailable(err: unknown, what: string): SourceUnavailableError {
-  return sourceErrorFromHttp('ec2', err) ?? new SourceUnavailableError('ec2', `request to ${what} failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return (
+    sourceErrorFromHttp('ec2', err) ??
+    new SourceUnavailableError(
+      'ec2',
+      `request to ${what} failed: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    )
+  );
 }

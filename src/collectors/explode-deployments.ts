@@ -10,7 +10,12 @@ import type { CollectedPair } from './types.js';
 
 const EXPLODED_GROUPS = new Set(['os-apply-config', 'Heat::Ungrouped']);
 
-export function explodeDeployments(collector: string, document: Record<string, unknown>, deploymentKeys: readonly string[], log: Logger): CollectedPair[] {
+export function explodeDeployments(
+  collector: string,
+  document: Record<string, unknown>,
+  deploymentKeys: readonly string[],
+  log: Logger,
+): CollectedPair[] {
   const pairs: CollectedPair[] = [{ key: collector, value: document }];
   for (const key of deploymentKeys) {
     if (!Object.prototype.hasOwnProperty.call(document, key)) continue;
@@ -32,7 +37,10 @@ export function explodeDeployments(collector: string, document: Record<string, u
       const group = dep.group;
       if (group !== undefined && !(typeof group === 'string' && EXPLODED_GROUPS.has(group))) continue;
       if (!isSafeFileName(dep.name)) {
-        log.warn({ deploymentKey: key, deploymentName: String(dep.name).slice(0, 80) }, 'deployment name is not a safe file name; skipped');
+        log.warn(
+          { deploymentKey: key, deploymentName: String(dep.name).slice(0, 80) },
+          'deployment name is not a safe file name; skipped',
+        );
         continue;
       }
       if (!Object.prototype.hasOwnProperty.call(dep, 'config')) {

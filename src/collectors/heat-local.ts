@@ -15,7 +15,8 @@ export const heatLocalCollector: Collector = {
     for (const file of ctx.config.heat_local.path) {
       const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
       if (!read.ok) {
-        if (read.reason !== 'missing') ctx.log.warn({ file, reason: read.reason, detail: read.detail }, 'heat_local file skipped');
+        if (read.reason !== 'missing')
+          ctx.log.warn({ file, reason: read.reason, detail: read.detail }, 'heat_local file skipped');
         continue;
       }
       if (!read.value || typeof read.value !== 'object' || Array.isArray(read.value)) {
@@ -25,7 +26,10 @@ export const heatLocalCollector: Collector = {
       merged = shallowMerge(merged ?? {}, read.value as JsonObject);
     }
     if (!merged || Object.keys(merged).length === 0) {
-      throw new SourceUnavailableError('heat_local', `no heat_local metadata in ${ctx.config.heat_local.path.join(', ')}`);
+      throw new SourceUnavailableError(
+        'heat_local',
+        `no heat_local metadata in ${ctx.config.heat_local.path.join(', ')}`,
+      );
     }
     return { pairs: [{ key: 'heat_local', value: merged }] };
   },

@@ -1,6 +1,12 @@
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
-import { collectorSessionOptions, findEndpoint, rememberedSession, type KeystoneMemory, type KeystoneSession } from '../keystone/keystone-client.js';
+import {
+  collectorSessionOptions,
+  findEndpoint,
+  rememberedSession,
+  type KeystoneMemory,
+  type KeystoneSession,
+} from '../keystone/keystone-client.js';
 import { isJsonObject } from '../util/json-merge.js';
 import { explodeDeployments } from './explode-deployments.js';
 import { sourceErrorFromHttp } from './source-error.js';
@@ -28,7 +34,12 @@ export const heatCollector: Collector<HeatMemory> = {
       ['resource_name', cfg.resource_name],
     ];
     for (const [name, value] of required) if (!value) throw new SourceNotConfiguredError('heat', `no [heat] ${name}`);
-    const session = rememberedSession(ctx.memory, ctx.http, { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! }, { timeoutSeconds: cfg.timeout, now: ctx.now, ...collectorSessionOptions(ctx.config, ctx.log) });
+    const session = rememberedSession(
+      ctx.memory,
+      ctx.http,
+      { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! },
+      { timeoutSeconds: cfg.timeout, now: ctx.now, ...collectorSessionOptions(ctx.config, ctx.log) },
+    );
 
     let res = await fetchMetadata(ctx, session, cfg.stack_id!, cfg.resource_name!, cfg.region_name);
     if (res.statusCode === 401) {
@@ -38,29 +49,50 @@ export const heatCollector: Collector<HeatMemory> = {
       res = await fetchMetadata(ctx, session, cfg.stack_id!, cfg.resource_name!, cfg.region_name);
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} refused access (${res.statusCode}); check the [heat] credentials`, { code: 'ERR_HTTP', statusCode: res.statusCode });
+      throw new SourceUnavailableError(
+        'heat',
+        `Heat at ${res.redactedUrl} refused access (${res.statusCode}); check the [heat] credentials`,
+        { code: 'ERR_HTTP', statusCode: res.statusCode },
+      );
     }
     if (res.statusCode === 404) {
-      throw new SourceUnavailableError('heat', `Heat has no resource ${cfg.resource_name} in stack ${cfg.stack_id} (${res.redactedUrl} answered 404)`, { code: 'ERR_HTTP', statusCode: 404 });
+      throw new SourceUnavailableError(
+        'heat',
+        `Heat has no resource ${cfg.resource_name} in stack ${cfg.stack_id} (${res.redactedUrl} answered 404)`,
+        { code: 'ERR_HTTP', statusCode: 404 },
+      );
     }
     if (res.statusCode < 200 || res.statusCode > 299) {
-      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} answered ${res.statusCode}`, {
+        code: 'ERR_HTTP',
+        statusCode: res.statusCode,
+      });
     }
     let body: unknown;
     try {
       body = JSON.parse(res.body.toString('utf8'));
     } catch {
-      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} returned a body that is not JSON`, { code: 'ERR_SOURCE_INVALID_DATA' });
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} returned a body that is not JSON`, {
+        code: 'ERR_SOURCE_INVALID_DATA',
+      });
     }
     const metadata = isJsonObject(body) ? body.metadata : undefined;
     if (!isJsonObject(metadata)) {
-      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} returned no "metadata" object`, { code: 'ERR_SOURCE_INVALID_DATA' });
+      throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} returned no "metadata" object`, {
+        code: 'ERR_SOURCE_INVALID_DATA',
+      });
     }
     return { pairs: explodeDeployments('heat', metadata, ctx.config.DEFAULT.deployment_key, ctx.log) };
   },
 };
 
-async function fetchMetadata(ctx: CollectContext<HeatMemory>, session: KeystoneSession, stackId: string, resource: string, region: string | undefined): Promise<HttpResponse> {
+async function fetchMetadata(
+  ctx: CollectContext<HeatMemory>,
+  session: KeystoneSession,
+  stackId: string,
+  resource: string,
+  region: string | undefined,
+): Promise<HttpResponse> {
   try {
     const token = await session.token(ctx.signal);
     const endpoint = findEndpoint(token.catalog, 'orchestration', region);

@@ -47,25 +47,42 @@ async function collectLocal(ctx: CollectContext, conditions: SteadyConditions): 
     try {
       st = await fs.stat(dir);
     } catch {
-      conditions.hold(`missing:${dir}`, () => ctx.log.warn({ dir }, 'local data directory not found; skipping'), () => ctx.log.info({ dir }, 'local data directory found'));
+      conditions.hold(
+        `missing:${dir}`,
+        () => ctx.log.warn({ dir }, 'local data directory not found; skipping'),
+        () => ctx.log.info({ dir }, 'local data directory found'),
+      );
       continue;
     }
     if (!st.isDirectory()) {
-      conditions.hold(`not-dir:${dir}`, () => ctx.log.warn({ dir }, 'local data path is not a directory; skipping'), () => ctx.log.info({ dir }, 'local data path is no longer a non-directory'));
+      conditions.hold(
+        `not-dir:${dir}`,
+        () => ctx.log.warn({ dir }, 'local data path is not a directory; skipping'),
+        () => ctx.log.info({ dir }, 'local data path is no longer a non-directory'),
+      );
       continue;
     }
     if (st.uid !== uid) {
-      throw new SourceUnavailableError('local', `${dir} is owned by uid ${st.uid}, not by the agent's uid ${uid}: a security risk; fix its owner`, { code: 'ERR_SOURCE_INSECURE' });
+      throw new SourceUnavailableError(
+        'local',
+        `${dir} is owned by uid ${st.uid}, not by the agent's uid ${uid}: a security risk; fix its owner`,
+        { code: 'ERR_SOURCE_INSECURE' },
+      );
     }
     if (st.mode & WORLD_WRITABLE) {
-      throw new SourceUnavailableError('local', `${dir} is world writable: a security risk; chmod o-w it`, { code: 'ERR_SOURCE_INSECURE' });
+      throw new SourceUnavailableError('local', `${dir} is world writable: a security risk; chmod o-w it`, {
+        code: 'ERR_SOURCE_INSECURE',
+      });
     }
     let names: string[];
     try {
       names = await fs.readdir(dir);
     } catch (err) {
       // The directory vanished or became unreadable between stat and readdir.
-      ctx.log.warn({ dir, code: (err as NodeJS.ErrnoException).code }, 'local data directory could not be listed; skipping');
+      ctx.log.warn(
+        { dir, code: (err as NodeJS.ErrnoException).code },
+        'local data directory could not be listed; skipping',
+      );
       continue;
     }
     for (const name of names) {
@@ -79,28 +96,53 @@ async function collectLocal(ctx: CollectContext, conditions: SteadyConditions): 
       }
       if (fst.isDirectory()) continue;
       if (!fst.isFile()) {
-        conditions.hold(`not-file:${file}`, () => ctx.log.warn({ file }, 'local data entry is not a regular file; skipping'), () => ctx.log.info({ file }, 'local data entry is gone or now a regular file'));
+        conditions.hold(
+          `not-file:${file}`,
+          () => ctx.log.warn({ file }, 'local data entry is not a regular file; skipping'),
+          () => ctx.log.info({ file }, 'local data entry is gone or now a regular file'),
+        );
         continue;
       }
       if (fst.mode & WORLD_WRITABLE) {
-        throw new SourceUnavailableError('local', `${file} is world writable: a security risk; chmod o-w it`, { code: 'ERR_SOURCE_INSECURE' });
+        throw new SourceUnavailableError('local', `${file} is world writable: a security risk; chmod o-w it`, {
+          code: 'ERR_SOURCE_INSECURE',
+        });
       }
       if (fst.mode & GROUP_WRITABLE) {
-        conditions.hold(`group-writable:${file}`, () => ctx.log.warn({ file }, 'local data file is group writable; accepted as upstream does, but consider chmod g-w'), () => ctx.log.info({ file }, 'local data file is gone or no longer group writable'));
+        conditions.hold(
+          `group-writable:${file}`,
+          () =>
+            ctx.log.warn(
+              { file },
+              'local data file is group writable; accepted as upstream does, but consider chmod g-w',
+            ),
+          () => ctx.log.info({ file }, 'local data file is gone or no longer group writable'),
+        );
       }
       if (!isSafeFileName(name)) {
-        conditions.hold(`unsafe-name:${file}`, () => ctx.log.warn({ file }, 'local data file name cannot be a cache key; skipping'), () => ctx.log.info({ file }, 'local data file with an unusable name is gone'));
+        conditions.hold(
+          `unsafe-name:${file}`,
+          () => ctx.log.warn({ file }, 'local data file name cannot be a cache key; skipping'),
+          () => ctx.log.info({ file }, 'local data file with an unusable name is gone'),
+        );
         continue;
       }
       const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
       if (!read.ok) {
         if (read.reason === 'missing') continue; // removed mid-scan
-        throw new SourceUnavailableError('local', describeFailure(file, read.reason, read.detail), { code: 'ERR_SOURCE_INVALID_DATA' });
+        throw new SourceUnavailableError('local', describeFailure(file, read.reason, read.detail), {
+          code: 'ERR_SOURCE_INVALID_DATA',
+        });
       }
       pairs.push({ key: name, value: read.value });
     }
   }
-  if (pairs.length === 0) conditions.hold('empty', () => ctx.log.info({ dirs }, 'no local metadata found'), () => ctx.log.info({ dirs }, 'local metadata found'));
+  if (pairs.length === 0)
+    conditions.hold(
+      'empty',
+      () => ctx.log.info({ dirs }, 'no local metadata found'),
+      () => ctx.log.info({ dirs }, 'local metadata found'),
+    );
   // Upstream sorts with strxfrm in the C locale: plain byte order.
   pairs.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
   return pairs;

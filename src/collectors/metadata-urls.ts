@@ -37,12 +37,19 @@ export function linkLocalInterfaces(interfaces: Interfaces): string[] {
 
 export function configuredUrls(config: AgentConfig, interfaces: Interfaces = os.networkInterfaces()): Candidates {
   const single = config.ec2.metadata_url;
-  const listed = single !== undefined ? (single.trim() === '' ? [] : [single.trim()]) : config.ec2.metadata_urls.map((u) => u.trim()).filter(Boolean);
+  const listed =
+    single !== undefined
+      ? single.trim() === ''
+        ? []
+        : [single.trim()]
+      : config.ec2.metadata_urls.map((u) => u.trim()).filter(Boolean);
   const urls: string[] = [];
   const invalid: string[] = [];
   let zones: string[] | undefined;
   for (const entry of listed) {
-    const expanded = ANY_ZONE.test(entry) ? (zones ??= linkLocalInterfaces(interfaces)).map((zone) => entry.replace(ANY_ZONE, `%25${zone}]`)) : [entry];
+    const expanded = ANY_ZONE.test(entry)
+      ? (zones ??= linkLocalInterfaces(interfaces)).map((zone) => entry.replace(ANY_ZONE, `%25${zone}]`))
+      : [entry];
     for (const url of expanded) {
       const problem = urlProblem(url);
       if (problem) invalid.push(`${redactUrl(entry)}: ${problem}`);
@@ -69,11 +76,20 @@ export interface MetadataUrlMemory {
 }
 
 /** `urls` with the one that last answered first (from memory, else from the state file, read once per process). */
-export async function orderByLastAnswer(urls: readonly string[], memory: MetadataUrlMemory, stateDir: string, log: Logger): Promise<string[]> {
+export async function orderByLastAnswer(
+  urls: readonly string[],
+  memory: MetadataUrlMemory,
+  stateDir: string,
+  log: Logger,
+): Promise<string[]> {
   if (memory.metadataUrl === undefined) {
     const read = await readJsonFile(path.join(stateDir, STATE_FILE), 64 * 1024);
-    const url = read.ok && typeof read.value === 'object' && read.value !== null ? (read.value as { metadata_url?: unknown }).metadata_url : undefined;
-    if (!read.ok && read.reason !== 'missing') log.debug({ reason: read.reason }, 'remembered metadata URL unreadable; ignored');
+    const url =
+      read.ok && typeof read.value === 'object' && read.value !== null
+        ? (read.value as { metadata_url?: unknown }).metadata_url
+        : undefined;
+    if (!read.ok && read.reason !== 'missing')
+      log.debug({ reason: read.reason }, 'remembered metadata URL unreadable; ignored');
     memory.metadataUrl = typeof url === 'string' ? url : '';
   }
   const last = memory.metadataUrl;
@@ -82,12 +98,23 @@ export async function orderByLastAnswer(urls: readonly string[], memory: Metadat
 }
 
 /** Remember the URL that answered, in memory and (when it changed) in the state file. A failed write only warns. */
-export async function rememberAnswer(url: string, memory: MetadataUrlMemory, stateDir: string, log: Logger): Promise<void> {
+export async function rememberAnswer(
+  url: string,
+  memory: MetadataUrlMemory,
+  stateDir: string,
+  log: Logger,
+): Promise<void> {
   if (memory.metadataUrl === url) return;
   memory.metadataUrl = url;
   try {
-    await writeFileAtomic(path.join(stateDir, STATE_FILE), JSON.stringify({ metadata_url: url }), { mode: 0o600, mkdirMode: 0o700 });
+    await writeFileAtomic(path.join(stateDir, STATE_FILE), JSON.stringify({ metadata_url: url }), {
+      mode: 0o600,
+      mkdirMode: 0o700,
+    });
   } catch (err) {
-    log.warn({ reason: (err as NodeJS.ErrnoException).code ?? String(err) }, 'could not record which metadata URL answered; it is remembered until restart');
+    log.warn(
+      { reason: (err as NodeJS.ErrnoException).code ?? String(err) },
+      'could not record which metadata URL answered; it is remembered until restart',
+    );
   }
 }

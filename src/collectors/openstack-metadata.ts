@@ -12,7 +12,8 @@ export function ec2FromOpenstack(doc: Record<string, unknown>): Record<string, u
     // defineProperty: a key named "__proto__" in the drive's JSON is data, not a prototype change.
     Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
   };
-  const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined);
+  const text = (v: unknown): string | undefined =>
+    typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
 
   const uuid = text(doc.uuid);
   if (uuid !== undefined) set('instance-id', uuid);

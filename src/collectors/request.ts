@@ -50,23 +50,39 @@ export const requestCollector: Collector<RequestMemory> = {
       throw sourceErrorFromHttp('request', err) ?? err;
     }
     if (res.statusCode === 304) {
-      if (!known) throw new SourceUnavailableError('request', `${shown} answered 304 Not Modified to an unconditional request`, { code: 'ERR_HTTP', statusCode: 304 });
+      if (!known)
+        throw new SourceUnavailableError('request', `${shown} answered 304 Not Modified to an unconditional request`, {
+          code: 'ERR_HTTP',
+          statusCode: 304,
+        });
       ctx.log.debug('metadata not modified');
       return { pairs: known.pairs, unchanged: true };
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError('request', `${shown} refused the request (${res.statusCode}); a TempURL may have expired or its key changed`, { code: 'ERR_HTTP', statusCode: res.statusCode });
+      throw new SourceUnavailableError(
+        'request',
+        `${shown} refused the request (${res.statusCode}); a TempURL may have expired or its key changed`,
+        { code: 'ERR_HTTP', statusCode: res.statusCode },
+      );
     }
     if (res.statusCode < 200 || res.statusCode > 299) {
-      throw new SourceUnavailableError('request', `${shown} answered ${res.statusCode}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
+      throw new SourceUnavailableError('request', `${shown} answered ${res.statusCode}`, {
+        code: 'ERR_HTTP',
+        statusCode: res.statusCode,
+      });
     }
     let doc: unknown;
     try {
       doc = JSON.parse(res.body.toString('utf8'));
     } catch {
-      throw new SourceUnavailableError('request', `${shown} did not return valid JSON`, { code: 'ERR_SOURCE_INVALID_DATA' });
+      throw new SourceUnavailableError('request', `${shown} did not return valid JSON`, {
+        code: 'ERR_SOURCE_INVALID_DATA',
+      });
     }
-    if (!isJsonObject(doc)) throw new SourceUnavailableError('request', `${shown} returned JSON that is not an object`, { code: 'ERR_SOURCE_INVALID_DATA' });
+    if (!isJsonObject(doc))
+      throw new SourceUnavailableError('request', `${shown} returned JSON that is not an object`, {
+        code: 'ERR_SOURCE_INVALID_DATA',
+      });
     const pairs = explodeDeployments('request', doc, ctx.config.DEFAULT.deployment_key, ctx.log);
     const etag = header(res, 'etag');
     const lastModified = validHttpDate(header(res, 'last-modified'), ctx);

@@ -18,7 +18,13 @@ export interface ToolRun {
 export type ToolResult =
   | { readonly ok: true; readonly stdout: Buffer }
   /** `exitCode` is set when the tool ran and exited non-zero; `missing` when it is not installed. */
-  | { readonly ok: false; readonly reason: string; readonly exitCode?: number; readonly missing?: boolean; readonly stderr: string };
+  | {
+      readonly ok: false;
+      readonly reason: string;
+      readonly exitCode?: number;
+      readonly missing?: boolean;
+      readonly stderr: string;
+    };
 
 const STDERR_SHOWN = 300;
 /** After the time limit, SIGTERM; this long after, SIGKILL. */
@@ -36,14 +42,22 @@ export async function runTool(run: ToolRun): Promise<ToolResult> {
     ...(run.signal ? { signal: run.signal } : {}),
   });
   const stderr = result.stderr.trim().slice(0, STDERR_SHOWN);
-  if (result.spawnError?.code === 'ENOENT') return { ok: false, reason: `${run.file} is not installed`, missing: true, stderr };
+  if (result.spawnError?.code === 'ENOENT')
+    return { ok: false, reason: `${run.file} is not installed`, missing: true, stderr };
   if (result.spawnError) return { ok: false, reason: `${run.file} could not run (${result.spawnError.code})`, stderr };
-  if (result.timedOut) return { ok: false, reason: `${run.file} gave no result within ${run.timeoutMs / 1000} s and was killed`, stderr };
+  if (result.timedOut)
+    return { ok: false, reason: `${run.file} gave no result within ${run.timeoutMs / 1000} s and was killed`, stderr };
   if (result.aborted) return { ok: false, reason: `${run.file} stopped: shutting down`, stderr };
-  if (result.stdoutTruncated) return { ok: false, reason: `${run.file} printed more than ${run.maxBytes} bytes`, stderr };
+  if (result.stdoutTruncated)
+    return { ok: false, reason: `${run.file} printed more than ${run.maxBytes} bytes`, stderr };
   if (result.exitCode === 0) return { ok: true, stdout: Buffer.from(result.stdout, 'utf8') };
   if (result.exitCode !== null) {
-    return { ok: false, reason: `${run.file} exited with status ${result.exitCode}${stderr ? `: ${stderr}` : ''}`, exitCode: result.exitCode, stderr };
+    return {
+      ok: false,
+      reason: `${run.file} exited with status ${result.exitCode}${stderr ? `: ${stderr}` : ''}`,
+      exitCode: result.exitCode,
+      stderr,
+    };
   }
   return { ok: false, reason: `${run.file} could not run (${result.signal ?? 'unknown error'})`, stderr };
 }

@@ -16,15 +16,27 @@ export interface HttpFailureWording {
 }
 
 /** The source error for a failed request, or undefined when `err` is not one (a bug, or a shutdown): rethrow that. */
-export function sourceErrorFromHttp(collector: string, err: unknown, wording: HttpFailureWording = {}): SourceUnavailableError | undefined {
+export function sourceErrorFromHttp(
+  collector: string,
+  err: unknown,
+  wording: HttpFailureWording = {},
+): SourceUnavailableError | undefined {
   if (err instanceof HttpError) {
     const message = wording.message ? wording.message(err.reason) : err.message;
     const status = err.statusCode !== undefined ? { statusCode: err.statusCode } : {};
-    return new SourceUnavailableError(collector, message, { code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP', cause: err, ...status });
+    return new SourceUnavailableError(collector, message, {
+      code: err.code === 'ERR_HTTP_TOO_LARGE' ? 'ERR_HTTP_TOO_LARGE' : 'ERR_HTTP',
+      cause: err,
+      ...status,
+    });
   }
   if (err instanceof KeystoneError) {
     const status = err.statusCode !== undefined ? { statusCode: err.statusCode } : {};
-    return new SourceUnavailableError(collector, wording.message ? wording.message(err.message) : err.message, { code: 'ERR_HTTP', cause: err, ...status });
+    return new SourceUnavailableError(collector, wording.message ? wording.message(err.message) : err.message, {
+      code: 'ERR_HTTP',
+      cause: err,
+      ...status,
+    });
   }
   return undefined;
 }

@@ -53,7 +53,11 @@ export function reconnectDelayMs(failures: number, random: number): number {
 }
 
 /** Pop one message over the websocket: its body, or undefined when the queue is empty and nothing was pushed. */
-export async function popOverWebsocket(ctx: CollectContext<ZaqarWebsocketMemory>, session: KeystoneSession, random: () => number = Math.random): Promise<JsonObject | undefined> {
+export async function popOverWebsocket(
+  ctx: CollectContext<ZaqarWebsocketMemory>,
+  session: KeystoneSession,
+  random: () => number = Math.random,
+): Promise<JsonObject | undefined> {
   const link = await liveLink(ctx, session, random);
   const queue = ctx.config.zaqar.queue_id!;
   let reply;
@@ -67,17 +71,32 @@ export async function popOverWebsocket(ctx: CollectContext<ZaqarWebsocketMemory>
     throw dropLink(ctx, link, err, random);
   }
   if (reply.status !== 200) {
-    throw dropLink(ctx, link, new SourceUnavailableError('zaqar', `Zaqar answered ${reply.status} to message_delete_many${errorText(reply.body)}`, { code: 'ERR_HTTP' }), random);
+    throw dropLink(
+      ctx,
+      link,
+      new SourceUnavailableError(
+        'zaqar',
+        `Zaqar answered ${reply.status} to message_delete_many${errorText(reply.body)}`,
+        { code: 'ERR_HTTP' },
+      ),
+      random,
+    );
   }
   const messages = isJsonObject(reply.body) ? reply.body.messages : undefined;
-  if (!Array.isArray(messages)) throw new SourceUnavailableError('zaqar', 'Zaqar answered message_delete_many without a "messages" list', { code: 'ERR_SOURCE_INVALID_DATA' });
+  if (!Array.isArray(messages))
+    throw new SourceUnavailableError('zaqar', 'Zaqar answered message_delete_many without a "messages" list', {
+      code: 'ERR_SOURCE_INVALID_DATA',
+    });
   const pushed = link.pushed;
   link.pushed = undefined;
   link.failuresBefore = 0;
   if (messages.length === 0) return pushed;
   const first: unknown = messages[0];
   const body = isJsonObject(first) ? first.body : undefined;
-  if (!isJsonObject(body)) throw new SourceUnavailableError('zaqar', 'the Zaqar message body is not a JSON object', { code: 'ERR_SOURCE_INVALID_DATA' });
+  if (!isJsonObject(body))
+    throw new SourceUnavailableError('zaqar', 'the Zaqar message body is not a JSON object', {
+      code: 'ERR_SOURCE_INVALID_DATA',
+    });
   return body;
 }
 
@@ -88,9 +107,22 @@ export function closeWebsocket(memory: CollectorMemory<ZaqarWebsocketMemory>): v
   link?.socket.close();
 }
 
-async function liveLink(ctx: CollectContext<ZaqarWebsocketMemory>, session: KeystoneSession, random: () => number): Promise<Link> {
+async function liveLink(
+  ctx: CollectContext<ZaqarWebsocketMemory>,
+  session: KeystoneSession,
+  random: () => number,
+): Promise<Link> {
   const cfg = ctx.config.zaqar;
-  const fingerprint = JSON.stringify([cfg.auth_url, cfg.user_id, cfg.project_id, cfg.queue_id, cfg.region_name, cfg.ssl_certificate_validation, cfg.ca_file, cfg.timeout]);
+  const fingerprint = JSON.stringify([
+    cfg.auth_url,
+    cfg.user_id,
+    cfg.project_id,
+    cfg.queue_id,
+    cfg.region_name,
+    cfg.ssl_certificate_validation,
+    cfg.ca_file,
+    cfg.timeout,
+  ]);
   const kept = ctx.memory.wsLink;
   if (kept?.socket.isOpen && kept.fingerprint === fingerprint && kept.session === session) return kept;
   delete ctx.memory.wsLink;
@@ -98,7 +130,10 @@ async function liveLink(ctx: CollectContext<ZaqarWebsocketMemory>, session: Keys
 
   const reconnect = ctx.memory.wsReconnect;
   if (reconnect && ctx.now() < reconnect.notBefore) {
-    throw new SourceUnavailableError('zaqar', `the Zaqar websocket is down (${reconnect.reason}); the next attempt is at ${new Date(reconnect.notBefore).toISOString()}`);
+    throw new SourceUnavailableError(
+      'zaqar',
+      `the Zaqar websocket is down (${reconnect.reason}); the next attempt is at ${new Date(reconnect.notBefore).toISOString()}`,
+    );
   }
   let clientId = ctx.memory.wsClientId;
   if (!clientId) {
@@ -110,7 +145,13 @@ async function liveLink(ctx: CollectContext<ZaqarWebsocketMemory>, session: Keys
     const token = await session.token(ctx.signal);
     const url = findEndpoint(token.catalog, 'messaging-websocket', cfg.region_name);
     // The socket is set once open; the callbacks below only run after that.
-    const link = { fingerprint, session, subscribedAt: 0, pushed: undefined, failuresBefore: reconnect?.failures ?? 0 } as Link;
+    const link = {
+      fingerprint,
+      session,
+      subscribedAt: 0,
+      pushed: undefined,
+      failuresBefore: reconnect?.failures ?? 0,
+    } as Link;
     socket = await openZaqarSocket({
       url,
       projectId: cfg.project_id!,
@@ -126,33 +167,49 @@ async function liveLink(ctx: CollectContext<ZaqarWebsocketMemory>, session: Keys
       onNotification: (message) => {
         // Only the posted message's body matters; other notices (subscription confirmations) carry none.
         if (isJsonObject(message.body)) link.pushed = message.body;
-        else ctx.log.debug({ messageType: message.Message_Type }, 'ignored a Zaqar notification without a JSON object body');
+        else
+          ctx.log.debug(
+            { messageType: message.Message_Type },
+            'ignored a Zaqar notification without a JSON object body',
+          );
       },
       onClose: (reason, reported) => {
         if (reason.includes('token expired')) session.invalidate();
         if (ctx.memory.wsLink !== link) return;
         delete ctx.memory.wsLink;
         // Between polls nobody else reports the close; during one, that poll's error does.
-        if (!reported && !ctx.signal.aborted) ctx.log.info({ reason }, 'Zaqar websocket closed; it is reopened on the next poll');
+        if (!reported && !ctx.signal.aborted)
+          ctx.log.info({ reason }, 'Zaqar websocket closed; it is reopened on the next poll');
       },
     });
     link.socket = socket;
     const queue = cfg.queue_id!;
     const created = await socket.request('queue_create', { queue_name: queue });
     if (created.status !== 201 && created.status !== 204) {
-      throw new SourceUnavailableError('zaqar', `Zaqar answered ${created.status} to queue_create for ${queue}${errorText(created.body)}`, { code: 'ERR_HTTP' });
+      throw new SourceUnavailableError(
+        'zaqar',
+        `Zaqar answered ${created.status} to queue_create for ${queue}${errorText(created.body)}`,
+        { code: 'ERR_HTTP' },
+      );
     }
     await subscribe(socket, queue);
     link.subscribedAt = ctx.now();
     ctx.memory.wsLink = link;
     delete ctx.memory.wsReconnect;
-    ctx.log.info({ endpoint: redactUrl(url), queue, reconnected: reconnect !== undefined }, 'Zaqar websocket subscribed');
+    ctx.log.info(
+      { endpoint: redactUrl(url), queue, reconnected: reconnect !== undefined },
+      'Zaqar websocket subscribed',
+    );
     return link;
   } catch (err) {
     socket?.close();
     const failures = (reconnect?.failures ?? 0) + 1;
     const cause = unavailable(err);
-    ctx.memory.wsReconnect = { failures, notBefore: ctx.now() + reconnectDelayMs(failures, random()), reason: cause.message };
+    ctx.memory.wsReconnect = {
+      failures,
+      notBefore: ctx.now() + reconnectDelayMs(failures, random()),
+      reason: cause.message,
+    };
     throw cause;
   }
 }
@@ -161,29 +218,48 @@ async function subscribe(socket: ZaqarSocket, queue: string): Promise<void> {
   const reply = await socket.request('subscription_create', { queue_name: queue, ttl: SUBSCRIPTION_TTL_SECONDS });
   // 409: this connection is already subscribed (a renewal before the old one expired).
   if (reply.status !== 201 && reply.status !== 409) {
-    throw new SourceUnavailableError('zaqar', `Zaqar answered ${reply.status} to subscription_create for ${queue}${errorText(reply.body)}`, { code: 'ERR_HTTP' });
+    throw new SourceUnavailableError(
+      'zaqar',
+      `Zaqar answered ${reply.status} to subscription_create for ${queue}${errorText(reply.body)}`,
+      { code: 'ERR_HTTP' },
+    );
   }
 }
 
 /** A kept connection failed: close it, schedule a reconnect (soon after a healthy spell), report the source unavailable. */
-function dropLink(ctx: CollectContext<ZaqarWebsocketMemory>, link: Link, err: unknown, random: () => number): SourceUnavailableError {
+function dropLink(
+  ctx: CollectContext<ZaqarWebsocketMemory>,
+  link: Link,
+  err: unknown,
+  random: () => number,
+): SourceUnavailableError {
   // Out of memory first: the close is reported by this poll's error, not by a second line from onClose.
   if (ctx.memory.wsLink === link) delete ctx.memory.wsLink;
   link.socket.close();
   const cause = unavailable(err);
   const failures = link.failuresBefore + 1;
-  ctx.memory.wsReconnect = { failures, notBefore: ctx.now() + reconnectDelayMs(failures, random()), reason: cause.message };
+  ctx.memory.wsReconnect = {
+    failures,
+    notBefore: ctx.now() + reconnectDelayMs(failures, random()),
+    reason: cause.message,
+  };
   return cause;
 }
 
 function unavailable(err: unknown): SourceUnavailableError {
   if (err instanceof SourceUnavailableError) return err;
-  if (err instanceof ZaqarSocketError) return new SourceUnavailableError('zaqar', err.message, { code: err.code === 'ERR_SOURCE_INVALID_DATA' ? 'ERR_SOURCE_INVALID_DATA' : 'ERR_HTTP', cause: err });
+  if (err instanceof ZaqarSocketError)
+    return new SourceUnavailableError('zaqar', err.message, {
+      code: err.code === 'ERR_SOURCE_INVALID_DATA' ? 'ERR_SOURCE_INVALID_DATA' : 'ERR_HTTP',
+      cause: err,
+    });
   const failedRequest = sourceErrorFromHttp('zaqar', err);
   if (failedRequest) return failedRequest;
   if (err instanceof Error && 'code' in err && typeof err.code === 'string' && err.code.startsWith('E')) {
     // A CA file that cannot be read, and the like.
-    return new SourceUnavailableError('zaqar', `the Zaqar websocket could not be opened: ${err.message}`, { cause: err });
+    return new SourceUnavailableError('zaqar', `the Zaqar websocket could not be opened: ${err.message}`, {
+      cause: err,
+    });
   }
   throw err;
 }

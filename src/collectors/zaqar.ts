@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
-import { collectorSessionOptions, findEndpoint, rememberedSession, type KeystoneMemory, type KeystoneSession } from '../keystone/keystone-client.js';
+import {
+  collectorSessionOptions,
+  findEndpoint,
+  rememberedSession,
+  type KeystoneMemory,
+  type KeystoneSession,
+} from '../keystone/keystone-client.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { explodeDeployments } from './explode-deployments.js';
@@ -37,8 +43,14 @@ export const zaqarCollector: Collector<ZaqarMemory> = {
       ['queue_id', cfg.queue_id],
     ];
     for (const [name, value] of required) if (!value) throw new SourceNotConfiguredError('zaqar', `no [zaqar] ${name}`);
-    if (cfg.ssl_certificate_validation && !cfg.ca_file) throw new SourceNotConfiguredError('zaqar', '[zaqar] ssl_certificate_validation needs ca_file');
-    const session = rememberedSession(ctx.memory, ctx.http, { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! }, { timeoutSeconds: cfg.timeout, now: ctx.now, ...collectorSessionOptions(ctx.config, ctx.log) });
+    if (cfg.ssl_certificate_validation && !cfg.ca_file)
+      throw new SourceNotConfiguredError('zaqar', '[zaqar] ssl_certificate_validation needs ca_file');
+    const session = rememberedSession(
+      ctx.memory,
+      ctx.http,
+      { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! },
+      { timeoutSeconds: cfg.timeout, now: ctx.now, ...collectorSessionOptions(ctx.config, ctx.log) },
+    );
     if (cfg.use_websockets) {
       const body = await popOverWebsocket(ctx, session);
       if (!body) return lastDocument(ctx);
@@ -53,24 +65,39 @@ export const zaqarCollector: Collector<ZaqarMemory> = {
       res = await pop(ctx, session);
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} refused access (${res.statusCode}); check the [zaqar] credentials`, { code: 'ERR_HTTP', statusCode: res.statusCode });
+      throw new SourceUnavailableError(
+        'zaqar',
+        `Zaqar at ${res.redactedUrl} refused access (${res.statusCode}); check the [zaqar] credentials`,
+        { code: 'ERR_HTTP', statusCode: res.statusCode },
+      );
     }
     if (res.statusCode === 204) return lastDocument(ctx);
     if (res.statusCode < 200 || res.statusCode > 299) {
-      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} answered ${res.statusCode}`, { code: 'ERR_HTTP', statusCode: res.statusCode });
+      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} answered ${res.statusCode}`, {
+        code: 'ERR_HTTP',
+        statusCode: res.statusCode,
+      });
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(res.body.toString('utf8'));
     } catch {
-      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} returned a body that is not JSON`, { code: 'ERR_SOURCE_INVALID_DATA' });
+      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} returned a body that is not JSON`, {
+        code: 'ERR_SOURCE_INVALID_DATA',
+      });
     }
     const messages = isJsonObject(parsed) ? parsed.messages : undefined;
-    if (!Array.isArray(messages)) throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} returned no "messages" list`, { code: 'ERR_SOURCE_INVALID_DATA' });
+    if (!Array.isArray(messages))
+      throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} returned no "messages" list`, {
+        code: 'ERR_SOURCE_INVALID_DATA',
+      });
     if (messages.length === 0) return lastDocument(ctx);
     const first: unknown = messages[0];
     const body = isJsonObject(first) ? first.body : undefined;
-    if (!isJsonObject(body)) throw new SourceUnavailableError('zaqar', 'the Zaqar message body is not a JSON object', { code: 'ERR_SOURCE_INVALID_DATA' });
+    if (!isJsonObject(body))
+      throw new SourceUnavailableError('zaqar', 'the Zaqar message body is not a JSON object', {
+        code: 'ERR_SOURCE_INVALID_DATA',
+      });
     return latestDocument(ctx, body);
   },
 };
@@ -90,7 +117,12 @@ async function pop(ctx: CollectContext<ZaqarMemory>, session: KeystoneSession): 
     return await ctx.http.request({
       url: `${endpoint}/v2/queues/${encodeURIComponent(cfg.queue_id!)}/messages?pop=1`,
       method: 'DELETE',
-      headers: { 'x-auth-token': token.token, 'x-project-id': cfg.project_id!, 'client-id': clientId, accept: 'application/json' },
+      headers: {
+        'x-auth-token': token.token,
+        'x-project-id': cfg.project_id!,
+        'client-id': clientId,
+        accept: 'application/json',
+      },
       timeoutSeconds: cfg.timeout,
       signal: ctx.signal,
       // A retried DELETE could pop a second message and lose the first.
@@ -110,7 +142,11 @@ async function lastDocument(ctx: CollectContext<ZaqarMemory>): Promise<CollectRe
     const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
     if (read.ok && isJsonObject(read.value)) doc = read.value;
   }
-  if (!doc) throw new SourceUnavailableError('zaqar', `queue ${ctx.config.zaqar.queue_id} is empty and no earlier message is known`);
+  if (!doc)
+    throw new SourceUnavailableError(
+      'zaqar',
+      `queue ${ctx.config.zaqar.queue_id} is empty and no earlier message is known`,
+    );
   ctx.memory.lastDocument = doc;
   ctx.log.debug('queue empty; keeping the last metadata');
   return { pairs: explodeDeployments('zaqar', doc, ctx.config.DEFAULT.deployment_key, ctx.log), unchanged: true };

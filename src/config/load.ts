@@ -5,7 +5,15 @@ import { setSecrets } from '../log/redact.js';
 import { isRegularFile } from '../util/path-kind.js';
 import { createPathMapper, type PathMapper } from '../util/rooted-path.js';
 import { interpolate, parseOsloIni, type IniDocument } from './oslo-ini.js';
-import { DEFAULT_COLLECTORS, SCHEMA, SECTION_NAMES, sectionSpecs, type AgentConfig, type OptionSpec, type SectionName } from './options.js';
+import {
+  DEFAULT_COLLECTORS,
+  SCHEMA,
+  SECTION_NAMES,
+  sectionSpecs,
+  type AgentConfig,
+  type OptionSpec,
+  type SectionName,
+} from './options.js';
 
 // Configuration is built once per (re)load, in layers, later wins:
 //   built-in defaults < config files (in order) < command-line flags.
@@ -66,7 +74,12 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
     try {
       text = readFileSync(file, 'utf8');
     } catch (err) {
-      problems.push({ severity: 'error', file, message: `cannot read config file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, unreadable: true });
+      problems.push({
+        severity: 'error',
+        file,
+        message: `cannot read config file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+        unreadable: true,
+      });
       continue;
     }
     const { doc, problems: parseProblems } = parseOsloIni(text);
@@ -85,10 +98,20 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
       const spec = specOf(section, name);
       if (!spec || value === undefined) continue;
       const strings = Array.isArray(value) ? (value as readonly unknown[]).map(String) : [String(value)];
-      const expanded = strings.map((v) => resolve.expand(v, section, (message) => problems.push({ severity: 'warning', section, option: name, message: `command line: ${message}` })));
+      const expanded = strings.map((v) =>
+        resolve.expand(v, section, (message) =>
+          problems.push({ severity: 'warning', section, option: name, message: `command line: ${message}` }),
+        ),
+      );
       const converted = convert(spec, expanded);
       if (converted.ok) raw[section]![name] = converted.value;
-      else problems.push({ severity: 'error', section, option: name, message: `command line: ${converted.error}; keeping ${describe(raw[section]![name])}` });
+      else
+        problems.push({
+          severity: 'error',
+          section,
+          option: name,
+          message: `command line: ${converted.error}; keeping ${describe(raw[section]![name])}`,
+        });
     }
   }
 
@@ -164,7 +187,11 @@ function normaliseSections(doc: IniDocument): IniDocument {
 
 // Synchronous, as the reads below: a few small files, and a short-lived command (os-apply-config, started many times
 // per boot) then never starts libuv's thread pool or pays its round trips (~2 ms of each start).
-function discoverFiles(sources: ConfigSources, paths: PathMapper, problems: ConfigProblem[]): { all: string[]; hashed: string[] } {
+function discoverFiles(
+  sources: ConfigSources,
+  paths: PathMapper,
+  problems: ConfigProblem[],
+): { all: string[]; hashed: string[] } {
   const all: string[] = [];
   // oslo.config's defaults when no project is given: the first of ~/os-collect-config.conf and
   // /etc/os-collect-config.conf, and, separately, the first existing os-collect-config.conf.d in the same places.
@@ -223,7 +250,6 @@ function confFilesIn(dir: string): string[] | undefined {
   return out;
 }
 
-
 interface Resolver {
   /** Interpolate `$name` references in a value read for `section`; report each unresolvable name. */
   expand(value: string, section: SectionName, report: (message: string) => void): string;
@@ -239,7 +265,8 @@ const MAX_INTERPOLATION_DEPTH = 10;
 function createResolver(docs: ReadonlyArray<{ doc: IniDocument }>, cli: CliOverrides): Resolver {
   const rawValue = (section: SectionName, name: string): string | undefined => {
     const fromCli = cli[section]?.[name];
-    if (fromCli !== undefined) return Array.isArray(fromCli) ? (fromCli as readonly unknown[]).map(String).at(-1) : String(fromCli);
+    if (fromCli !== undefined)
+      return Array.isArray(fromCli) ? (fromCli as readonly unknown[]).map(String).at(-1) : String(fromCli);
     for (let i = docs.length - 1; i >= 0; i--) {
       const values = docs[i]?.doc.get(section)?.get(name);
       if (values && values.length > 0) return values[values.length - 1];
@@ -270,7 +297,10 @@ function createResolver(docs: ReadonlyArray<{ doc: IniDocument }>, cli: CliOverr
         if (text === undefined || depth >= MAX_INTERPOLATION_DEPTH) return undefined;
         return expand(text, found[0], report, depth + 1);
       },
-      (ref) => report(`"$${ref}" names no option with a value (or refers to itself) and is kept literally (write $$ for a literal $)`),
+      (ref) =>
+        report(
+          `"$${ref}" names no option with a value (or refers to itself) and is kept literally (write $$ for a literal $)`,
+        ),
     );
   return { expand: (value, section, report) => expand(value, section, report, 0) };
 }
@@ -285,7 +315,12 @@ function applyDocument(
 ): void {
   for (const [sectionName, options] of doc) {
     if (!isSection(sectionName)) {
-      problems.push({ severity: 'warning', file, section: sectionName, message: `unknown section [${sectionName}] ignored` });
+      problems.push({
+        severity: 'warning',
+        file,
+        section: sectionName,
+        message: `unknown section [${sectionName}] ignored`,
+      });
       continue;
     }
     const section = sectionName;
@@ -294,14 +329,27 @@ function applyDocument(
       if (!spec) {
         const underscored = name.replace(/-/g, '_');
         // Upstream silently ignores dashed keys; here they are still ignored (same behaviour) but named.
-        const hint = underscored !== name && specOf(section, underscored) ? `; the option is spelled "${underscored}" in files` : '';
+        const hint =
+          underscored !== name && specOf(section, underscored)
+            ? `; the option is spelled "${underscored}" in files`
+            : '';
         problems.push({ severity: 'warning', file, section, option: name, message: `unknown option ignored${hint}` });
         continue;
       }
-      const expanded = values.map((v) => resolve.expand(v, section, (message) => problems.push({ severity: 'warning', file, section, option: name, message })));
+      const expanded = values.map((v) =>
+        resolve.expand(v, section, (message) =>
+          problems.push({ severity: 'warning', file, section, option: name, message }),
+        ),
+      );
       const converted = convert(spec, expanded);
       if (!converted.ok) {
-        problems.push({ severity: 'error', file, section, option: name, message: `${converted.error}; keeping ${describe(raw[section]![name])}` });
+        problems.push({
+          severity: 'error',
+          file,
+          section,
+          option: name,
+          message: `${converted.error}; keeping ${describe(raw[section]![name])}`,
+        });
         continue;
       }
       const key = `${section}.${name}`;
@@ -355,7 +403,12 @@ function normaliseCollectors(values: readonly string[], problems: ConfigProblem[
     for (const piece of value.replace(/[[\]"']/g, ' ').split(/[\s,]+/)) {
       if (piece === '') continue;
       if (!(DEFAULT_COLLECTORS as readonly string[]).includes(piece)) {
-        problems.push({ severity: 'error', section: 'DEFAULT', option: 'collectors', message: `unknown collector "${piece}" ignored (known: ${DEFAULT_COLLECTORS.join(', ')})` });
+        problems.push({
+          severity: 'error',
+          section: 'DEFAULT',
+          option: 'collectors',
+          message: `unknown collector "${piece}" ignored (known: ${DEFAULT_COLLECTORS.join(', ')})`,
+        });
         continue;
       }
       out.push(piece);

@@ -6,7 +6,13 @@ import type { LoadedConfig } from './load.js';
 
 export function logProblems(loaded: LoadedConfig, log: Logger): void {
   for (const p of loaded.problems) {
-    const fields = { file: p.file ? loaded.paths.unmap(p.file) : undefined, line: p.line, section: p.section, option: p.option, problem: p.message };
+    const fields = {
+      file: p.file ? loaded.paths.unmap(p.file) : undefined,
+      line: p.line,
+      section: p.section,
+      option: p.option,
+      problem: p.message,
+    };
     if (p.severity === 'error') log.error(fields, 'configuration problem');
     else log.warn(fields, 'configuration problem');
   }

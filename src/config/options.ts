@@ -23,61 +23,131 @@ export interface OptionSpec<T> {
 }
 
 function str(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;
-function str(def: undefined, help: string, extra?: Partial<OptionSpec<string | undefined>>): OptionSpec<string | undefined>;
-function str(def: string | undefined, help: string, extra: Partial<OptionSpec<string | undefined>> = {}): OptionSpec<string | undefined> {
+function str(
+  def: undefined,
+  help: string,
+  extra?: Partial<OptionSpec<string | undefined>>,
+): OptionSpec<string | undefined>;
+function str(
+  def: string | undefined,
+  help: string,
+  extra: Partial<OptionSpec<string | undefined>> = {},
+): OptionSpec<string | undefined> {
   return { kind: 'str', default: def, help, ...extra };
 }
 function path(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;
-function path(def: undefined, help: string, extra?: Partial<OptionSpec<string | undefined>>): OptionSpec<string | undefined>;
-function path(def: string | undefined, help: string, extra: Partial<OptionSpec<string | undefined>> = {}): OptionSpec<string | undefined> {
+function path(
+  def: undefined,
+  help: string,
+  extra?: Partial<OptionSpec<string | undefined>>,
+): OptionSpec<string | undefined>;
+function path(
+  def: string | undefined,
+  help: string,
+  extra: Partial<OptionSpec<string | undefined>> = {},
+): OptionSpec<string | undefined> {
   return { kind: 'str', default: def, help, path: true, ...extra };
 }
-const secret = (help: string): OptionSpec<string | undefined> => ({ kind: 'str', default: undefined, help, secret: true });
-const multi = (def: readonly string[], help: string, extra: Partial<OptionSpec<readonly string[]>> = {}): OptionSpec<readonly string[]> => ({
+const secret = (help: string): OptionSpec<string | undefined> => ({
+  kind: 'str',
+  default: undefined,
+  help,
+  secret: true,
+});
+const multi = (
+  def: readonly string[],
+  help: string,
+  extra: Partial<OptionSpec<readonly string[]>> = {},
+): OptionSpec<readonly string[]> => ({
   kind: 'multi',
   default: def,
   help,
   ...extra,
 });
-const float = (def: number, help: string, extra: Partial<OptionSpec<number>> = {}): OptionSpec<number> => ({ kind: 'float', default: def, help, min: 0, ...extra });
-const int = (def: number, help: string, extra: Partial<OptionSpec<number>> = {}): OptionSpec<number> => ({ kind: 'int', default: def, help, min: 0, ...extra });
-const bool = (def: boolean, help: string, extra: Partial<OptionSpec<boolean>> = {}): OptionSpec<boolean> => ({ kind: 'bool', default: def, help, ...extra });
+const float = (def: number, help: string, extra: Partial<OptionSpec<number>> = {}): OptionSpec<number> => ({
+  kind: 'float',
+  default: def,
+  help,
+  min: 0,
+  ...extra,
+});
+const int = (def: number, help: string, extra: Partial<OptionSpec<number>> = {}): OptionSpec<number> => ({
+  kind: 'int',
+  default: def,
+  help,
+  min: 0,
+  ...extra,
+});
+const bool = (def: boolean, help: string, extra: Partial<OptionSpec<boolean>> = {}): OptionSpec<boolean> => ({
+  kind: 'bool',
+  default: def,
+  help,
+  ...extra,
+});
 
 /** Collector names upstream accepts, in upstream's default order. */
 export const DEFAULT_COLLECTORS = ['heat_local', 'ec2', 'cfn', 'heat', 'request', 'local', 'zaqar'] as const;
 
 export const SCHEMA = {
   DEFAULT: {
-    command: str(undefined, 'Command to run when metadata changes (run through /bin/sh -c, with OS_CONFIG_FILES set).', { short: 'c' }),
+    command: str(
+      undefined,
+      'Command to run when metadata changes (run through /bin/sh -c, with OS_CONFIG_FILES set).',
+      { short: 'c' },
+    ),
     cachedir: path('/var/lib/os-collect-config', 'Directory holding the metadata cache.'),
-    backup_cachedir: path('/var/run/os-collect-config', 'Mirror of the cache directory, refreshed before the command runs.'),
-    collectors: multi(DEFAULT_COLLECTORS, 'Collectors to use, in order (positional arguments on the command line).', { fileOnly: true }),
+    backup_cachedir: path(
+      '/var/run/os-collect-config',
+      'Mirror of the cache directory, refreshed before the command runs.',
+    ),
+    collectors: multi(DEFAULT_COLLECTORS, 'Collectors to use, in order (positional arguments on the command line).', {
+      fileOnly: true,
+    }),
     one_time: bool(false, 'Do one cycle and exit.'),
-    min_polling_interval: float(1, 'First sleep between polls, in seconds; doubles every cycle up to polling_interval.'),
+    min_polling_interval: float(
+      1,
+      'First sleep between polls, in seconds; doubles every cycle up to polling_interval.',
+    ),
     polling_interval: float(30, 'Longest sleep between polls, in seconds.', { short: 'i' }),
     print_cachedir: bool(false, 'Print the cache directory and exit.'),
     force: bool(false, 'Run the command even if nothing changed (implies --one-time).'),
     print_only: bool(false, 'Collect, print the merged metadata as JSON and exit; run nothing.', { flag: 'print' }),
-    deployment_key: multi(['deployments'], 'Top-level keys whose deployment lists are exploded into extra cache entries.'),
+    deployment_key: multi(
+      ['deployments'],
+      'Top-level keys whose deployment lists are exploded into extra cache entries.',
+    ),
     splay: float(0, 'Sleep a random whole number of seconds below this before the first poll (daemon mode).'),
   },
   ec2: {
-    metadata_url: str(undefined, 'EC2 metadata service URL. When set it is the only one asked (empty: no metadata service, config drive only); unset: metadata_urls.'),
+    metadata_url: str(
+      undefined,
+      'EC2 metadata service URL. When set it is the only one asked (empty: no metadata service, config drive only); unset: metadata_urls.',
+    ),
     metadata_urls: multi(
-      ['http://169.254.169.254/latest/meta-data', 'http://[fe80::a9fe:a9fe%25*]/latest/meta-data', 'http://[fd00:ec2::254]/latest/meta-data'],
+      [
+        'http://169.254.169.254/latest/meta-data',
+        'http://[fe80::a9fe:a9fe%25*]/latest/meta-data',
+        'http://[fd00:ec2::254]/latest/meta-data',
+      ],
       'Metadata service URLs tried in order until one answers (remembered for next time); zone `%25*` means each up interface with an IPv6 link-local address.',
     ),
     timeout: float(10, 'Seconds to wait for each request or config drive tool run.'),
   },
   cfn: {
     metadata_url: str(undefined, 'heat-api-cfn URL (defaults to the contents of heat_metadata_hint plus /v1/).'),
-    heat_metadata_hint: path('/var/lib/heat-cfntools/cfn-metadata-server', 'File whose contents name the CFN metadata server.'),
+    heat_metadata_hint: path(
+      '/var/lib/heat-cfntools/cfn-metadata-server',
+      'File whose contents name the CFN metadata server.',
+    ),
     ca_certificate: path(undefined, 'CA certificate file to verify the CFN server with.'),
     stack_name: str(undefined, 'Stack name to describe.'),
     path: multi([], 'Resource.Metadata[.key...] paths to fetch, in order.'),
     secret_access_key: secret('Secret key used to sign requests.'),
     access_key_id: str(undefined, 'Access key id used to sign requests.'),
-    deployment_key: multi(['deployments'], 'Deployment keys exploded by the cfn collector (upstream keeps this per-section key).'),
+    deployment_key: multi(
+      ['deployments'],
+      'Deployment keys exploded by the cfn collector (upstream keeps this per-section key).',
+    ),
     timeout: float(10, 'Seconds to wait for each request.'),
   },
   heat: {
@@ -91,7 +161,11 @@ export const SCHEMA = {
     timeout: float(10, 'Seconds to wait for each request (upstream had none).'),
   },
   heat_local: {
-    path: multi(['/var/lib/heat-cfntools/cfn-init-data'], 'Local files with Heat metadata, merged shallowly in order.', { path: true }),
+    path: multi(
+      ['/var/lib/heat-cfntools/cfn-init-data'],
+      'Local files with Heat metadata, merged shallowly in order.',
+      { path: true },
+    ),
   },
   local: {
     path: multi(['/var/lib/os-collect-config/local-data'], 'Directories of JSON files.', { path: true }),
@@ -101,7 +175,10 @@ export const SCHEMA = {
     timeout: float(10, 'Seconds to wait for each request.'),
   },
   keystone: {
-    cache_dir: path(undefined, 'Directory where the heat and zaqar collectors keep their Keystone tokens across restarts (unset: in memory only).'),
+    cache_dir: path(
+      undefined,
+      'Directory where the heat and zaqar collectors keep their Keystone tokens across restarts (unset: in memory only).',
+    ),
     cache_ttl: int(1800, 'Longest age, in seconds, of a token reused from cache_dir.'),
   },
   zaqar: {
@@ -110,7 +187,10 @@ export const SCHEMA = {
     project_id: str(undefined, 'Keystone project id.'),
     auth_url: str(undefined, 'Keystone URL.'),
     queue_id: str(undefined, 'Zaqar queue to consume.'),
-    use_websockets: bool(false, "Talk to Zaqar over its websocket API (the catalog's messaging-websocket service), for this collector and for ZAQAR_SIGNAL signals."),
+    use_websockets: bool(
+      false,
+      "Talk to Zaqar over its websocket API (the catalog's messaging-websocket service), for this collector and for ZAQAR_SIGNAL signals.",
+    ),
     region_name: str(undefined, 'Region of the messaging endpoint.'),
     ssl_certificate_validation: bool(false, 'Verify the Zaqar TLS certificate.'),
     ca_file: path(undefined, 'CA file for Zaqar TLS.'),
@@ -118,46 +198,99 @@ export const SCHEMA = {
   },
   agent: {
     log_level: str('info', 'Log level: fatal, error, warn, info, debug, trace.'),
-    native_pipeline: bool(true, 'In `run`, apply templates and run deployments in-process (false: run `command` like upstream).'),
-    state_dir: path('/var/lib/os-config-agent', 'Directory for the agent\'s own state.'),
-    config_target: path('/etc/os-collect-config.conf', 'Config file the agent rewrites from Heat\'s os-collect-config metadata (empty: never).'),
+    native_pipeline: bool(
+      true,
+      'In `run`, apply templates and run deployments in-process (false: run `command` like upstream).',
+    ),
+    state_dir: path('/var/lib/os-config-agent', "Directory for the agent's own state."),
+    config_target: path(
+      '/etc/os-collect-config.conf',
+      "Config file the agent rewrites from Heat's os-collect-config metadata (empty: never).",
+    ),
     watch: bool(true, 'Watch local sources and start a cycle as soon as they change.'),
     watch_debounce: float(0.02, 'Seconds to wait for a burst of local changes to settle.'),
     poll_jitter: float(0.1, 'Random fraction (0-1) added to each sleep so a fleet does not poll in lockstep.'),
     http_max_bytes: int(16 * 1024 * 1024, 'Largest metadata response accepted, in bytes.'),
     http_retries: int(2, 'Retries of a failed request within one poll (5xx and network errors only).'),
-    http_proxy: str(undefined, 'Proxy for http:// requests, http://[user:password@]host[:port]; replaces $http_proxy / $HTTP_PROXY (empty: none).'),
-    https_proxy: str(undefined, 'Proxy for https:// requests (tunnelled with CONNECT); replaces $https_proxy / $HTTPS_PROXY (empty: none).'),
-    no_proxy: str(undefined, 'Hosts, domains, addresses and CIDRs (each optionally :port) reached without a proxy, comma-separated, `*` for all; replaces $no_proxy.'),
+    http_proxy: str(
+      undefined,
+      'Proxy for http:// requests, http://[user:password@]host[:port]; replaces $http_proxy / $HTTP_PROXY (empty: none).',
+    ),
+    https_proxy: str(
+      undefined,
+      'Proxy for https:// requests (tunnelled with CONNECT); replaces $https_proxy / $HTTPS_PROXY (empty: none).',
+    ),
+    no_proxy: str(
+      undefined,
+      'Hosts, domains, addresses and CIDRs (each optionally :port) reached without a proxy, comma-separated, `*` for all; replaces $no_proxy.',
+    ),
     max_source_bytes: int(16 * 1024 * 1024, 'Largest local metadata file accepted, in bytes.'),
-    console: path(undefined, 'File to write one line to per deployment state change, e.g. /dev/console, so the console log tells what happened (empty: off).'),
-    watchdog_stall: int(900, 'Under a systemd watchdog (WatchdogSec=): seconds the poll loop may go without progress (a cycle step, a process starting or ending) before the watchdog is no longer fed and systemd restarts the agent; a process with a timeout extends it to that timeout.', { min: 1 }),
+    console: path(
+      undefined,
+      'File to write one line to per deployment state change, e.g. /dev/console, so the console log tells what happened (empty: off).',
+    ),
+    watchdog_stall: int(
+      900,
+      'Under a systemd watchdog (WatchdogSec=): seconds the poll loop may go without progress (a cycle step, a process starting or ending) before the watchdog is no longer fed and systemd restarts the agent; a process with a timeout extends it to that timeout.',
+      { min: 1 },
+    ),
   },
   apply: {
-    templates: path(undefined, 'Template root (default as os-apply-config: $OS_CONFIG_APPLIER_TEMPLATES or /usr/libexec/os-apply-config/templates).'),
+    templates: path(
+      undefined,
+      'Template root (default as os-apply-config: $OS_CONFIG_APPLIER_TEMPLATES or /usr/libexec/os-apply-config/templates).',
+    ),
     output: path('/', 'Output root for rendered files.'),
-    strict: bool(false, 'Fail the render when a template names a missing key (default: warn and render empty, as upstream).'),
-    legacy_log_file: bool(false, 'Also append to /var/log/os-apply-config.log when running as root (upstream behaviour).'),
+    strict: bool(
+      false,
+      'Fail the render when a template names a missing key (default: warn and render empty, as upstream).',
+    ),
+    legacy_log_file: bool(
+      false,
+      'Also append to /var/log/os-apply-config.log when running as root (upstream behaviour).',
+    ),
   },
   refresh: {
-    base_dir: path(undefined, 'Phase script base directory (default as os-refresh-config: $OS_REFRESH_CONFIG_BASE_DIR or /usr/libexec/os-refresh-config).'),
+    base_dir: path(
+      undefined,
+      'Phase script base directory (default as os-refresh-config: $OS_REFRESH_CONFIG_BASE_DIR or /usr/libexec/os-refresh-config).',
+    ),
     lockfile: path('/var/run/os-refresh-config.lock', 'Lock file held while phases run.'),
     timeout: int(0, 'Seconds before all phase scripts are killed (0: no limit).'),
   },
   deploy: {
-    hooks_dir: multi(['/usr/libexec/heat-config/hooks', '/var/lib/heat-config/hooks'], 'Directories searched for hooks, in order, after $HEAT_CONFIG_HOOKS (upstream\'s order).', { path: true }),
-    hooks_in_process: bool(true, 'Run a hook inside the agent when the installed file is the agent\'s own build of it (false: every hook runs as its own process).'),
+    hooks_dir: multi(
+      ['/usr/libexec/heat-config/hooks', '/var/lib/heat-config/hooks'],
+      "Directories searched for hooks, in order, after $HEAT_CONFIG_HOOKS (upstream's order).",
+      { path: true },
+    ),
+    hooks_in_process: bool(
+      true,
+      "Run a hook inside the agent when the installed file is the agent's own build of it (false: every hook runs as its own process).",
+    ),
     deployed_dir: path('/var/lib/heat-config/deployed', 'Deployment state directory (upstream file names).'),
     heat_config_file: path('/var/run/heat-config/heat-config', 'Deployments file written for upstream tools.'),
     hook_timeout: int(3600, 'Seconds a hook may run before its process group is killed (0: no limit).'),
     signal_timeout: float(30, 'Seconds to wait for one signal request.'),
     signal_max_backoff: float(300, 'Longest wait between signal retries, in seconds.'),
-    signal_max_attempts: int(50, 'Signal attempts before a deployment\'s signal is given up (a 4xx ends it at once).'),
+    signal_max_attempts: int(50, "Signal attempts before a deployment's signal is given up (a 4xx ends it at once)."),
     prune_after: float(30, 'Days after which records of removed deployments are deleted.'),
-    reboot_command: str('systemctl reboot', 'Command (run through /bin/sh -c) that reboots the machine when a hook exits with 194; the deployment runs again after the boot (empty: reboots off, exit 194 is a failure).'),
-    hook_memory_max: str('', 'Memory limit of each deployment\'s processes (systemd MemoryMax=: 512M, 2G, 50%); applied in a transient scope when systemd is PID 1 (empty: none).'),
-    hook_cpu_quota: str('', 'CPU limit of each deployment\'s processes (systemd CPUQuota=: 50% of one CPU, 200% of two); as hook_memory_max (empty: none).'),
-    hook_tasks_max: int(0, 'Most processes and threads of each deployment (systemd TasksMax=); as hook_memory_max (0: none).'),
+    reboot_command: str(
+      'systemctl reboot',
+      'Command (run through /bin/sh -c) that reboots the machine when a hook exits with 194; the deployment runs again after the boot (empty: reboots off, exit 194 is a failure).',
+    ),
+    hook_memory_max: str(
+      '',
+      "Memory limit of each deployment's processes (systemd MemoryMax=: 512M, 2G, 50%); applied in a transient scope when systemd is PID 1 (empty: none).",
+    ),
+    hook_cpu_quota: str(
+      '',
+      "CPU limit of each deployment's processes (systemd CPUQuota=: 50% of one CPU, 200% of two); as hook_memory_max (empty: none).",
+    ),
+    hook_tasks_max: int(
+      0,
+      'Most processes and threads of each deployment (systemd TasksMax=); as hook_memory_max (0: none).',
+    ),
   },
 } as const;
 

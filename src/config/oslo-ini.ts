@@ -25,7 +25,7 @@ export function parseOsloIni(text: string): IniParseResult {
   for (let i = 0; i < lines.length; i++) {
     const raw = lines[i] ?? '';
     const lineNo = i + 1;
-    if (raw.trim() === '' ) {
+    if (raw.trim() === '') {
       lastValues = undefined;
       continue;
     }
@@ -93,7 +93,9 @@ function truncate(s: string): string {
  * Serialise sections for oslo.config: one `key = value` line per value (repeated for lists), `$` doubled so the
  * value survives oslo's interpolation, and values that would not read back unchanged quoted.
  */
-export function stringifyOsloIni(sections: ReadonlyArray<[string, ReadonlyArray<[string, string | readonly string[]]>]>): string {
+export function stringifyOsloIni(
+  sections: ReadonlyArray<[string, ReadonlyArray<[string, string | readonly string[]]>]>,
+): string {
   const out: string[] = [];
   for (const [name, entries] of sections) {
     if (out.length > 0) out.push('');
@@ -119,15 +121,22 @@ function encodeValue(value: string): string {
  * Names follow oslo's pattern: a letter or `_`, then letters, digits, `_` and `.`, any case. Unknown names are left as
  * written and reported (upstream aborts startup there).
  */
-export function interpolate(value: string, lookup: (name: string) => string | undefined, onUnknown: (name: string) => void): string {
-  return value.replace(/\\\$|\$(\$|\{([A-Za-z_][A-Za-z0-9_.]*)\}|([A-Za-z_][A-Za-z0-9_.]*))/g, (whole, _all: string, braced?: string, bare?: string) => {
-    if (whole === '$$' || whole === '\\$') return '$';
-    const name = braced ?? bare ?? '';
-    const found = lookup(name);
-    if (found === undefined) {
-      onUnknown(name);
-      return whole;
-    }
-    return found;
-  });
+export function interpolate(
+  value: string,
+  lookup: (name: string) => string | undefined,
+  onUnknown: (name: string) => void,
+): string {
+  return value.replace(
+    /\\\$|\$(\$|\{([A-Za-z_][A-Za-z0-9_.]*)\}|([A-Za-z_][A-Za-z0-9_.]*))/g,
+    (whole, _all: string, braced?: string, bare?: string) => {
+      if (whole === '$$' || whole === '\\$') return '$';
+      const name = braced ?? bare ?? '';
+      const found = lookup(name);
+      if (found === undefined) {
+        onUnknown(name);
+        return whole;
+      }
+      return found;
+    },
+  );
 }

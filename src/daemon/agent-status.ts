@@ -18,7 +18,8 @@ const MAX_ERROR_CHARS = 300;
  */
 const IDLE_REWRITE_MS = 30_000;
 
-export type SourceOutcome = { readonly ok: true } | { readonly ok: false; readonly code: string; readonly message: string };
+export type SourceOutcome =
+  { readonly ok: true } | { readonly ok: false; readonly code: string; readonly message: string };
 
 export class AgentStatusPublisher {
   private readonly sources = new Map<string, SourceFacts>();
@@ -49,7 +50,13 @@ export class AgentStatusPublisher {
       return;
     }
     const message = scrubText(outcome.message).replace(/\s+/g, ' ').slice(0, MAX_ERROR_CHARS);
-    this.sources.set(name, { ...before, lastErrorAt: this.iso(), lastErrorCode: outcome.code, lastError: message, consecutiveFailures: before.consecutiveFailures + 1 });
+    this.sources.set(name, {
+      ...before,
+      lastErrorAt: this.iso(),
+      lastErrorCode: outcome.code,
+      lastError: message,
+      consecutiveFailures: before.consecutiveFailures + 1,
+    });
   }
 
   cycleStarted(): void {
@@ -57,10 +64,19 @@ export class AgentStatusPublisher {
   }
 
   /** The cycle's end, and when the next poll is due: one write of a few hundred bytes to tmpfs. */
-  async cycleEnded(result: CycleResult, exitCode: number, nextPollAt: number | undefined, pollingIntervalSeconds?: number): Promise<void> {
+  async cycleEnded(
+    result: CycleResult,
+    exitCode: number,
+    nextPollAt: number | undefined,
+    pollingIntervalSeconds?: number,
+  ): Promise<void> {
     const sources = [...this.sources.values()];
     // What an operator would see change; times and counts alone wait for the idle rewrite.
-    const gist = JSON.stringify([result, exitCode, sources.map((s) => [s.name, s.consecutiveFailures > 0, s.lastErrorCode, s.lastError])]);
+    const gist = JSON.stringify([
+      result,
+      exitCode,
+      sources.map((s) => [s.name, s.consecutiveFailures > 0, s.lastErrorCode, s.lastError]),
+    ]);
     if (gist === this.lastGist && this.now() - this.lastWriteAt < IDLE_REWRITE_MS) return;
     const endedAt = this.iso();
     const facts: AgentFacts = {
@@ -98,7 +114,11 @@ export class AgentStatusPublisher {
     } catch (err) {
       await fs.rm(tmp, { force: true }).catch(() => undefined);
       // Once per spell of failures: `status` then shows older facts, the loop goes on.
-      if (!this.failing) this.log.warn({ file: this.file, reason: errorMessage(err) }, 'cannot write the agent status file; status will show older facts');
+      if (!this.failing)
+        this.log.warn(
+          { file: this.file, reason: errorMessage(err) },
+          'cannot write the agent status file; status will show older facts',
+        );
       this.failing = true;
       return false;
     }

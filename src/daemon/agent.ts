@@ -1,7 +1,13 @@
 import { MetadataCache } from '../cache/metadata-cache.js';
 import type { AfterCollectHook } from '../pipeline/contract.js';
 import { findCollector } from '../collectors/registry.js';
-import { hashConfigFiles, loadConfig, registerConfigSecrets, type ConfigSources, type LoadedConfig } from '../config/load.js';
+import {
+  hashConfigFiles,
+  loadConfig,
+  registerConfigSecrets,
+  type ConfigSources,
+  type LoadedConfig,
+} from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
 import { agentStatusPath } from '../status/agent-facts.js';
@@ -38,12 +44,20 @@ export interface AgentDeps {
   readonly nativePipeline?: (loaded: LoadedConfig, log: Logger) => Pipeline;
   readonly afterCollect?: readonly AfterCollectHook[];
   /** Background work of the daemon beside the poll loop (the deployment signal outbox): one pass, due again when it says. */
-  readonly backgroundPass?: (loaded: LoadedConfig, log: Logger, http: HttpClient, signal: AbortSignal) => Promise<RetryPassResult>;
+  readonly backgroundPass?: (
+    loaded: LoadedConfig,
+    log: Logger,
+    http: HttpClient,
+    signal: AbortSignal,
+  ) => Promise<RetryPassResult>;
   /**
    * The queue of signals `os-config-agent cfn-signal` left for the daemon: a service that runs until the signal
    * aborts (in both loop modes; never with one_time).
    */
-  readonly signalQueue?: (ctx: { loaded: () => LoadedConfig; http: () => HttpClient; log: Logger }, signal: AbortSignal) => Promise<void>;
+  readonly signalQueue?: (
+    ctx: { loaded: () => LoadedConfig; http: () => HttpClient; log: Logger },
+    signal: AbortSignal,
+  ) => Promise<void>;
   /** Non-zero exit in one-time mode when a source held bad data (not for the upstream-compatible command). */
   readonly strictExit?: boolean;
   /** True when deployments wait for this boot (the reboot they asked for): the first cycle then runs on unchanged metadata. */
@@ -67,7 +81,12 @@ export interface CycleReport {
   readonly failures: CollectionOutcome['failures'];
 }
 
-const BAD_INPUT_CODES = new Set(['ERR_SOURCE_INVALID_DATA', 'ERR_SOURCE_INSECURE', 'ERR_HTTP_TOO_LARGE', 'ERR_SOURCE_UNEXPECTED']);
+const BAD_INPUT_CODES = new Set([
+  'ERR_SOURCE_INVALID_DATA',
+  'ERR_SOURCE_INSECURE',
+  'ERR_HTTP_TOO_LARGE',
+  'ERR_SOURCE_UNEXPECTED',
+]);
 
 export class Agent {
   private loadedConfig: LoadedConfig;
@@ -112,7 +131,10 @@ export class Agent {
       if (unread.length > 0) {
         // A file being replaced, or a permission mistake: the configuration in force is the last good one, and stays.
         registerConfigSecrets(this.loadedConfig.config);
-        this.deps.log.error({ files: unread.map((f) => next.paths.unmap(f)), reason: 'a config file could not be read' }, 'configuration reload failed; keeping the previous configuration');
+        this.deps.log.error(
+          { files: unread.map((f) => next.paths.unmap(f)), reason: 'a config file could not be read' },
+          'configuration reload failed; keeping the previous configuration',
+        );
         return;
       }
       this.loadedConfig = next;
@@ -138,7 +160,10 @@ export class Agent {
       if (reload) {
         await this.reload();
         // The new configuration is used in this same cycle (no second loop, no restart).
-        outcome = await collectAll(this.collectDeps(signal), new MetadataCache(this.loadedConfig.config.DEFAULT.cachedir, log.child({ component: 'cache' })));
+        outcome = await collectAll(
+          this.collectDeps(signal),
+          new MetadataCache(this.loadedConfig.config.DEFAULT.cachedir, log.child({ component: 'cache' })),
+        );
         break;
       }
     }
@@ -152,11 +177,19 @@ export class Agent {
     const activeCache = new MetadataCache(config.DEFAULT.cachedir, log.child({ component: 'cache' }));
     try {
       await activeCache.storeMetaList(outcome.files);
-      await activeCache.backup(config.DEFAULT.backup_cachedir).catch((err: unknown) =>
-        log.warn({ dir: config.DEFAULT.backup_cachedir, reason: errorMessage(err) }, 'could not refresh the backup cache directory'),
-      );
+      await activeCache
+        .backup(config.DEFAULT.backup_cachedir)
+        .catch((err: unknown) =>
+          log.warn(
+            { dir: config.DEFAULT.backup_cachedir, reason: errorMessage(err) },
+            'could not refresh the backup cache directory',
+          ),
+        );
     } catch (err) {
-      log.error({ code: (err as AgentError).code, reason: errorMessage(err) }, 'cache write failed; nothing run or committed');
+      log.error(
+        { code: (err as AgentError).code, reason: errorMessage(err) },
+        'cache write failed; nothing run or committed',
+      );
       return { changedKeys: outcome.changedKeys, ran: false, exitCode: 1, failures: outcome.failures };
     }
     log.info({ changed: outcome.changedKeys, force }, 'metadata changed');
@@ -177,7 +210,10 @@ export class Agent {
         });
       } catch (err) {
         exitCode = err instanceof CommandFailedError ? err.exitCode : 1;
-        log.error({ code: err instanceof AgentError ? err.code : undefined, reason: errorMessage(err), exitCode }, 'pipeline failed; new data not committed');
+        log.error(
+          { code: err instanceof AgentError ? err.code : undefined, reason: errorMessage(err), exitCode },
+          'pipeline failed; new data not committed',
+        );
       }
     }
     if (exitCode === 0 && !signal.aborted) {
@@ -188,7 +224,12 @@ export class Agent {
     }
     // Upstream re-execs when the config files changed after a command run; here: reload in-process.
     if ((await hashConfigFiles(this.loadedConfig.hashedFiles)) !== hashBefore) this.reloadRequested = true;
-    return { changedKeys: outcome.changedKeys, ran: pipeline !== undefined, exitCode: exitCode || failureExit, failures: outcome.failures };
+    return {
+      changedKeys: outcome.changedKeys,
+      ran: pipeline !== undefined,
+      exitCode: exitCode || failureExit,
+      failures: outcome.failures,
+    };
   }
 
   /**
@@ -258,10 +299,18 @@ export class Agent {
     const service = this.deps.service;
     const stallMs = () => this.loadedConfig.config.agent.watchdog_stall * 1000;
     let config = this.loadedConfig.config;
-    this.status = new AgentStatusPublisher(agentStatusPath(this.loadedConfig.paths), this.deps.mode, log.child({ component: 'status' }));
+    this.status = new AgentStatusPublisher(
+      agentStatusPath(this.loadedConfig.paths),
+      this.deps.mode,
+      log.child({ component: 'status' }),
+    );
     // systemd's own variable, or the notifier made from NOTIFY_SOCKET (which was taken out of the environment).
     const underSystemd = startedBySystemd(this.deps.env ?? process.env) || service !== undefined;
-    const installed = await InstalledFilesWatch.start(this.deps.entryFile, underSystemd, log.child({ component: 'self-upgrade' }));
+    const installed = await InstalledFilesWatch.start(
+      this.deps.entryFile,
+      underSystemd,
+      log.child({ component: 'self-upgrade' }),
+    );
     await this.startWatching();
     const background = this.startBackground(signal);
     const queue = this.startSignalQueue(signal);
@@ -293,13 +342,25 @@ export class Agent {
         if (report.exitCode === 0) resume = false;
       } catch (err) {
         // A cycle must never take the daemon down: log it, keep the last good state, try again after the sleep.
-        log.error({ err, code: err instanceof AgentError ? err.code : undefined }, 'cycle failed unexpectedly; nothing committed');
+        log.error(
+          { err, code: err instanceof AgentError ? err.code : undefined },
+          'cycle failed unexpectedly; nothing committed',
+        );
         report = { changedKeys: [], ran: false, exitCode: 1, failures: [] };
       }
       if (signal.aborted) break;
       if (report.ran) background?.loop.wake();
       const mem = process.memoryUsage();
-      log.debug({ changed: report.changedKeys.length, exitCode: report.exitCode, rssMb: mb(mem.rss), heapUsedMb: mb(mem.heapUsed), heapTotalMb: mb(mem.heapTotal) }, 'cycle finished');
+      log.debug(
+        {
+          changed: report.changedKeys.length,
+          exitCode: report.exitCode,
+          rssMb: mb(mem.rss),
+          heapUsedMb: mb(mem.heapUsed),
+          heapTotalMb: mb(mem.heapTotal),
+        },
+        'cycle finished',
+      );
       const result = report.exitCode !== 0 ? 'failed' : report.ran ? 'applied' : 'unchanged';
       // Between passes only: the hooks of this one have ended (one of them may have been the upgrade).
       if ((await installed?.check()) === 'restart') {
@@ -313,9 +374,15 @@ export class Agent {
       }
       const previous = sleep;
       sleep = nextSleepSeconds(previous, config.DEFAULT.min_polling_interval, config.DEFAULT.polling_interval);
-      const spread = config.agent.poll_jitter > 0 ? capPhaseOffset(previous, sleep, config.DEFAULT.polling_interval, random()) : 0;
+      const spread =
+        config.agent.poll_jitter > 0 ? capPhaseOffset(previous, sleep, config.DEFAULT.polling_interval, random()) : 0;
       const seconds = withJitter(sleep, config.agent.poll_jitter, random()) + spread;
-      await this.status.cycleEnded(result, report.exitCode, Date.now() + seconds * 1000, config.DEFAULT.polling_interval);
+      await this.status.cycleEnded(
+        result,
+        report.exitCode,
+        Date.now() + seconds * 1000,
+        config.DEFAULT.polling_interval,
+      );
       log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
       service?.progress(seconds * 1000 + stallMs(), stallMs());
       const reason = await this.waker.wait(seconds * 1000, signal);
@@ -381,7 +448,8 @@ export class Agent {
   }
 
   private sourceObserver(status: AgentStatusPublisher) {
-    return (name: string, failure: { code: string; message: string } | undefined) => status.source(name, failure ? { ok: false, ...failure } : { ok: true });
+    return (name: string, failure: { code: string; message: string } | undefined) =>
+      status.source(name, failure ? { ok: false, ...failure } : { ok: true });
   }
 
   private async startWatching(): Promise<void> {
@@ -392,7 +460,12 @@ export class Agent {
       const collector = findCollector(name as Parameters<typeof findCollector>[0]);
       for (const p of collector?.watchPaths?.(config) ?? []) paths.add(p);
     }
-    this.watcher = await watchSources([...paths], config.agent.watch_debounce * 1000, () => this.waker.wake(), this.deps.log.child({ component: 'watch' }));
+    this.watcher = await watchSources(
+      [...paths],
+      config.agent.watch_debounce * 1000,
+      () => this.waker.wake(),
+      this.deps.log.child({ component: 'watch' }),
+    );
   }
 
   private async restartWatching(): Promise<void> {

@@ -59,12 +59,24 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
       slot = { memory: {} };
       deps.memory.set(name, slot);
     }
-    const ctx: CollectContext = { config: deps.config, paths: deps.paths, log, http: deps.http, signal: deps.signal, memory: slot.memory, now: deps.now ?? Date.now };
+    const ctx: CollectContext = {
+      config: deps.config,
+      paths: deps.paths,
+      log,
+      http: deps.http,
+      signal: deps.signal,
+      memory: slot.memory,
+      now: deps.now ?? Date.now,
+    };
     try {
       const result = await collector.collect(ctx);
       for (const p of result.pairs) {
         if (jsonDepth(p.value) > MAX_JSON_DEPTH) {
-          throw new SourceUnavailableError(name, `data for "${String(p.key).slice(0, 80)}" is nested deeper than ${MAX_JSON_DEPTH} levels; refused`, { code: 'ERR_SOURCE_INVALID_DATA' });
+          throw new SourceUnavailableError(
+            name,
+            `data for "${String(p.key).slice(0, 80)}" is nested deeper than ${MAX_JSON_DEPTH} levels; refused`,
+            { code: 'ERR_SOURCE_INVALID_DATA' },
+          );
         }
       }
       const pairs = result.pairs.filter((p) => {

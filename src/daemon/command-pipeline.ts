@@ -35,10 +35,12 @@ async function runCommand(command: string, ctx: PipelineContext, stdio: 'inherit
   };
   ctx.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('exit', (c, s) => resolve({ code: c, signal: s }));
-    });
+    const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(
+      (resolve, reject) => {
+        child.once('error', reject);
+        child.once('exit', (c, s) => resolve({ code: c, signal: s }));
+      },
+    );
     const seconds = (Date.now() - started) / 1000;
     if (code === 0) {
       ctx.log.info({ command, seconds }, 'command succeeded');
@@ -47,7 +49,9 @@ async function runCommand(command: string, ctx: PipelineContext, stdio: 'inherit
     // Upstream exits with the command's code, or 256-N for a command killed by signal N.
     const exitCode = code ?? 256 - (signal ? (constants.signals[signal] ?? 1) : 1);
     throw new CommandFailedError(
-      signal ? `command was killed by ${signal}; new data not committed, retrying next cycle` : `command exited with status ${code}; new data not committed, retrying next cycle`,
+      signal
+        ? `command was killed by ${signal}; new data not committed, retrying next cycle`
+        : `command exited with status ${code}; new data not committed, retrying next cycle`,
       exitCode,
     );
   } catch (err) {

@@ -27,7 +27,10 @@ export function createNativePipeline(loaded: LoadedConfig, log: Logger, http: Ht
 
 async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: PipelineContext): Promise<void> {
   const { config, paths } = loaded;
-  const [{ runRefresh }, { resolveBaseDir }] = await Promise.all([import('../refresh/run-refresh.js'), import('../refresh/base-dir.js')]);
+  const [{ runRefresh }, { resolveBaseDir }] = await Promise.all([
+    import('../refresh/run-refresh.js'),
+    import('../refresh/base-dir.js'),
+  ]);
   const env = phaseEnv(loaded, ctx.configFiles);
   const steps: InProcessStep[] = [
     {
@@ -41,7 +44,8 @@ async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ct
         ]);
         const templates = await resolveTemplatesDir(config.apply.templates, paths, stepEnv);
         const alog = log.child({ step: APPLY_STEP });
-        if (templates.deprecated) alog.warn({ templates: paths.unmap(templates.dir) }, 'deprecated template directory in use');
+        if (templates.deprecated)
+          alog.warn({ templates: paths.unmap(templates.dir) }, 'deprecated template directory in use');
         await applyTemplates({
           templatesDir: templates.dir,
           outputDir: config.apply.output,
@@ -72,25 +76,44 @@ async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ct
     });
   } catch (err) {
     // The cycle stays uncommitted and is retried; the refresh already logged which phase and script failed.
-    const exitCode = typeof (err as { exitCode?: unknown }).exitCode === 'number' ? (err as { exitCode: number }).exitCode : 1;
+    const exitCode =
+      typeof (err as { exitCode?: unknown }).exitCode === 'number' ? (err as { exitCode: number }).exitCode : 1;
     const code = err instanceof AgentError ? ` [${err.code}]` : '';
     // os-apply-config deployments waiting for this cycle fail with its error (not after a shutdown: it runs again).
     if (!ctx.signal.aborted) await settleAfterFailure(loaded, log, http, ctx, `${errorMessage(err)}${code}`);
-    throw new CommandFailedError(`configuration phases failed: ${errorMessage(err)}${code}; new data not committed, retrying next cycle`, exitCode);
+    throw new CommandFailedError(
+      `configuration phases failed: ${errorMessage(err)}${code}; new data not committed, retrying next cycle`,
+      exitCode,
+    );
   }
   // A failure here (local state) fails the cycle: it is retried, and the deployments still wait for its end.
   const { settleCycle } = await import('../deploy/deploy-step.js');
-  await settleCycle(loaded, log.child({ step: SETTLE_STEP }), http, { pairs: ctx.pairs, signal: ctx.signal }, { ok: true });
+  await settleCycle(
+    loaded,
+    log.child({ step: SETTLE_STEP }),
+    http,
+    { pairs: ctx.pairs, signal: ctx.signal },
+    { ok: true },
+  );
 }
 
 /** After a failed cycle; its own failure is logged, not thrown over the cycle's. */
-async function settleAfterFailure(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: PipelineContext, reason: string): Promise<void> {
+async function settleAfterFailure(
+  loaded: LoadedConfig,
+  log: Logger,
+  http: HttpClient,
+  ctx: PipelineContext,
+  reason: string,
+): Promise<void> {
   const slog = log.child({ step: SETTLE_STEP });
   try {
     const { settleCycle } = await import('../deploy/deploy-step.js');
     await settleCycle(loaded, slog, http, { pairs: ctx.pairs, signal: ctx.signal }, { ok: false, reason });
   } catch (err) {
-    slog.error({ code: err instanceof AgentError ? err.code : undefined, reason: errorMessage(err) }, 'os-apply-config deployments could not be signalled');
+    slog.error(
+      { code: err instanceof AgentError ? err.code : undefined, reason: errorMessage(err) },
+      'os-apply-config deployments could not be signalled',
+    );
   }
 }
 

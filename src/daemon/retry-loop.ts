@@ -51,7 +51,10 @@ export class RetryLoop {
         const result = await this.pass(signal);
         waitMs = waitFor(result, this.now(), this.retryMs);
       } catch (err) {
-        this.log.error({ work: this.name, reason: errorMessage(err), retryInSeconds: this.retryMs / 1000 }, 'background work failed; retrying later');
+        this.log.error(
+          { work: this.name, reason: errorMessage(err), retryInSeconds: this.retryMs / 1000 },
+          'background work failed; retrying later',
+        );
         waitMs = this.retryMs;
       }
       if (signal.aborted) break;

@@ -18,7 +18,10 @@ export interface NotifyEnvironment {
  * Reads what systemd passed for notifications and removes it from the environment, as sd_notify's unset_environment
  * does: deployments inherit the agent's environment and must not speak for it (nor a program they start).
  */
-export function takeNotifyEnvironment(env: NodeJS.ProcessEnv = process.env, pid: number = process.pid): NotifyEnvironment | undefined {
+export function takeNotifyEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  pid: number = process.pid,
+): NotifyEnvironment | undefined {
   const socket = env.NOTIFY_SOCKET;
   const usec = Number(env.WATCHDOG_USEC);
   const watchdogPid = env.WATCHDOG_PID;
@@ -53,12 +56,16 @@ export function systemdNotifySender(socket: string, log: Logger, command = 'syst
         killGraceMs: 1000,
         unobserved: true,
       });
-      if (r.exitCode !== 0) throw new Error(r.spawnError?.message ?? (r.stderr.trim() || `exit ${r.exitCode ?? r.signal ?? 'unknown'}`));
+      if (r.exitCode !== 0)
+        throw new Error(r.spawnError?.message ?? (r.stderr.trim() || `exit ${r.exitCode ?? r.signal ?? 'unknown'}`));
       failedKinds.delete(kind);
     } catch (err) {
       if (!failedKinds.has(kind)) {
         failedKinds.add(kind);
-        log.warn({ notification: kind, reason: errorMessage(err) }, 'could not notify systemd; is systemd-notify installed?');
+        log.warn(
+          { notification: kind, reason: errorMessage(err) },
+          'could not notify systemd; is systemd-notify installed?',
+        );
       }
     }
   };

@@ -57,12 +57,19 @@ export class InstalledFilesWatch {
   }
 
   /** Records the entry bundle's identity now; undefined (no checks) without a file or when it cannot be read. */
-  static async start(file: string | undefined, underSystemd: boolean, log: Logger): Promise<InstalledFilesWatch | undefined> {
+  static async start(
+    file: string | undefined,
+    underSystemd: boolean,
+    log: Logger,
+  ): Promise<InstalledFilesWatch | undefined> {
     if (file === undefined) return undefined;
     try {
       return new InstalledFilesWatch(file, await identityOf(file), underSystemd, log);
     } catch (err) {
-      log.warn({ file, reason: errorMessage(err) }, 'cannot read the agent\'s own bundle; upgrades of the agent will not be noticed until it restarts');
+      log.warn(
+        { file, reason: errorMessage(err) },
+        "cannot read the agent's own bundle; upgrades of the agent will not be noticed until it restarts",
+      );
       return undefined;
     }
   }
@@ -75,18 +82,21 @@ export class InstalledFilesWatch {
     } catch (err) {
       // Gone or unreadable between two passes (a removal in progress, a broken install): restarting into it could
       // only fail, so the running version goes on and the next pass looks again.
-      this.log.debug({ file: this.file, reason: errorMessage(err) }, 'cannot read the agent\'s own bundle; checking again after the next pass');
+      this.log.debug(
+        { file: this.file, reason: errorMessage(err) },
+        "cannot read the agent's own bundle; checking again after the next pass",
+      );
       return 'unchanged';
     }
     if (sameIdentity(now, this.initial)) return 'unchanged';
     const fields = { file: this.file, before: describe(this.initial), after: describe(now) };
     if (this.underSystemd) {
-      this.log.info(fields, 'the agent\'s files were upgraded; restarting to run the new version');
+      this.log.info(fields, "the agent's files were upgraded; restarting to run the new version");
       return 'restart';
     }
     if (sameIdentity(now, this.reported)) return 'unchanged';
     this.reported = now;
-    this.log.warn(fields, 'the agent\'s files were upgraded; restart it to run the new version');
+    this.log.warn(fields, "the agent's files were upgraded; restart it to run the new version");
     return 'warned';
   }
 }

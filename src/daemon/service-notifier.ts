@@ -17,7 +17,11 @@ export interface ServiceNotifier {
   close(): Promise<void>;
 }
 
-export function createServiceNotifier(log: Logger, env: NodeJS.ProcessEnv = process.env, senderFor?: (notify: NotifyEnvironment) => NotifySender): ServiceNotifier | undefined {
+export function createServiceNotifier(
+  log: Logger,
+  env: NodeJS.ProcessEnv = process.env,
+  senderFor?: (notify: NotifyEnvironment) => NotifySender,
+): ServiceNotifier | undefined {
   const notify = takeNotifyEnvironment(env);
   if (!notify) return undefined;
   const send = senderFor ? senderFor(notify) : systemdNotifySender(notify.socket, log);
@@ -25,10 +29,16 @@ export function createServiceNotifier(log: Logger, env: NodeJS.ProcessEnv = proc
   const post = (state: string) => {
     last = send(state);
   };
-  const watchdog = notify.watchdogMs !== undefined ? new LoopWatchdog({ intervalMs: notify.watchdogMs / 2, feed: () => post('WATCHDOG=1') }) : undefined;
+  const watchdog =
+    notify.watchdogMs !== undefined
+      ? new LoopWatchdog({ intervalMs: notify.watchdogMs / 2, feed: () => post('WATCHDOG=1') })
+      : undefined;
   let readySent = false;
   let stoppingSent = false;
-  log.info({ watchdogSeconds: notify.watchdogMs !== undefined ? notify.watchdogMs / 1000 : undefined }, 'systemd notification enabled');
+  log.info(
+    { watchdogSeconds: notify.watchdogMs !== undefined ? notify.watchdogMs / 1000 : undefined },
+    'systemd notification enabled',
+  );
   return {
     ready() {
       if (readySent) return;

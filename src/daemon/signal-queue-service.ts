@@ -31,7 +31,11 @@ export async function runSignalQueue(ctx: SignalQueueContext, signal: AbortSigna
     if (!(await hasQueuedFiles(dir))) return fallback !== undefined ? { nextDueAt: fallback } : {};
     const { flushSignalQueue, queueDepsFor } = await import('../signals/cfn-signal-queue.js');
     const report = await flushSignalQueue(queueDepsFor(current, ctx.http(), log, { signal: s }));
-    if (report.attempted > 0) log.info({ attempted: report.attempted, sent: report.sent, failed: report.failed, pending: report.pending }, 'signal queue flushed');
+    if (report.attempted > 0)
+      log.info(
+        { attempted: report.attempted, sent: report.sent, failed: report.failed, pending: report.pending },
+        'signal queue flushed',
+      );
     const times = [report.nextDueAt, fallback].filter((x): x is number => x !== undefined);
     return { ...(report.busy ? { busy: true } : {}), ...(times.length > 0 ? { nextDueAt: Math.min(...times) } : {}) };
   };
@@ -40,7 +44,10 @@ export async function runSignalQueue(ctx: SignalQueueContext, signal: AbortSigna
     await ensureQueueDir(dir);
     watcher = watch(dir, () => loop.wake());
     watcher.on('error', (err) => {
-      log.warn({ dir, reason: errorMessage(err) }, 'watching the signal queue failed; looking at it every polling interval');
+      log.warn(
+        { dir, reason: errorMessage(err) },
+        'watching the signal queue failed; looking at it every polling interval',
+      );
       watcher?.close();
       watcher = undefined;
     });
@@ -51,7 +58,10 @@ export async function runSignalQueue(ctx: SignalQueueContext, signal: AbortSigna
   try {
     withdraw = await announceDaemon(daemonPresenceFile(config));
   } catch (err) {
-    log.warn({ reason: errorMessage(err) }, 'cannot write the daemon pid file; cfn-signal will think no daemon runs and send by itself');
+    log.warn(
+      { reason: errorMessage(err) },
+      'cannot write the daemon pid file; cfn-signal will think no daemon runs and send by itself',
+    );
   }
   try {
     await loop.run(signal);

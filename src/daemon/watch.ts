@@ -8,7 +8,12 @@ export interface SourceWatcher {
   close(): Promise<void>;
 }
 
-export async function watchSources(paths: readonly string[], debounceMs: number, onChange: () => void, log: Logger): Promise<SourceWatcher> {
+export async function watchSources(
+  paths: readonly string[],
+  debounceMs: number,
+  onChange: () => void,
+  log: Logger,
+): Promise<SourceWatcher> {
   if (paths.length === 0) return { close: async () => undefined };
   // Loaded on first use: one-shot commands never pay for it.
   const { watch } = await import('chokidar');

@@ -31,7 +31,10 @@ export function deploymentsFrom(values: readonly unknown[], log: Logger): unknow
   if (!found) return undefined;
   const list = merged.deployments;
   if (!Array.isArray(list)) {
-    log.warn({ type: list === null ? 'null' : typeof list }, 'the merged "deployments" value is not a list; deployments left alone');
+    log.warn(
+      { type: list === null ? 'null' : typeof list },
+      'the merged "deployments" value is not a list; deployments left alone',
+    );
     return undefined;
   }
   return list;
@@ -42,16 +45,23 @@ export async function readCachedMetadata(config: AgentConfig, paths: PathMapper,
   const listFile = path.join(config.DEFAULT.cachedir, META_LIST_FILE);
   const read = await readJsonFile(listFile, config.agent.max_source_bytes);
   if (!read.ok) {
-    throw new DeploymentsInputError(`cannot read ${paths.unmap(listFile)} (${read.detail}); run the agent once (os-config-agent collect or run) so the metadata is cached, or pass --heat-config FILE`);
+    throw new DeploymentsInputError(
+      `cannot read ${paths.unmap(listFile)} (${read.detail}); run the agent once (os-config-agent collect or run) so the metadata is cached, or pass --heat-config FILE`,
+    );
   }
   if (!Array.isArray(read.value) || !read.value.every((f) => typeof f === 'string')) {
-    throw new DeploymentsInputError(`${paths.unmap(listFile)} is not a list of file names; run the agent again to rewrite it`);
+    throw new DeploymentsInputError(
+      `${paths.unmap(listFile)} is not a list of file names; run the agent again to rewrite it`,
+    );
   }
   const values: unknown[] = [];
   for (const file of read.value as string[]) {
     const data = await readJsonFile(paths.map(file), config.agent.max_source_bytes);
     if (!data.ok) {
-      log.warn({ file: paths.unmap(paths.map(file)), reason: data.reason, detail: data.detail }, 'cached metadata file skipped');
+      log.warn(
+        { file: paths.unmap(paths.map(file)), reason: data.reason, detail: data.detail },
+        'cached metadata file skipped',
+      );
       continue;
     }
     values.push(data.value);
@@ -66,10 +76,12 @@ export async function readCachedMetadata(config: AgentConfig, paths: PathMapper,
 export async function readHeatConfigFile(file: string, shown: string, maxBytes: number): Promise<unknown[]> {
   const read = await readJsonFile(file, maxBytes);
   if (!read.ok) {
-    if (read.reason === 'invalid-json' && ((await readFileIfExists(file).catch(() => undefined)) ?? 'x').trim() === '') return [];
+    if (read.reason === 'invalid-json' && ((await readFileIfExists(file).catch(() => undefined)) ?? 'x').trim() === '')
+      return [];
     throw new DeploymentsInputError(`cannot read the heat-config file ${shown}: ${read.detail}`);
   }
-  if (!Array.isArray(read.value)) throw new DeploymentsInputError(`the heat-config file ${shown} does not hold a JSON list of deployments`);
+  if (!Array.isArray(read.value))
+    throw new DeploymentsInputError(`the heat-config file ${shown} does not hold a JSON list of deployments`);
   return read.value;
 }
 

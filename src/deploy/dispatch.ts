@@ -7,7 +7,12 @@ import { VERSION } from '../version.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import type { JsonObject } from '../util/json-merge.js';
-import { DeployLockedError, DeploymentBusyError, DeploymentRecordError, UnknownDeploymentError } from '../state/errors.js';
+import {
+  DeployLockedError,
+  DeploymentBusyError,
+  DeploymentRecordError,
+  UnknownDeploymentError,
+} from '../state/errors.js';
 import { decide, decideAbsent, needsBootId, type Decision } from '../state/decide.js';
 import { withDeployLock } from '../state/deploy-lock.js';
 import { parseDeployment, secretInputTexts, UNGROUPED, type Deployment } from '../heat/deployment.js';
@@ -24,10 +29,27 @@ import { pruneState } from '../state/prune.js';
 import { BOOT_ID_FILE, MAX_REBOOTS, readBootId, REBOOT_EXIT_CODE, REBOOTED_ENV, runRebootCommand } from './reboot.js';
 import { runHook, type HookRunner } from '../hooks/host/external.js';
 import { hookScopeProperties } from '../hooks/host/scope.js';
-import { bodyFromHookResult, failureBody, judgeSignal, signalLimitFor, STATUS_NO_HOOK, STATUS_NOT_EXECUTABLE, trimSignalBody } from '../heat/signal-body.js';
+import {
+  bodyFromHookResult,
+  failureBody,
+  judgeSignal,
+  signalLimitFor,
+  STATUS_NO_HOOK,
+  STATUS_NOT_EXECUTABLE,
+  trimSignalBody,
+} from '../heat/signal-body.js';
 import { signalTargetFor } from '../heat/signal-target.js';
 import { isSafeFileName } from '../util/safe-name.js';
-import { deployLockFile, RERUN_HISTORY_MAX, storeFor, type DeploymentRecord, type RerunEntry, type SignalRecord, type StateStore, type TransitionListener } from '../state/store.js';
+import {
+  deployLockFile,
+  RERUN_HISTORY_MAX,
+  storeFor,
+  type DeploymentRecord,
+  type RerunEntry,
+  type SignalRecord,
+  type StateStore,
+  type TransitionListener,
+} from '../state/store.js';
 
 /** The logger's owner of the secret inputs of the deployments in the metadata. */
 const DEPLOYMENT_SECRETS_OWNER = 'deployments';
@@ -119,7 +141,23 @@ export function settleAppliedDeployments(ctx: DeployContext, outcome: CycleOutco
 }
 
 /** Fields of one run's outcome, cleared when a deployment is run again. */
-const RUN_FIELDS = ['startedAt', 'endedAt', 'exitCode', 'statusCode', 'failed', 'lastError', 'removedAt', 'stateBeforeRemoval', 'adopted', 'reboots', 'bootId', 'rebootRequestedAt', 'rebootCommandRanAt', 'hookPid', 'hookPidStart'] as const;
+const RUN_FIELDS = [
+  'startedAt',
+  'endedAt',
+  'exitCode',
+  'statusCode',
+  'failed',
+  'lastError',
+  'removedAt',
+  'stateBeforeRemoval',
+  'adopted',
+  'reboots',
+  'bootId',
+  'rebootRequestedAt',
+  'rebootCommandRanAt',
+  'hookPid',
+  'hookPidStart',
+] as const;
 
 /** How long --rerun and --forget wait for another process's deployment pass (the lock) before refusing. */
 export const OPERATOR_LOCK_WAIT_MS = 60_000;
@@ -133,7 +171,11 @@ export interface RerunReport {
 }
 
 /** `deploy --rerun <id>`: see Dispatcher.rerun. Waits up to `lockWaitMs` for a pass of another process to end. */
-export async function rerunDeployment(ctx: DeployContext, id: string, lockWaitMs = OPERATOR_LOCK_WAIT_MS): Promise<RerunReport> {
+export async function rerunDeployment(
+  ctx: DeployContext,
+  id: string,
+  lockWaitMs = OPERATOR_LOCK_WAIT_MS,
+): Promise<RerunReport> {
   return waitForLock(ctx, lockWaitMs, async () => {
     const dispatcher = new Dispatcher(ctx);
     const record = await dispatcher.rerun(id);
@@ -142,7 +184,11 @@ export async function rerunDeployment(ctx: DeployContext, id: string, lockWaitMs
 }
 
 /** `deploy --forget <id>`: see Dispatcher.forget. Returns the record that was deleted, if there was one. */
-export function forgetDeployment(ctx: DeployContext, id: string, lockWaitMs = OPERATOR_LOCK_WAIT_MS): Promise<DeploymentRecord | undefined> {
+export function forgetDeployment(
+  ctx: DeployContext,
+  id: string,
+  lockWaitMs = OPERATOR_LOCK_WAIT_MS,
+): Promise<DeploymentRecord | undefined> {
   return waitForLock(ctx, lockWaitMs, () => new Dispatcher(ctx).forget(id));
 }
 
@@ -156,7 +202,11 @@ async function waitForLock<T>(ctx: DeployContext, waitMs: number, fn: () => Prom
       return await withDeployLock(deployLockFile(ctx.config), fn);
     } catch (err) {
       if (!(err instanceof DeployLockedError) || now() >= deadline || ctx.signal.aborted) throw err;
-      if (!logged) ctx.log.info({ holder: err.holderPid, waitSeconds: Math.round(waitMs / 1000) }, 'waiting for the deployment pass of another process');
+      if (!logged)
+        ctx.log.info(
+          { holder: err.holderPid, waitSeconds: Math.round(waitMs / 1000) },
+          'waiting for the deployment pass of another process',
+        );
       logged = true;
       await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
     }
@@ -243,12 +293,42 @@ class Dispatcher {
     if (!this.interrupted) {
       signals = await flushDue(this.outbox, this.attempted);
       if (this.ctx.deployments !== undefined) {
-        pruned = await pruneState({ store: this.store, records: [...records.values()], unusable: new Set(unusable.keys()), current, pruneAfterDays: this.ctx.config.deploy.prune_after, now: this.now(), log });
+        pruned = await pruneState({
+          store: this.store,
+          records: [...records.values()],
+          unusable: new Set(unusable.keys()),
+          current,
+          pruneAfterDays: this.ctx.config.deploy.prune_after,
+          now: this.now(),
+          log,
+        });
       }
     }
-    const report: DeployReport = { total: list.length, invalid, ran: this.ran, failed: this.failed, held, skipped: this.skipped, removed, pruned, signals, interrupted: this.interrupted, ...(this.awaitingReboot ? { awaitingReboot: true } : {}) };
+    const report: DeployReport = {
+      total: list.length,
+      invalid,
+      ran: this.ran,
+      failed: this.failed,
+      held,
+      skipped: this.skipped,
+      removed,
+      pruned,
+      signals,
+      interrupted: this.interrupted,
+      ...(this.awaitingReboot ? { awaitingReboot: true } : {}),
+    };
     log.info(
-      { deployments: report.total, ran: report.ran.length, failed: report.failed.length, held: held.length, removed: removed.length, pruned: pruned.length, signalsPending: signals.pending, interrupted: report.interrupted, awaitingReboot: this.awaitingReboot },
+      {
+        deployments: report.total,
+        ran: report.ran.length,
+        failed: report.failed.length,
+        held: held.length,
+        removed: removed.length,
+        pruned: pruned.length,
+        signalsPending: signals.pending,
+        interrupted: report.interrupted,
+        awaitingReboot: this.awaitingReboot,
+      },
       'deployments processed',
     );
     return report;
@@ -273,11 +353,15 @@ class Dispatcher {
       }
       const dep = parsed.deployment;
       if (seen.has(dep.id)) {
-        log.warn({ deploymentId: dep.id, deploymentName: dep.name, index }, 'deployment listed twice; the first entry is used');
+        log.warn(
+          { deploymentId: dep.id, deploymentName: dep.name, index },
+          'deployment listed twice; the first entry is used',
+        );
         continue;
       }
       seen.add(dep.id);
-      for (const problem of parsed.warnings) log.warn({ deploymentId: dep.id, deploymentName: dep.name, problem }, 'deployment has a problem');
+      for (const problem of parsed.warnings)
+        log.warn({ deploymentId: dep.id, deploymentName: dep.name, problem }, 'deployment has a problem');
       list.push(dep);
     }
     // The secret inputs of the deployments the metadata lists now, replacing the last pass's: a deployment that is
@@ -296,11 +380,20 @@ class Dispatcher {
   }
 
   /** The decision's writes and runs, in the order of HOOK_RUN_WRITES. */
-  private async carryOut(dep: Deployment, existing: DeploymentRecord | undefined, decision: Decision): Promise<DeploymentRecord> {
+  private async carryOut(
+    dep: Deployment,
+    existing: DeploymentRecord | undefined,
+    decision: Decision,
+  ): Promise<DeploymentRecord> {
     const fields = { id: dep.id, name: dep.name, group: dep.group, action: dep.action };
     const dlog = () => this.ctx.log.child({ deploymentId: dep.id, deploymentName: dep.name });
     if (existing === undefined && decision.action === 'adopt') {
-      return this.store.create(fields, 'signalled', { adopted: true }, { reason: 'deployed/<id>.json exists: deployed by an earlier agent; not run again' });
+      return this.store.create(
+        fields,
+        'signalled',
+        { adopted: true },
+        { reason: 'deployed/<id>.json exists: deployed by an earlier agent; not run again' },
+      );
     }
     // Without a record the decision is adopt or run (create).
     if (existing === undefined) return this.execute(dep, await this.store.create(fields));
@@ -309,17 +402,33 @@ class Dispatcher {
       case 'run':
         return this.execute(dep, record);
       case 'restore': {
-        const back = await this.store.transition(record, decision.to, { removedAt: undefined, stateBeforeRemoval: undefined }, { reason: 'listed again' });
+        const back = await this.store.transition(
+          record,
+          decision.to,
+          { removedAt: undefined, stateBeforeRemoval: undefined },
+          { reason: 'listed again' },
+        );
         return this.carryOut(dep, back, decision.then);
       }
       case 'resume-interrupted':
       case 'fail-interrupted': {
-        if (decision.killOrphan && record.hookPid !== undefined && record.hookPidStart !== undefined && (await killOrphanHook(record.hookPid, record.hookPidStart))) {
-          dlog().warn({ hookPid: record.hookPid }, 'hook left running by an earlier agent; its process group was killed');
+        if (
+          decision.killOrphan &&
+          record.hookPid !== undefined &&
+          record.hookPidStart !== undefined &&
+          (await killOrphanHook(record.hookPid, record.hookPidStart))
+        ) {
+          dlog().warn(
+            { hookPid: record.hookPid },
+            'hook left running by an earlier agent; its process group was killed',
+          );
         }
         if (decision.action === 'fail-interrupted') {
           const message = `the hook was interrupted ${record.hookStarts} times (the agent stopped or the machine restarted while it ran) and is not started again; trigger the deployment again from Heat to retry`;
-          dlog().error({ code: 'ERR_HOOK', hookStarts: record.hookStarts }, 'hook interrupted too often; failure signalled');
+          dlog().error(
+            { code: 'ERR_HOOK', hookStarts: record.hookStarts },
+            'hook interrupted too often; failure signalled',
+          );
           return this.finish(dep, record, failureBody(message, 1), { exitCode: null }, message);
         }
         dlog().warn({ hookStarts: record.hookStarts }, 'hook was interrupted; running it again');
@@ -362,7 +471,10 @@ class Dispatcher {
       if (APPLY_GROUPS.has(d.group)) return this.awaitCycle(d, record);
       const shownDirs = dirs.map((x) => paths.unmap(x)).join(', ');
       const message = `no hook for group "${d.group}" (looked for "${lookup.name}" in ${shownDirs}); install the hook or correct the deployment's group`;
-      dlog.error({ code: 'ERR_HOOK', group: d.group, hookName: lookup.name, searched: shownDirs }, 'hook missing; failure signalled');
+      dlog.error(
+        { code: 'ERR_HOOK', group: d.group, hookName: lookup.name, searched: shownDirs },
+        'hook missing; failure signalled',
+      );
       await this.store.writeDeployed(d.id, d.document);
       return this.finish(d, record, failureBody(message, STATUS_NO_HOOK), { exitCode: null }, message);
     }
@@ -377,7 +489,18 @@ class Dispatcher {
     const timeoutSeconds = d.hookTimeoutSeconds ?? config.deploy.hook_timeout;
     // deployed/<id>.json first: if it cannot be written (full disk), the record stays pending and no start is counted.
     await this.store.writeDeployed(d.id, d.document);
-    record = await this.store.transition(record, 'running', { hook: shown, hookStarts: record.hookStarts + 1, startedAt: this.timestamp(), hookPid: undefined, hookPidStart: undefined }, { hook: shown });
+    record = await this.store.transition(
+      record,
+      'running',
+      {
+        hook: shown,
+        hookStarts: record.hookStarts + 1,
+        startedAt: this.timestamp(),
+        hookPid: undefined,
+        hookPidStart: undefined,
+      },
+      { hook: shown },
+    );
     this.ran.push(d.id);
     // The pid of each process the deployment starts goes into the record as soon as it exists, so an agent that dies
     // alone lets the next one end the orphan. Saves are chained (a built-in hook may start several tools) and awaited
@@ -387,7 +510,9 @@ class Dispatcher {
     const onSpawn = (pid: number) => {
       const start = processStartTicks(pid);
       if (start === undefined) return;
-      pidSaved = pidSaved.then(() => this.store.save({ ...running, hookPid: pid, hookPidStart: start })).catch((err: unknown) => dlog.warn({ reason: errorMessage(err) }, 'could not record the hook pid'));
+      pidSaved = pidSaved
+        .then(() => this.store.save({ ...running, hookPid: pid, hookPidStart: start }))
+        .catch((err: unknown) => dlog.warn({ reason: errorMessage(err) }, 'could not record the hook pid'));
     };
     // Also for a run after the reboot that was interrupted and is resumed (the record keeps its reboot count).
     const env = rebooted || (record.reboots ?? 0) > 0 ? { ...this.hookEnv(), [REBOOTED_ENV]: '1' } : this.hookEnv();
@@ -396,11 +521,37 @@ class Dispatcher {
     const scope = hookScopeProperties(config, dlog);
     const extra = { ...killGrace, ...(scope ? { scopeProperties: scope } : {}) };
     const result = builtin
-      ? await runInProcess({ hook: builtin, deployment: d, env, log: dlog, timeoutMs: timeoutSeconds * 1000, signal: this.ctx.signal, onSpawn, ...extra })
-      : await this.runner({ file: lookup.found.path, input: pythonJsonDumps(d.document), env, timeoutMs: timeoutSeconds * 1000, signal: this.ctx.signal, onSpawn, ...extra });
+      ? await runInProcess({
+          hook: builtin,
+          deployment: d,
+          env,
+          log: dlog,
+          timeoutMs: timeoutSeconds * 1000,
+          signal: this.ctx.signal,
+          onSpawn,
+          ...extra,
+        })
+      : await this.runner({
+          file: lookup.found.path,
+          input: pythonJsonDumps(d.document),
+          env,
+          timeoutMs: timeoutSeconds * 1000,
+          signal: this.ctx.signal,
+          onSpawn,
+          ...extra,
+        });
     await pidSaved;
     dlog.info(
-      { hook: shown, inProcess: builtin !== undefined, exitCode: result.exitCode, killedBy: result.signal, timedOut: result.timedOut, durationMs: result.durationMs, stdoutBytes: result.stdout.length, stderrBytes: result.stderr.length },
+      {
+        hook: shown,
+        inProcess: builtin !== undefined,
+        exitCode: result.exitCode,
+        killedBy: result.signal,
+        timedOut: result.timedOut,
+        durationMs: result.durationMs,
+        stdoutBytes: result.stdout.length,
+        stderrBytes: result.stderr.length,
+      },
       'hook finished',
     );
     // An in-process hook's lines are already in the log, one by one.
@@ -411,8 +562,16 @@ class Dispatcher {
       dlog.info('hook stopped by shutdown; it runs again at the next start');
       return record;
     }
-    if (result.timedOut) dlog.error({ code: 'ERR_HOOK', hook: shown, timeoutSeconds }, 'hook timed out; process group killed; failure signalled');
-    else if (result.spawnError) dlog.error({ code: 'ERR_HOOK', hook: shown, reason: result.spawnError.code }, 'hook could not be started; failure signalled');
+    if (result.timedOut)
+      dlog.error(
+        { code: 'ERR_HOOK', hook: shown, timeoutSeconds },
+        'hook timed out; process group killed; failure signalled',
+      );
+    else if (result.spawnError)
+      dlog.error(
+        { code: 'ERR_HOOK', hook: shown, reason: result.spawnError.code },
+        'hook could not be started; failure signalled',
+      );
     const body = bodyFromHookResult(result, shown, timeoutSeconds);
     if (!result.timedOut && !result.spawnError && Number(body.deploy_status_code) === REBOOT_EXIT_CODE) {
       return this.requestReboot(d, record, body, result.exitCode);
@@ -425,26 +584,50 @@ class Dispatcher {
    * often or the boot id cannot be read; each of those is a failure signal carrying the hook's output. The record
    * says awaiting-reboot, durably, before the reboot command runs.
    */
-  private async requestReboot(d: Deployment, record: DeploymentRecord, body: JsonObject, exitCode: number | null): Promise<DeploymentRecord> {
+  private async requestReboot(
+    d: Deployment,
+    record: DeploymentRecord,
+    body: JsonObject,
+    exitCode: number | null,
+  ): Promise<DeploymentRecord> {
     const dlog = this.ctx.log.child({ deploymentId: d.id, deploymentName: d.name });
     const reboots = record.reboots ?? 0;
     const asked = `the hook asked for a reboot (status ${REBOOT_EXIT_CODE})`;
     const bootId = await readBootId(this.ctx.paths);
     let refusal: string | undefined;
-    if (this.ctx.config.deploy.reboot_command.trim() === '') refusal = `${asked} but reboots are off ([deploy] reboot_command is empty); set reboot_command, or reboot the machine from the hook's own script`;
-    else if (reboots >= MAX_REBOOTS) refusal = `${asked} again after ${reboots} reboots; it is not rebooted again (a hook that exits ${REBOOT_EXIT_CODE} every time would reboot the machine forever)`;
-    else if (bootId === undefined) refusal = `${asked} but ${BOOT_ID_FILE} cannot be read, so the end of the reboot could not be told; not rebooting`;
+    if (this.ctx.config.deploy.reboot_command.trim() === '')
+      refusal = `${asked} but reboots are off ([deploy] reboot_command is empty); set reboot_command, or reboot the machine from the hook's own script`;
+    else if (reboots >= MAX_REBOOTS)
+      refusal = `${asked} again after ${reboots} reboots; it is not rebooted again (a hook that exits ${REBOOT_EXIT_CODE} every time would reboot the machine forever)`;
+    else if (bootId === undefined)
+      refusal = `${asked} but ${BOOT_ID_FILE} cannot be read, so the end of the reboot could not be told; not rebooting`;
     if (refusal !== undefined) {
       const message = refusal;
       dlog.error({ code: 'ERR_HOOK', reboots }, 'reboot refused; failure signalled');
       const stdout = typeof body.deploy_stdout === 'string' ? body.deploy_stdout : '';
       const stderr = typeof body.deploy_stderr === 'string' ? body.deploy_stderr : '';
-      return this.finish(d, record, { ...body, ...failureBody(message, REBOOT_EXIT_CODE, stdout, stderr) }, { exitCode }, message);
+      return this.finish(
+        d,
+        record,
+        { ...body, ...failureBody(message, REBOOT_EXIT_CODE, stdout, stderr) },
+        { exitCode },
+        message,
+      );
     }
     const awaiting = await this.store.transition(
       record,
       'awaiting-reboot',
-      { exitCode, endedAt: this.timestamp(), ...(bootId !== undefined ? { bootId } : {}), reboots: reboots + 1, rebootRequestedAt: this.timestamp(), rebootCommandRanAt: undefined, hookStarts: 0, hookPid: undefined, hookPidStart: undefined },
+      {
+        exitCode,
+        endedAt: this.timestamp(),
+        ...(bootId !== undefined ? { bootId } : {}),
+        reboots: reboots + 1,
+        rebootRequestedAt: this.timestamp(),
+        rebootCommandRanAt: undefined,
+        hookStarts: 0,
+        hookPid: undefined,
+        hookPidStart: undefined,
+      },
       { reboots: reboots + 1 },
     );
     return this.reboot(d, awaiting);
@@ -454,11 +637,23 @@ class Dispatcher {
   private async reboot(d: Deployment, record: DeploymentRecord): Promise<DeploymentRecord> {
     const dlog = this.ctx.log.child({ deploymentId: d.id, deploymentName: d.name });
     const command = this.ctx.config.deploy.reboot_command.trim();
-    const outcome = command === '' ? { ok: false as const, reason: 'reboots were turned off ([deploy] reboot_command is empty) before the reboot happened' } : await runRebootCommand(command, this.hookEnv(), dlog);
+    const outcome =
+      command === ''
+        ? {
+            ok: false as const,
+            reason: 'reboots were turned off ([deploy] reboot_command is empty) before the reboot happened',
+          }
+        : await runRebootCommand(command, this.hookEnv(), dlog);
     if (!outcome.ok) {
       const message = `the hook asked for a reboot (status ${REBOOT_EXIT_CODE}), but ${outcome.reason}`;
       dlog.error({ code: 'ERR_HOOK', reason: outcome.reason }, 'reboot failed; failure signalled');
-      return this.finish(d, record, failureBody(message, REBOOT_EXIT_CODE), { exitCode: record.exitCode ?? null }, message);
+      return this.finish(
+        d,
+        record,
+        failureBody(message, REBOOT_EXIT_CODE),
+        { exitCode: record.exitCode ?? null },
+        message,
+      );
     }
     this.awaitingReboot = true;
     return this.store.save({ ...record, rebootCommandRanAt: this.timestamp() });
@@ -483,7 +678,10 @@ class Dispatcher {
     const dlog = this.ctx.log.child({ deploymentId: id, deploymentName: dep.name });
     if (!record) {
       dlog.info('deployment not run here before; running it');
-      return this.execute(dep, await this.store.create({ id: dep.id, name: dep.name, group: dep.group, action: dep.action }));
+      return this.execute(
+        dep,
+        await this.store.create({ id: dep.id, name: dep.name, group: dep.group, action: dep.action }),
+      );
     }
     const reruns = (record.reruns ?? 0) + 1;
     const entry: RerunEntry = {
@@ -493,7 +691,11 @@ class Dispatcher {
       ...(record.statusCode !== undefined ? { statusCode: record.statusCode } : {}),
       signal: record.signal.state,
     };
-    if (record.signal.state === 'pending') dlog.warn({ attempts: record.signal.attempts }, 'undelivered signal of the earlier run dropped: the rerun signals anew');
+    if (record.signal.state === 'pending')
+      dlog.warn(
+        { attempts: record.signal.attempts },
+        'undelivered signal of the earlier run dropped: the rerun signals anew',
+      );
     const cleared: Partial<DeploymentRecord> = {
       reruns,
       rerunHistory: [...(record.rerunHistory ?? []), entry].slice(-RERUN_HISTORY_MAX),
@@ -509,11 +711,21 @@ class Dispatcher {
   async forget(id: string): Promise<DeploymentRecord | undefined> {
     await this.store.init();
     const record = await this.known(id, 'forget');
-    if (!record && !(await exists(this.store.recordPath(id))) && !(await this.store.hasDeployed(id)) && !(await exists(this.store.notifyPath(id)))) {
-      throw new UnknownDeploymentError(`no deployment ${id} is known here (no record, no deployed file); \`os-config-agent status\` lists the known ones`);
+    if (
+      !record &&
+      !(await exists(this.store.recordPath(id))) &&
+      !(await this.store.hasDeployed(id)) &&
+      !(await exists(this.store.notifyPath(id)))
+    ) {
+      throw new UnknownDeploymentError(
+        `no deployment ${id} is known here (no record, no deployed file); \`os-config-agent status\` lists the known ones`,
+      );
     }
     await this.store.forget(id);
-    this.ctx.log.info({ deploymentId: id, deploymentName: record?.name ?? null, fromState: record?.state ?? null }, 'deployment forgotten: the next pass runs it as new if the metadata lists it');
+    this.ctx.log.info(
+      { deploymentId: id, deploymentName: record?.name ?? null, fromState: record?.state ?? null },
+      'deployment forgotten: the next pass runs it as new if the metadata lists it',
+    );
     return record;
   }
 
@@ -528,39 +740,71 @@ class Dispatcher {
       record = await this.store.read(id);
     } catch (err) {
       if (!(err instanceof DeploymentRecordError) || unusable === 'refuse') throw err;
-      this.ctx.log.warn({ code: err.code, deploymentId: id, file: err.file, problem: err.problem }, 'deployment record cannot be used; forgetting it');
+      this.ctx.log.warn(
+        { code: err.code, deploymentId: id, file: err.file, problem: err.problem },
+        'deployment record cannot be used; forgetting it',
+      );
       return undefined;
     }
     if (record?.state === 'running') {
       const pid = record.hookPid !== undefined ? ` (process ${record.hookPid})` : '';
-      throw new DeploymentBusyError(`deployment ${record.name} (${id}) is running now${pid}; wait until \`os-config-agent status\` shows it finished, then try again`);
+      throw new DeploymentBusyError(
+        `deployment ${record.name} (${id}) is running now${pid}; wait until \`os-config-agent status\` shows it finished, then try again`,
+      );
     }
     return record;
   }
 
   /** Store the result and queue the signal (on disk), then attempt it once. */
-  private async finish(dep: Deployment, record: DeploymentRecord, body: JsonObject, extra: { exitCode: number | null }, agentError?: string): Promise<DeploymentRecord> {
+  private async finish(
+    dep: Deployment,
+    record: DeploymentRecord,
+    body: JsonObject,
+    extra: { exitCode: number | null },
+    agentError?: string,
+  ): Promise<DeploymentRecord> {
     const choice = signalTargetFor(dep);
     const transport = choice.ok ? choice.target.transport : choice.transport;
     const trimmed = trimSignalBody(body, signalLimitFor(transport));
-    if (trimmed.trimmed > 0) this.ctx.log.warn({ deploymentId: dep.id, deploymentName: dep.name, trimmedCharacters: trimmed.trimmed, bytes: trimmed.text.length }, 'signal trimmed to fit the size limit');
+    if (trimmed.trimmed > 0)
+      this.ctx.log.warn(
+        {
+          deploymentId: dep.id,
+          deploymentName: dep.name,
+          trimmedCharacters: trimmed.trimmed,
+          bytes: trimmed.text.length,
+        },
+        'signal trimmed to fit the size limit',
+      );
     const verdict = judgeSignal(trimmed.body, dep.outputs);
     await this.store.writeNotify(dep.id, trimmed.body);
     let signal: SignalRecord;
     if (!choice.ok) {
       signal = { state: 'failed', transport, attempts: 0, lastError: choice.reason };
-      this.ctx.log.error({ deploymentId: dep.id, deploymentName: dep.name, code: 'ERR_SIGNAL', reason: choice.reason }, 'signal cannot be sent: bad signal inputs');
+      this.ctx.log.error(
+        { deploymentId: dep.id, deploymentName: dep.name, code: 'ERR_SIGNAL', reason: choice.reason },
+        'signal cannot be sent: bad signal inputs',
+      );
     } else if (choice.target.transport === 'NO_SIGNAL') {
       signal = { state: 'none', transport: 'NO_SIGNAL', attempts: 0 };
     } else {
       signal = queuedSignal(choice.target, trimmed.text);
     }
-    const lastError = agentError ?? (verdict.failed ? verdict.reason : undefined) ?? (choice.ok ? undefined : choice.reason);
-    if (verdict.failed) this.failed.push({ id: dep.id, name: dep.name, reason: agentError ?? verdict.reason ?? 'failed' });
+    const lastError =
+      agentError ?? (verdict.failed ? verdict.reason : undefined) ?? (choice.ok ? undefined : choice.reason);
+    if (verdict.failed)
+      this.failed.push({ id: dep.id, name: dep.name, reason: agentError ?? verdict.reason ?? 'failed' });
     let next = await this.store.transition(
       record,
       'done',
-      { endedAt: this.timestamp(), exitCode: extra.exitCode, statusCode: verdict.statusCode, failed: verdict.failed, lastError, signal },
+      {
+        endedAt: this.timestamp(),
+        exitCode: extra.exitCode,
+        statusCode: verdict.statusCode,
+        failed: verdict.failed,
+        lastError,
+        signal,
+      },
       { exitCode: extra.exitCode, failed: verdict.failed, ...(verdict.reason ? { reason: verdict.reason } : {}) },
     );
     if (next.signal.state === 'pending') {
@@ -579,9 +823,23 @@ class Dispatcher {
     const choice = signalTargetFor(d);
     if (choice.ok && choice.target.transport === 'NO_SIGNAL') {
       this.skipped.push(d.id);
-      return this.store.transition(record, 'skipped', {}, { reason: `group ${d.group} has no hook: its config is applied as os-apply-config metadata, and it asks for no signal` });
+      return this.store.transition(
+        record,
+        'skipped',
+        {},
+        {
+          reason: `group ${d.group} has no hook: its config is applied as os-apply-config metadata, and it asks for no signal`,
+        },
+      );
     }
-    return this.store.transition(record, 'applied', {}, { reason: `group ${d.group} has no hook: its config is applied as os-apply-config metadata; signalled when this cycle ends` });
+    return this.store.transition(
+      record,
+      'applied',
+      {},
+      {
+        reason: `group ${d.group} has no hook: its config is applied as os-apply-config metadata; signalled when this cycle ends`,
+      },
+    );
   }
 
   /**
@@ -608,19 +866,34 @@ class Dispatcher {
         const choice = signalTargetFor(dep);
         if (choice.ok && choice.target.transport === 'NO_SIGNAL') continue;
         // A user's own hook for the group runs (and signals) in the deployment step of a later cycle.
-        if ((await findHook(dep.group, hookDirs(this.ctx.config, this.ctx.paths, this.ctx.env ?? process.env))).found) continue;
+        if ((await findHook(dep.group, hookDirs(this.ctx.config, this.ctx.paths, this.ctx.env ?? process.env))).found)
+          continue;
         if (record === undefined) {
           if (await this.store.hasDeployed(dep.id)) continue;
           record = await this.store.create({ id: dep.id, name: dep.name, group: dep.group, action: dep.action });
         }
       }
       const body = outcome.ok
-        ? { deploy_stdout: `os-apply-config applied the data of deployment ${dep.name} and the configuration cycle completed`, deploy_stderr: '', deploy_status_code: 0 }
-        : failureBody(`the configuration cycle that applies the data of deployment ${dep.name} failed: ${outcome.reason}`, 1);
-      await this.finish(dep, record, body, { exitCode: null }, outcome.ok ? undefined : `configuration cycle failed: ${outcome.reason}`);
+        ? {
+            deploy_stdout: `os-apply-config applied the data of deployment ${dep.name} and the configuration cycle completed`,
+            deploy_stderr: '',
+            deploy_status_code: 0,
+          }
+        : failureBody(
+            `the configuration cycle that applies the data of deployment ${dep.name} failed: ${outcome.reason}`,
+            1,
+          );
+      await this.finish(
+        dep,
+        record,
+        body,
+        { exitCode: null },
+        outcome.ok ? undefined : `configuration cycle failed: ${outcome.reason}`,
+      );
       signalled.push(dep.id);
     }
-    if (signalled.length > 0) log.info({ deployments: signalled.length, cycleSucceeded: outcome.ok }, 'os-apply-config deployments signalled');
+    if (signalled.length > 0)
+      log.info({ deployments: signalled.length, cycleSucceeded: outcome.ok }, 'os-apply-config deployments signalled');
     return { signalled, failed: this.failed };
   }
 
@@ -634,9 +907,19 @@ class Dispatcher {
     await this.removeWorkFiles(record);
     const pending = record.signal.state === 'pending';
     const signal: SignalRecord = pending
-      ? { state: 'cancelled', transport: record.signal.transport, attempts: record.signal.attempts, lastError: 'the deployment left the metadata before its signal was delivered' }
+      ? {
+          state: 'cancelled',
+          transport: record.signal.transport,
+          attempts: record.signal.attempts,
+          lastError: 'the deployment left the metadata before its signal was delivered',
+        }
       : record.signal;
-    return this.store.transition(record, 'removed', { stateBeforeRemoval: record.state, removedAt: this.timestamp(), signal }, pending ? { signalCancelled: true } : {});
+    return this.store.transition(
+      record,
+      'removed',
+      { stateBeforeRemoval: record.state, removedAt: this.timestamp(), signal },
+      pending ? { signalCancelled: true } : {},
+    );
   }
 
   /**
@@ -665,16 +948,27 @@ class Dispatcher {
       if (!hook.removed) return 'done';
       group = hook.group;
       const killGrace = this.ctx.killGraceMs !== undefined ? { killGraceMs: this.ctx.killGraceMs } : {};
-      await runRemovalInProcess({ hook, id: record.id, env: this.hookEnv(), log: this.ctx.log, signal: this.ctx.signal, ...killGrace });
+      await runRemovalInProcess({
+        hook,
+        id: record.id,
+        env: this.hookEnv(),
+        log: this.ctx.log,
+        signal: this.ctx.signal,
+        ...killGrace,
+      });
     } catch (err) {
       failure = err;
     }
     // A hook may swallow its killed tool's failure: the shutdown, not the hook's verdict, says the removal is unfinished.
     if (this.ctx.signal.aborted) {
-      this.ctx.log.info({ deploymentId: record.id, hookGroup: group }, 'hook removal interrupted by shutdown; it runs again at the next start');
+      this.ctx.log.info(
+        { deploymentId: record.id, hookGroup: group },
+        'hook removal interrupted by shutdown; it runs again at the next start',
+      );
       return 'interrupted';
     }
-    if (failure !== undefined) this.ctx.log.warn({ deploymentId: record.id, reason: errorMessage(failure) }, 'hook removal failed');
+    if (failure !== undefined)
+      this.ctx.log.warn({ deploymentId: record.id, reason: errorMessage(failure) }, 'hook removal failed');
     else this.ctx.log.info({ deploymentId: record.id, hookGroup: group }, 'hook removal done');
     return 'done';
   }
@@ -683,7 +977,11 @@ class Dispatcher {
   private async removeWorkFiles(record: DeploymentRecord): Promise<void> {
     try {
       const files = await removeWorkFiles(hookNameForGroup(record.group), record.id, this.hookEnv());
-      if (files.length > 0) this.ctx.log.debug({ deploymentId: record.id, files: files.map((f) => this.ctx.paths.unmap(f)) }, 'hook work files removed');
+      if (files.length > 0)
+        this.ctx.log.debug(
+          { deploymentId: record.id, files: files.map((f) => this.ctx.paths.unmap(f)) },
+          'hook work files removed',
+        );
     } catch (err) {
       this.ctx.log.warn({ deploymentId: record.id, reason: errorMessage(err) }, 'hook work files could not be removed');
     }

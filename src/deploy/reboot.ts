@@ -42,7 +42,11 @@ export async function deploymentsAwaitBoot(loaded: LoadedConfig, log: Logger): P
   if (waiting.length === 0) return false;
   const bootId = await readBootId(loaded.paths);
   const resumed = waiting.filter((r) => bootId === undefined || r.bootId !== bootId);
-  if (resumed.length > 0) log.info({ deployments: resumed.map((r) => r.id) }, 'deployments wait for this boot; running a cycle to finish them');
+  if (resumed.length > 0)
+    log.info(
+      { deployments: resumed.map((r) => r.id) },
+      'deployments wait for this boot; running a cycle to finish them',
+    );
   return resumed.length > 0;
 }
 
@@ -51,9 +55,21 @@ export type RebootOutcome = { readonly ok: true } | { readonly ok: false; readon
 /** Runs the reboot command through /bin/sh -c; ok when it exits 0. */
 export async function runRebootCommand(command: string, env: NodeJS.ProcessEnv, log: Logger): Promise<RebootOutcome> {
   log.warn({ command }, 'rebooting the machine: a deployment asked for it');
-  const result = await runProcess({ file: '/bin/sh', args: ['-c', command], env, timeoutMs: REBOOT_COMMAND_TIMEOUT_MS, maxBufferBytes: 64 * 1024 });
+  const result = await runProcess({
+    file: '/bin/sh',
+    args: ['-c', command],
+    env,
+    timeoutMs: REBOOT_COMMAND_TIMEOUT_MS,
+    maxBufferBytes: 64 * 1024,
+  });
   if (result.exitCode === 0) return { ok: true };
-  const how = result.spawnError ? `could not be started (${result.spawnError.code})` : result.timedOut ? 'did not return in time' : result.signal ? `was killed by ${result.signal}` : `exited with ${result.exitCode}`;
+  const how = result.spawnError
+    ? `could not be started (${result.spawnError.code})`
+    : result.timedOut
+      ? 'did not return in time'
+      : result.signal
+        ? `was killed by ${result.signal}`
+        : `exited with ${result.exitCode}`;
   const tail = result.stderr.trim().slice(-500);
   return { ok: false, reason: `the reboot command ${how}${tail ? `: ${tail}` : ''}; check [deploy] reboot_command` };
 }

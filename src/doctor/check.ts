@@ -39,7 +39,11 @@ export function fail(id: string, cause: string, fix: string): CheckResult {
 }
 
 export function reportOf(checks: readonly CheckResult[]): DoctorReport {
-  const result = checks.some((c) => c.verdict === 'fail') ? 'fail' : checks.some((c) => c.verdict === 'warn') ? 'warn' : 'ok';
+  const result = checks.some((c) => c.verdict === 'fail')
+    ? 'fail'
+    : checks.some((c) => c.verdict === 'warn')
+      ? 'warn'
+      : 'ok';
   return { version: REPORT_VERSION, result, checks };
 }
 
@@ -53,7 +57,9 @@ const LABEL: Record<Verdict, string> = { ok: 'ok  ', warn: 'WARN', fail: 'FAIL',
 /** One line per check: verdict, id, cause, and the fix after a dash when there is one. */
 export function formatReport(report: DoctorReport): string {
   const width = Math.max(0, ...report.checks.map((c) => c.id.length));
-  const lines = report.checks.map((c) => `${LABEL[c.verdict]}  ${c.id.padEnd(width)}  ${oneLine(c.cause)}${c.fix ? ` -- ${oneLine(c.fix)}` : ''}`);
+  const lines = report.checks.map(
+    (c) => `${LABEL[c.verdict]}  ${c.id.padEnd(width)}  ${oneLine(c.cause)}${c.fix ? ` -- ${oneLine(c.fix)}` : ''}`,
+  );
   return `${lines.join('\n')}\n`;
 }
 

@@ -22,7 +22,8 @@ export function recordSkew(http: HttpClient, samples: SkewSample[], now: () => n
       const header = res.headers.date;
       const text = Array.isArray(header) ? header[0] : header;
       const server = text ? Date.parse(text) : NaN;
-      if (Number.isFinite(server)) samples.push({ skewSeconds: Math.round((now() - server) / 1000), url: res.redactedUrl.replace(/[?#].*$/, '') });
+      if (Number.isFinite(server))
+        samples.push({ skewSeconds: Math.round((now() - server) / 1000), url: res.redactedUrl.replace(/[?#].*$/, '') });
       return res;
     },
   };
@@ -35,7 +36,8 @@ export function skewCheck(samples: readonly SkewSample[]): CheckResult {
   const worst = samples.reduce((a, b) => (Math.abs(b.skewSeconds) > Math.abs(a.skewSeconds) ? b : a));
   const s = worst.skewSeconds;
   const text = `this clock is ${Math.abs(s)} s ${s >= 0 ? 'ahead of' : 'behind'} ${worst.url} (its Date header)`;
-  const fix = 'synchronise the clock (chrony or systemd-timesyncd with a reachable NTP server): signed requests and tokens fail on skew';
+  const fix =
+    'synchronise the clock (chrony or systemd-timesyncd with a reachable NTP server): signed requests and tokens fail on skew';
   if (Math.abs(s) > SKEW_FAIL_SECONDS) return fail(id, `${text}, more than ${SKEW_FAIL_SECONDS / 60} minutes`, fix);
   if (Math.abs(s) > SKEW_WARN_SECONDS) return warn(id, `${text}, more than ${SKEW_WARN_SECONDS / 60} minutes`, fix);
   return ok(id, `${text}; within ${SKEW_WARN_SECONDS / 60} minutes`);

@@ -27,8 +27,10 @@ export function judgeSpace(f: FsFigures): { verdict: 'ok' | 'warn' | 'fail'; why
   const space = `${mib(f.freeBytes)} free of ${mib(f.totalBytes)}`;
   const inodes = f.totalInodes > 0 ? `, ${f.freeInodes} of ${f.totalInodes} inodes free` : '';
   const why = `${space}${inodes}`;
-  if (f.freeBytes < FAIL_FREE_BYTES || (f.totalInodes > 0 && f.freeInodes < FAIL_FREE_INODES)) return { verdict: 'fail', why };
-  const lowSpace = f.freeBytes < WARN_FREE_BYTES || (f.totalBytes > 0 && f.freeBytes / f.totalBytes < WARN_FREE_FRACTION);
+  if (f.freeBytes < FAIL_FREE_BYTES || (f.totalInodes > 0 && f.freeInodes < FAIL_FREE_INODES))
+    return { verdict: 'fail', why };
+  const lowSpace =
+    f.freeBytes < WARN_FREE_BYTES || (f.totalBytes > 0 && f.freeBytes / f.totalBytes < WARN_FREE_FRACTION);
   const lowInodes = f.totalInodes > 0 && f.freeInodes / f.totalInodes < WARN_FREE_FRACTION;
   return { verdict: lowSpace || lowInodes ? 'warn' : 'ok', why };
 }
@@ -50,7 +52,12 @@ async function diskCheck(loaded: LoadedConfig, name: string, dir: string): Promi
   try {
     const at = await nearestExisting(dir);
     const st = await fs.statfs(at);
-    const figures = { freeBytes: st.bavail * st.bsize, totalBytes: st.blocks * st.bsize, freeInodes: st.ffree, totalInodes: st.files };
+    const figures = {
+      freeBytes: st.bavail * st.bsize,
+      totalBytes: st.blocks * st.bsize,
+      freeInodes: st.ffree,
+      totalInodes: st.files,
+    };
     const { verdict, why } = judgeSpace(figures);
     const cause = `${shown}: ${why}`;
     const fix = `free space or inodes on the file system holding ${shown} (old logs, container images, package caches)`;
@@ -58,7 +65,11 @@ async function diskCheck(loaded: LoadedConfig, name: string, dir: string): Promi
     if (verdict === 'warn') return warn(id, `${cause}; running low`, fix);
     return ok(id, cause);
   } catch (err) {
-    return fail(id, `${shown}: cannot read the file system's figures (${errorMessage(err)})`, `check that ${shown} or its parent exists and is readable`);
+    return fail(
+      id,
+      `${shown}: cannot read the file system's figures (${errorMessage(err)})`,
+      `check that ${shown} or its parent exists and is readable`,
+    );
   }
 }
 

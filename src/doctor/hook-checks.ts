@@ -22,7 +22,13 @@ export async function hookChecks(loaded: LoadedConfig, log: Logger, env: NodeJS.
   try {
     values = await readCachedMetadata(loaded.config, loaded.paths, log);
   } catch (err) {
-    return [skipped('hooks', `no deployments to check: ${errorMessage(err).split(';')[0] ?? ''}`, 'run the agent once (os-config-agent run --one-time) so the metadata is cached')];
+    return [
+      skipped(
+        'hooks',
+        `no deployments to check: ${errorMessage(err).split(';')[0] ?? ''}`,
+        'run the agent once (os-config-agent run --one-time) so the metadata is cached',
+      ),
+    ];
   }
   const deployments = deploymentsFrom(values, log) ?? [];
   const groups = groupsOf(deployments);
@@ -41,21 +47,36 @@ export function groupsOf(deployments: readonly unknown[]): string[] {
       continue;
     }
     const configs = isJsonObject(d.config) ? d.config.configs : undefined;
-    for (const entry of Array.isArray(configs) ? configs : []) if (isJsonObject(entry) && typeof entry.tool === 'string' && entry.tool !== '') groups.add(entry.tool);
+    for (const entry of Array.isArray(configs) ? configs : [])
+      if (isJsonObject(entry) && typeof entry.tool === 'string' && entry.tool !== '') groups.add(entry.tool);
   }
   return [...groups].sort();
 }
 
-async function groupCheck(loaded: LoadedConfig, group: string, dirs: readonly string[], env: NodeJS.ProcessEnv): Promise<CheckResult> {
+async function groupCheck(
+  loaded: LoadedConfig,
+  group: string,
+  dirs: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Promise<CheckResult> {
   const id = `hook.${group}`;
   const shownDirs = dirs.map((d) => loaded.paths.unmap(d)).join(', ');
   const lookup = await findHook(group, dirs);
   if (!lookup.found) {
-    if (APPLY_GROUPS.has(group)) return ok(id, 'no hook needed: the apply step renders this group\'s config');
-    return fail(id, `no hook "${lookup.name}" in ${shownDirs}: deployments of group "${group}" fail at once`, 'install the hook (the agent\'s package ships one per built-in group), or correct the deployments\' group');
+    if (APPLY_GROUPS.has(group)) return ok(id, "no hook needed: the apply step renders this group's config");
+    return fail(
+      id,
+      `no hook "${lookup.name}" in ${shownDirs}: deployments of group "${group}" fail at once`,
+      "install the hook (the agent's package ships one per built-in group), or correct the deployments' group",
+    );
   }
   const shown = loaded.paths.unmap(lookup.found.path);
-  if (!lookup.found.runnable) return fail(id, `hook ${shown} ${lookup.found.problem ?? 'cannot be run'}`, `make it an executable file: chmod 0755 ${shown}`);
+  if (!lookup.found.runnable)
+    return fail(
+      id,
+      `hook ${shown} ${lookup.found.problem ?? 'cannot be run'}`,
+      `make it an executable file: chmod 0755 ${shown}`,
+    );
   const need = toolFor(group, env);
   if (!need) return ok(id, `hook ${shown}`);
   for (const command of need.alternatives) {
@@ -64,12 +85,21 @@ async function groupCheck(loaded: LoadedConfig, group: string, dirs: readonly st
   }
   const names = need.alternatives.join(' or ');
   const set = need.variable && env[need.variable] ? ` (named by ${need.variable})` : '';
-  return fail(id, `hook ${shown} drives ${names}${set}, which is not installed (PATH=${env.PATH ?? ''})`, `${need.install}${need.variable ? `, or set ${need.variable} to its path in the agent's environment` : ''}`);
+  return fail(
+    id,
+    `hook ${shown} drives ${names}${set}, which is not installed (PATH=${env.PATH ?? ''})`,
+    `${need.install}${need.variable ? `, or set ${need.variable} to its path in the agent's environment` : ''}`,
+  );
 }
 
 /** An absolute or relative path as it is, else the first executable of that name in PATH. */
 export async function findCommand(command: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  const candidates = command.includes('/') ? [command] : (env.PATH ?? '').split(':').filter((d) => d !== '').map((d) => path.join(d, command));
+  const candidates = command.includes('/')
+    ? [command]
+    : (env.PATH ?? '')
+        .split(':')
+        .filter((d) => d !== '')
+        .map((d) => path.join(d, command));
   for (const file of candidates) {
     try {
       const st = await fs.stat(file);

@@ -25,7 +25,9 @@ export interface DoctorInputs {
 export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   const samples: SkewSample[] = [];
   const http = recordSkew(inputs.http, samples);
-  const network = Promise.all(sourceChecks({ loaded: inputs.loaded, http, log: inputs.log, timeoutMs: inputs.timeoutMs }));
+  const network = Promise.all(
+    sourceChecks({ loaded: inputs.loaded, http, log: inputs.log, timeoutMs: inputs.timeoutMs }),
+  );
   const local = Promise.all([hookChecks(inputs.loaded, inputs.log, inputs.env), diskChecks(inputs.loaded)]);
   const sources = await network;
   const [hooks, disks] = await local;

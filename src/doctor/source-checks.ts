@@ -29,7 +29,8 @@ export interface SourceCheckContext {
 }
 
 const NETWORK_SOURCES: readonly CollectorName[] = ['ec2', 'cfn', 'heat', 'request', 'zaqar'];
-const UNREACHABLE_FIX = 'check that the endpoint is up and reachable from this server, directly or through the proxy in force (http_proxy, https_proxy, no_proxy)';
+const UNREACHABLE_FIX =
+  'check that the endpoint is up and reachable from this server, directly or through the proxy in force (http_proxy, https_proxy, no_proxy)';
 
 export function sourceChecks(ctx: SourceCheckContext): Array<Promise<CheckResult>> {
   const enabled = new Set(ctx.loaded.config.DEFAULT.collectors);
@@ -41,8 +42,24 @@ export function sourceChecks(ctx: SourceCheckContext): Array<Promise<CheckResult
     }
     if (name === 'ec2') out.push(ec2Check(ctx));
     else if (name === 'heat' || name === 'zaqar') out.push(...keystoneChecks(ctx, name));
-    else if (name === 'cfn') out.push(collectorCheck(ctx, cfnCollector, 'heat-api-cfn', '[cfn] access_key_id and secret_access_key (and the clock: see the clock check)'));
-    else out.push(collectorCheck(ctx, requestCollector, '[request] metadata_url', '[request] metadata_url: a TempURL expires, or changes with its key'));
+    else if (name === 'cfn')
+      out.push(
+        collectorCheck(
+          ctx,
+          cfnCollector,
+          'heat-api-cfn',
+          '[cfn] access_key_id and secret_access_key (and the clock: see the clock check)',
+        ),
+      );
+    else
+      out.push(
+        collectorCheck(
+          ctx,
+          requestCollector,
+          '[request] metadata_url',
+          '[request] metadata_url: a TempURL expires, or changes with its key',
+        ),
+      );
   }
   return out;
 }
@@ -70,13 +87,31 @@ function fixFor(err: unknown, credentials: string): string {
   return status === 401 || status === 403 ? `check ${credentials}` : UNREACHABLE_FIX;
 }
 
-function collectorCheck(ctx: SourceCheckContext, collector: Collector, what: string, credentials: string): Promise<CheckResult> {
+function collectorCheck(
+  ctx: SourceCheckContext,
+  collector: Collector,
+  what: string,
+  credentials: string,
+): Promise<CheckResult> {
   const id = `source.${collector.name}`;
   const config = boundedConfig(ctx.loaded.config, ctx.timeoutMs / 1000);
   return withDeadline(id, ctx.timeoutMs, what, async (signal) => {
     try {
-      const result = await collector.collect({ config, paths: ctx.loaded.paths, log: ctx.log.child({ collector: collector.name }), http: ctx.http, signal, memory: {}, now: Date.now });
-      const answered = collector.name === 'cfn' ? 'heat-api-cfn accepted the signed request' : collector.name === 'heat' ? 'Heat returned the server\'s metadata' : 'the metadata URL answered';
+      const result = await collector.collect({
+        config,
+        paths: ctx.loaded.paths,
+        log: ctx.log.child({ collector: collector.name }),
+        http: ctx.http,
+        signal,
+        memory: {},
+        now: Date.now,
+      });
+      const answered =
+        collector.name === 'cfn'
+          ? 'heat-api-cfn accepted the signed request'
+          : collector.name === 'heat'
+            ? "Heat returned the server's metadata"
+            : 'the metadata URL answered';
       return ok(id, `${answered}; ${result.pairs.length} metadata entr${result.pairs.length === 1 ? 'y' : 'ies'}`);
     } catch (err) {
       if (err instanceof SourceNotConfiguredError) return skipped(id, `not configured: ${err.message}`);
@@ -91,7 +126,14 @@ function ec2Check(ctx: SourceCheckContext): Promise<CheckResult> {
   const id = 'source.ec2';
   const { urls, invalid } = configuredUrls(ctx.loaded.config);
   if (urls.length === 0) {
-    return Promise.resolve(skipped(id, invalid.length > 0 ? `no usable metadata URL (${invalid.join('; ')})` : 'no metadata service URL configured ([ec2] metadata_url is empty)'));
+    return Promise.resolve(
+      skipped(
+        id,
+        invalid.length > 0
+          ? `no usable metadata URL (${invalid.join('; ')})`
+          : 'no metadata service URL configured ([ec2] metadata_url is empty)',
+      ),
+    );
   }
   const seconds = Math.min(ctx.loaded.config.ec2.timeout || ctx.timeoutMs / 1000, ctx.timeoutMs / 1000);
   return withDeadline(id, ctx.timeoutMs, 'the metadata service', async (signal) => {
@@ -117,7 +159,13 @@ function ec2Check(ctx: SourceCheckContext): Promise<CheckResult> {
       }
     });
     if (good) return ok(id, good.text);
-    return fail(id, answers.map((a) => a.text).join('; '), ctx.loaded.config.ec2.metadata_url === undefined ? `${UNREACHABLE_FIX}; on a cloud without a metadata service set [ec2] metadata_url empty` : UNREACHABLE_FIX);
+    return fail(
+      id,
+      answers.map((a) => a.text).join('; '),
+      ctx.loaded.config.ec2.metadata_url === undefined
+        ? `${UNREACHABLE_FIX}; on a cloud without a metadata service set [ec2] metadata_url empty`
+        : UNREACHABLE_FIX,
+    );
   });
 }
 
@@ -129,7 +177,12 @@ function keystoneChecks(ctx: SourceCheckContext, name: 'heat' | 'zaqar'): Array<
     ['password', cfg.password],
     ['project_id', cfg.project_id],
     ['user_id', cfg.user_id],
-    ...(name === 'heat' ? ([['stack_id', ctx.loaded.config.heat.stack_id], ['resource_name', ctx.loaded.config.heat.resource_name]] as Array<[string, string | undefined]>) : [['queue_id', ctx.loaded.config.zaqar.queue_id] as [string, string | undefined]]),
+    ...(name === 'heat'
+      ? ([
+          ['stack_id', ctx.loaded.config.heat.stack_id],
+          ['resource_name', ctx.loaded.config.heat.resource_name],
+        ] as Array<[string, string | undefined]>)
+      : [['queue_id', ctx.loaded.config.zaqar.queue_id] as [string, string | undefined]]),
   ];
   const missing = required.find(([, v]) => !v);
   if (missing) {
@@ -137,23 +190,47 @@ function keystoneChecks(ctx: SourceCheckContext, name: 'heat' | 'zaqar'): Array<
     return [Promise.resolve(skipped(`credentials.${name}`, why)), Promise.resolve(skipped(`source.${name}`, why))];
   }
   const seconds = Math.min(cfg.timeout || ctx.timeoutMs / 1000, ctx.timeoutMs / 1000);
-  const session = new KeystoneSession(ctx.http, { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! }, { timeoutSeconds: seconds, log: ctx.log.child({ component: 'keystone' }) });
+  const session = new KeystoneSession(
+    ctx.http,
+    { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! },
+    { timeoutSeconds: seconds, log: ctx.log.child({ component: 'keystone' }) },
+  );
   let token: KeystoneToken | undefined;
-  const credentials = withDeadline(`credentials.${name}`, ctx.timeoutMs, `Keystone at ${redactUrl(cfg.auth_url!)}`, async (signal) => {
-    try {
-      token = await session.token(signal);
-    } catch (err) {
-      // Keystone's message ends with its own advice; the fix line gives it once, naming the section.
-      const message = errorMessage(err).replace(/; check [^;]*$/, '');
-      const refused = err instanceof KeystoneError && (err.statusCode === 401 || err.statusCode === 403);
-      return fail(`credentials.${name}`, message, refused ? `check [${name}] user_id, password and project_id` : `${UNREACHABLE_FIX}; check [${name}] auth_url`);
-    }
-    return ok(`credentials.${name}`, `Keystone at ${redactUrl(cfg.auth_url!)} issued a token for user ${cfg.user_id} in project ${cfg.project_id}`);
-  });
+  const credentials = withDeadline(
+    `credentials.${name}`,
+    ctx.timeoutMs,
+    `Keystone at ${redactUrl(cfg.auth_url!)}`,
+    async (signal) => {
+      try {
+        token = await session.token(signal);
+      } catch (err) {
+        // Keystone's message ends with its own advice; the fix line gives it once, naming the section.
+        const message = errorMessage(err).replace(/; check [^;]*$/, '');
+        const refused = err instanceof KeystoneError && (err.statusCode === 401 || err.statusCode === 403);
+        return fail(
+          `credentials.${name}`,
+          message,
+          refused ? `check [${name}] user_id, password and project_id` : `${UNREACHABLE_FIX}; check [${name}] auth_url`,
+        );
+      }
+      return ok(
+        `credentials.${name}`,
+        `Keystone at ${redactUrl(cfg.auth_url!)} issued a token for user ${cfg.user_id} in project ${cfg.project_id}`,
+      );
+    },
+  );
   const source = credentials.then((verdict) => {
-    if (verdict.verdict !== 'ok' || !token) return skipped(`source.${name}`, `needs a Keystone token (see credentials.${name})`);
+    if (verdict.verdict !== 'ok' || !token)
+      return skipped(`source.${name}`, `needs a Keystone token (see credentials.${name})`);
     const got = token;
-    return name === 'heat' ? collectorCheck(ctx, heatCollector, 'Heat', `that [heat] user_id may read stack ${ctx.loaded.config.heat.stack_id}`) : zaqarStats(ctx, got, seconds);
+    return name === 'heat'
+      ? collectorCheck(
+          ctx,
+          heatCollector,
+          'Heat',
+          `that [heat] user_id may read stack ${ctx.loaded.config.heat.stack_id}`,
+        )
+      : zaqarStats(ctx, got, seconds);
   });
   return [credentials, source];
 }
@@ -173,16 +250,35 @@ function zaqarStats(ctx: SourceCheckContext, token: KeystoneToken, seconds: numb
     try {
       const res = await ctx.http.request({
         url,
-        headers: { 'x-auth-token': token.token, 'x-project-id': cfg.project_id!, 'client-id': randomUUID(), accept: 'application/json' },
+        headers: {
+          'x-auth-token': token.token,
+          'x-project-id': cfg.project_id!,
+          'client-id': randomUUID(),
+          accept: 'application/json',
+        },
         timeoutSeconds: seconds,
         retries: 0,
         signal,
         ...(cfg.ssl_certificate_validation && cfg.ca_file ? { caFile: cfg.ca_file } : { insecure: true }),
       });
       const shown = redactUrl(url);
-      if (res.statusCode >= 200 && res.statusCode < 300) return ok(id, `Zaqar answered for queue ${cfg.queue_id}${cfg.use_websockets ? ' (over HTTP; the websocket API was not tried)' : ''}`);
-      if (res.statusCode === 401 || res.statusCode === 403) return fail(id, `Zaqar at ${shown} refused the token (${res.statusCode})`, `check that [zaqar] user_id may use project ${cfg.project_id}'s queues`);
-      if (res.statusCode === 404) return warn(id, `Zaqar at ${shown} has no queue ${cfg.queue_id} (404)`, 'check [zaqar] queue_id against the stack\'s software_config_transport queue');
+      if (res.statusCode >= 200 && res.statusCode < 300)
+        return ok(
+          id,
+          `Zaqar answered for queue ${cfg.queue_id}${cfg.use_websockets ? ' (over HTTP; the websocket API was not tried)' : ''}`,
+        );
+      if (res.statusCode === 401 || res.statusCode === 403)
+        return fail(
+          id,
+          `Zaqar at ${shown} refused the token (${res.statusCode})`,
+          `check that [zaqar] user_id may use project ${cfg.project_id}'s queues`,
+        );
+      if (res.statusCode === 404)
+        return warn(
+          id,
+          `Zaqar at ${shown} has no queue ${cfg.queue_id} (404)`,
+          "check [zaqar] queue_id against the stack's software_config_transport queue",
+        );
       return fail(id, `Zaqar at ${shown} answered ${res.statusCode}`, UNREACHABLE_FIX);
     } catch (err) {
       return fail(id, errorMessage(err), UNREACHABLE_FIX);

@@ -22,7 +22,7 @@ export function toolFor(group: string, env: NodeJS.ProcessEnv): ToolNeed | undef
     case 'script':
       return { alternatives: ['bash'], install: 'install bash (the usual interpreter of script configs)' };
     case 'puppet':
-      return need('HEAT_PUPPET_CMD', ['puppet'], 'install puppet (Debian, Ubuntu, Fedora) or Puppet\'s puppet-agent');
+      return need('HEAT_PUPPET_CMD', ['puppet'], "install puppet (Debian, Ubuntu, Fedora) or Puppet's puppet-agent");
     case 'ansible':
       return need('HEAT_ANSIBLE_CMD', ['ansible-playbook'], 'install ansible (ansible-core on CentOS and RHEL)');
     case 'chef':
@@ -34,15 +34,31 @@ export function toolFor(group: string, env: NodeJS.ProcessEnv): ToolNeed | undef
       return need('HEAT_DOCKER_CMD', ['docker', 'podman'], 'install docker.io (Debian, Ubuntu), docker-ce or podman');
     case 'docker-compose':
       // Without the variable, compose v2 (`docker compose`) is used when docker has it, else docker-compose.
-      return need('HEAT_DOCKER_COMPOSE_CMD', ['docker-compose', 'docker'], 'install docker-compose, or docker with its compose plugin');
+      return need(
+        'HEAT_DOCKER_COMPOSE_CMD',
+        ['docker-compose', 'docker'],
+        'install docker-compose, or docker with its compose plugin',
+      );
     case 'cfn-init': {
       const set = fromEnv(env, 'HEAT_CFN_INIT_CMD');
       // Unset, the agent's own cfn-init interpreter applies the metadata: nothing to install.
-      return set ? { alternatives: [set], variable: 'HEAT_CFN_INIT_CMD', install: 'install heat-cfntools, or unset HEAT_CFN_INIT_CMD to use the built-in cfn-init' } : undefined;
+      return set
+        ? {
+            alternatives: [set],
+            variable: 'HEAT_CFN_INIT_CMD',
+            install: 'install heat-cfntools, or unset HEAT_CFN_INIT_CMD to use the built-in cfn-init',
+          }
+        : undefined;
     }
     case 'apply-config': {
       const set = fromEnv(env, 'HEAT_APPLY_CONFIG_CMD');
-      return set ? { alternatives: [set], variable: 'HEAT_APPLY_CONFIG_CMD', install: 'install it, or unset HEAT_APPLY_CONFIG_CMD to use the agent\'s own apply' } : undefined;
+      return set
+        ? {
+            alternatives: [set],
+            variable: 'HEAT_APPLY_CONFIG_CMD',
+            install: "install it, or unset HEAT_APPLY_CONFIG_CMD to use the agent's own apply",
+          }
+        : undefined;
     }
     default:
       return undefined;

@@ -28,7 +28,8 @@ export function selectComponent(dep: Deployment): ComponentSelection {
   if (!Array.isArray(configs)) return { ok: false, reason: 'component deployment has no "configs" list' };
   for (const entry of configs) {
     if (!isJsonObject(entry) || !Array.isArray(entry.actions) || !entry.actions.includes(dep.action)) continue;
-    if (typeof entry.tool !== 'string' || entry.tool === '') return { ok: false, reason: `the component config for ${dep.action} names no tool` };
+    if (typeof entry.tool !== 'string' || entry.tool === '')
+      return { ok: false, reason: `the component config for ${dep.action} names no tool` };
     return { ok: true, deployment: withGroupAndConfig(dep, entry.tool, entry.config) };
   }
   return { ok: false, reason: `no component config is defined for action ${dep.action}` };

@@ -69,20 +69,27 @@ export function parseDeployment(raw: unknown): ParsedDeployment {
   if (!isJsonObject(raw)) return { ok: false, reason: 'the deployment is not a JSON object' };
   const id = raw.id;
   if (typeof id !== 'string' || id === '') return { ok: false, reason: 'the deployment has no id' };
-  if (!isSafeFileName(id as unknown)) return { ok: false, reason: `deployment id ${JSON.stringify(String(id).slice(0, 80))} cannot be used as a file name` };
+  if (!isSafeFileName(id as unknown))
+    return {
+      ok: false,
+      reason: `deployment id ${JSON.stringify(String(id).slice(0, 80))} cannot be used as a file name`,
+    };
   const warnings: string[] = [];
   const document = deepClone(raw);
 
   const inputs: DeploymentInput[] = [];
-  if (raw.inputs !== undefined && raw.inputs !== null && !Array.isArray(raw.inputs)) warnings.push('"inputs" is not a list; ignored');
+  if (raw.inputs !== undefined && raw.inputs !== null && !Array.isArray(raw.inputs))
+    warnings.push('"inputs" is not a list; ignored');
   for (const item of Array.isArray(raw.inputs) ? raw.inputs : []) {
     if (isJsonObject(item) && typeof item.name === 'string') inputs.push(deepClone(item) as unknown as DeploymentInput);
     else warnings.push('an input without a string "name" was dropped');
   }
   const outputs: DeploymentOutput[] = [];
-  if (raw.outputs !== undefined && raw.outputs !== null && !Array.isArray(raw.outputs)) warnings.push('"outputs" is not a list; ignored');
+  if (raw.outputs !== undefined && raw.outputs !== null && !Array.isArray(raw.outputs))
+    warnings.push('"outputs" is not a list; ignored');
   for (const item of Array.isArray(raw.outputs) ? raw.outputs : []) {
-    if (isJsonObject(item) && typeof item.name === 'string') outputs.push(deepClone(item) as unknown as DeploymentOutput);
+    if (isJsonObject(item) && typeof item.name === 'string')
+      outputs.push(deepClone(item) as unknown as DeploymentOutput);
     else warnings.push('an output without a string "name" was dropped');
   }
   setKey(document, 'inputs', inputs);
@@ -92,12 +99,22 @@ export function parseDeployment(raw: unknown): ParsedDeployment {
   const name = typeof raw.name === 'string' && raw.name !== '' ? raw.name : id;
   const actionValue = lastInput(inputs, 'deploy_action');
   const action = typeof actionValue === 'string' && actionValue !== '' ? actionValue : 'CREATE';
-  if (!(DEPLOY_ACTIONS as readonly string[]).includes(action)) warnings.push(`deploy_action ${JSON.stringify(action)} is not one Heat sends; the hook runs anyway`);
+  if (!(DEPLOY_ACTIONS as readonly string[]).includes(action))
+    warnings.push(`deploy_action ${JSON.stringify(action)} is not one Heat sends; the hook runs anyway`);
 
   const timeout = hookTimeout(raw.options, warnings);
   return {
     ok: true,
-    deployment: { id, name, group, action, inputs, outputs, document, ...(timeout !== undefined ? { hookTimeoutSeconds: timeout } : {}) },
+    deployment: {
+      id,
+      name,
+      group,
+      action,
+      inputs,
+      outputs,
+      document,
+      ...(timeout !== undefined ? { hookTimeoutSeconds: timeout } : {}),
+    },
     warnings,
   };
 }
@@ -118,7 +135,9 @@ function hookTimeout(options: unknown, warnings: string[]): number | undefined {
   const raw = options.hook_timeout;
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
   if (!Number.isFinite(n) || n < 0) {
-    warnings.push(`options.hook_timeout ${JSON.stringify(raw)} is not a number of seconds; the configured hook_timeout applies`);
+    warnings.push(
+      `options.hook_timeout ${JSON.stringify(raw)} is not a number of seconds; the configured hook_timeout applies`,
+    );
     return undefined;
   }
   return n;

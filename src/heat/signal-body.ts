@@ -32,17 +32,29 @@ const PREFIX = 'os-config-agent: ';
 
 export function failureBody(message: string, statusCode: number, stdout = '', stderr = ''): JsonObject {
   const note = `${PREFIX}${message}`;
-  return { deploy_stdout: stdout, deploy_stderr: stderr === '' ? note : `${stderr.replace(/\n?$/, '\n')}${note}`, deploy_status_code: statusCode };
+  return {
+    deploy_stdout: stdout,
+    deploy_stderr: stderr === '' ? note : `${stderr.replace(/\n?$/, '\n')}${note}`,
+    deploy_status_code: statusCode,
+  };
 }
 
 /** The signal body for a finished hook. `hook` is the path shown to the operator. */
 export function bodyFromHookResult(result: HookResult, hook: string, timeoutSeconds: number): JsonObject {
   if (result.spawnError) {
     const status = result.spawnError.code === 'ENOENT' ? STATUS_NO_HOOK : STATUS_NOT_EXECUTABLE;
-    return failureBody(`hook ${hook} could not be started (${result.spawnError.code}); check that it exists, is executable and names a valid interpreter`, status);
+    return failureBody(
+      `hook ${hook} could not be started (${result.spawnError.code}); check that it exists, is executable and names a valid interpreter`,
+      status,
+    );
   }
   if (result.timedOut) {
-    return failureBody(`hook ${hook} did not finish within ${timeoutSeconds} s; its process group was killed`, STATUS_TIMED_OUT, result.stdout, result.stderr);
+    return failureBody(
+      `hook ${hook} did not finish within ${timeoutSeconds} s; its process group was killed`,
+      STATUS_TIMED_OUT,
+      result.stdout,
+      result.stderr,
+    );
   }
   const code = result.exitCode ?? (result.signal ? 128 + (constants.signals[result.signal as NodeJS.Signals] ?? 0) : 1);
   const parsed = result.stdout !== '' && !result.stdoutTruncated ? parseObject(result.stdout) : undefined;
@@ -50,7 +62,8 @@ export function bodyFromHookResult(result: HookResult, hook: string, timeoutSeco
     if (code !== 0 && !Object.hasOwn(parsed, 'deploy_status_code')) parsed.deploy_status_code = code;
     return parsed;
   }
-  if (result.signal) return failureBody(`hook ${hook} was killed by ${result.signal}`, code, result.stdout, result.stderr);
+  if (result.signal)
+    return failureBody(`hook ${hook} was killed by ${result.signal}`, code, result.stdout, result.stderr);
   return { deploy_stdout: result.stdout, deploy_stderr: result.stderr, deploy_status_code: code };
 }
 
@@ -76,11 +89,17 @@ export interface SignalVerdict {
  */
 export function judgeSignal(body: JsonObject, outputs: readonly DeploymentOutput[]): SignalVerdict {
   const raw = body.deploy_status_code;
-  const statusCode = raw === undefined || raw === null ? undefined : typeof raw === 'string' ? raw : JSON.stringify(raw);
-  if (pythonTruthy(raw) && statusCode !== '0') return { failed: true, statusCode, reason: `deploy_status_code ${statusCode}` };
+  const statusCode =
+    raw === undefined || raw === null ? undefined : typeof raw === 'string' ? raw : JSON.stringify(raw);
+  if (pythonTruthy(raw) && statusCode !== '0')
+    return { failed: true, statusCode, reason: `deploy_status_code ${statusCode}` };
   for (const output of outputs) {
     if (pythonTruthy(output.error_output) && Object.hasOwn(body, output.name)) {
-      return { failed: true, ...(statusCode !== undefined ? { statusCode } : {}), reason: `error output ${output.name}` };
+      return {
+        failed: true,
+        ...(statusCode !== undefined ? { statusCode } : {}),
+        reason: `error output ${output.name}`,
+      };
     }
   }
   return { failed: false, ...(statusCode !== undefined ? { statusCode } : {}) };
@@ -136,12 +155,21 @@ export function trimSignalBody(body: JsonObject, limit = SIGNAL_LIMIT_BYTES): Tr
       });
       text = pythonJsonDumps(out);
     }
-    if (text.length <= limit) return { body: out, text, trimmed: [...cutSoFar.values()].reduce((a, c) => a + c.removed, 0) };
+    if (text.length <= limit)
+      return { body: out, text, trimmed: [...cutSoFar.values()].reduce((a, c) => a + c.removed, 0) };
   }
-  const status = pythonTruthy(body.deploy_status_code) && String(body.deploy_status_code) !== '0' ? body.deploy_status_code : 1;
-  const fallback = failureBody(`the signal is ${pythonJsonDumps(body).length} bytes even with its text trimmed, over the ${limit}-byte limit; outputs were dropped`, 1);
+  const status =
+    pythonTruthy(body.deploy_status_code) && String(body.deploy_status_code) !== '0' ? body.deploy_status_code : 1;
+  const fallback = failureBody(
+    `the signal is ${pythonJsonDumps(body).length} bytes even with its text trimmed, over the ${limit}-byte limit; outputs were dropped`,
+    1,
+  );
   fallback.deploy_status_code = status;
-  return { body: fallback, text: pythonJsonDumps(fallback), trimmed: [...cutSoFar.values()].reduce((a, c) => a + c.removed, 0) };
+  return {
+    body: fallback,
+    text: pythonJsonDumps(fallback),
+    trimmed: [...cutSoFar.values()].reduce((a, c) => a + c.removed, 0),
+  };
 }
 
 /** Length of a string inside ASCII-only JSON, without the quotes. */
@@ -152,7 +180,16 @@ function escapedLength(s: string): number {
 }
 
 function charCost(code: number): number {
-  if (code === 0x22 || code === 0x5c || code === 0x08 || code === 0x0c || code === 0x0a || code === 0x0d || code === 0x09) return 2;
+  if (
+    code === 0x22 ||
+    code === 0x5c ||
+    code === 0x08 ||
+    code === 0x0c ||
+    code === 0x0a ||
+    code === 0x0d ||
+    code === 0x09
+  )
+    return 2;
   if (code < 0x20 || code > 0x7e) return 6;
   return 1;
 }

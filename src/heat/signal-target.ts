@@ -40,8 +40,19 @@ export function signalTargetFor(dep: Deployment): TargetChoice {
     } catch {
       return { ok: false, transport, reason: 'deploy_signal_id is not a URL' };
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, transport, reason: `deploy_signal_id uses ${url.protocol} (only http and https are sent to)` };
-    return { ok: true, target: verb === 'PUT' ? { transport: 'TEMP_URL_SIGNAL', url: signalId, verb } : { transport: 'CFN_SIGNAL', url: signalId, verb } };
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      return {
+        ok: false,
+        transport,
+        reason: `deploy_signal_id uses ${url.protocol} (only http and https are sent to)`,
+      };
+    return {
+      ok: true,
+      target:
+        verb === 'PUT'
+          ? { transport: 'TEMP_URL_SIGNAL', url: signalId, verb }
+          : { transport: 'CFN_SIGNAL', url: signalId, verb },
+    };
   }
   const queueId = text('deploy_queue_id');
   const authUrl = text('deploy_auth_url');
@@ -53,9 +64,11 @@ export function signalTargetFor(dep: Deployment): TargetChoice {
     ['deploy_password', text('deploy_password')],
     ['deploy_project_id', text('deploy_project_id')],
   ];
-  if (transport === 'HEAT_SIGNAL') needed.push(['deploy_stack_id', text('deploy_stack_id')], ['deploy_resource_name', text('deploy_resource_name')]);
+  if (transport === 'HEAT_SIGNAL')
+    needed.push(['deploy_stack_id', text('deploy_stack_id')], ['deploy_resource_name', text('deploy_resource_name')]);
   const missing = needed.filter(([, v]) => v === undefined).map(([n]) => n);
-  if (missing.length > 0) return { ok: false, transport, reason: `${transport} needs the input(s) ${missing.join(', ')}` };
+  if (missing.length > 0)
+    return { ok: false, transport, reason: `${transport} needs the input(s) ${missing.join(', ')}` };
   const region = text('deploy_region_name');
   const keystone: KeystoneInputs = {
     authUrl: authUrl!,
@@ -65,5 +78,8 @@ export function signalTargetFor(dep: Deployment): TargetChoice {
     ...(region !== undefined ? { region } : {}),
   };
   if (transport === 'ZAQAR_SIGNAL') return { ok: true, target: { transport, queueId: queueId!, ...keystone } };
-  return { ok: true, target: { transport, stackId: text('deploy_stack_id')!, resourceName: text('deploy_resource_name')!, ...keystone } };
+  return {
+    ok: true,
+    target: { transport, stackId: text('deploy_stack_id')!, resourceName: text('deploy_resource_name')!, ...keystone },
+  };
 }

@@ -66,11 +66,17 @@ export function nativeBodyFromJson(text: string): string {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new SignalInputError(`--body is not JSON (${(err as Error).message}); give a JSON object such as '{"status": "SUCCESS", "reason": "done"}'`);
+    throw new SignalInputError(
+      `--body is not JSON (${(err as Error).message}); give a JSON object such as '{"status": "SUCCESS", "reason": "done"}'`,
+    );
   }
-  if (!isJsonObject(value)) throw new SignalInputError('--body must be a JSON object such as \'{"status": "SUCCESS"}\'');
+  if (!isJsonObject(value))
+    throw new SignalInputError('--body must be a JSON object such as \'{"status": "SUCCESS"}\'');
   const extra = Object.keys(value).filter((k) => !NATIVE_KEYS.includes(k));
-  if (extra.length > 0) throw new SignalInputError(`--body has key(s) Heat refuses: ${extra.slice(0, 5).join(', ')}; only ${NATIVE_KEYS.join(', ')} are allowed`);
+  if (extra.length > 0)
+    throw new SignalInputError(
+      `--body has key(s) Heat refuses: ${extra.slice(0, 5).join(', ')}; only ${NATIVE_KEYS.join(', ')} are allowed`,
+    );
   const status = (value as JsonObject).status;
   if (status !== undefined && !(WAIT_CONDITION_STATUSES as readonly unknown[]).includes(status)) {
     throw new SignalInputError('--body\'s "status" must be "SUCCESS" or "FAILURE"');
@@ -80,7 +86,9 @@ export function nativeBodyFromJson(text: string): string {
 
 function checkSize(text: string): string {
   if (text.length > SIGNAL_LIMIT_BYTES) {
-    throw new SignalInputError(`the signal body is ${text.length} bytes, over the ${SIGNAL_LIMIT_BYTES}-byte limit (Heat refuses bodies over 1 MiB); send less data`);
+    throw new SignalInputError(
+      `the signal body is ${text.length} bytes, over the ${SIGNAL_LIMIT_BYTES}-byte limit (Heat refuses bodies over 1 MiB); send less data`,
+    );
   }
   return text;
 }

@@ -11,7 +11,12 @@ export function hookDeployment(dep: Deployment): HookDeployment {
   const { document } = dep;
   const options = isJsonObject(document.options) ? document.options : {};
   const created = document.creation_time;
-  return { ...dep, config: document.config, options, ...(typeof created === 'string' ? { creationTime: created } : {}) };
+  return {
+    ...dep,
+    config: document.config,
+    options,
+    ...(typeof created === 'string' ? { creationTime: created } : {}),
+  };
 }
 
 /** The deployment from a hook's stdin text. */
@@ -20,7 +25,9 @@ export function parseHookInput(text: string): HookDeployment {
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw new HookFailure(`the hook's stdin is not JSON (${(err as Error).message}): it expects one deployment object from the agent`);
+    throw new HookFailure(
+      `the hook's stdin is not JSON (${(err as Error).message}): it expects one deployment object from the agent`,
+    );
   }
   const parsed = parseDeployment(data);
   if (!parsed.ok) throw new HookFailure(`the hook cannot run this deployment: ${parsed.reason}`);

@@ -14,7 +14,8 @@ export interface ResultParts {
 export function result({ outputs = {}, stdout = '', stderr = '', status }: ResultParts): HookOutcome {
   const out: HookOutcome = {};
   for (const [key, value] of Object.entries(outputs)) {
-    if (!STATUS_KEYS.includes(key)) Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+    if (!STATUS_KEYS.includes(key))
+      Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
   }
   out.deploy_stdout = stdout;
   out.deploy_stderr = stderr;

@@ -44,11 +44,20 @@ export async function findHook(group: string, dirs: readonly string[]): Promise<
     } catch {
       continue;
     }
-    if (!st.isFile()) return { name, searched: dirs, found: { path: file, runnable: false, problem: 'is not a regular file' } };
+    if (!st.isFile())
+      return { name, searched: dirs, found: { path: file, runnable: false, problem: 'is not a regular file' } };
     try {
       await fs.access(file, fsConstants.X_OK);
     } catch {
-      return { name, searched: dirs, found: { path: file, runnable: false, problem: `is not executable (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')})` } };
+      return {
+        name,
+        searched: dirs,
+        found: {
+          path: file,
+          runnable: false,
+          problem: `is not executable (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')})`,
+        },
+      };
     }
     return { name, searched: dirs, found: { path: file, runnable: true } };
   }

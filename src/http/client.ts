@@ -90,7 +90,14 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         method: req.method ?? 'GET',
         headers: req.headers ?? {},
         ...(req.body !== undefined ? { body: typeof req.body === 'string' ? req.body : Buffer.from(req.body) } : {}),
-        timeout: { lookup: timeoutMs, connect: timeoutMs, secureConnect: timeoutMs, socket: timeoutMs, response: timeoutMs, send: timeoutMs },
+        timeout: {
+          lookup: timeoutMs,
+          connect: timeoutMs,
+          secureConnect: timeoutMs,
+          socket: timeoutMs,
+          response: timeoutMs,
+          send: timeoutMs,
+        },
         retry: {
           limit: req.retries ?? options.defaultRetries,
           methods: [...RETRY_METHODS],
@@ -99,7 +106,12 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
             // A kept-alive connection that the server or proxy closed just as it was reused (tinyproxy closes after
             // every answer without saying so) fails with ECONNRESET before any answer: the request never reached
             // the other side, so it goes again at once on a new connection, once, whatever the retry limit.
-            if (!staleRetried && current?.reusedSocket === true && error.code === 'ECONNRESET' && error.response === undefined) {
+            if (
+              !staleRetried &&
+              current?.reusedSocket === true &&
+              error.code === 'ECONNRESET' &&
+              error.response === undefined
+            ) {
               staleRetried = true;
               route?.closedOnReuse((current as ClientRequest & { agent?: unknown }).agent);
               return 1;
@@ -107,13 +119,18 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
             // got computes 0 when the error or status is not retryable (or the limit is reached).
             if (computedValue === 0) return 0;
             const delay = retryDelayMs(attemptCount, baseMs, random());
-            options.log?.debug({ url: shown, attempt: attemptCount, delayMs: delay, reason: error.code ?? error.response?.statusCode }, 'retrying request');
+            options.log?.debug(
+              { url: shown, attempt: attemptCount, delayMs: delay, reason: error.code ?? error.response?.statusCode },
+              'retrying request',
+            );
             return delay;
           },
         },
         https: { ...(ca !== undefined ? { certificateAuthority: ca } : {}), rejectUnauthorized: !req.insecure },
         ...(req.signal ? { signal: req.signal } : {}),
-        ...(zoned.zone !== undefined && zoned.address !== undefined ? { agent: zonedAgents(zoned.address, zoned.zone), followRedirect: false } : {}),
+        ...(zoned.zone !== undefined && zoned.address !== undefined
+          ? { agent: zonedAgents(zoned.address, zoned.zone), followRedirect: false }
+          : {}),
         ...route?.gotOptions,
       });
       pending.on('request', (request: ClientRequest) => {
@@ -139,8 +156,11 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         const code = (err as { code?: string }).code;
         // The proxy agents report a proxy that did not answer within the request's timeout as ETIMEDOUT.
         const proxyTimeout = route?.route.kind === 'proxy' && code === 'ETIMEDOUT';
-        const described = proxyTimeout ? `no answer within ${timeoutMs / 1000} s (ETIMEDOUT)` : describeError(err, timeoutMs);
-        const reason = route?.route.kind === 'proxy' ? proxyFailureReason(route.route.proxy, code, described) : described;
+        const described = proxyTimeout
+          ? `no answer within ${timeoutMs / 1000} s (ETIMEDOUT)`
+          : describeError(err, timeoutMs);
+        const reason =
+          route?.route.kind === 'proxy' ? proxyFailureReason(route.route.proxy, code, described) : described;
         throw new HttpError(`request to ${shown} failed: ${reason}`, shown, 'ERR_HTTP', { cause: err, reason });
       }
       // A body that arrived whole but is over the cap (no progress event crossed it) is refused the same way.
@@ -152,7 +172,12 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
         const reason = proxyAuthReason(route.route.proxy);
         throw new HttpError(`request to ${shown} failed: ${reason}`, shown, 'ERR_HTTP', { reason, statusCode: 407 });
       }
-      return { statusCode: res.statusCode, headers: res.headers, body: res.rawBody, redactedUrl: redactUrl(zoned.zone !== undefined ? req.url : res.url || req.url) };
+      return {
+        statusCode: res.statusCode,
+        headers: res.headers,
+        body: res.rawBody,
+        redactedUrl: redactUrl(zoned.zone !== undefined ? req.url : res.url || req.url),
+      };
     },
   };
 }
@@ -163,8 +188,10 @@ function describeError(err: unknown, timeoutMs: number): string {
   if (e.name === 'AbortError') return 'aborted (shutting down)';
   if (e.name === 'TimeoutError') return `no answer within ${timeoutMs / 1000} s (${e.code ?? 'ETIMEDOUT'})`;
   if (e.code === 'ECONNREFUSED') return 'connection refused';
-  if (e.code === 'ECONNRESET' || e.name === 'ReadError') return `connection closed before the whole response arrived (${e.code ?? 'ReadError'})`;
+  if (e.code === 'ECONNRESET' || e.name === 'ReadError')
+    return `connection closed before the whole response arrived (${e.code ?? 'ReadError'})`;
   if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `host name not resolvable (${e.code})`;
-  if (typeof e.code === 'string' && /CERT|SSL|TLS|SELF_SIGNED|VERIFY|ISSUER|ALTNAME/i.test(e.code)) return `TLS verification failed (${e.code}); check the CA certificate option`;
+  if (typeof e.code === 'string' && /CERT|SSL|TLS|SELF_SIGNED|VERIFY|ISSUER|ALTNAME/i.test(e.code))
+    return `TLS verification failed (${e.code}); check the CA certificate option`;
   return e.code ?? e.name ?? 'unknown error';
 }

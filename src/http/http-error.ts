@@ -13,7 +13,12 @@ export class HttpError extends AgentError {
   readonly reason: string;
   /** The HTTP status that made the request fail, when one did (407 from a proxy); undefined for transport failures. */
   readonly statusCode: number | undefined;
-  constructor(message: string, readonly redactedUrl: string, code: 'ERR_HTTP' | 'ERR_HTTP_TOO_LARGE' = 'ERR_HTTP', options?: { cause?: unknown; reason?: string; statusCode?: number }) {
+  constructor(
+    message: string,
+    readonly redactedUrl: string,
+    code: 'ERR_HTTP' | 'ERR_HTTP_TOO_LARGE' = 'ERR_HTTP',
+    options?: { cause?: unknown; reason?: string; statusCode?: number },
+  ) {
     super(code, message, options);
     this.reason = options?.reason ?? message;
     this.statusCode = options?.statusCode;

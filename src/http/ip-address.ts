@@ -24,7 +24,8 @@ export function parseIp(text: string): IpAddress | undefined {
   if (kind !== 6) return undefined;
   const bytes = ipv6Bytes(host.toLowerCase());
   // An IPv4-mapped address reaches the IPv4 host: decide on that address.
-  if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff) return { version: 4, bytes: bytes.slice(12) };
+  if (bytes.slice(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff)
+    return { version: 4, bytes: bytes.slice(12) };
   return { version: 6, bytes };
 }
 
@@ -59,8 +60,11 @@ export function sameIp(a: IpAddress, b: IpAddress): boolean {
 /** Bytes of an address net.isIP() already accepted as IPv6 (so the shape is known to be valid). */
 function ipv6Bytes(host: string): Uint8Array {
   // A dotted IPv4 tail (::ffff:1.2.3.4) is the last two 16-bit words written another way.
-  const text = host.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, a: string, b: string, c: string, d: string) =>
-    `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}`);
+  const text = host.replace(
+    /(\d+)\.(\d+)\.(\d+)\.(\d+)$/,
+    (_m, a: string, b: string, c: string, d: string) =>
+      `${((Number(a) << 8) | Number(b)).toString(16)}:${((Number(c) << 8) | Number(d)).toString(16)}`,
+  );
   const parse = (part: string): number[] => (part === '' ? [] : part.split(':').map((w) => parseInt(w, 16)));
   const [head = '', rest] = text.split('::') as [string, string | undefined];
   const left = parse(head);

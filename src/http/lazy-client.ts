@@ -8,7 +8,14 @@ export function createLazyHttpClient(options: HttpClientOptions): HttpClient {
   // Proxy passwords are scrubbed from log lines from the start, not only once the first request loads the client.
   if (options.proxy) {
     const { config, env } = options.proxy;
-    const values = [config.http_proxy, config.https_proxy, env.http_proxy, env.HTTP_PROXY, env.https_proxy, env.HTTPS_PROXY];
+    const values = [
+      config.http_proxy,
+      config.https_proxy,
+      env.http_proxy,
+      env.HTTP_PROXY,
+      env.https_proxy,
+      env.HTTPS_PROXY,
+    ];
     // Replaced by the next client's (a reload): a proxy password that is no longer configured stops being scrubbed.
     setSecrets('proxy settings', values.flatMap(urlCredentialSecrets));
   }

@@ -22,7 +22,9 @@ export interface NoProxyList {
  * fe80::/10) and OpenStack's IPv6 metadata address. A proxy cannot reach a link-local address of this instance, and
  * the metadata service answers for the instance that asks, so through a proxy it would describe the proxy.
  */
-export const NEVER_PROXIED: readonly IpRange[] = ['169.254.0.0/16', 'fe80::/10', 'fd00:ec2::254/128'].map((c) => parseCidr(c) as IpRange);
+export const NEVER_PROXIED: readonly IpRange[] = ['169.254.0.0/16', 'fe80::/10', 'fd00:ec2::254/128'].map(
+  (c) => parseCidr(c) as IpRange,
+);
 
 const HOST_LABEL = /^(?!-)[a-z0-9_-]{1,63}(?<!-)$/;
 
@@ -78,7 +80,8 @@ export function bypassesProxy(rules: readonly NoProxyRule[], hostname: string, p
   for (const rule of rules) {
     if (rule.kind === 'all') return true;
     if (rule.port !== undefined && rule.port !== port) continue;
-    if (rule.kind === 'domain' && address === undefined && (name === rule.name || name.endsWith(`.${rule.name}`))) return true;
+    if (rule.kind === 'domain' && address === undefined && (name === rule.name || name.endsWith(`.${rule.name}`)))
+      return true;
     if (rule.kind === 'ip' && address !== undefined && sameIp(address, rule.address)) return true;
     if (rule.kind === 'cidr' && address !== undefined && inRange(address, rule.range)) return true;
   }

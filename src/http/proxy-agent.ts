@@ -53,25 +53,35 @@ async function withDeadline<T>(agent: WithConnectOpts, setupMs: number, connect:
 // Each pool serves one scheme (agentsFor), so it says which without agent-base's fallback: got's requests carry no
 // `protocol` option, and the fallback reads a stack trace on every request (a fifth of a proxied poll's CPU).
 class ForwardAgent extends HttpProxyAgent<string> {
-  constructor(url: URL, private readonly setupMs: number) {
+  constructor(
+    url: URL,
+    private readonly setupMs: number,
+  ) {
     super(url, { keepAlive: true });
   }
   override isSecureEndpoint(): boolean {
     return false;
   }
-  override connect(...args: Parameters<HttpProxyAgent<string>['connect']>): ReturnType<HttpProxyAgent<string>['connect']> {
+  override connect(
+    ...args: Parameters<HttpProxyAgent<string>['connect']>
+  ): ReturnType<HttpProxyAgent<string>['connect']> {
     return withDeadline(this as unknown as WithConnectOpts, this.setupMs, () => super.connect(...args));
   }
 }
 
 class TunnelAgent extends HttpsProxyAgent<string> {
-  constructor(url: URL, private readonly setupMs: number) {
+  constructor(
+    url: URL,
+    private readonly setupMs: number,
+  ) {
     super(url, { keepAlive: true });
   }
   override isSecureEndpoint(): boolean {
     return true;
   }
-  override connect(...args: Parameters<HttpsProxyAgent<string>['connect']>): ReturnType<HttpsProxyAgent<string>['connect']> {
+  override connect(
+    ...args: Parameters<HttpsProxyAgent<string>['connect']>
+  ): ReturnType<HttpsProxyAgent<string>['connect']> {
     return withDeadline(this as unknown as WithConnectOpts, this.setupMs, () => super.connect(...args));
   }
 }

@@ -13,7 +13,11 @@ import { bypassesProxy, isMetadataAddress, parseNoProxy, type NoProxyRule } from
 
 /** The raw inputs: the agent's options and the process environment. */
 export interface ProxyInputs {
-  readonly config: { readonly http_proxy?: string | undefined; readonly https_proxy?: string | undefined; readonly no_proxy?: string | undefined };
+  readonly config: {
+    readonly http_proxy?: string | undefined;
+    readonly https_proxy?: string | undefined;
+    readonly no_proxy?: string | undefined;
+  };
   readonly env: Readonly<Record<string, string | undefined>>;
 }
 
@@ -42,7 +46,10 @@ export interface ProxySettings {
   readonly noProxySource?: string;
 }
 
-export type ProxyRoute = { readonly kind: 'direct' } | { readonly kind: 'proxy'; readonly proxy: ProxyServer } | { readonly kind: 'invalid'; readonly problem: ProxyProblem };
+export type ProxyRoute =
+  | { readonly kind: 'direct' }
+  | { readonly kind: 'proxy'; readonly proxy: ProxyServer }
+  | { readonly kind: 'invalid'; readonly problem: ProxyProblem };
 
 export const DIRECT: ProxyRoute = { kind: 'direct' };
 
@@ -95,7 +102,10 @@ function proxyServer(chosen: Chosen | undefined): ProxyServer | ProxyProblem | u
     return { problem: `${source} is not a valid proxy URL (${expected}); fix or unset it`, source };
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return { problem: `${source} names a ${url.protocol.slice(0, -1)} proxy, which is not supported (${expected}); fix or unset it`, source };
+    return {
+      problem: `${source} names a ${url.protocol.slice(0, -1)} proxy, which is not supported (${expected}); fix or unset it`,
+      source,
+    };
   }
   if (url.hostname === '') return { problem: `${source} has no proxy host (${expected}); fix or unset it`, source };
   const hasCredentials = url.username !== '' || url.password !== '';

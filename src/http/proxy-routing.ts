@@ -2,7 +2,17 @@ import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
 import { HttpError } from './http-error.js';
 import type { ProxyAgents } from './proxy-agent.js';
-import { anyProxy, DIRECT, isProblem, resolveProxySettings, routeFor, type ProxyInputs, type ProxyRoute, type ProxyServer, type ProxySettings } from './proxy-env.js';
+import {
+  anyProxy,
+  DIRECT,
+  isProblem,
+  resolveProxySettings,
+  routeFor,
+  type ProxyInputs,
+  type ProxyRoute,
+  type ProxyServer,
+  type ProxySettings,
+} from './proxy-env.js';
 
 // The client's side of proxies: per request, which agents got uses (again after every redirect, since the next hop
 // may be a host that no_proxy names or a metadata address), and what an error says when a proxy was in the way.
@@ -35,7 +45,10 @@ export class ProxyRouting {
     this.settings = resolveProxySettings(inputs);
     this.needsAgents = anyProxy(this.settings);
     if (this.settings.malformedNoProxy.length > 0) {
-      log?.warn({ source: this.settings.noProxySource, entries: this.settings.malformedNoProxy }, 'ignoring malformed no_proxy entries');
+      log?.warn(
+        { source: this.settings.noProxySource, entries: this.settings.malformedNoProxy },
+        'ignoring malformed no_proxy entries',
+      );
     }
     for (const entry of [this.settings.http, this.settings.https]) {
       if (entry && isProblem(entry)) log?.warn({ reason: entry.problem }, 'proxy setting unusable');
@@ -54,7 +67,9 @@ export class ProxyRouting {
       const route = target === undefined ? DIRECT : routeFor(this.settings, target);
       if (route.kind === 'invalid') throw invalid(route.problem.problem, targetShown);
       state.route = route;
-      return route.kind === 'proxy' && target !== undefined ? module.agentsFor(route.proxy, new URL(target).protocol, setupMs) : {};
+      return route.kind === 'proxy' && target !== undefined
+        ? module.agentsFor(route.proxy, new URL(target).protocol, setupMs)
+        : {};
     };
     const agent = agentsOf(url, shown);
     return {
@@ -63,7 +78,10 @@ export class ProxyRouting {
       },
       closedOnReuse: (used) => {
         if (state.route.kind === 'proxy' && module.stopKeepAliveAfterClosedReuse(used)) {
-          this.log?.info({ proxy: state.route.proxy.shown }, 'proxy closes connections after each answer: not keeping them open');
+          this.log?.info(
+            { proxy: state.route.proxy.shown },
+            'proxy closes connections after each answer: not keeping them open',
+          );
         }
       },
       gotOptions: {
@@ -89,7 +107,8 @@ function invalid(problem: string, shown: string): HttpError {
 export function proxyFailureReason(proxy: ProxyServer, code: string | undefined, reason: string): string {
   const fix = `or fix or unset ${proxy.source}`;
   if (code === 'ECONNREFUSED') return `proxy ${proxy.shown} refused the connection; check that it runs, ${fix}`;
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `proxy host of ${proxy.shown} not resolvable (${code}); ${fix.slice(3)}`;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+    return `proxy host of ${proxy.shown} not resolvable (${code}); ${fix.slice(3)}`;
   return `through proxy ${proxy.shown}: ${reason}; check the proxy, ${fix}`;
 }
 
@@ -99,4 +118,3 @@ export function proxyAuthReason(proxy: ProxyServer): string {
     ? `proxy ${proxy.shown} refused the user and password given in ${proxy.source} (407 Proxy Authentication Required); fix them`
     : `proxy ${proxy.shown} requires a user and password (407 Proxy Authentication Required); put them in ${proxy.source} as http://user:password@host:port`;
 }
-

@@ -77,10 +77,16 @@ export async function openZaqarSocket(options: ZaqarSocketOptions): Promise<Zaqa
   try {
     protocol = new URL(options.url).protocol;
   } catch {
-    throw new ZaqarSocketError('connect', `the Zaqar websocket endpoint ${where} is not a URL; check the messaging-websocket entry of the Keystone catalog`);
+    throw new ZaqarSocketError(
+      'connect',
+      `the Zaqar websocket endpoint ${where} is not a URL; check the messaging-websocket entry of the Keystone catalog`,
+    );
   }
   if (!['ws:', 'wss:', 'http:', 'https:'].includes(protocol)) {
-    throw new ZaqarSocketError('connect', `the Zaqar websocket endpoint ${where} uses ${protocol}; only ws: and wss: are supported`);
+    throw new ZaqarSocketError(
+      'connect',
+      `the Zaqar websocket endpoint ${where} uses ${protocol}; only ws: and wss: are supported`,
+    );
   }
   const { WebSocket } = await import('ws');
   const ca = options.caFile && !options.insecure ? await readFile(options.caFile) : undefined;
@@ -96,14 +102,22 @@ export async function openZaqarSocket(options: ZaqarSocketOptions): Promise<Zaqa
     });
   } catch (err) {
     // ws refuses some URLs up front (a fragment, for one).
-    throw new ZaqarSocketError('connect', `the Zaqar websocket endpoint ${where} cannot be used: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new ZaqarSocketError(
+      'connect',
+      `the Zaqar websocket endpoint ${where} cannot be used: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
   const socket = new ZaqarSocket(ws, options, where);
   await socket.opened;
   const auth = await socket.request('authenticate');
   if (auth.status !== 200) {
     socket.close();
-    throw new ZaqarSocketError('refused', `Zaqar at ${where} refused the Keystone token (${auth.status}${errorText(auth.body)}); check the credentials`, { status: auth.status });
+    throw new ZaqarSocketError(
+      'refused',
+      `Zaqar at ${where} refused the Keystone token (${auth.status}${errorText(auth.body)}); check the credentials`,
+      { status: auth.status },
+    );
   }
   return socket;
 }
@@ -131,7 +145,11 @@ export class ZaqarSocket {
       ws.once('open', () => resolve());
       ws.on('close', (code: number, reason: Buffer) => {
         const why = this.closeReason(code, reason.toString('utf8'));
-        reject(new ZaqarSocketError('connect', `could not open the Zaqar websocket at ${where}: ${why}`, { cause: this.lastError }));
+        reject(
+          new ZaqarSocketError('connect', `could not open the Zaqar websocket at ${where}: ${why}`, {
+            cause: this.lastError,
+          }),
+        );
         this.finish(why, false);
       });
     });
@@ -176,16 +194,27 @@ export class ZaqarSocket {
 
   private exchange(action: string, body: JsonObject | undefined, token: string): Promise<ZaqarReply> {
     if (this.ended !== undefined) return Promise.reject(this.closedError(action));
-    const headers = { 'Client-ID': this.options.clientId, 'X-Project-ID': this.options.projectId, 'X-Auth-Token': token };
+    const headers = {
+      'Client-ID': this.options.clientId,
+      'X-Project-ID': this.options.projectId,
+      'X-Auth-Token': token,
+    };
     const frame = JSON.stringify(body === undefined ? { action, headers } : { action, headers, body });
     return new Promise<ZaqarReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         const seconds = Math.round(this.options.timeoutMs / 100) / 10;
-        this.fail(new ZaqarSocketError('timeout', `Zaqar at ${this.where} did not answer ${action} within ${seconds} s`));
+        this.fail(
+          new ZaqarSocketError('timeout', `Zaqar at ${this.where} did not answer ${action} within ${seconds} s`),
+        );
       }, this.options.timeoutMs);
       this.waiting = { action, resolve, reject, timer };
       this.ws.send(frame, (err) => {
-        if (err) this.fail(new ZaqarSocketError('closed', `could not send ${action} to Zaqar at ${this.where}: ${err.message}`, { cause: err }));
+        if (err)
+          this.fail(
+            new ZaqarSocketError('closed', `could not send ${action} to Zaqar at ${this.where}: ${err.message}`, {
+              cause: err,
+            }),
+          );
       });
     });
   }
@@ -198,13 +227,17 @@ export class ZaqarSocket {
     } catch {
       return this.fail(new ZaqarSocketError('malformed', `Zaqar at ${this.where} sent a frame that is not JSON text`));
     }
-    if (!isJsonObject(frame)) return this.fail(new ZaqarSocketError('malformed', `Zaqar at ${this.where} sent a frame that is not a JSON object`));
+    if (!isJsonObject(frame))
+      return this.fail(
+        new ZaqarSocketError('malformed', `Zaqar at ${this.where} sent a frame that is not a JSON object`),
+      );
     if (!('request' in frame)) {
       this.options.onNotification?.(frame);
       return;
     }
     const status = isJsonObject(frame.headers) ? Number(frame.headers.status) : NaN;
-    if (!Number.isInteger(status)) return this.fail(new ZaqarSocketError('malformed', `Zaqar at ${this.where} sent an answer without a status`));
+    if (!Number.isInteger(status))
+      return this.fail(new ZaqarSocketError('malformed', `Zaqar at ${this.where} sent an answer without a status`));
     const waiting = this.waiting;
     // An answer nobody waits for (after a timeout closed the exchange) cannot be matched: ignore it.
     if (!waiting) return;
@@ -238,12 +271,17 @@ export class ZaqarSocket {
   }
 
   private closedError(action: string): ZaqarSocketError {
-    return new ZaqarSocketError('closed', `the Zaqar websocket at ${this.where} closed before the answer to ${action}: ${this.ended ?? 'closed'}`, { cause: this.lastError });
+    return new ZaqarSocketError(
+      'closed',
+      `the Zaqar websocket at ${this.where} closed before the answer to ${action}: ${this.ended ?? 'closed'}`,
+      { cause: this.lastError },
+    );
   }
 
   private closeReason(code: number, reason: string): string {
     if (code === AUTH_EXPIRED) return 'Zaqar ended the session: the token expired';
-    if (code === TOO_BIG || errorCodeOf(this.lastError) === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') return 'a frame was larger than the limit ([agent] max_source_bytes)';
+    if (code === TOO_BIG || errorCodeOf(this.lastError) === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH')
+      return 'a frame was larger than the limit ([agent] max_source_bytes)';
     if (this.lastError) return this.lastError.message;
     const text = reason.replace(/\s+/g, ' ').trim().slice(0, 200);
     return `closed by the server (code ${code}${text ? `, ${text}` : ''})`;

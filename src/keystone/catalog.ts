@@ -60,5 +60,7 @@ export function findEndpoint(catalog: readonly CatalogEntry[], type: string, reg
       return ep.url.replace(/\/+$/, '');
     }
   }
-  throw new KeystoneError(`no public "${type}" endpoint${wantRegion ? ` in region ${wantRegion}` : ''} in the Keystone catalog`);
+  throw new KeystoneError(
+    `no public "${type}" endpoint${wantRegion ? ` in region ${wantRegion}` : ''} in the Keystone catalog`,
+  );
 }

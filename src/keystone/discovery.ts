@@ -76,17 +76,26 @@ async function discover(http: HttpClient, authUrl: string, options: DiscoveryOpt
       ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (err) {
-    throw new KeystoneError(`Keystone version discovery at ${shown} failed: ${err instanceof Error ? err.message : String(err)}; check auth_url`, { cause: err });
+    throw new KeystoneError(
+      `Keystone version discovery at ${shown} failed: ${err instanceof Error ? err.message : String(err)}; check auth_url`,
+      { cause: err },
+    );
   }
   // A server error says nothing about the document: try again next time rather than guess.
   if (res.statusCode >= 500) {
-    throw new KeystoneError(`Keystone version discovery at ${res.redactedUrl} answered ${res.statusCode}; check auth_url, or set it to the v3 endpoint (ending in /v3)`, { statusCode: res.statusCode });
+    throw new KeystoneError(
+      `Keystone version discovery at ${res.redactedUrl} answered ${res.statusCode}; check auth_url, or set it to the v3 endpoint (ending in /v3)`,
+      { statusCode: res.statusCode },
+    );
   }
   const versions = res.statusCode === 200 || res.statusCode === 300 ? versionList(res.body) : undefined;
   if (versions === undefined) {
     // Not a version document (a proxy that forwards /v3 only, an HTML page): the agent's behaviour before discovery.
     const fallback = `${trimSlashes(authUrl)}/v3`;
-    options.log?.warn({ url: res.redactedUrl, status: res.statusCode, using: redactUrl(fallback) }, 'no Keystone version document at auth_url; appending /v3');
+    options.log?.warn(
+      { url: res.redactedUrl, status: res.statusCode, using: redactUrl(fallback) },
+      'no Keystone version document at auth_url; appending /v3',
+    );
     return fallback;
   }
   const chosen = highestV3(versions, res.redactedUrl);
@@ -96,7 +105,10 @@ async function discover(http: HttpClient, authUrl: string, options: DiscoveryOpt
       `the Keystone version document at ${res.redactedUrl} offers no usable Identity v3 (versions: ${offered}); set auth_url to Keystone's v3 endpoint, for example ${redactUrl(trimSlashes(authUrl))}/v3`,
     );
   }
-  options.log?.debug({ url: res.redactedUrl, version: chosen.id, endpoint: redactUrl(chosen.url) }, 'Keystone version discovered');
+  options.log?.debug(
+    { url: res.redactedUrl, version: chosen.id, endpoint: redactUrl(chosen.url) },
+    'Keystone version discovered',
+  );
   return chosen.url;
 }
 
@@ -140,7 +152,13 @@ function highestV3(versions: readonly unknown[], base: string): Candidate | unde
 function selfLink(links: unknown, base: string): string | undefined {
   if (!Array.isArray(links)) return undefined;
   for (const link of links) {
-    if (!isObject(link) || typeof link.rel !== 'string' || link.rel.toLowerCase() !== 'self' || typeof link.href !== 'string') continue;
+    if (
+      !isObject(link) ||
+      typeof link.rel !== 'string' ||
+      link.rel.toLowerCase() !== 'self' ||
+      typeof link.href !== 'string'
+    )
+      continue;
     let url: URL;
     try {
       url = new URL(link.href, base);

@@ -105,7 +105,9 @@ export class KeystoneSession {
   }
 
   private publishSecrets(arriving?: string): void {
-    const live = [this.cached?.token, this.replaced].filter((t) => t !== undefined && t.expiresAt > this.now()).map((t) => t!.token);
+    const live = [this.cached?.token, this.replaced]
+      .filter((t) => t !== undefined && t.expiresAt > this.now())
+      .map((t) => t!.token);
     setSecrets(this.secretOwner, [this.creds.password, ...live, arriving]);
   }
 
@@ -121,7 +123,10 @@ export class KeystoneSession {
       this.diskRead = true;
       const kept = await this.cache.load(this.identity, this.now());
       if (kept) {
-        this.options.log?.debug({ expiresAt: new Date(kept.token.expiresAt).toISOString() }, 'reusing the cached Keystone token');
+        this.options.log?.debug(
+          { expiresAt: new Date(kept.token.expiresAt).toISOString() },
+          'reusing the cached Keystone token',
+        );
         return kept;
       }
     }
@@ -141,7 +146,10 @@ export class KeystoneSession {
     const url = `${v3}/auth/tokens`;
     const body = JSON.stringify({
       auth: {
-        identity: { methods: ['password'], password: { user: { id: this.creds.userId, password: this.creds.password } } },
+        identity: {
+          methods: ['password'],
+          password: { user: { id: this.creds.userId, password: this.creds.password } },
+        },
         scope: { project: { id: this.creds.projectId } },
       },
     });
@@ -158,15 +166,23 @@ export class KeystoneSession {
         ...(signal ? { signal } : {}),
       });
     } catch (err) {
-      throw new KeystoneError(`Keystone authentication failed: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      throw new KeystoneError(`Keystone authentication failed: ${err instanceof Error ? err.message : String(err)}`, {
+        cause: err,
+      });
     }
     if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new KeystoneError(`Keystone at ${res.redactedUrl} refused the credentials (${res.statusCode}); check user_id, password and project_id`, { statusCode: res.statusCode });
+      throw new KeystoneError(
+        `Keystone at ${res.redactedUrl} refused the credentials (${res.statusCode}); check user_id, password and project_id`,
+        { statusCode: res.statusCode },
+      );
     }
     // A discovered endpoint that is gone is looked for again next time.
     if (res.statusCode === 404) forgetDiscovery(this.creds.authUrl);
     if (res.statusCode !== 201 && res.statusCode !== 200) {
-      throw new KeystoneError(`Keystone authentication at ${res.redactedUrl} answered ${res.statusCode}; check auth_url`, { statusCode: res.statusCode });
+      throw new KeystoneError(
+        `Keystone authentication at ${res.redactedUrl} answered ${res.statusCode}; check auth_url`,
+        { statusCode: res.statusCode },
+      );
     }
     const header = res.headers['x-subject-token'];
     const token = Array.isArray(header) ? header[0] : header;
@@ -188,7 +204,10 @@ export class KeystoneSession {
 }
 
 /** Session options for a collector: its logger, and the token cache when `[keystone] cache_dir` is set. */
-export function collectorSessionOptions(config: AgentConfig, log: Logger): Pick<KeystoneSessionOptions, 'log' | 'cache'> {
+export function collectorSessionOptions(
+  config: AgentConfig,
+  log: Logger,
+): Pick<KeystoneSessionOptions, 'log' | 'cache'> {
   const dir = config.keystone.cache_dir;
   return { log, ...(dir ? { cache: { dir, ttlSeconds: config.keystone.cache_ttl } } : {}) };
 }
@@ -197,7 +216,12 @@ export function collectorSessionOptions(config: AgentConfig, log: Logger): Pick<
  * A session kept in a collector's memory across polls, so its token is reused until it nears expiry. A new session
  * is made when the credentials, options or HTTP client (rebuilt on reload) change.
  */
-export function rememberedSession(memory: KeystoneMemory, http: HttpClient, creds: KeystoneCredentials, options: KeystoneSessionOptions): KeystoneSession {
+export function rememberedSession(
+  memory: KeystoneMemory,
+  http: HttpClient,
+  creds: KeystoneCredentials,
+  options: KeystoneSessionOptions,
+): KeystoneSession {
   const fingerprint = createHash('sha256')
     .update(
       JSON.stringify([

@@ -48,7 +48,9 @@ export class TokenCache {
   constructor(private readonly options: TokenCacheOptions) {}
 
   fileFor(id: CacheIdentity): string {
-    const digest = createHash('sha256').update(JSON.stringify([trimSlashes(id.authUrl), id.userId, id.projectId])).digest('hex');
+    const digest = createHash('sha256')
+      .update(JSON.stringify([trimSlashes(id.authUrl), id.userId, id.projectId]))
+      .digest('hex');
     return path.join(this.options.dir, `token-${digest}.json`);
   }
 
@@ -61,7 +63,12 @@ export class TokenCache {
       if (read === undefined) return undefined;
       text = read;
     } catch (err) {
-      this.ignore(file, err instanceof CacheFileRefused ? err.message : `unreadable (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+      this.ignore(
+        file,
+        err instanceof CacheFileRefused
+          ? err.message
+          : `unreadable (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+      );
       return undefined;
     }
     let doc: unknown;
@@ -77,9 +84,19 @@ export class TokenCache {
       return undefined;
     }
     setSecrets(this.options.secretOwner ?? 'keystone-token-cache', [entry.token.token]);
-    const reuseUntil = Math.min(entry.token.expiresAt - this.options.marginMs, entry.storedAt + this.options.ttlSeconds * 1000);
+    const reuseUntil = Math.min(
+      entry.token.expiresAt - this.options.marginMs,
+      entry.storedAt + this.options.ttlSeconds * 1000,
+    );
     if (now >= reuseUntil) {
-      this.options.log?.info({ file, expiresAt: new Date(entry.token.expiresAt).toISOString(), storedAt: new Date(entry.storedAt).toISOString() }, 'cached Keystone token expired; logging in');
+      this.options.log?.info(
+        {
+          file,
+          expiresAt: new Date(entry.token.expiresAt).toISOString(),
+          storedAt: new Date(entry.storedAt).toISOString(),
+        },
+        'cached Keystone token expired; logging in',
+      );
       return undefined;
     }
     return { token: entry.token, reuseUntil };
@@ -101,7 +118,10 @@ export class TokenCache {
     try {
       await writeFileAtomic(file, JSON.stringify(doc), { mode: 0o600, mkdirMode: 0o700 });
     } catch (err) {
-      this.options.log?.warn({ file, error: (err as NodeJS.ErrnoException).code ?? String(err) }, 'cannot write the Keystone token cache; the token is kept in memory only');
+      this.options.log?.warn(
+        { file, error: (err as NodeJS.ErrnoException).code ?? String(err) },
+        'cannot write the Keystone token cache; the token is kept in memory only',
+      );
     }
   }
 
@@ -111,7 +131,10 @@ export class TokenCache {
     try {
       await fs.rm(file, { force: true });
     } catch (err) {
-      this.options.log?.warn({ file, error: (err as NodeJS.ErrnoException).code ?? String(err) }, 'cannot remove a refused token from the Keystone token cache');
+      this.options.log?.warn(
+        { file, error: (err as NodeJS.ErrnoException).code ?? String(err) },
+        'cannot remove a refused token from the Keystone token cache',
+      );
     }
   }
 
@@ -139,7 +162,8 @@ async function readOwnPrivateFile(file: string): Promise<string | undefined> {
     if (!st.isFile()) throw new CacheFileRefused('not a regular file');
     const uid = process.getuid?.();
     if (uid !== undefined && st.uid !== uid) throw new CacheFileRefused(`owned by uid ${st.uid}, not ${uid}`);
-    if ((st.mode & 0o077) !== 0) throw new CacheFileRefused(`mode ${(st.mode & 0o777).toString(8)} gives others access (must be 0600)`);
+    if ((st.mode & 0o077) !== 0)
+      throw new CacheFileRefused(`mode ${(st.mode & 0o777).toString(8)} gives others access (must be 0600)`);
     if (st.size > MAX_FILE_BYTES) throw new CacheFileRefused(`${st.size} bytes, over ${MAX_FILE_BYTES}`);
     return await handle.readFile('utf8');
   } finally {
@@ -150,7 +174,8 @@ async function readOwnPrivateFile(file: string): Promise<string | undefined> {
 /** The entry in a parsed cache file, or why it cannot be used. */
 function parseEntry(doc: unknown, id: CacheIdentity): { token: KeystoneToken; storedAt: number } | string {
   if (!isObject(doc) || doc.format !== FORMAT) return 'unknown format';
-  if (doc.auth_url !== trimSlashes(id.authUrl) || doc.user_id !== id.userId || doc.project_id !== id.projectId) return 'written for another auth_url, user or project';
+  if (doc.auth_url !== trimSlashes(id.authUrl) || doc.user_id !== id.userId || doc.project_id !== id.projectId)
+    return 'written for another auth_url, user or project';
   if (typeof doc.token !== 'string' || !TOKEN_SHAPE.test(doc.token)) return 'no usable token';
   const expiresAt = typeof doc.expires_at === 'string' ? Date.parse(doc.expires_at) : NaN;
   const storedAt = typeof doc.stored_at === 'string' ? Date.parse(doc.stored_at) : NaN;

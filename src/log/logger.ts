@@ -23,7 +23,8 @@ export interface LoggerOptions {
 // Messages are fixed strings; values go in fields. Every serialised line is scrubbed of secrets before it is written.
 export function createLogger(options: LoggerOptions = {}): Logger {
   const dest = options.destination ?? 'stdout';
-  const stream: DestinationStream = typeof dest === 'string' ? fdDestination(dest === 'stdout' ? 1 : 2, options.buffered === true) : dest;
+  const stream: DestinationStream =
+    typeof dest === 'string' ? fdDestination(dest === 'stdout' ? 1 : 2, options.buffered === true) : dest;
   return pino(
     {
       level: options.level ?? 'info',

@@ -37,8 +37,10 @@ export function secretComparisons(): number {
   return scrubbed;
 }
 
-const SECRET_QUERY_PARAMS = /([?&](?:signature|temp_url_sig|x-amz-signature|x-amz-security-token|securitytoken|token|password|secret_access_key|secretaccesskey)=)[^&#\s"']*/gi;
-const SECRET_JSON_FIELDS = /("(?:password|secret_access_key|deploy_password|token|auth_token|x-auth-token|X-Auth-Token|signal_url|deploy_signal_id|temp_url_sig)"\s*:\s*")((?:[^"\\]|\\.)*)"/g;
+const SECRET_QUERY_PARAMS =
+  /([?&](?:signature|temp_url_sig|x-amz-signature|x-amz-security-token|securitytoken|token|password|secret_access_key|secretaccesskey)=)[^&#\s"']*/gi;
+const SECRET_JSON_FIELDS =
+  /("(?:password|secret_access_key|deploy_password|token|auth_token|x-auth-token|X-Auth-Token|signal_url|deploy_signal_id|temp_url_sig)"\s*:\s*")((?:[^"\\]|\\.)*)"/g;
 const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^/@\s"']+@/gi;
 // An (Proxy-)Authorization header written out as text: `proxy-authorization: Basic dXNlcjpwYXNz`, or as JSON.
 const AUTH_HEADER_TEXT = /((?:proxy-)?authorization"?\s*[:=]\s*"?)(?:(?:basic|bearer|digest|negotiate) +)?[^\s"',}]+/gi;
@@ -51,7 +53,9 @@ export function scrubText(text: string): string {
     if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   }
   out = out.replace(SECRET_QUERY_PARAMS, `$1${REDACTED}`);
-  out = out.replace(SECRET_JSON_FIELDS, (_m, head: string, value: string) => (value === REDACTED ? _m : `${head}${REDACTED}"`));
+  out = out.replace(SECRET_JSON_FIELDS, (_m, head: string, value: string) =>
+    value === REDACTED ? _m : `${head}${REDACTED}"`,
+  );
   out = out.replace(URL_USERINFO, `$1${REDACTED}@`);
   out = out.replace(AUTH_HEADER_TEXT, `$1${REDACTED}`);
   return out;
@@ -66,7 +70,11 @@ export function redactUrl(url: string): string {
       u.password = '';
     }
     for (const key of [...u.searchParams.keys()]) {
-      if (/^(signature|temp_url_sig|x-amz-signature|x-amz-security-token|securitytoken|token|password|secret_access_key|secretaccesskey)$/i.test(key)) {
+      if (
+        /^(signature|temp_url_sig|x-amz-signature|x-amz-security-token|securitytoken|token|password|secret_access_key|secretaccesskey)$/i.test(
+          key,
+        )
+      ) {
         u.searchParams.set(key, REDACTED);
       }
     }
@@ -94,7 +102,8 @@ export function redactFields<T>(fields: T): T {
     const value = (fields as Record<string, unknown>)[key];
     let redacted = value;
     if (SECRET_FIELDS.has(key)) redacted = REDACTED;
-    else if (typeof value === 'object' && value !== null && !Array.isArray(value)) redacted = redactNamed(value, key === 'headers' ? SECRET_HEADERS : SECRET_FIELDS);
+    else if (typeof value === 'object' && value !== null && !Array.isArray(value))
+      redacted = redactNamed(value, key === 'headers' ? SECRET_HEADERS : SECRET_FIELDS);
     if (redacted !== value) (copy ??= ownCopy(fields))[key] = redacted;
   }
   return (copy ?? fields) as T;

@@ -87,7 +87,11 @@ function formsOf(values: Iterable<string | undefined | null>): Set<string> {
   const forms = new Set<string>();
   for (const value of values) {
     if (typeof value !== 'string' || value.length < MIN_SECRET_LENGTH) continue;
-    forms.add(value).add(JSON.stringify(value).slice(1, -1)).add(encodeURIComponent(value)).add(new URLSearchParams({ v: value }).toString().slice(2));
+    forms
+      .add(value)
+      .add(JSON.stringify(value).slice(1, -1))
+      .add(encodeURIComponent(value))
+      .add(new URLSearchParams({ v: value }).toString().slice(2));
   }
   return forms;
 }

@@ -88,7 +88,9 @@ export async function sourceEnvironment(
   const out = child.stdio[3] as NodeJS.ReadableStream;
   out.on('data', (c: Buffer) => chunks.push(c));
   const [code, signal] = await new Promise<[number | null, string | null]>((resolve, reject) => {
-    child.once('error', (err) => reject(new EnvironmentSourceError(`cannot run bash to source environment.d: ${err.message}`, null, null)));
+    child.once('error', (err) =>
+      reject(new EnvironmentSourceError(`cannot run bash to source environment.d: ${err.message}`, null, null)),
+    );
     child.once('close', (c, s) => resolve([c, s]));
   });
   if (code !== 0) {

@@ -70,36 +70,54 @@ export async function runPhase(options: RunPhaseOptions): Promise<boolean> {
     return false;
   }
   if (kind === 'other') {
-    throw new PhaseFailedError(`phase ${phase}: ${dir} exists but is not a readable directory; remove it or make it one`, { phase });
+    throw new PhaseFailedError(
+      `phase ${phase}: ${dir} exists but is not a readable directory; remove it or make it one`,
+      { phase },
+    );
   }
   log.info({ phase }, 'starting phase');
   const stepNames = new Set(steps.map((s) => s.name));
   const entries: Entry[] = [];
-  for (const name of kind === 'dir' ? await selectRunParts(dir, options.filter) : []) if (!stepNames.has(name)) entries.push({ kind: 'script', name });
+  for (const name of kind === 'dir' ? await selectRunParts(dir, options.filter) : [])
+    if (!stepNames.has(name)) entries.push({ kind: 'script', name });
   for (const step of steps) {
     const shadowed = path.join(dir, step.name);
-    if (kind === 'dir' && (await exists(shadowed))) log.info({ phase, script: step.name, path: shadowed }, 'in-process step replaces script');
+    if (kind === 'dir' && (await exists(shadowed)))
+      log.info({ phase, script: step.name, path: shadowed }, 'in-process step replaces script');
     entries.push({ kind: 'step', name: step.name, step });
   }
   entries.sort((a, b) => compareRunParts(a.name, b.name));
 
   const fail: Fail = (message, details, cause) => {
-    throw new PhaseFailedError(`phase ${phase}: ${message}`, { phase, ...details }, cause === undefined ? undefined : { cause });
+    throw new PhaseFailedError(
+      `phase ${phase}: ${message}`,
+      { phase, ...details },
+      cause === undefined ? undefined : { cause },
+    );
   };
 
   let env: Record<string, string>;
   try {
     const files = await environmentFiles(options.envDir);
-    env = await sourceEnvironment(files, options.env, { signal: options.signal, ...(options.output !== undefined ? { stderr: options.output } : {}) });
+    env = await sourceEnvironment(files, options.env, {
+      signal: options.signal,
+      ...(options.output !== undefined ? { stderr: options.output } : {}),
+    });
   } catch (err) {
-    if (options.signal.aborted) fail('interrupted while sourcing environment.d', { script: 'environment.d', aborted: true });
+    if (options.signal.aborted)
+      fail('interrupted while sourcing environment.d', { script: 'environment.d', aborted: true });
     const e = err as EnvironmentSourceError;
-    fail(errorMessage(err), { script: 'environment.d', scriptExitCode: e.exitCode ?? null, scriptSignal: e.signal ?? null }, err);
+    fail(
+      errorMessage(err),
+      { script: 'environment.d', scriptExitCode: e.exitCode ?? null, scriptSignal: e.signal ?? null },
+      err,
+    );
   }
 
   for (const entry of entries) {
     if (options.signal.aborted) fail(`interrupted before ${entry.name}`, { script: entry.name, aborted: true });
-    if (options.deadline !== undefined && Date.now() >= options.deadline) fail(`timed out before ${entry.name}`, { script: entry.name, timedOut: true });
+    if (options.deadline !== undefined && Date.now() >= options.deadline)
+      fail(`timed out before ${entry.name}`, { script: entry.name, timedOut: true });
     if (entry.kind === 'step') await runStep(entry.step, env, options, fail);
     else await runFile(entry.name, env, options, fail);
   }
@@ -107,7 +125,11 @@ export async function runPhase(options: RunPhaseOptions): Promise<boolean> {
   return true;
 }
 
-type Fail = (message: string, details: Omit<ConstructorParameters<typeof PhaseFailedError>[1], 'phase'>, cause?: unknown) => never;
+type Fail = (
+  message: string,
+  details: Omit<ConstructorParameters<typeof PhaseFailedError>[1], 'phase'>,
+  cause?: unknown,
+) => never;
 
 async function runFile(name: string, env: Record<string, string>, options: RunPhaseOptions, fail: Fail): Promise<void> {
   const file = path.join(options.dir, name);
@@ -119,17 +141,38 @@ async function runFile(name: string, env: Record<string, string>, options: RunPh
     ...(options.output !== undefined ? { output: options.output } : {}),
   });
   const exitCode = result.exitCode ?? (result.signal !== null ? 128 : 127);
-  options.log.info({ phase: options.phase, script: name, exitCode: result.exitCode, signal: result.signal ?? undefined, seconds: round(result.seconds) }, 'script finished');
+  options.log.info(
+    {
+      phase: options.phase,
+      script: name,
+      exitCode: result.exitCode,
+      signal: result.signal ?? undefined,
+      seconds: round(result.seconds),
+    },
+    'script finished',
+  );
   if (result.exitCode === 0) return;
-  const details = { script: name, scriptExitCode: result.exitCode, scriptSignal: result.signal, timedOut: result.timedOut, aborted: result.aborted };
+  const details = {
+    script: name,
+    scriptExitCode: result.exitCode,
+    scriptSignal: result.signal,
+    timedOut: result.timedOut,
+    aborted: result.aborted,
+  };
   if (result.timedOut) fail(`${file} was killed by the timeout`, details);
   if (result.aborted) fail(`${file} was stopped by shutdown`, details);
-  if (result.spawnError !== undefined) fail(`${file} could not be started (${result.spawnError}); check its #! line and permissions`, details);
+  if (result.spawnError !== undefined)
+    fail(`${file} could not be started (${result.spawnError}); check its #! line and permissions`, details);
   if (result.signal !== null) fail(`${file} was killed by ${result.signal}`, details);
   fail(`${file} exited with status ${exitCode}`, details);
 }
 
-async function runStep(step: InProcessStep, env: Record<string, string>, options: RunPhaseOptions, fail: Fail): Promise<void> {
+async function runStep(
+  step: InProcessStep,
+  env: Record<string, string>,
+  options: RunPhaseOptions,
+  fail: Fail,
+): Promise<void> {
   const controller = new AbortController();
   let timedOut = false;
   const onAbort = () => controller.abort(options.signal.reason);
@@ -156,7 +199,10 @@ async function runStep(step: InProcessStep, env: Record<string, string>, options
   }
   const seconds = round(Number(process.hrtime.bigint() - started) / 1e9);
   const failed = error !== undefined || timedOut || options.signal.aborted;
-  options.log.info({ phase: options.phase, script: step.name, inProcess: true, exitCode: failed ? 1 : 0, seconds }, 'script finished');
+  options.log.info(
+    { phase: options.phase, script: step.name, inProcess: true, exitCode: failed ? 1 : 0, seconds },
+    'script finished',
+  );
   if (!failed) return;
   const details = { script: step.name, scriptExitCode: 1, timedOut, aborted: options.signal.aborted };
   if (timedOut) fail(`in-process step ${step.name} was stopped by the timeout`, details, error);

@@ -32,7 +32,10 @@ export class RefreshLockedError extends AgentError {
   override name = 'RefreshLockedError';
   readonly exitCode = LOCKED_EXIT_CODE;
   constructor(readonly lockfile: string) {
-    super('ERR_LOCKED', `could not lock ${lockfile}: another os-refresh-config run holds it; try again when it has finished`);
+    super(
+      'ERR_LOCKED',
+      `could not lock ${lockfile}: another os-refresh-config run holds it; try again when it has finished`,
+    );
   }
 }
 

@@ -23,11 +23,27 @@ export async function acquireRefreshLock(file: string): Promise<RefreshLock> {
     await fs.mkdir(path.dirname(file), { recursive: true });
     await (await fs.open(file, 'a')).close();
   } catch (err) {
-    throw new RefreshLockError(`cannot open the lock file ${file}: ${errorMessage(err)}; check the --lockfile path and its directory's permissions`, { cause: err });
+    throw new RefreshLockError(
+      `cannot open the lock file ${file}: ${errorMessage(err)}; check the --lockfile path and its directory's permissions`,
+      { cause: err },
+    );
   }
-  const child = spawn('flock', ['--nonblock', '--conflict-exit-code', String(LOCKED_EXIT_CODE), '--close', file, 'sh', '-c', `printf '${READY.trim()}\\n'; exec cat >/dev/null`], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    'flock',
+    [
+      '--nonblock',
+      '--conflict-exit-code',
+      String(LOCKED_EXIT_CODE),
+      '--close',
+      file,
+      'sh',
+      '-c',
+      `printf '${READY.trim()}\\n'; exec cat >/dev/null`,
+    ],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   let spawnError: Error | undefined;
   const exited = new Promise<number | null>((resolve) => {
     child.once('error', (err) => {
@@ -49,7 +65,9 @@ export async function acquireRefreshLock(file: string): Promise<RefreshLock> {
     if (code === LOCKED_EXIT_CODE) throw new RefreshLockedError(file);
     const err = spawnError;
     throw new RefreshLockError(
-      err ? `cannot run flock(1) to lock ${file}: ${err.message}; install util-linux` : `flock(1) could not lock ${file} (exit status ${code ?? 'unknown'})`,
+      err
+        ? `cannot run flock(1) to lock ${file}: ${err.message}; install util-linux`
+        : `flock(1) could not lock ${file} (exit status ${code ?? 'unknown'})`,
       err ? { cause: err } : undefined,
     );
   }

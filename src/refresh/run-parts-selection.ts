@@ -30,7 +30,10 @@ const POSIX_CLASSES: Record<string, string> = {
  * failing grep does.
  */
 export function runPartsFilter(value: string | undefined): (name: string) => boolean {
-  const source = value === undefined || value === '' ? DEFAULT_RUN_PARTS_PATTERN : value.replace(/\[:([a-z]+):\]/g, (m, cls: string) => POSIX_CLASSES[cls] ?? m);
+  const source =
+    value === undefined || value === ''
+      ? DEFAULT_RUN_PARTS_PATTERN
+      : value.replace(/\[:([a-z]+):\]/g, (m, cls: string) => POSIX_CLASSES[cls] ?? m);
   try {
     const re = new RegExp(source);
     return (name) => re.test(name);
@@ -89,7 +92,10 @@ export async function isExecutableFile(file: string): Promise<boolean> {
 }
 
 /** The names dib-run-parts would run from `dir`, in run order. A missing or unreadable directory has none. */
-export async function selectRunParts(dir: string, filter: (name: string) => boolean = runPartsFilter(undefined)): Promise<string[]> {
+export async function selectRunParts(
+  dir: string,
+  filter: (name: string) => boolean = runPartsFilter(undefined),
+): Promise<string[]> {
   let names: string[];
   try {
     names = await fs.readdir(dir);

@@ -66,8 +66,18 @@ export async function runRefresh(opts: RunRefreshOptions): Promise<void> {
       } catch (err) {
         if (!(err instanceof PhaseFailedError)) throw err;
         if (err.details.timedOut) log.error({ timeoutSeconds: opts.timeoutSeconds }, 'refresh timeout reached');
-        log.error({ phase, script: err.details.script, exitCode: err.details.scriptExitCode, signal: err.details.scriptSignal ?? undefined, err: err.message }, 'phase failed');
-        if (!err.details.aborted && !opts.signal.aborted) await runErrorHandlers(opts.baseDir, common, deadlineFromNow(), log);
+        log.error(
+          {
+            phase,
+            script: err.details.script,
+            exitCode: err.details.scriptExitCode,
+            signal: err.details.scriptSignal ?? undefined,
+            err: err.message,
+          },
+          'phase failed',
+        );
+        if (!err.details.aborted && !opts.signal.aborted)
+          await runErrorHandlers(opts.baseDir, common, deadlineFromNow(), log);
         log.error({ phase }, 'aborting refresh');
         throw err;
       }
@@ -77,7 +87,12 @@ export async function runRefresh(opts: RunRefreshOptions): Promise<void> {
   }
 }
 
-async function runErrorHandlers(baseDir: string, common: Omit<Parameters<typeof runPhase>[0], 'phase' | 'dir'>, deadline: number | undefined, log: Logger): Promise<void> {
+async function runErrorHandlers(
+  baseDir: string,
+  common: Omit<Parameters<typeof runPhase>[0], 'phase' | 'dir'>,
+  deadline: number | undefined,
+  log: Logger,
+): Promise<void> {
   const dir = path.join(baseDir, 'error.d');
   try {
     await fs.stat(dir);

@@ -32,7 +32,11 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptResult
   const started = process.hrtime.bigint();
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
   const output = options.output ?? 2;
-  const child = spawn(options.file, [], { env: { ...options.env }, stdio: ['inherit', output, output], detached: true });
+  const child = spawn(options.file, [], {
+    env: { ...options.env },
+    stdio: ['inherit', output, output],
+    detached: true,
+  });
   let timedOut = false;
   let aborted = false;
   const timers: NodeJS.Timeout[] = [];
@@ -63,7 +67,14 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptResult
   try {
     return await new Promise<ScriptResult>((resolve) => {
       child.once('error', (err: NodeJS.ErrnoException) => {
-        resolve({ exitCode: null, signal: null, timedOut, aborted, spawnError: err.code ?? err.message, seconds: seconds() });
+        resolve({
+          exitCode: null,
+          signal: null,
+          timedOut,
+          aborted,
+          spawnError: err.code ?? err.message,
+          seconds: seconds(),
+        });
       });
       child.once('exit', (exitCode, signal) => {
         // Leftovers of a killed script's group go too.

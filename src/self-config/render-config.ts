@@ -19,7 +19,8 @@ export const AGENT_SECTION_KEY = 'os-collect-config';
 export const TRANSPORT_SECTIONS = ['cfn', 'heat', 'zaqar', 'request'] as const;
 const MANAGED_DEFAULTS = ['command', 'polling_interval', 'cachedir', 'splay'] as const;
 const DEFAULT_COMMAND = 'os-refresh-config';
-const HEADER = '# Written by os-config-agent from the os-collect-config metadata Heat provides.\n# [DEFAULT] lines Heat does not set and sections other than cfn/heat/zaqar/request are kept on rewrite.\n';
+const HEADER =
+  '# Written by os-config-agent from the os-collect-config metadata Heat provides.\n# [DEFAULT] lines Heat does not set and sections other than cfn/heat/zaqar/request are kept on rewrite.\n';
 
 export type Warn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -72,7 +73,11 @@ export function renderAgentConfig(section: JsonObject, existing: IniDocument | u
     const names: string[] = [];
     for (const name of collectors.values ?? []) {
       if ((DEFAULT_COLLECTORS as readonly string[]).includes(name)) names.push(name);
-      else warn({ collector: name.slice(0, 40) }, 'os-collect-config names an unknown collector; left out of the configuration');
+      else
+        warn(
+          { collector: name.slice(0, 40) },
+          'os-collect-config names an unknown collector; left out of the configuration',
+        );
     }
     if (names.length > 0) def.literal.push(['collectors', names]);
   } else if (oldDefault.has('collectors')) keep(def, 'collectors', oldDefault.get('collectors')!);
@@ -91,7 +96,10 @@ export function renderAgentConfig(section: JsonObject, existing: IniDocument | u
     for (const [key, v] of Object.entries(value)) {
       const spec = Object.hasOwn(specs, key) ? specs[key] : undefined;
       if (!spec) {
-        warn({ section: name, option: key.slice(0, 40) }, 'os-collect-config names an unknown option; left out of the configuration');
+        warn(
+          { section: name, option: key.slice(0, 40) },
+          'os-collect-config names an unknown option; left out of the configuration',
+        );
         continue;
       }
       const values = scalarValues(v, `${AGENT_SECTION_KEY}.${name}.${key}`, warn, spec.kind === 'multi');
@@ -161,8 +169,8 @@ function rawLine(key: string, raw: string): string {
 function sectionText(name: string, out: SectionOut): string {
   // stringifyOsloIni joins repeated keys' values itself; group literal entries by key to keep multi-valued options whole.
   const grouped = new Map<string, string[]>();
-  for (const [key, value] of out.literal) grouped.set(key, [...(grouped.get(key) ?? []), ...(typeof value === 'string' ? [value] : value)]);
+  for (const [key, value] of out.literal)
+    grouped.set(key, [...(grouped.get(key) ?? []), ...(typeof value === 'string' ? [value] : value)]);
   const text = stringifyOsloIni([[name, [...grouped.entries()]]]);
   return out.raw.length > 0 ? `${text}${out.raw.join('\n')}\n` : text;
 }
-

@@ -30,7 +30,10 @@ export const selfConfigHook: AfterCollectHook = async (outcome, ctx) => {
     const current = await readFileIfExists(target);
     const existing = current === undefined ? undefined : parseOsloIni(current);
     if (existing && existing.problems.length > 0) {
-      log.warn({ file: paths.unmap(target), problems: existing.problems.length }, 'existing config file has unreadable lines; they are dropped on rewrite');
+      log.warn(
+        { file: paths.unmap(target), problems: existing.problems.length },
+        'existing config file has unreadable lines; they are dropped on rewrite',
+      );
     }
     const text = renderAgentConfig(section, existing?.doc, (fields, message) => log.warn(fields, message));
     if (text === current) {
@@ -38,14 +41,25 @@ export const selfConfigHook: AfterCollectHook = async (outcome, ctx) => {
       return { reload: false };
     }
     await writeFileAtomic(target, text, { mode: FILE_MODE, mkdirMode: 0o755 });
-    const collectors = Array.isArray(section.collectors) ? section.collectors.filter((c) => typeof c === 'string') : undefined;
-    log.info({ file: paths.unmap(target), collectors }, 'agent configuration rewritten from os-collect-config metadata; reloading');
+    const collectors = Array.isArray(section.collectors)
+      ? section.collectors.filter((c) => typeof c === 'string')
+      : undefined;
+    log.info(
+      { file: paths.unmap(target), collectors },
+      'agent configuration rewritten from os-collect-config metadata; reloading',
+    );
     if (files.length > 0 && !files.includes(target)) {
-      log.warn({ file: paths.unmap(target), reads: files.map((f) => paths.unmap(f)) }, 'config_target is not among the config files this agent reads; the new settings apply only where it is read');
+      log.warn(
+        { file: paths.unmap(target), reads: files.map((f) => paths.unmap(f)) },
+        'config_target is not among the config files this agent reads; the new settings apply only where it is read',
+      );
     }
     return { reload: true };
   } catch (err) {
-    log.error({ file: paths.unmap(target), reason: errorMessage(err) }, 'could not write the agent configuration from os-collect-config metadata; keeping the current one');
+    log.error(
+      { file: paths.unmap(target), reason: errorMessage(err) },
+      'could not write the agent configuration from os-collect-config metadata; keeping the current one',
+    );
     return { reload: false };
   }
 };

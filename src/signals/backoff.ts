@@ -23,10 +23,18 @@ export function classifySignalStatus(status: number): StatusClass {
  * scaled by a random factor in [0.5, 1] so instances that failed together do not retry together. A Retry-After the
  * server sent is honoured when longer, still within the cap.
  */
-export function signalRetryDelayMs(attempts: number, maxMs: number, random: number, retryAfterSeconds?: number): number {
+export function signalRetryDelayMs(
+  attempts: number,
+  maxMs: number,
+  random: number,
+  retryAfterSeconds?: number,
+): number {
   const exp = Math.min(SIGNAL_BACKOFF_BASE_MS * 2 ** Math.max(0, attempts - 1), maxMs);
   const jittered = Math.round(exp * (0.5 + Math.min(Math.max(random, 0), 1) / 2));
-  const asked = retryAfterSeconds !== undefined && Number.isFinite(retryAfterSeconds) && retryAfterSeconds > 0 ? Math.min(retryAfterSeconds * 1000, maxMs) : 0;
+  const asked =
+    retryAfterSeconds !== undefined && Number.isFinite(retryAfterSeconds) && retryAfterSeconds > 0
+      ? Math.min(retryAfterSeconds * 1000, maxMs)
+      : 0;
   return Math.max(jittered, asked);
 }
 

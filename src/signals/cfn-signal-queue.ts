@@ -84,9 +84,13 @@ export type QueueFlushReport = FlushReport;
 const FILE_MODE = 0o600;
 const DAY_MS = 86_400_000;
 
-
 /** The queue's dependencies from the configuration ([deploy] signal_* settings apply to these signals too). */
-export function queueDepsFor(config: AgentConfig, http: HttpClient, log: Logger, options: { now?: () => number; random?: () => number; signal?: AbortSignal } = {}): QueueDeps {
+export function queueDepsFor(
+  config: AgentConfig,
+  http: HttpClient,
+  log: Logger,
+  options: { now?: () => number; random?: () => number; signal?: AbortSignal } = {},
+): QueueDeps {
   return {
     dir: signalQueueDir(config),
     lockFile: signalQueueLockFile(config),
@@ -108,7 +112,9 @@ let sequence = 0;
 export function newSignalId(now: number): string {
   sequence = (sequence + 1) % 1000;
   const stamp = new Date(now).toISOString().replace(/[-:.]/g, '');
-  return `${stamp}-${process.pid}-${String(sequence).padStart(3, '0')}-${Math.floor(Math.random() * 0x10000).toString(16).padStart(4, '0')}`;
+  return `${stamp}-${process.pid}-${String(sequence).padStart(3, '0')}-${Math.floor(Math.random() * 0x10000)
+    .toString(16)
+    .padStart(4, '0')}`;
 }
 
 /** Put a signal on disk, pending; it is durable when this returns. */
@@ -210,8 +216,20 @@ function deliver(entry: QueuedSignal, deps: QueueDeps, log: Logger): Promise<Del
     headers['x-auth-token'] = entry.token ?? '';
   }
   return sendOnce(
-    { http: deps.http, log, timeoutSeconds: deps.timeoutSeconds, now: deps.now, ...(deps.signal ? { signal: deps.signal } : {}) },
-    { url: entry.url ?? '', method: native ? 'POST' : 'PUT', headers, body: entry.text ?? '', ...(entry.insecure ? { insecure: true } : {}) },
+    {
+      http: deps.http,
+      log,
+      timeoutSeconds: deps.timeoutSeconds,
+      now: deps.now,
+      ...(deps.signal ? { signal: deps.signal } : {}),
+    },
+    {
+      url: entry.url ?? '',
+      method: native ? 'POST' : 'PUT',
+      headers,
+      body: entry.text ?? '',
+      ...(entry.insecure ? { insecure: true } : {}),
+    },
     native ? 'wait condition signal' : 'CFN wait condition signal',
   );
 }
@@ -235,22 +253,56 @@ export async function attemptQueuedSignal(entry: QueuedSignal, deps: QueueDeps):
   const delivery = await deliver(entry, deps, log);
   // A shutdown during the attempt says nothing about Heat: not counted.
   if (delivery.outcome === 'retry' && deps.signal?.aborted) return entry;
-  const base = { attempts, lastAttemptAt: at, updatedAt: at, ...(delivery.status !== undefined ? { lastStatus: delivery.status } : {}) };
+  const base = {
+    attempts,
+    lastAttemptAt: at,
+    updatedAt: at,
+    ...(delivery.status !== undefined ? { lastStatus: delivery.status } : {}),
+  };
   if (delivery.outcome === 'sent') {
     const next = await save(deps.dir, settled(entry, { ...base, state: 'sent', sentAt: at, lastError: undefined }));
     log.info({ kind: entry.kind, to: entry.shownUrl, status: delivery.status, attempts }, 'queued signal sent');
     return next;
   }
   if (delivery.outcome === 'final' || attempts >= deps.maxAttempts) {
-    const lastError = delivery.outcome === 'final' ? `${delivery.error}; the answer is final, not retried` : `${delivery.error}; gave up after ${attempts} attempts`;
+    const lastError =
+      delivery.outcome === 'final'
+        ? `${delivery.error}; the answer is final, not retried`
+        : `${delivery.error}; gave up after ${attempts} attempts`;
     const next = await save(deps.dir, settled(entry, { ...base, state: 'failed', lastError }));
-    log.error({ code: 'ERR_SIGNAL', kind: entry.kind, to: entry.shownUrl, status: delivery.status, attempts, reason: lastError }, 'queued signal failed; not retried');
+    log.error(
+      {
+        code: 'ERR_SIGNAL',
+        kind: entry.kind,
+        to: entry.shownUrl,
+        status: delivery.status,
+        attempts,
+        reason: lastError,
+      },
+      'queued signal failed; not retried',
+    );
     return next;
   }
-  const delayMs = signalRetryDelayMs(attempts, deps.maxBackoffSeconds * 1000, deps.random(), delivery.retryAfterSeconds);
+  const delayMs = signalRetryDelayMs(
+    attempts,
+    deps.maxBackoffSeconds * 1000,
+    deps.random(),
+    delivery.retryAfterSeconds,
+  );
   const nextAttemptAt = new Date(deps.now() + delayMs).toISOString();
   const next = await save(deps.dir, { ...entry, ...base, nextAttemptAt, lastError: delivery.error });
-  log.warn({ code: 'ERR_SIGNAL', kind: entry.kind, to: entry.shownUrl, status: delivery.status, attempts, retryInSeconds: Math.round(delayMs / 100) / 10, reason: delivery.error }, 'queued signal attempt failed; will retry');
+  log.warn(
+    {
+      code: 'ERR_SIGNAL',
+      kind: entry.kind,
+      to: entry.shownUrl,
+      status: delivery.status,
+      attempts,
+      retryInSeconds: Math.round(delayMs / 100) / 10,
+      reason: delivery.error,
+    },
+    'queued signal attempt failed; will retry',
+  );
   return next;
 }
 
@@ -296,10 +348,17 @@ export async function flushSignalQueue(deps: QueueDeps): Promise<QueueFlushRepor
         if (entry.state === 'sent') sent++;
         if (entry.state === 'failed') failed++;
       }
-      if (entry.state === 'pending') pendingTimes.push(entry.nextAttemptAt ? Date.parse(entry.nextAttemptAt) : deps.now());
+      if (entry.state === 'pending')
+        pendingTimes.push(entry.nextAttemptAt ? Date.parse(entry.nextAttemptAt) : deps.now());
       else await pruneIfOld(deps, entry);
     }
-    return { attempted, sent, failed, pending: pendingTimes.length, ...(pendingTimes.length > 0 ? { nextDueAt: Math.min(...pendingTimes) } : {}) };
+    return {
+      attempted,
+      sent,
+      failed,
+      pending: pendingTimes.length,
+      ...(pendingTimes.length > 0 ? { nextDueAt: Math.min(...pendingTimes) } : {}),
+    };
   });
   return report ?? { attempted: 0, sent: 0, failed: 0, pending: 0, busy: true };
 }
@@ -308,12 +367,20 @@ async function setAside(deps: QueueDeps, id: string): Promise<void> {
   const file = filePath(deps.dir, id);
   const aside = `${file}.corrupt-${deps.now()}`;
   deps.log.error({ code: 'ERR_DEPLOYMENT_STATE', file, movedTo: aside }, 'queued signal file is corrupt; set aside');
-  await fs.rename(file, aside).catch((err: unknown) => deps.log.warn({ file, reason: errorMessage(err) }, 'could not set aside the corrupt signal file'));
+  await fs
+    .rename(file, aside)
+    .catch((err: unknown) =>
+      deps.log.warn({ file, reason: errorMessage(err) }, 'could not set aside the corrupt signal file'),
+    );
 }
 
 async function pruneIfOld(deps: QueueDeps, entry: QueuedSignal): Promise<void> {
   if (deps.now() - Date.parse(entry.updatedAt) < deps.pruneAfterDays * DAY_MS) return;
-  await fs.rm(filePath(deps.dir, entry.id), { force: true }).catch((err: unknown) => deps.log.warn({ signalId: entry.id, reason: errorMessage(err) }, 'could not delete a settled signal file'));
+  await fs
+    .rm(filePath(deps.dir, entry.id), { force: true })
+    .catch((err: unknown) =>
+      deps.log.warn({ signalId: entry.id, reason: errorMessage(err) }, 'could not delete a settled signal file'),
+    );
   releaseSecrets(tokenOwner(entry.id));
 }
 

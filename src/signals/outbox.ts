@@ -7,7 +7,15 @@ import { holdsSignal } from '../state/machine.js';
 import { withDeployLock } from '../state/deploy-lock.js';
 import { signalRetryDelayMs } from './backoff.js';
 import type { SignalTarget } from '../heat/signal-target.js';
-import { deployLockFile, SIGNAL_HISTORY_MAX, storeFor, type DeploymentRecord, type SignalAttempt, type SignalRecord, type StateStore } from '../state/store.js';
+import {
+  deployLockFile,
+  SIGNAL_HISTORY_MAX,
+  storeFor,
+  type DeploymentRecord,
+  type SignalAttempt,
+  type SignalRecord,
+  type StateStore,
+} from '../state/store.js';
 import { sendCfnSignal } from './transports/cfn-signal.js';
 import type { Delivery, DeliveryContext } from './transports/delivery.js';
 import { sendHeatSignal } from './transports/heat-signal.js';
@@ -77,7 +85,8 @@ function deliver(target: SignalTarget, text: string, ctx: DeliveryContext): Prom
 
 function where(target: SignalTarget): string {
   if (target.transport === 'CFN_SIGNAL' || target.transport === 'TEMP_URL_SIGNAL') return redactUrl(target.url);
-  if (target.transport === 'HEAT_SIGNAL') return `${redactUrl(target.authUrl)} (stack ${target.stackId}, resource ${target.resourceName})`;
+  if (target.transport === 'HEAT_SIGNAL')
+    return `${redactUrl(target.authUrl)} (stack ${target.stackId}, resource ${target.resourceName})`;
   if (target.transport === 'ZAQAR_SIGNAL') return `${redactUrl(target.authUrl)} (queue ${target.queueId})`;
   return 'nowhere';
 }
@@ -91,7 +100,11 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
   if (!target || text === undefined) {
     const lastError = 'the pending signal has no target or body in its record; it cannot be sent';
     log.error({ code: 'ERR_SIGNAL' }, 'signal cannot be sent');
-    return deps.store.save({ ...record, lastError, signal: { state: 'failed', transport: record.signal.transport, attempts, lastAttemptAt: at, lastError } });
+    return deps.store.save({
+      ...record,
+      lastError,
+      signal: { state: 'failed', transport: record.signal.transport, attempts, lastAttemptAt: at, lastError },
+    });
   }
   const delivery = await deliver(target, text, {
     http: deps.http,
@@ -103,22 +116,79 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
   });
   // A shutdown during the attempt says nothing about Heat: the attempt is not counted.
   if (delivery.outcome === 'retry' && deps.signal?.aborted) return record;
-  const base = { transport: target.transport, attempts, lastAttemptAt: at, ...(delivery.status !== undefined ? { lastStatus: delivery.status } : {}) };
+  const base = {
+    transport: target.transport,
+    attempts,
+    lastAttemptAt: at,
+    ...(delivery.status !== undefined ? { lastStatus: delivery.status } : {}),
+  };
   const attempt = (outcome: SignalAttempt['outcome'], error?: string) => ({
-    history: withAttempt(record.signal.history, { at, outcome, ...(delivery.status !== undefined ? { status: delivery.status } : {}), ...(error ? { error: error.slice(0, 300) } : {}) }),
+    history: withAttempt(record.signal.history, {
+      at,
+      outcome,
+      ...(delivery.status !== undefined ? { status: delivery.status } : {}),
+      ...(error ? { error: error.slice(0, 300) } : {}),
+    }),
   });
   if (delivery.outcome === 'sent') {
-    return deps.store.transition(record, 'signalled', { signal: { state: 'sent', sentAt: at, ...base, ...attempt('sent') } }, { attempts, status: delivery.status });
+    return deps.store.transition(
+      record,
+      'signalled',
+      { signal: { state: 'sent', sentAt: at, ...base, ...attempt('sent') } },
+      { attempts, status: delivery.status },
+    );
   }
   if (delivery.outcome === 'final' || attempts >= deps.maxAttempts) {
-    const lastError = delivery.outcome === 'final' ? `${delivery.error}; the answer is final, not retried` : `${delivery.error}; gave up after ${attempts} attempts`;
-    log.error({ code: 'ERR_SIGNAL', transport: target.transport, to: where(target), status: delivery.status, attempts, reason: lastError }, 'signal failed; not retried');
-    return deps.store.save({ ...record, lastError, signal: { state: 'failed', lastError, ...base, ...attempt('failed', delivery.error) } });
+    const lastError =
+      delivery.outcome === 'final'
+        ? `${delivery.error}; the answer is final, not retried`
+        : `${delivery.error}; gave up after ${attempts} attempts`;
+    log.error(
+      {
+        code: 'ERR_SIGNAL',
+        transport: target.transport,
+        to: where(target),
+        status: delivery.status,
+        attempts,
+        reason: lastError,
+      },
+      'signal failed; not retried',
+    );
+    return deps.store.save({
+      ...record,
+      lastError,
+      signal: { state: 'failed', lastError, ...base, ...attempt('failed', delivery.error) },
+    });
   }
-  const delayMs = signalRetryDelayMs(attempts, deps.maxBackoffSeconds * 1000, deps.random(), delivery.retryAfterSeconds);
+  const delayMs = signalRetryDelayMs(
+    attempts,
+    deps.maxBackoffSeconds * 1000,
+    deps.random(),
+    delivery.retryAfterSeconds,
+  );
   const nextAttemptAt = new Date(deps.now() + delayMs).toISOString();
-  log.warn({ code: 'ERR_SIGNAL', transport: target.transport, to: where(target), status: delivery.status, attempts, retryInSeconds: Math.round(delayMs / 100) / 10, reason: delivery.error }, 'signal attempt failed; will retry');
-  return deps.store.save({ ...record, signal: { ...record.signal, ...base, nextAttemptAt, lastError: delivery.error, ...attempt('retry', delivery.error) } });
+  log.warn(
+    {
+      code: 'ERR_SIGNAL',
+      transport: target.transport,
+      to: where(target),
+      status: delivery.status,
+      attempts,
+      retryInSeconds: Math.round(delayMs / 100) / 10,
+      reason: delivery.error,
+    },
+    'signal attempt failed; will retry',
+  );
+  return deps.store.save({
+    ...record,
+    signal: {
+      ...record.signal,
+      ...base,
+      nextAttemptAt,
+      lastError: delivery.error,
+      ...attempt('retry', delivery.error),
+    },
+  });
 }
 
 /** The attempt history with one more entry, the oldest dropped beyond the bound (a signal retried for days stays small). */
@@ -130,7 +200,9 @@ function withAttempt(history: readonly SignalAttempt[] | undefined, entry: Signa
 export async function flushDue(deps: OutboxDeps, exclude: ReadonlySet<string> = new Set()): Promise<FlushReport> {
   const { records } = await deps.store.listAll('quiet');
   const now = deps.now();
-  const due = records.filter((r) => isDue(r, now) && !exclude.has(r.id)).sort((a, b) => a.firstSeenAt.localeCompare(b.firstSeenAt));
+  const due = records
+    .filter((r) => isDue(r, now) && !exclude.has(r.id))
+    .sort((a, b) => a.firstSeenAt.localeCompare(b.firstSeenAt));
   let attempted = 0;
   let sent = 0;
   let failed = 0;
@@ -162,7 +234,12 @@ export interface FlushOptions {
  * For the daemon, between polls: deliver the signals that are due, under the deployment lock. When another process
  * is running deployments, nothing is attempted (it flushes its own). Throws only for local state failures.
  */
-export async function flushOutbox(loaded: LoadedConfig, log: Logger, http: HttpClient, options: FlushOptions = {}): Promise<FlushReport> {
+export async function flushOutbox(
+  loaded: LoadedConfig,
+  log: Logger,
+  http: HttpClient,
+  options: FlushOptions = {},
+): Promise<FlushReport> {
   const config = loaded.config;
   const now = options.now ?? Date.now;
   const store = storeFor(config, log, now);

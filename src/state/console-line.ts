@@ -14,17 +14,27 @@ const MAX_NAME = 120;
 
 /** The line for one transition, without the trailing newline. */
 export function consoleLine(record: DeploymentRecord, from: DeploymentState | undefined): string {
-  const status = record.statusCode !== undefined && hasResult(record.state) ? ` [status ${printable(record.statusCode, 16)}]` : '';
+  const status =
+    record.statusCode !== undefined && hasResult(record.state) ? ` [status ${printable(record.statusCode, 16)}]` : '';
   return `os-config-agent: deployment ${printable(record.name, MAX_NAME)} (${printable(record.id, MAX_NAME)}) ${from ?? 'new'} -> ${record.state}${status}`;
 }
 
 /** Appends the line to `file`; resolves (never rejects) once written or given up. */
-export async function writeConsoleLine(file: string, record: DeploymentRecord, from: DeploymentState | undefined, log: Logger): Promise<void> {
+export async function writeConsoleLine(
+  file: string,
+  record: DeploymentRecord,
+  from: DeploymentState | undefined,
+  log: Logger,
+): Promise<void> {
   const line = `${consoleLine(record, from)}\n`;
   try {
     // O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) instead of waiting; O_NOCTTY: a tty never becomes
     // the agent's controlling terminal.
-    const handle = await fs.open(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOCTTY, 0o644);
+    const handle = await fs.open(
+      file,
+      constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOCTTY,
+      0o644,
+    );
     try {
       await handle.write(line);
     } finally {
@@ -34,7 +44,10 @@ export async function writeConsoleLine(file: string, record: DeploymentRecord, f
   } catch (err) {
     if (warned.has(file)) return;
     warned.add(file);
-    log.warn({ console: file, reason: (err as NodeJS.ErrnoException).code ?? String(err) }, 'console line not written; later failures are not logged');
+    log.warn(
+      { console: file, reason: (err as NodeJS.ErrnoException).code ?? String(err) },
+      'console line not written; later failures are not logged',
+    );
   }
 }
 

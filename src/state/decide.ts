@@ -52,7 +52,9 @@ function decideFor(record: DeploymentRecord, bootId: string | undefined): Decisi
       return { action: 'run', create: false };
     case 'running': {
       const killOrphan = record.hookPid !== undefined && record.hookPidStart !== undefined;
-      return record.hookStarts >= MAX_HOOK_STARTS ? { action: 'fail-interrupted', killOrphan } : { action: 'resume-interrupted', killOrphan };
+      return record.hookStarts >= MAX_HOOK_STARTS
+        ? { action: 'fail-interrupted', killOrphan }
+        : { action: 'resume-interrupted', killOrphan };
     }
     case 'awaiting-reboot':
       if (bootId === undefined || bootId !== record.bootId) return { action: 'run-after-reboot' };
@@ -78,5 +80,8 @@ export function decideAbsent(record: DeploymentRecord): 'mark-removed' | 'keep' 
 
 /** Whether the facts need the boot id (read from /proc only then: no needless work on the pass). */
 export function needsBootId(record: DeploymentRecord): boolean {
-  return record.state === 'awaiting-reboot' || (record.state === 'removed' && record.stateBeforeRemoval === 'awaiting-reboot');
+  return (
+    record.state === 'awaiting-reboot' ||
+    (record.state === 'removed' && record.stateBeforeRemoval === 'awaiting-reboot')
+  );
 }

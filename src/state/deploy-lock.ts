@@ -49,7 +49,10 @@ async function lockFile(file: string): Promise<void> {
     }
     const holder = Number.parseInt((await fs.readFile(file, 'utf8').catch(() => '')).trim(), 10);
     if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) {
-      throw new DeployLockedError(`deployments are being run by process ${holder} (lock file ${file}); try again when it has finished`, holder);
+      throw new DeployLockedError(
+        `deployments are being run by process ${holder} (lock file ${file}); try again when it has finished`,
+        holder,
+      );
     }
     // Left behind by a process that no longer exists (or by this pid in an earlier life): take it over.
     await fs.rm(file, { force: true }).catch(() => undefined);

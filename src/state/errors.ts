@@ -49,7 +49,10 @@ export class DeploymentTransitionError extends AgentError {
 /** Another process (a `deploy` command or the daemon) is running deployments with the same state directory. */
 export class DeployLockedError extends AgentError {
   override name = 'DeployLockedError';
-  constructor(message: string, readonly holderPid: number) {
+  constructor(
+    message: string,
+    readonly holderPid: number,
+  ) {
     super('ERR_LOCKED', message);
   }
 }
@@ -81,5 +84,7 @@ export class DeploymentsInputError extends AgentError {
 /** Wraps a filesystem failure into a DeploymentStateError naming the file and the fix. */
 export function stateError(action: string, file: string, err: unknown): DeploymentStateError {
   const code = (err as NodeJS.ErrnoException).code ?? String(err);
-  return new DeploymentStateError(`cannot ${action} ${file}: ${code}; check the disk and the directory's permissions`, { cause: err });
+  return new DeploymentStateError(`cannot ${action} ${file}: ${code}; check the disk and the directory's permissions`, {
+    cause: err,
+  });
 }

@@ -4,7 +4,16 @@
 // that would put a record somewhere unexpected fails loudly in tests instead of leaving a record that no reader
 // understands. docs/state-machine.md has the same table with the crash windows between the writes.
 
-export const DEPLOYMENT_STATES = ['pending', 'running', 'awaiting-reboot', 'applied', 'done', 'signalled', 'skipped', 'removed'] as const;
+export const DEPLOYMENT_STATES = [
+  'pending',
+  'running',
+  'awaiting-reboot',
+  'applied',
+  'done',
+  'signalled',
+  'skipped',
+  'removed',
+] as const;
 export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
 
 export interface StateMeaning {
@@ -25,14 +34,78 @@ export interface StateMeaning {
 }
 
 export const STATE_MEANINGS: Readonly<Record<DeploymentState, StateMeaning>> = {
-  pending: { meaning: 'seen in the metadata; the hook has not started', terminal: false, inProgress: true, holdsSignal: false, hasResult: false, prunable: false, listed: true },
-  running: { meaning: 'the hook was started (an interrupted one is run once more, then failed)', terminal: false, inProgress: true, holdsSignal: false, hasResult: false, prunable: false, listed: true },
-  'awaiting-reboot': { meaning: 'the hook exited 194 and asked for a reboot; it runs again in the next boot', terminal: false, inProgress: true, holdsSignal: false, hasResult: false, prunable: false, listed: true },
-  applied: { meaning: 'an os-apply-config deployment; signalled when the cycle that applied it ends', terminal: false, inProgress: true, holdsSignal: false, hasResult: false, prunable: false, listed: true },
-  done: { meaning: 'the result and the signal are stored; the signal is in the outbox until delivered', terminal: false, inProgress: false, holdsSignal: true, hasResult: true, prunable: false, listed: true },
-  signalled: { meaning: 'Heat has the signal (or an earlier agent had deployed it: adopted)', terminal: true, inProgress: false, holdsSignal: false, hasResult: true, prunable: false, listed: true },
-  skipped: { meaning: 'nothing to run and nothing to signal', terminal: true, inProgress: false, holdsSignal: false, hasResult: false, prunable: false, listed: true },
-  removed: { meaning: 'gone from the metadata; its undelivered signal was cancelled', terminal: true, inProgress: false, holdsSignal: false, hasResult: false, prunable: true, listed: false },
+  pending: {
+    meaning: 'seen in the metadata; the hook has not started',
+    terminal: false,
+    inProgress: true,
+    holdsSignal: false,
+    hasResult: false,
+    prunable: false,
+    listed: true,
+  },
+  running: {
+    meaning: 'the hook was started (an interrupted one is run once more, then failed)',
+    terminal: false,
+    inProgress: true,
+    holdsSignal: false,
+    hasResult: false,
+    prunable: false,
+    listed: true,
+  },
+  'awaiting-reboot': {
+    meaning: 'the hook exited 194 and asked for a reboot; it runs again in the next boot',
+    terminal: false,
+    inProgress: true,
+    holdsSignal: false,
+    hasResult: false,
+    prunable: false,
+    listed: true,
+  },
+  applied: {
+    meaning: 'an os-apply-config deployment; signalled when the cycle that applied it ends',
+    terminal: false,
+    inProgress: true,
+    holdsSignal: false,
+    hasResult: false,
+    prunable: false,
+    listed: true,
+  },
+  done: {
+    meaning: 'the result and the signal are stored; the signal is in the outbox until delivered',
+    terminal: false,
+    inProgress: false,
+    holdsSignal: true,
+    hasResult: true,
+    prunable: false,
+    listed: true,
+  },
+  signalled: {
+    meaning: 'Heat has the signal (or an earlier agent had deployed it: adopted)',
+    terminal: true,
+    inProgress: false,
+    holdsSignal: false,
+    hasResult: true,
+    prunable: false,
+    listed: true,
+  },
+  skipped: {
+    meaning: 'nothing to run and nothing to signal',
+    terminal: true,
+    inProgress: false,
+    holdsSignal: false,
+    hasResult: false,
+    prunable: false,
+    listed: true,
+  },
+  removed: {
+    meaning: 'gone from the metadata; its undelivered signal was cancelled',
+    terminal: true,
+    inProgress: false,
+    holdsSignal: false,
+    hasResult: false,
+    prunable: true,
+    listed: false,
+  },
 };
 
 export type TransitionEvent =
@@ -142,4 +215,12 @@ export function isListed(state: DeploymentState): boolean {
 // record can only mean an earlier agent ran it; `running` before the hook so a crash mid-run is seen as an
 // interrupted run; the notify file before `done` so upstream tools never see a done record without it; `done` (with
 // the signal queued in the record) before the first attempt so a signal is never lost.
-export const HOOK_RUN_WRITES = ['record pending', 'deployed file', 'running', 'hook pid', 'notify file', 'done (result and queued signal)', 'signalled'] as const;
+export const HOOK_RUN_WRITES = [
+  'record pending',
+  'deployed file',
+  'running',
+  'hook pid',
+  'notify file',
+  'done (result and queued signal)',
+  'signalled',
+] as const;

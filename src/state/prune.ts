@@ -34,7 +34,10 @@ export async function pruneState(input: PruneInput): Promise<string[]> {
     const removedAt = record.removedAt ? Date.parse(record.removedAt) : NaN;
     if (!Number.isFinite(removedAt) || removedAt > cutoff) continue;
     await input.store.forget(record.id);
-    input.log.info({ deploymentId: record.id, deploymentName: record.name, removedAt: record.removedAt }, 'deployment state pruned');
+    input.log.info(
+      { deploymentId: record.id, deploymentName: record.name, removedAt: record.removedAt },
+      'deployment state pruned',
+    );
     pruned.push(record.id);
   }
   const known = new Set([...input.records.map((r) => r.id), ...(input.unusable ?? [])]);
@@ -47,7 +50,11 @@ export async function pruneState(input: PruneInput): Promise<string[]> {
     throw stateError('list', dir, err);
   }
   for (const name of names) {
-    const id = name.endsWith('.notify.json') ? name.slice(0, -'.notify.json'.length) : name.endsWith('.json') ? name.slice(0, -'.json'.length) : undefined;
+    const id = name.endsWith('.notify.json')
+      ? name.slice(0, -'.notify.json'.length)
+      : name.endsWith('.json')
+        ? name.slice(0, -'.json'.length)
+        : undefined;
     if (id === undefined || !isSafeFileName(id) || known.has(id) || input.current.has(id)) continue;
     const file = path.join(dir, name);
     let mtime: number;

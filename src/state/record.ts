@@ -92,7 +92,8 @@ export interface DeploymentRecord {
   readonly signal: SignalRecord;
 }
 
-export type RecordCheck = { readonly ok: true; readonly record: DeploymentRecord } | { readonly ok: false; readonly problem: string };
+export type RecordCheck =
+  { readonly ok: true; readonly record: DeploymentRecord } | { readonly ok: false; readonly problem: string };
 
 /** A record file's text checked field by field; `problem` names the first field that is wrong, and how. */
 export function checkDeploymentRecord(text: string, id: string): RecordCheck {
@@ -104,9 +105,16 @@ export function checkDeploymentRecord(text: string, id: string): RecordCheck {
   }
   if (!isJsonObject(value)) return { ok: false, problem: 'it is not a JSON object' };
   if (value.version !== RECORD_VERSION) {
-    return { ok: false, problem: `it has version ${JSON.stringify(value.version ?? null)}, and this agent reads version ${RECORD_VERSION} (written by another release of the agent)` };
+    return {
+      ok: false,
+      problem: `it has version ${JSON.stringify(value.version ?? null)}, and this agent reads version ${RECORD_VERSION} (written by another release of the agent)`,
+    };
   }
-  if (value.id !== id) return { ok: false, problem: `its id is ${JSON.stringify(value.id ?? null)}, not the ${JSON.stringify(id)} of its file name` };
+  if (value.id !== id)
+    return {
+      ok: false,
+      problem: `its id is ${JSON.stringify(value.id ?? null)}, not the ${JSON.stringify(id)} of its file name`,
+    };
   const problem = recordProblem(value) ?? signalProblem(value.signal);
   return problem === undefined ? { ok: true, record: value as unknown as DeploymentRecord } : { ok: false, problem };
 }
@@ -210,7 +218,8 @@ const TARGET_FIELDS: Readonly<Record<Transport, readonly string[]>> = {
 };
 
 function targetProblem(target: JsonObject, transport: Transport): string | undefined {
-  if (target.transport !== transport) return `field signal.target.transport is ${JSON.stringify(target.transport ?? null)}, not the signal's ${transport}`;
+  if (target.transport !== transport)
+    return `field signal.target.transport is ${JSON.stringify(target.transport ?? null)}, not the signal's ${transport}`;
   // Names only: the values hold signed URLs and passwords.
   const missing = TARGET_FIELDS[transport].find((name) => typeof target[name] !== 'string');
   return missing === undefined ? undefined : `field signal.target.${missing} should be a string`;
@@ -218,10 +227,21 @@ function targetProblem(target: JsonObject, transport: Transport): string | undef
 
 function isRerunEntry(v: unknown): boolean {
   if (!isJsonObject(v)) return false;
-  return isString(v.at) && isDeploymentState(v.fromState) && (SIGNAL_STATES as readonly unknown[]).includes(v.signal) && (v.exitCode === undefined || v.exitCode === null || isNumber(v.exitCode)) && (v.statusCode === undefined || isString(v.statusCode));
+  return (
+    isString(v.at) &&
+    isDeploymentState(v.fromState) &&
+    (SIGNAL_STATES as readonly unknown[]).includes(v.signal) &&
+    (v.exitCode === undefined || v.exitCode === null || isNumber(v.exitCode)) &&
+    (v.statusCode === undefined || isString(v.statusCode))
+  );
 }
 
 function isAttempt(v: unknown): boolean {
   if (!isJsonObject(v)) return false;
-  return isString(v.at) && (ATTEMPT_OUTCOMES as readonly unknown[]).includes(v.outcome) && (v.status === undefined || isNumber(v.status)) && (v.error === undefined || isString(v.error));
+  return (
+    isString(v.at) &&
+    (ATTEMPT_OUTCOMES as readonly unknown[]).includes(v.outcome) &&
+    (v.status === undefined || isNumber(v.status)) &&
+    (v.error === undefined || isString(v.error))
+  );
 }

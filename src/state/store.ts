@@ -34,7 +34,15 @@ import { hasResult, isAllowedTransition, type DeploymentState } from './machine.
 // that test for <id>.json see the same deployments as deployed.
 
 export { DEPLOYMENT_STATES, type DeploymentState } from './machine.js';
-export { RERUN_HISTORY_MAX, SIGNAL_HISTORY_MAX, type DeploymentRecord, type RerunEntry, type SignalAttempt, type SignalRecord, type SignalState } from './record.js';
+export {
+  RERUN_HISTORY_MAX,
+  SIGNAL_HISTORY_MAX,
+  type DeploymentRecord,
+  type RerunEntry,
+  type SignalAttempt,
+  type SignalRecord,
+  type SignalState,
+} from './record.js';
 
 export type TransitionListener = (record: DeploymentRecord, from: DeploymentState | undefined) => void | Promise<void>;
 
@@ -98,7 +106,9 @@ export class StateStore {
    * for the deployment pass that holds them ('hold'), a warning for readers ('ignore'), not at all for the outbox,
    * which runs between polls and would repeat the pass's error every few seconds ('quiet').
    */
-  async listAll(mode: 'hold' | 'ignore' | 'quiet' = 'hold'): Promise<{ records: DeploymentRecord[]; unusable: DeploymentRecordError[] }> {
+  async listAll(
+    mode: 'hold' | 'ignore' | 'quiet' = 'hold',
+  ): Promise<{ records: DeploymentRecord[]; unusable: DeploymentRecordError[] }> {
     let names: string[];
     try {
       names = await fs.readdir(this.recordsDir);
@@ -118,7 +128,13 @@ export class StateStore {
       } catch (err) {
         if (!(err instanceof DeploymentRecordError)) throw err;
         unusable.push(err);
-        const fields = { code: err.code, deploymentId: id, file: err.file, problem: err.problem, recovery: `os-config-agent deploy --forget ${id}` };
+        const fields = {
+          code: err.code,
+          deploymentId: id,
+          file: err.file,
+          problem: err.problem,
+          recovery: `os-config-agent deploy --forget ${id}`,
+        };
         if (mode === 'ignore') this.log.warn(fields, 'deployment record cannot be used; ignored');
         else if (mode === 'hold') this.log.error(fields, 'deployment record cannot be used; deployment held');
       }
@@ -152,7 +168,16 @@ export class StateStore {
   ): Promise<DeploymentRecord> {
     const at = this.timestamp();
     if (!isAllowedTransition(undefined, state)) throw new DeploymentTransitionError(fields.id, undefined, state);
-    const record: DeploymentRecord = { version: 1, ...fields, state, hookStarts: 0, firstSeenAt: at, updatedAt: at, signal: { state: 'none', transport: 'NO_SIGNAL', attempts: 0 }, ...patch };
+    const record: DeploymentRecord = {
+      version: 1,
+      ...fields,
+      state,
+      hookStarts: 0,
+      firstSeenAt: at,
+      updatedAt: at,
+      signal: { state: 'none', transport: 'NO_SIGNAL', attempts: 0 },
+      ...patch,
+    };
     return this.commit(record, undefined, logFields);
   }
 
@@ -160,12 +185,21 @@ export class StateStore {
    * Move a record to a new state: written durably first, then logged (one line per transition). A move the state
    * machine does not have is refused before anything is written.
    */
-  async transition(record: DeploymentRecord, to: DeploymentState, patch: Partial<DeploymentRecord> = {}, logFields: Record<string, unknown> = {}): Promise<DeploymentRecord> {
+  async transition(
+    record: DeploymentRecord,
+    to: DeploymentState,
+    patch: Partial<DeploymentRecord> = {},
+    logFields: Record<string, unknown> = {},
+  ): Promise<DeploymentRecord> {
     if (!isAllowedTransition(record.state, to)) throw new DeploymentTransitionError(record.id, record.state, to);
     return this.commit({ ...record, ...patch, state: to }, record.state, logFields);
   }
 
-  private async commit(record: DeploymentRecord, from: DeploymentState | undefined, logFields: Record<string, unknown>): Promise<DeploymentRecord> {
+  private async commit(
+    record: DeploymentRecord,
+    from: DeploymentState | undefined,
+    logFields: Record<string, unknown>,
+  ): Promise<DeploymentRecord> {
     const next = await this.save(record);
     this.log.info(
       {
@@ -226,12 +260,27 @@ export class StateStore {
 }
 
 /** The store of the configured state directory and deployed_dir. */
-export function storeFor(config: AgentConfig, log: Logger, now: () => number = Date.now, onTransition?: TransitionListener): StateStore {
-  return new StateStore(config.agent.state_dir, config.deploy.deployed_dir, log, now, withConsoleLine(config, log, onTransition));
+export function storeFor(
+  config: AgentConfig,
+  log: Logger,
+  now: () => number = Date.now,
+  onTransition?: TransitionListener,
+): StateStore {
+  return new StateStore(
+    config.agent.state_dir,
+    config.deploy.deployed_dir,
+    log,
+    now,
+    withConsoleLine(config, log, onTransition),
+  );
 }
 
 /** [agent] console set: every transition is also a console line (console-line.ts), written before `listener` runs. */
-function withConsoleLine(config: AgentConfig, log: Logger, listener: TransitionListener | undefined): TransitionListener | undefined {
+function withConsoleLine(
+  config: AgentConfig,
+  log: Logger,
+  listener: TransitionListener | undefined,
+): TransitionListener | undefined {
   const file = config.agent.console;
   if (file === undefined || file === '') return listener;
   return async (record, from) => {

@@ -65,6 +65,7 @@ export async function readAgentFacts(file: string): Promise<AgentFacts | undefin
   } catch {
     return undefined;
   }
-  if (!isJsonObject(value) || value.version !== 1 || typeof value.pid !== 'number' || !Array.isArray(value.sources)) return undefined;
+  if (!isJsonObject(value) || value.version !== 1 || typeof value.pid !== 'number' || !Array.isArray(value.sources))
+    return undefined;
   return value as unknown as AgentFacts;
 }

@@ -31,7 +31,9 @@ export interface DeploymentDetail {
 }
 
 /** `unknown`: no record has that id or name (yet: `status --wait` waits for it to appear). */
-export type DetailLookup = { readonly ok: true; readonly detail: DeploymentDetail } | { readonly ok: false; readonly unknown: boolean; readonly message: string };
+export type DetailLookup =
+  | { readonly ok: true; readonly detail: DeploymentDetail }
+  | { readonly ok: false; readonly unknown: boolean; readonly message: string };
 
 export async function readDetail(config: AgentConfig, log: Logger, key: string): Promise<DetailLookup> {
   const store = storeFor(config, log);
@@ -44,10 +46,20 @@ export async function readDetail(config: AgentConfig, log: Logger, key: string):
   }
   if (!record) {
     const named = (await store.list(true)).filter((r) => r.name === key);
-    if (named.length > 1) return { ok: false, unknown: false, message: `${named.length} deployments are named "${key}": ${named.map((r) => r.id).join(', ')}; give the id` };
+    if (named.length > 1)
+      return {
+        ok: false,
+        unknown: false,
+        message: `${named.length} deployments are named "${key}": ${named.map((r) => r.id).join(', ')}; give the id`,
+      };
     record = named[0];
   }
-  if (!record) return { ok: false, unknown: true, message: `no deployment with id or name "${key}" is known; "os-config-agent status" lists them` };
+  if (!record)
+    return {
+      ok: false,
+      unknown: true,
+      message: `no deployment with id or name "${key}" is known; "os-config-agent status" lists them`,
+    };
   return { ok: true, detail: await detailOf(store, record) };
 }
 
@@ -64,7 +76,9 @@ async function detailOf(store: StateStore, record: DeploymentRecord): Promise<De
     deployment: toStatus(record),
     inputs,
     options: isJsonObject(deployed?.options) ? deployed.options : {},
-    ...(Number.isFinite(started) && Number.isFinite(ended) ? { durationSeconds: Math.round(ended - started) / 1000 } : {}),
+    ...(Number.isFinite(started) && Number.isFinite(ended)
+      ? { durationSeconds: Math.round(ended - started) / 1000 }
+      : {}),
     ...(typeof body?.deploy_stdout === 'string' ? { stdoutTail: tail(body.deploy_stdout) } : {}),
     ...(typeof body?.deploy_stderr === 'string' ? { stderrTail: tail(body.deploy_stderr) } : {}),
     outputs,
@@ -114,11 +128,37 @@ export function formatDetail(d: DeploymentDetail): string {
     `  signal: ${s.signal.state} via ${s.signal.transport}, ${s.signal.attempts} attempts${s.signal.sentAt ? `, sent ${s.signal.sentAt}` : ''}${s.signal.nextAttemptAt ? `, next ${s.signal.nextAttemptAt}` : ''}`,
   ];
   if (s.lastError) lines.push(`  last error: ${s.lastError}`);
-  lines.push('inputs:', ...(d.inputs.length > 0 ? d.inputs.map((i) => `  ${i.name} = ${oneValue(i.value)}`) : ['  (none)']));
-  lines.push('options:', ...(Object.keys(d.options).length > 0 ? Object.entries(d.options).map(([k, v]) => `  ${k} = ${oneValue(v)}`) : ['  (none)']));
-  lines.push('outputs:', ...(Object.keys(d.outputs).length > 0 ? Object.entries(d.outputs).map(([k, v]) => `  ${k} = ${oneValue(v)}`) : ['  (none)']));
-  lines.push('signal attempts:', ...(d.signalAttempts.length > 0 ? d.signalAttempts.map((a) => `  ${a.at}  ${a.outcome}${a.status !== undefined ? ` (HTTP ${a.status})` : ''}${a.error ? `: ${a.error}` : ''}`) : ['  (none recorded)']));
-  lines.push(`stdout (last ${TAIL_LINES} lines):`, indent(d.stdoutTail), `stderr (last ${TAIL_LINES} lines):`, indent(d.stderrTail));
+  lines.push(
+    'inputs:',
+    ...(d.inputs.length > 0 ? d.inputs.map((i) => `  ${i.name} = ${oneValue(i.value)}`) : ['  (none)']),
+  );
+  lines.push(
+    'options:',
+    ...(Object.keys(d.options).length > 0
+      ? Object.entries(d.options).map(([k, v]) => `  ${k} = ${oneValue(v)}`)
+      : ['  (none)']),
+  );
+  lines.push(
+    'outputs:',
+    ...(Object.keys(d.outputs).length > 0
+      ? Object.entries(d.outputs).map(([k, v]) => `  ${k} = ${oneValue(v)}`)
+      : ['  (none)']),
+  );
+  lines.push(
+    'signal attempts:',
+    ...(d.signalAttempts.length > 0
+      ? d.signalAttempts.map(
+          (a) =>
+            `  ${a.at}  ${a.outcome}${a.status !== undefined ? ` (HTTP ${a.status})` : ''}${a.error ? `: ${a.error}` : ''}`,
+        )
+      : ['  (none recorded)']),
+  );
+  lines.push(
+    `stdout (last ${TAIL_LINES} lines):`,
+    indent(d.stdoutTail),
+    `stderr (last ${TAIL_LINES} lines):`,
+    indent(d.stderrTail),
+  );
   return `${lines.join('\n')}\n`;
 }
 
@@ -129,5 +169,9 @@ function oneValue(v: unknown): string {
 
 function indent(text: string | undefined): string {
   if (text === undefined || text === '') return '  (empty)';
-  return text.replace(/\n$/, '').split('\n').map((l) => `  | ${l}`).join('\n');
+  return text
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((l) => `  | ${l}`)
+    .join('\n');
 }

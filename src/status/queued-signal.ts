@@ -13,7 +13,19 @@ import { STATUS_VERSION, verdictOf, type Verdict } from './report.js';
 export interface QueuedSignalDetail {
   readonly version: 1;
   /** The queue entry as stored, less its URL (`to`: without the signature), token and body. */
-  readonly signal: Pick<QueuedSignal, 'id' | 'state' | 'createdAt' | 'updatedAt' | 'attempts' | 'nextAttemptAt' | 'lastAttemptAt' | 'lastStatus' | 'lastError' | 'sentAt'> & {
+  readonly signal: Pick<
+    QueuedSignal,
+    | 'id'
+    | 'state'
+    | 'createdAt'
+    | 'updatedAt'
+    | 'attempts'
+    | 'nextAttemptAt'
+    | 'lastAttemptAt'
+    | 'lastStatus'
+    | 'lastError'
+    | 'sentAt'
+  > & {
     readonly kind: 'cfn-signal' | 'wc-notify';
     readonly to: string;
   };
@@ -53,7 +65,13 @@ export async function readQueuedSignalDetail(config: AgentConfig, id: string): P
  */
 export function verdictOfQueuedSignal(d: QueuedSignalDetail): Verdict {
   const { state } = d.signal;
-  return verdictOf({ version: STATUS_VERSION, agent: { running: false }, sources: [], deployments: [], signals: state === 'sent' ? [] : [{ ...d.signal, state }] });
+  return verdictOf({
+    version: STATUS_VERSION,
+    agent: { running: false },
+    sources: [],
+    deployments: [],
+    signals: state === 'sent' ? [] : [{ ...d.signal, state }],
+  });
 }
 
 export function formatQueuedSignal(d: QueuedSignalDetail): string {
@@ -65,7 +83,10 @@ export function formatQueuedSignal(d: QueuedSignalDetail): string {
     `  attempts: ${s.attempts}   last HTTP status: ${s.lastStatus ?? '-'}`,
   ];
   if (s.lastError) lines.push(`  last error: ${s.lastError}`);
-  if (d.says) lines.push(`  says: status ${d.says.status ?? '-'}, reason ${d.says.reason ?? '-'}, unique id ${d.says.uniqueId ?? '-'}`);
+  if (d.says)
+    lines.push(
+      `  says: status ${d.says.status ?? '-'}, reason ${d.says.reason ?? '-'}, unique id ${d.says.uniqueId ?? '-'}`,
+    );
   return `${lines.join('\n')}\n`;
 }
 
@@ -85,5 +106,9 @@ function bodySays(text: string): QueuedSignalDetail['says'] {
   const status = pick('Status', 'status');
   const reason = pick('Reason', 'reason');
   const uniqueId = pick('UniqueId', 'id');
-  return { ...(status !== undefined ? { status } : {}), ...(reason !== undefined ? { reason } : {}), ...(uniqueId !== undefined ? { uniqueId } : {}) };
+  return {
+    ...(status !== undefined ? { status } : {}),
+    ...(reason !== undefined ? { reason } : {}),
+    ...(uniqueId !== undefined ? { uniqueId } : {}),
+  };
 }

@@ -56,7 +56,9 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
     readQueue(signalQueueDir(config)),
   ]);
   // The facts are the running daemon's when their pid is that of the pid file, or their process still runs.
-  const factsAlive = facts !== undefined && (facts.pid === daemonPid || (facts.startTicks !== undefined && isSameProcess(facts.pid, facts.startTicks)));
+  const factsAlive =
+    facts !== undefined &&
+    (facts.pid === daemonPid || (facts.startTicks !== undefined && isSameProcess(facts.pid, facts.startTicks)));
   const running = daemonPid !== undefined || factsAlive;
   // Facts of a daemon that is gone still tell its last cycle; the next poll it planned will not come.
   const agent: AgentSummary = {
@@ -66,11 +68,22 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
     // A running daemon's last cycle is its own: facts left by an earlier process do not count for it.
     ...(facts?.lastCycle && (factsAlive || !running) ? { lastCycle: facts.lastCycle } : {}),
     // An idle daemon rewrites its facts only now and then: a next poll already past is not shown, the interval is.
-    ...(facts?.nextPollAt && factsAlive && Date.parse(facts.nextPollAt) > Date.now() ? { nextPollAt: facts.nextPollAt } : {}),
-    ...(facts?.pollingIntervalSeconds !== undefined && factsAlive ? { pollingIntervalSeconds: facts.pollingIntervalSeconds } : {}),
+    ...(facts?.nextPollAt && factsAlive && Date.parse(facts.nextPollAt) > Date.now()
+      ? { nextPollAt: facts.nextPollAt }
+      : {}),
+    ...(facts?.pollingIntervalSeconds !== undefined && factsAlive
+      ? { pollingIntervalSeconds: facts.pollingIntervalSeconds }
+      : {}),
   };
   const signals = [...deploymentSignals(deployments), ...queued];
-  return { version: STATUS_VERSION, agent, sources: facts?.sources ?? [], deployments, signals, ...(unusable.length > 0 ? { unusableRecords: unusable } : {}) };
+  return {
+    version: STATUS_VERSION,
+    agent,
+    sources: facts?.sources ?? [],
+    deployments,
+    signals,
+    ...(unusable.length > 0 ? { unusableRecords: unusable } : {}),
+  };
 }
 
 /** The deployments' signals in the outbox that are not delivered: still pending, or failed for good. */
@@ -126,7 +139,13 @@ export interface Verdict {
 
 /** The verdict of one deployment (`status <id|name>`): its state, and its own signal (pending: 3, failed: 2). */
 export function verdictOfDeployment(deployment: DeploymentStatus): Verdict {
-  return verdictOf({ version: STATUS_VERSION, agent: { running: false }, sources: [], deployments: [deployment], signals: deploymentSignals([deployment]) });
+  return verdictOf({
+    version: STATUS_VERSION,
+    agent: { running: false },
+    sources: [],
+    deployments: [deployment],
+    signals: deploymentSignals([deployment]),
+  });
 }
 
 /** Whether everything is done, and how it ended: still waiting wins, then agent/signal errors, then failures. */
@@ -134,15 +153,29 @@ export function verdictOf(report: StatusReport): Verdict {
   const waiting = [
     // At boot the deployments are not known before the first cycle has collected them.
     ...(report.agent.running && !report.agent.lastCycle ? ['the agent has not finished its first cycle yet'] : []),
-    ...report.deployments.filter((d) => isInProgress(d.state)).map((d) => `deployment ${d.id} (${d.name}) is ${d.state}`),
-    ...report.signals.filter((s) => s.state === 'pending').map((s) => `${s.kind} signal ${s.id} is not delivered yet (${s.attempts} attempts)`),
+    ...report.deployments
+      .filter((d) => isInProgress(d.state))
+      .map((d) => `deployment ${d.id} (${d.name}) is ${d.state}`),
+    ...report.signals
+      .filter((s) => s.state === 'pending')
+      .map((s) => `${s.kind} signal ${s.id} is not delivered yet (${s.attempts} attempts)`),
   ];
   if (waiting.length > 0) return { exitCode: EXIT.waiting, reasons: waiting };
-  const errors = report.signals.filter((s) => s.state === 'failed').map((s) => `${s.kind} signal ${s.id} failed for good: ${s.lastError ?? 'no answer recorded'}`);
-  for (const u of report.unusableRecords ?? []) errors.push(`deployment ${u.id} is held: its record ${u.file} cannot be used (${u.problem}); see docs/state-machine.md`);
-  if (report.agent.running && report.agent.lastCycle?.result === 'failed') errors.push(`the agent's last cycle failed (exit code ${report.agent.lastCycle.exitCode}); see its journal`);
+  const errors = report.signals
+    .filter((s) => s.state === 'failed')
+    .map((s) => `${s.kind} signal ${s.id} failed for good: ${s.lastError ?? 'no answer recorded'}`);
+  for (const u of report.unusableRecords ?? [])
+    errors.push(
+      `deployment ${u.id} is held: its record ${u.file} cannot be used (${u.problem}); see docs/state-machine.md`,
+    );
+  if (report.agent.running && report.agent.lastCycle?.result === 'failed')
+    errors.push(`the agent's last cycle failed (exit code ${report.agent.lastCycle.exitCode}); see its journal`);
   if (errors.length > 0) return { exitCode: EXIT.agentOrSignalError, reasons: errors };
-  const failed = report.deployments.filter((d) => isListed(d.state) && d.failed === true).map((d) => `deployment ${d.id} (${d.name}) failed${d.statusCode !== undefined ? ` with status ${d.statusCode}` : ''}`);
+  const failed = report.deployments
+    .filter((d) => isListed(d.state) && d.failed === true)
+    .map(
+      (d) => `deployment ${d.id} (${d.name}) failed${d.statusCode !== undefined ? ` with status ${d.statusCode}` : ''}`,
+    );
   if (failed.length > 0) return { exitCode: EXIT.deploymentFailed, reasons: failed };
   return { exitCode: EXIT.done, reasons: [] };
 }

@@ -78,11 +78,18 @@ export interface UnusableRecord {
 }
 
 /** Every known deployment, oldest first, and the records that cannot be used (by id). */
-export async function readStatusAll(config: AgentConfig, log: Logger): Promise<{ deployments: DeploymentStatus[]; unusable: UnusableRecord[] }> {
+export async function readStatusAll(
+  config: AgentConfig,
+  log: Logger,
+): Promise<{ deployments: DeploymentStatus[]; unusable: UnusableRecord[] }> {
   const { records, unusable } = await storeFor(config, log).listAll('ignore');
   return {
-    deployments: records.sort((a, b) => a.firstSeenAt.localeCompare(b.firstSeenAt) || a.id.localeCompare(b.id)).map(toStatus),
-    unusable: unusable.map((e) => ({ id: e.deploymentId, file: e.file, problem: e.problem })).sort((a, b) => a.id.localeCompare(b.id)),
+    deployments: records
+      .sort((a, b) => a.firstSeenAt.localeCompare(b.firstSeenAt) || a.id.localeCompare(b.id))
+      .map(toStatus),
+    unusable: unusable
+      .map((e) => ({ id: e.deploymentId, file: e.file, problem: e.problem }))
+      .sort((a, b) => a.id.localeCompare(b.id)),
   };
 }
 
@@ -128,7 +135,8 @@ function signalText(d: DeploymentStatus): string {
   if (!hasResult(d.state) && d.state !== 'removed') return '-';
   if (s.state === 'none') return s.transport === 'NO_SIGNAL' ? 'none' : '-';
   const base = `${s.state} ${s.transport}`;
-  if (s.state === 'pending') return `${base} (${s.attempts} tries${s.nextAttemptAt ? `, next ${shortTime(s.nextAttemptAt)}` : ''})`;
+  if (s.state === 'pending')
+    return `${base} (${s.attempts} tries${s.nextAttemptAt ? `, next ${shortTime(s.nextAttemptAt)}` : ''})`;
   return base;
 }
 

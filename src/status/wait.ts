@@ -14,7 +14,10 @@ export interface WaitOptions {
 }
 
 /** The last reading: the first whose verdict is not "waiting", or the one read when the time ran out or the wait was aborted. */
-export async function waitForVerdict<R extends { readonly verdict: Verdict }>(read: () => Promise<R>, options: WaitOptions): Promise<R> {
+export async function waitForVerdict<R extends { readonly verdict: Verdict }>(
+  read: () => Promise<R>,
+  options: WaitOptions,
+): Promise<R> {
   const now = options.now ?? Date.now;
   const deadline = options.timeoutMs > 0 ? now() + options.timeoutMs : Infinity;
   for (;;) {
@@ -22,6 +25,8 @@ export async function waitForVerdict<R extends { readonly verdict: Verdict }>(re
     if (reading.verdict.exitCode !== EXIT.waiting) return reading;
     const left = deadline - now();
     if (left <= 0 || options.signal?.aborted) return reading;
-    await sleep(Math.min(options.intervalMs, left), undefined, options.signal ? { signal: options.signal } : {}).catch(() => undefined);
+    await sleep(Math.min(options.intervalMs, left), undefined, options.signal ? { signal: options.signal } : {}).catch(
+      () => undefined,
+    );
   }
 }

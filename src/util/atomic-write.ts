@@ -18,7 +18,11 @@ export interface AtomicWriteOptions {
 // Temp file in the same directory, write, fsync, chmod/chown, rename, fsync the directory: a reader sees the old
 // file or the new one, never a torn one, and a power cut after return keeps the new one. The temp file is removed
 // if any step fails, so a full disk leaves no debris.
-export async function writeFileAtomic(target: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+export async function writeFileAtomic(
+  target: string,
+  data: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
   const staged = await stageFileAtomic(target, data, options);
   await staged.commit();
 }
@@ -37,7 +41,11 @@ export interface StagedFile {
  * caller replacing several files stages them all, then commits them all, so a failure while writing any (a full disk,
  * a directory it may not write) leaves every target as it was.
  */
-export async function stageFileAtomic(target: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<StagedFile> {
+export async function stageFileAtomic(
+  target: string,
+  data: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<StagedFile> {
   const dir = path.dirname(target);
   if (options.mkdirMode !== undefined) await fs.mkdir(dir, { recursive: true, mode: options.mkdirMode });
   const tmp = tempPathFor(target);

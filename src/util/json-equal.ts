@@ -25,7 +25,9 @@ function sameJson(a: unknown, b: unknown, ordered: boolean): boolean {
     for (let i = 0; i < a.length; i++) if (!sameJson(a[i], bb[i], ordered)) return false;
     return true;
   }
-  return ordered ? sameObjectInOrder(a as Record<string, unknown>, b as Record<string, unknown>) : sameObject(a as Record<string, unknown>, b as Record<string, unknown>);
+  return ordered
+    ? sameObjectInOrder(a as Record<string, unknown>, b as Record<string, unknown>)
+    : sameObject(a as Record<string, unknown>, b as Record<string, unknown>);
 }
 
 /** Same own keys and values, in any order (no key arrays: for-in walks V8's cached key list). */

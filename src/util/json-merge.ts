@@ -27,7 +27,8 @@ export function deepMerge(base: JsonObject, incoming: JsonObject): JsonObject {
   for (const key of Object.keys(incoming)) {
     const current = out[key];
     const next = incoming[key];
-    if (Object.prototype.hasOwnProperty.call(out, key) && isJsonObject(current) && isJsonObject(next)) put(out, key, deepMerge(current, next));
+    if (Object.prototype.hasOwnProperty.call(out, key) && isJsonObject(current) && isJsonObject(next))
+      put(out, key, deepMerge(current, next));
     else put(out, key, deepClone(next));
   }
   return out;

@@ -82,7 +82,11 @@ function lowerBackWorks(own: number): boolean {
  * Runs `start` (a synchronous spawn) so that the process it starts is born with oom_score_adj `target` when the
  * agent's own is lower; returns what `start` returned and whether the child still needs raising afterwards.
  */
-export function spawnWithOomScoreAdj<T>(start: () => T, target: number = CHILD_OOM_SCORE_ADJ, own: number = readOwnOomScoreAdj()): { value: T; raiseAfter: boolean } {
+export function spawnWithOomScoreAdj<T>(
+  start: () => T,
+  target: number = CHILD_OOM_SCORE_ADJ,
+  own: number = readOwnOomScoreAdj(),
+): { value: T; raiseAfter: boolean } {
   if (own >= target) return { value: start(), raiseAfter: false };
   if (!lowerBackWorks(own) || !writeOomScoreAdj('self', target)) return { value: start(), raiseAfter: true };
   try {
@@ -94,7 +98,11 @@ export function spawnWithOomScoreAdj<T>(start: () => T, target: number = CHILD_O
 }
 
 /** Raises a child's oom_score_adj to `target` when the agent's own is lower; a failure only leaves it as inherited. */
-export function raiseOomScoreAdj(pid: number, target: number = CHILD_OOM_SCORE_ADJ, own: number = readOwnOomScoreAdj()): boolean {
+export function raiseOomScoreAdj(
+  pid: number,
+  target: number = CHILD_OOM_SCORE_ADJ,
+  own: number = readOwnOomScoreAdj(),
+): boolean {
   if (own >= target) return false;
   // The process may already be gone; it then needs no adjustment.
   return writeOomScoreAdj(pid, target);
@@ -232,15 +240,20 @@ export function runProcess(options: ProcessOptions): Promise<ProcessResult> {
     };
 
     try {
-      const command = options.scopeProperties && options.scopeProperties.length > 0
-        ? scopeCommand(options.file, options.args ?? [], options.scopeProperties)
-        : { file: options.file, args: options.args ?? [] };
-      const spawned = spawnWithOomScoreAdj(() => spawn(command.file, command.args, {
-        cwd: options.cwd,
-        env: options.env ?? process.env,
-        detached: ownGroup,
-        stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-      }), options.oomScoreAdj);
+      const command =
+        options.scopeProperties && options.scopeProperties.length > 0
+          ? scopeCommand(options.file, options.args ?? [], options.scopeProperties)
+          : { file: options.file, args: options.args ?? [] };
+      const spawned = spawnWithOomScoreAdj(
+        () =>
+          spawn(command.file, command.args, {
+            cwd: options.cwd,
+            env: options.env ?? process.env,
+            detached: ownGroup,
+            stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+          }),
+        options.oomScoreAdj,
+      );
       child = spawned.value;
       raiseAfter = spawned.raiseAfter;
     } catch (e) {

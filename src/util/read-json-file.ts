@@ -12,7 +12,8 @@ export async function readJsonFile(file: string, maxBytes: number): Promise<Json
     handle = await fs.open(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
     const st = await handle.stat();
     if (!st.isFile()) return { ok: false, reason: 'not-a-file', detail: 'not a regular file' };
-    if (st.size > maxBytes) return { ok: false, reason: 'too-large', detail: `${st.size} bytes is over the ${maxBytes}-byte limit` };
+    if (st.size > maxBytes)
+      return { ok: false, reason: 'too-large', detail: `${st.size} bytes is over the ${maxBytes}-byte limit` };
     // Read at most maxBytes + 1 so a file growing under us cannot blow the cap.
     const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
     let total = 0;

@@ -8,8 +8,16 @@ const MAX_NAME_LENGTH = 255;
  */
 export function checkFileName(kind: string, name: unknown): string {
   if (typeof name !== 'string' || name === '') throw new UnsafeNameError(`${kind} must be a non-empty string`);
-  if (name.includes('/') || name.includes('\\') || name.includes('\0') || name.startsWith('.') || Buffer.byteLength(name) > MAX_NAME_LENGTH) {
-    throw new UnsafeNameError(`${kind} ${JSON.stringify(name.slice(0, 80))} cannot be used as a file name (no "/", no leading ".", at most ${MAX_NAME_LENGTH} bytes)`);
+  if (
+    name.includes('/') ||
+    name.includes('\\') ||
+    name.includes('\0') ||
+    name.startsWith('.') ||
+    Buffer.byteLength(name) > MAX_NAME_LENGTH
+  ) {
+    throw new UnsafeNameError(
+      `${kind} ${JSON.stringify(name.slice(0, 80))} cannot be used as a file name (no "/", no leading ".", at most ${MAX_NAME_LENGTH} bytes)`,
+    );
   }
   return name;
 }

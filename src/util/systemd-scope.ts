@@ -24,9 +24,16 @@ export function scopeProperties(limits: HookLimits): string[] {
 }
 
 /** The systemd-run command line that runs `file args` in a transient scope with the given properties. */
-export function scopeCommand(file: string, args: readonly string[], properties: readonly string[]): { file: string; args: string[] } {
+export function scopeCommand(
+  file: string,
+  args: readonly string[],
+  properties: readonly string[],
+): { file: string; args: string[] } {
   // --collect: a scope whose tool failed is unloaded too, not left behind as a failed unit.
-  return { file: 'systemd-run', args: ['--scope', '--quiet', '--collect', ...properties.flatMap((p) => ['-p', p]), '--', file, ...args] };
+  return {
+    file: 'systemd-run',
+    args: ['--scope', '--quiet', '--collect', ...properties.flatMap((p) => ['-p', p]), '--', file, ...args],
+  };
 }
 
 /** sd_booted(): systemd is the init system (it creates this directory at boot, nothing else does). */

@@ -1,4 +1,19 @@
-import { closeSync, fchmodSync, fchownSync, fstatSync, fsyncSync, mkdirSync, openSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { tempPathFor } from './atomic-write.js';
 
@@ -70,7 +85,7 @@ export class WriteBatch {
     this.staged.push({ temp, target });
     try {
       const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-      for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+      for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, bytes.length - off);
       // chown before chmod: chown clears the setuid and setgid bits.
       if (chown) fchownSync(fd, options.uid ?? -1, options.gid ?? -1);
       if (chown || !this.modeKeptByOpen(fd, options.mode)) fchmodSync(fd, options.mode);

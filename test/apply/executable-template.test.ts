@@ -11,8 +11,15 @@ function script(dir: string, name: string, body: string): string {
 
 t.test('stdout is the body; stdin is the metadata as Python JSON', async (t) => {
   const dir = t.testdir({});
-  t.equal(await runExecutableTemplate(script(dir, 'cat', 'cat'), { a: [1, 'é'], b: null }), '{"a": [1, "\\u00e9"], "b": null}');
-  t.equal(await runExecutableTemplate(script(dir, 'ignore', 'echo ok'), { big: 'x'.repeat(1 << 20) }), 'ok\n', 'a script that ignores stdin still works');
+  t.equal(
+    await runExecutableTemplate(script(dir, 'cat', 'cat'), { a: [1, 'é'], b: null }),
+    '{"a": [1, "\\u00e9"], "b": null}',
+  );
+  t.equal(
+    await runExecutableTemplate(script(dir, 'ignore', 'echo ok'), { big: 'x'.repeat(1 << 20) }),
+    'ok\n',
+    'a script that ignores stdin still works',
+  );
 });
 
 t.test('failures name the script and carry its output', async (t) => {
@@ -21,7 +28,13 @@ t.test('failures name the script and carry its output', async (t) => {
     code: 'ERR_TEMPLATE',
     message: /config script failed: .*fail exited with status 3; output: "out\\nerr\\n"/,
   });
-  await t.rejects(runExecutableTemplate(script(dir, 'slow', 'sleep 5'), {}, 200), { code: 'ERR_TEMPLATE', message: /did not finish within/ });
+  await t.rejects(runExecutableTemplate(script(dir, 'slow', 'sleep 5'), {}, 200), {
+    code: 'ERR_TEMPLATE',
+    message: /did not finish within/,
+  });
   writeFileSync(path.join(dir, 'noshebang'), 'garbage', { mode: 0o755 });
-  await t.rejects(runExecutableTemplate(path.join(dir, 'noshebang'), {}), { code: 'ERR_TEMPLATE', message: /config script failed/ });
+  await t.rejects(runExecutableTemplate(path.join(dir, 'noshebang'), {}), {
+    code: 'ERR_TEMPLATE',
+    message: /config script failed/,
+  });
 });

@@ -1,5 +1,13 @@
 import t from 'tap';
-import { booleanKeyStatus, checkValueType, extractKey, formatKeyValue, isKnownType, pythonStr, subhash } from '../../src/apply/key-lookup.js';
+import {
+  booleanKeyStatus,
+  checkValueType,
+  extractKey,
+  formatKeyValue,
+  isKnownType,
+  pythonStr,
+  subhash,
+} from '../../src/apply/key-lookup.js';
 
 const meta = { a: { b: 'v', n: null, z: 0, f: false }, l: ['x', 'y', { k: 'deep' }], s: 'str', t: true };
 
@@ -20,11 +28,22 @@ t.test('extractKey walks objects and indexes lists', async (t) => {
 
 t.test('types validate the Python str() form', async (t) => {
   const ok: Array<[unknown, string]> = [
-    ['abc_1', 'default'], ['', 'default'], [true, 'default'], [42, 'int'], ['42\n', 'int'], ['fe80::1/64', 'netaddress'], ['eth0.1', 'netdevice'],
-    ['svc-user', 'username'], ['mysql://u:p@host/db?charset=utf8', 'dsn'], ['sqlite:///var/lib/x.db', 'dsn'], ['r1z1-10.0.0.1:%PORT%/sdb,r1z2-h:%PORT%/sdc', 'swiftdevices'],
-    [{ k: 'v' }, 'raw'], [1.5, 'raw'],
+    ['abc_1', 'default'],
+    ['', 'default'],
+    [true, 'default'],
+    [42, 'int'],
+    ['42\n', 'int'],
+    ['fe80::1/64', 'netaddress'],
+    ['eth0.1', 'netdevice'],
+    ['svc-user', 'username'],
+    ['mysql://u:p@host/db?charset=utf8', 'dsn'],
+    ['sqlite:///var/lib/x.db', 'dsn'],
+    ['r1z1-10.0.0.1:%PORT%/sdb,r1z2-h:%PORT%/sdc', 'swiftdevices'],
+    [{ k: 'v' }, 'raw'],
+    [1.5, 'raw'],
   ];
-  for (const [value, type] of ok) t.doesNotThrow(() => checkValueType(value, type), `${JSON.stringify(value)} as ${type}`);
+  for (const [value, type] of ok)
+    t.doesNotThrow(() => checkValueType(value, type), `${JSON.stringify(value)} as ${type}`);
   const bad: Array<[unknown, string, RegExp]> = [
     [{ k: 'v' }, 'default', /cannot interpret value '\{'k': 'v'\}' as type default/],
     [['a'], 'default', /'\['a'\]'/],
@@ -34,7 +53,8 @@ t.test('types validate the Python str() form', async (t) => {
     ['a b', 'netaddress', /as type netaddress/],
     ['x', 'bogus', /unknown type: bogus/],
   ];
-  for (const [value, type, message] of bad) t.throws(() => checkValueType(value, type), { code: 'ERR_METADATA', message });
+  for (const [value, type, message] of bad)
+    t.throws(() => checkValueType(value, type), { code: 'ERR_METADATA', message });
   t.ok(isKnownType('raw'));
   t.notOk(isKnownType('constructor'));
 });
@@ -61,6 +81,9 @@ t.test('subhash', async (t) => {
   t.same(subhash({ a: { b: { c: 1 } } }, 'a.b'), { c: 1 });
   t.same(subhash(meta, undefined), meta);
   t.same(subhash(meta, ''), meta);
-  t.throws(() => subhash(meta, 'a.b'), { code: 'ERR_METADATA', message: "key 'a.b' does not correspond to a hash in the metadata file" });
+  t.throws(() => subhash(meta, 'a.b'), {
+    code: 'ERR_METADATA',
+    message: "key 'a.b' does not correspond to a hash in the metadata file",
+  });
   t.throws(() => subhash(meta, 'missing'), { code: 'ERR_METADATA' });
 });

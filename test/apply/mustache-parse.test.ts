@@ -15,7 +15,8 @@ t.test('text, variables and sections become nodes', async (t) => {
 });
 
 t.test('triple mustache, ampersand and whitespace inside tags are plain variables', async (t) => {
-  for (const src of ['{{{ x }}}', '{{&x}}', '{{ x }}', '{{\tx\n}}']) t.same(parseTemplate(src), [{ kind: 'var', name: 'x', path: ['x'] }], src);
+  for (const src of ['{{{ x }}}', '{{&x}}', '{{ x }}', '{{\tx\n}}'])
+    t.same(parseTemplate(src), [{ kind: 'var', name: 'x', path: ['x'] }], src);
   t.match(parseTemplate('{{ #s }}{{ /s }}')[0], { kind: 'section', name: 's' });
 });
 
@@ -59,23 +60,42 @@ t.test('malformed templates are errors naming the line', async (t) => {
 
 t.test('errors name the line of the tag, counting every newline before it', async (t) => {
   t.throws(() => parseTemplate('1\n2\n{{a}}\n4\n{{#b}}x'), /^line 5: section \{\{#b\}\} is never closed/);
-  t.throws(() => parseTemplate('{{#a}}\n\n\n{{/b}}'), /^line 4: closing tag \{\{\/b\}\} does not match the section \{\{#a\}\} opened on line 1/);
+  t.throws(
+    () => parseTemplate('{{#a}}\n\n\n{{/b}}'),
+    /^line 4: closing tag \{\{\/b\}\} does not match the section \{\{#a\}\} opened on line 1/,
+  );
   t.throws(() => parseTemplate('\r\n\n  {{'), /^line 3: tag opened/);
 });
 
-t.test('whitespace after the opening delimiter: ASCII and Unicode spaces as /\\s/ has them, control characters not', async (t) => {
-  t.match(parseTemplate('{{\u00a0#s}}{{/s}}')[0], { kind: 'section', name: 's' }, 'no-break space');
-  t.match(parseTemplate('{{\u2003#s}}{{/s}}')[0], { kind: 'section', name: 's' }, 'em space');
-  t.match(parseTemplate('{{\v#s}}{{/s}}')[0], { kind: 'section', name: 's' }, 'vertical tab');
-  t.same(parseTemplate('{{\u0001#s}}'), [{ kind: 'var', name: '\u0001#s', path: ['\u0001#s'] }], 'a control character is part of the name');
-});
+t.test(
+  'whitespace after the opening delimiter: ASCII and Unicode spaces as /\\s/ has them, control characters not',
+  async (t) => {
+    t.match(parseTemplate('{{\u00a0#s}}{{/s}}')[0], { kind: 'section', name: 's' }, 'no-break space');
+    t.match(parseTemplate('{{\u2003#s}}{{/s}}')[0], { kind: 'section', name: 's' }, 'em space');
+    t.match(parseTemplate('{{\v#s}}{{/s}}')[0], { kind: 'section', name: 's' }, 'vertical tab');
+    t.same(
+      parseTemplate('{{\u0001#s}}'),
+      [{ kind: 'var', name: '\u0001#s', path: ['\u0001#s'] }],
+      'a control character is part of the name',
+    );
+  },
+);
 
-t.test('standalone needs the tag alone on its line: text before it, or an earlier tag on the line, keeps the line', async (t) => {
-  t.same(parseTemplate('x {{! c }}\ny'), [{ kind: 'text', text: 'x ' }, { kind: 'text', text: '\ny' }]);
-  t.same(parseTemplate('{{a}} {{! c }}\ny').map((n) => (n.kind === 'text' ? n.text : n.name)), ['a', ' ', '\ny']);
-  t.same(parseTemplate('\t {{! c }}\r\ny'), [{ kind: 'text', text: 'y' }], 'tabs and spaces before, CRLF after');
-  t.same(parseTemplate('  {{! c }}'), [], 'standalone at the end of the text');
-});
+t.test(
+  'standalone needs the tag alone on its line: text before it, or an earlier tag on the line, keeps the line',
+  async (t) => {
+    t.same(parseTemplate('x {{! c }}\ny'), [
+      { kind: 'text', text: 'x ' },
+      { kind: 'text', text: '\ny' },
+    ]);
+    t.same(
+      parseTemplate('{{a}} {{! c }}\ny').map((n) => (n.kind === 'text' ? n.text : n.name)),
+      ['a', ' ', '\ny'],
+    );
+    t.same(parseTemplate('\t {{! c }}\r\ny'), [{ kind: 'text', text: 'y' }], 'tabs and spaces before, CRLF after');
+    t.same(parseTemplate('  {{! c }}'), [], 'standalone at the end of the text');
+  },
+);
 
 t.test('dotted names are split once, at parse time; "." stays whole', async (t) => {
   t.same(

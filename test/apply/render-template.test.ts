@@ -16,9 +16,17 @@ t.test('dotted names walk objects only, first segment from the innermost frame',
   t.equal(render('{{a.b.c}}', { a: { b: { c: 'deep' } } }), 'deep');
   t.equal(render('{{a.0}}', { a: [1] }), '', 'no array indexing');
   t.equal(render('{{#a}}{{b.c}}{{/a}}', { a: { q: 1 }, b: { c: 'outer' } }), 'outer');
-  t.equal(render('{{#a}}{{b.c}}{{/a}}', { a: { b: {} }, b: { c: 'outer' } }), '', 'resolution does not fall back after the first segment');
+  t.equal(
+    render('{{#a}}{{b.c}}{{/a}}', { a: { b: {} }, b: { c: 'outer' } }),
+    '',
+    'resolution does not fall back after the first segment',
+  );
   t.equal(render('{{constructor}}{{__proto__}}', {}), '', 'no inherited members');
-  t.same(renderTemplate('{{toString}}{{a.valueOf}}{{a.__proto__}}{{#hasOwnProperty}}x{{/hasOwnProperty}}', { a: {} }).missing, ['toString', 'a.valueOf', 'a.__proto__']);
+  t.same(
+    renderTemplate('{{toString}}{{a.valueOf}}{{a.__proto__}}{{#hasOwnProperty}}x{{/hasOwnProperty}}', { a: {} })
+      .missing,
+    ['toString', 'a.valueOf', 'a.__proto__'],
+  );
   const own = JSON.parse('{"constructor": "c", "__proto__": "p", "toString": {"k": 1}}') as unknown;
   t.equal(render('{{constructor}} {{__proto__}} {{toString.k}}', own), 'c p 1', 'own members of those names are found');
 });

@@ -34,7 +34,13 @@ t.test('an executable file is a config script and is not read', async (t) => {
 
 t.test('unreadable and non-UTF-8 templates are clear errors naming the file', async (t) => {
   const dir = t.testdir({ latin1: Buffer.from([0x63, 0x61, 0x66, 0xe9]) });
-  t.throws(() => readTemplateSource(path.join(dir, 'latin1')), { code: 'ERR_TEMPLATE', message: /could not read template .*latin1 \(not valid UTF-8\)/ });
-  t.throws(() => readTemplateSource(path.join(dir, 'missing')), { code: 'ERR_TEMPLATE', message: /could not read template .*missing \(ENOENT\)/ });
+  t.throws(() => readTemplateSource(path.join(dir, 'latin1')), {
+    code: 'ERR_TEMPLATE',
+    message: /could not read template .*latin1 \(not valid UTF-8\)/,
+  });
+  t.throws(() => readTemplateSource(path.join(dir, 'missing')), {
+    code: 'ERR_TEMPLATE',
+    message: /could not read template .*missing \(ENOENT\)/,
+  });
   t.throws(() => readTemplateSource(dir), { code: 'ERR_TEMPLATE', message: /is not a regular file/ });
 });

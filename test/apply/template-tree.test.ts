@@ -30,12 +30,21 @@ t.test('file symlinks are read through; directory symlinks are not followed', as
   t.same(entries.map((e) => e.relative).sort(), ['link', 'other/g', 'real/f']);
 });
 
-t.test('the walk is depth first in name order, files of a directory before its subdirectories; a trailing slash changes nothing', async (t) => {
-  const root = t.testdir({ b: { z: 'z', a: { f: 'f' } }, a: { y: 'y' }, x: 'x' });
-  const expected = ['x', 'a/y', 'b/z', 'b/a/f'];
-  t.same((await discoverTemplates(root)).map((e) => e.relative), expected);
-  t.same((await discoverTemplates(`${root}/`)).map((e) => e.source), expected.map((r) => path.join(root, r)));
-});
+t.test(
+  'the walk is depth first in name order, files of a directory before its subdirectories; a trailing slash changes nothing',
+  async (t) => {
+    const root = t.testdir({ b: { z: 'z', a: { f: 'f' } }, a: { y: 'y' }, x: 'x' });
+    const expected = ['x', 'a/y', 'b/z', 'b/a/f'];
+    t.same(
+      (await discoverTemplates(root)).map((e) => e.relative),
+      expected,
+    );
+    t.same(
+      (await discoverTemplates(`${root}/`)).map((e) => e.source),
+      expected.map((r) => path.join(root, r)),
+    );
+  },
+);
 
 t.test('a missing root means no templates; a root that is a file is an error', async (t) => {
   const dir = t.testdir({ file: 'x' });
@@ -52,9 +61,18 @@ t.test('dangling symlinks and special files are refused', async (t) => {
   await t.rejects(discoverTemplates(root2), { code: 'ERR_TEMPLATE', message: /not a regular file/ });
 });
 
-t.test('an unreadable template directory is an error', { skip: process.getuid?.() === 0 ? 'root reads every directory; test/cli/apply-command.test.ts checks this as nobody' : false }, async (t) => {
-  const root = t.testdir({ sub: { f: 'x' } });
-  chmodSync(path.join(root, 'sub'), 0o000);
-  t.teardown(() => chmodSync(path.join(root, 'sub'), 0o755));
-  await t.rejects(discoverTemplates(root), { code: 'ERR_TEMPLATE', message: /cannot read the template directory/ });
-});
+t.test(
+  'an unreadable template directory is an error',
+  {
+    skip:
+      process.getuid?.() === 0
+        ? 'root reads every directory; test/cli/apply-command.test.ts checks this as nobody'
+        : false,
+  },
+  async (t) => {
+    const root = t.testdir({ sub: { f: 'x' } });
+    chmodSync(path.join(root, 'sub'), 0o000);
+    t.teardown(() => chmodSync(path.join(root, 'sub'), 0o755));
+    await t.rejects(discoverTemplates(root), { code: 'ERR_TEMPLATE', message: /cannot read the template directory/ });
+  },
+);

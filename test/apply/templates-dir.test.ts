@@ -6,8 +6,14 @@ import { createPathMapper } from '../../src/util/rooted-path.js';
 t.test('configured value wins, then $OS_CONFIG_APPLIER_TEMPLATES (mapped), then the default', async (t) => {
   const root = t.testdir({});
   const paths = createPathMapper(root);
-  t.same(await resolveTemplatesDir('/configured', paths, { OS_CONFIG_APPLIER_TEMPLATES: '/env' }), { dir: '/configured', deprecated: false });
-  t.same(await resolveTemplatesDir(undefined, paths, { OS_CONFIG_APPLIER_TEMPLATES: '/env' }), { dir: paths.map('/env'), deprecated: false });
+  t.same(await resolveTemplatesDir('/configured', paths, { OS_CONFIG_APPLIER_TEMPLATES: '/env' }), {
+    dir: '/configured',
+    deprecated: false,
+  });
+  t.same(await resolveTemplatesDir(undefined, paths, { OS_CONFIG_APPLIER_TEMPLATES: '/env' }), {
+    dir: paths.map('/env'),
+    deprecated: false,
+  });
   t.same(await resolveTemplatesDir(undefined, paths, {}), { dir: paths.map(DEFAULT_TEMPLATES_DIR), deprecated: false });
 });
 
@@ -15,9 +21,15 @@ t.test('old /opt/stack locations only when they exist and the default does not',
   const root = t.testdir({});
   const paths = createPathMapper(root);
   mkdirSync(paths.map('/opt/stack/os-config-applier/templates'), { recursive: true });
-  t.same(await resolveTemplatesDir(undefined, paths, {}), { dir: paths.map('/opt/stack/os-config-applier/templates'), deprecated: true });
+  t.same(await resolveTemplatesDir(undefined, paths, {}), {
+    dir: paths.map('/opt/stack/os-config-applier/templates'),
+    deprecated: true,
+  });
   mkdirSync(paths.map('/opt/stack/os-apply-config/templates'), { recursive: true });
-  t.same(await resolveTemplatesDir(undefined, paths, {}), { dir: paths.map('/opt/stack/os-apply-config/templates'), deprecated: true });
+  t.same(await resolveTemplatesDir(undefined, paths, {}), {
+    dir: paths.map('/opt/stack/os-apply-config/templates'),
+    deprecated: true,
+  });
   mkdirSync(paths.map(DEFAULT_TEMPLATES_DIR), { recursive: true });
   t.same(await resolveTemplatesDir(undefined, paths, {}), { dir: paths.map(DEFAULT_TEMPLATES_DIR), deprecated: false });
 });

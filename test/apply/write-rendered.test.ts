@@ -2,7 +2,12 @@ import { chmodSync, chownSync, existsSync, lstatSync, readdirSync, readFileSync,
 import path from 'node:path';
 import t from 'tap';
 import { DEFAULT_CONTROL } from '../../src/apply/control-file.js';
-import { newPathCheckCache, resolveOutputPath, writeRendered, type RenderedFile } from '../../src/apply/write-rendered.js';
+import {
+  newPathCheckCache,
+  resolveOutputPath,
+  writeRendered,
+  type RenderedFile,
+} from '../../src/apply/write-rendered.js';
 import { WriteBatch } from '../../src/util/write-batch.js';
 
 const mode = (p: string) => statSync(p).mode & 0o7777;
@@ -32,7 +37,10 @@ t.test('within one run, a directory is looked at once, and nothing under an abse
   const root = t.testdir({ etc: { old: 'x' } });
   const cache = newPathCheckCache();
   t.same(resolveOutputPath(root, 'new/a/b/f1', cache), { target: path.join(root, 'new/a/b/f1'), existing: undefined });
-  t.ok(cache.absent.has(path.join(root, 'new')) && cache.absent.has(path.join(root, 'new/a/b')), 'the absent directories are remembered');
+  t.ok(
+    cache.absent.has(path.join(root, 'new')) && cache.absent.has(path.join(root, 'new/a/b')),
+    'the absent directories are remembered',
+  );
   t.equal(resolveOutputPath(root, 'new/a/b/f2', cache).existing, undefined);
   t.ok(resolveOutputPath(root, 'etc/old', cache).existing?.isFile());
   t.ok(cache.checked.has(path.join(root, 'etc')));
@@ -49,7 +57,10 @@ t.test('symlinked directories: inside the root is fine, outside is refused', asy
   symlinkSync('/etc', path.join(root, 'etc'));
   symlinkSync(path.join(base, 'nowhere'), path.join(root, 'dangling'));
   t.equal(resolveOutputPath(root, 'inner-link/f').target, path.join(root, 'inner-link/f'));
-  t.throws(() => resolveOutputPath(root, 'escape/f'), { code: 'ERR_UNSAFE_PATH', message: /leads outside the output root/ });
+  t.throws(() => resolveOutputPath(root, 'escape/f'), {
+    code: 'ERR_UNSAFE_PATH',
+    message: /leads outside the output root/,
+  });
   t.throws(() => resolveOutputPath(root, 'etc/passwd'), { code: 'ERR_UNSAFE_PATH' });
   t.throws(() => resolveOutputPath(root, 'dangling/f'), { code: 'ERR_UNSAFE_PATH' });
 });
@@ -75,9 +86,20 @@ t.test('existing mode, owner and group are kept unless the control file says oth
   chmodSync(path.join(root, 'suid'), 0o4755);
   await writeOne({ target: path.join(root, 'suid'), body: 'new', control: DEFAULT_CONTROL }, root);
   t.equal(mode(path.join(root, 'suid')), 0o4755, 'setuid bit survives');
-  t.equal(await writeOne({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0o640 } }, root), 'written', 'same bytes, new mode');
+  t.equal(
+    await writeOne(
+      { target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0o640 } },
+      root,
+    ),
+    'written',
+    'same bytes, new mode',
+  );
   t.equal(mode(path.join(root, 'keep')), 0o640);
-  t.equal(await writeOne({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0 } }, root), 'unchanged', 'mode 0 ignored as upstream');
+  t.equal(
+    await writeOne({ target: path.join(root, 'keep'), body: 'new', control: { ...DEFAULT_CONTROL, mode: 0 } }, root),
+    'unchanged',
+    'mode 0 ignored as upstream',
+  );
   if (process.getuid?.() === 0) {
     chownSync(path.join(root, 'owned'), 65534, 65534);
     await writeOne({ target: path.join(root, 'owned'), body: 'new', control: DEFAULT_CONTROL }, root);
@@ -90,7 +112,12 @@ t.test('existing mode, owner and group are kept unless the control file says oth
 t.test('new directories are made by the batch, and removed again if it aborts', async (t) => {
   const root = t.testdir({ etc: {} });
   const batch = new WriteBatch();
-  const file = (rel: string) => ({ target: path.join(root, rel), existing: undefined, body: 'x', control: DEFAULT_CONTROL });
+  const file = (rel: string) => ({
+    target: path.join(root, rel),
+    existing: undefined,
+    body: 'x',
+    control: DEFAULT_CONTROL,
+  });
   t.equal(writeRendered(file('new/deep/a'), root, batch), 'written');
   t.equal(writeRendered(file('new/b'), root, batch), 'written');
   t.equal(writeRendered(file('etc/c'), root, batch), 'written');
@@ -108,7 +135,11 @@ t.test('allow_empty false deletes or skips an empty rendering', async (t) => {
   t.notOk(existsSync(path.join(root, 'old')));
   t.equal(await writeOne({ target: path.join(root, 'new'), body: '', control }, root), 'skipped');
   t.notOk(existsSync(path.join(root, 'new')));
-  t.equal(await writeOne({ target: path.join(root, 'empty'), body: '', control: DEFAULT_CONTROL }, root), 'written', 'allowed by default');
+  t.equal(
+    await writeOne({ target: path.join(root, 'empty'), body: '', control: DEFAULT_CONTROL }, root),
+    'written',
+    'allowed by default',
+  );
   t.equal(readFileSync(path.join(root, 'empty'), 'utf8'), '');
 });
 

@@ -37,7 +37,12 @@ const timed = (argv) => {
   settle();
   return measure(argv, { env });
 };
-const summarise = (r) => ({ wallS: +r.wall.toFixed(3), peakRssMb: +(r.rssKb / 1024).toFixed(1), cpuS: +r.cpu.toFixed(3), statuses: r.statuses });
+const summarise = (r) => ({
+  wallS: +r.wall.toFixed(3),
+  peakRssMb: +(r.rssKb / 1024).toFixed(1),
+  cpuS: +r.cpu.toFixed(3),
+  statuses: r.statuses,
+});
 const ratio = (upstream, ours) => +(upstream / ours).toFixed(2);
 
 /** A fresh ext4 on a loop device under `dir`, or undefined (with the reason) when this process cannot make one. */
@@ -54,7 +59,8 @@ function mountExt4(dir) {
   ];
   for (const [cmd, args] of steps) {
     const res = run(cmd, args);
-    if (res.status !== 0) return { reason: `${cmd} failed: ${(res.stderr || res.error?.message || '').trim().split('\n')[0]}` };
+    if (res.status !== 0)
+      return { reason: `${cmd} failed: ${(res.stderr || res.error?.message || '').trim().split('\n')[0]}` };
   }
   return { mountPoint, unmount: () => run('umount', [mountPoint]) };
 }
@@ -73,7 +79,17 @@ async function benchTree(fsBase, count) {
     writeFileSync(file, JSON.stringify(templateMetadata(v)));
     return file;
   };
-  const args = (out, v = 0) => ['-t', templates, '-o', out, '-m', metaFile(v), '--fallback-metadata', '--os-config-files', path.join(base, 'none.json')];
+  const args = (out, v = 0) => [
+    '-t',
+    templates,
+    '-o',
+    out,
+    '-m',
+    metaFile(v),
+    '--fallback-metadata',
+    '--os-config-files',
+    path.join(base, 'none.json'),
+  ];
   // Ours through its launcher, started by its #! line as on an instance, with the same flags (plus --root so no default
   // path outside the bench dir is read).
   const oursCmd = (out, v) => [launcher, '--root', base, ...args(out, v)];
@@ -88,15 +104,37 @@ async function benchTree(fsBase, count) {
   };
   const [oursSteady, upSteady] = interleave(RUNS, [rerun('ours', oursCmd, false), rerun('up', upCmd, false)]);
   const [oursChanged, upChanged] = interleave(RUNS, [rerun('ours', oursCmd, true), rerun('up', upCmd, true)]);
-  const daemon = await daemonApplies({ bundle, root: path.join(base, 'daemon-root'), templatesDir: templates, cycles: RUNS + 1, metadataFor: templateMetadata, settle, env });
+  const daemon = await daemonApplies({
+    bundle,
+    root: path.join(base, 'daemon-root'),
+    templatesDir: templates,
+    cycles: RUNS + 1,
+    metadataFor: templateMetadata,
+    settle,
+    env,
+  });
   rmSync(base, { recursive: true, force: true });
   const inProcessFresh = daemon.seconds[0];
   const inProcessChanged = median(daemon.seconds.slice(1));
   return {
     templates: count,
-    fresh: { ours: summarise(ours), upstream: summarise(upstream), wallRatio: ratio(upstream.wall, ours.wall), rssRatio: ratio(upstream.rssKb, ours.rssKb), cpuRatio: ratio(upstream.cpu, ours.cpu) },
-    unchangedRerun: { ours: summarise(oursSteady), upstream: summarise(upSteady), wallRatio: ratio(upSteady.wall, oursSteady.wall) },
-    changedRerun: { ours: summarise(oursChanged), upstream: summarise(upChanged), wallRatio: ratio(upChanged.wall, oursChanged.wall) },
+    fresh: {
+      ours: summarise(ours),
+      upstream: summarise(upstream),
+      wallRatio: ratio(upstream.wall, ours.wall),
+      rssRatio: ratio(upstream.rssKb, ours.rssKb),
+      cpuRatio: ratio(upstream.cpu, ours.cpu),
+    },
+    unchangedRerun: {
+      ours: summarise(oursSteady),
+      upstream: summarise(upSteady),
+      wallRatio: ratio(upSteady.wall, oursSteady.wall),
+    },
+    changedRerun: {
+      ours: summarise(oursChanged),
+      upstream: summarise(upChanged),
+      wallRatio: ratio(upChanged.wall, oursChanged.wall),
+    },
     inProcess: {
       freshS: inProcessFresh,
       changedS: inProcessChanged,
@@ -119,15 +157,27 @@ async function benchFilesystem(label, fsBase) {
   const [small, large] = sizes;
   // Linear in the template count: the cost of one more template is the difference between the two sizes over the
   // 1,800 templates between them; what is left at 200 is the fixed cost of a run (start-up, the flush to disk).
-  const marginalMs = (side) => ((large.fresh[side].wallS - small.fresh[side].wallS) * 1000) / (large.templates - small.templates);
-  const linearity = (side) => ({ perTemplateMs: +marginalMs(side).toFixed(3), fixedMs: +(small.fresh[side].wallS * 1000 - marginalMs(side) * small.templates).toFixed(1) });
+  const marginalMs = (side) =>
+    ((large.fresh[side].wallS - small.fresh[side].wallS) * 1000) / (large.templates - small.templates);
+  const linearity = (side) => ({
+    perTemplateMs: +marginalMs(side).toFixed(3),
+    fixedMs: +(small.fresh[side].wallS * 1000 - marginalMs(side) * small.templates).toFixed(1),
+  });
   return {
     bench: 'apply-templates',
     filesystem: label,
     runs: RUNS,
-    startupPrintTemplates: { ours: summarise(oursStart), upstream: summarise(upStart), wallRatio: ratio(upStart.wall, oursStart.wall) },
+    startupPrintTemplates: {
+      ours: summarise(oursStart),
+      upstream: summarise(upStart),
+      wallRatio: ratio(upStart.wall, oursStart.wall),
+    },
     sizes,
-    linearFit: { ours: linearity('ours'), upstream: linearity('upstream'), perTemplateRatio: +(marginalMs('upstream') / marginalMs('ours')).toFixed(2) },
+    linearFit: {
+      ours: linearity('ours'),
+      upstream: linearity('upstream'),
+      perTemplateRatio: +(marginalMs('upstream') / marginalMs('ours')).toFixed(2),
+    },
   };
 }
 
@@ -135,8 +185,14 @@ console.log(JSON.stringify(await benchFilesystem(`temporary directory (${os.tmpd
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'oca-bench-ext4-'));
 const ext4 = mountExt4(scratch);
 try {
-  if (ext4.mountPoint) console.log(JSON.stringify(await benchFilesystem('fresh ext4 on a loop device (as an instance root)', ext4.mountPoint)));
-  else console.log(JSON.stringify({ bench: 'apply-templates', filesystem: 'fresh ext4 on a loop device', skipped: ext4.reason }));
+  if (ext4.mountPoint)
+    console.log(
+      JSON.stringify(await benchFilesystem('fresh ext4 on a loop device (as an instance root)', ext4.mountPoint)),
+    );
+  else
+    console.log(
+      JSON.stringify({ bench: 'apply-templates', filesystem: 'fresh ext4 on a loop device', skipped: ext4.reason }),
+    );
 } finally {
   ext4.unmount?.();
   rmSync(scratch, { recursive: true, force: true });

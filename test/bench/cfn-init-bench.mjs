@@ -18,23 +18,53 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const HOOK = path.join(REPO, 'dist/hooks/cfn-init');
 const CFN_INIT = '/usr/bin/cfn-init';
 
-const missing = process.getuid?.() !== 0 ? 'root (mount namespaces)' : !existsSync(HOOK) ? `${HOOK} (npm run build)` : !existsSync(CFN_INIT) ? 'heat-cfntools' : !existsSync('/usr/bin/time') ? 'GNU time (apt-get install time)' : undefined;
+const missing =
+  process.getuid?.() !== 0
+    ? 'root (mount namespaces)'
+    : !existsSync(HOOK)
+      ? `${HOOK} (npm run build)`
+      : !existsSync(CFN_INIT)
+        ? 'heat-cfntools'
+        : !existsSync('/usr/bin/time')
+          ? 'GNU time (apt-get install time)'
+          : undefined;
 if (missing) {
   console.log(JSON.stringify({ bench: 'cfn-init', skipped: `needs ${missing}` }));
   process.exit(0);
 }
 
-const files = Object.fromEntries(Array.from({ length: FILES }, (_, i) => [
-  `/srv/bench/conf.d/${String(i % 5)}/file-${String(i).padStart(2, '0')}.conf`,
-  { content: `# file ${i}\nkey_${i} = ${'v'.repeat(200)}\n`, mode: i % 2 ? '000644' : '000600', owner: 'root', group: 'root' },
-]));
-const commands = Object.fromEntries(Array.from({ length: COMMANDS }, (_, i) => [
-  `cmd-${String(i).padStart(2, '0')}`, { command: `echo ${i} >> /srv/bench/order.log`, ...(i % 4 === 0 ? { test: 'test -d /srv/bench' } : {}) },
-]));
+const files = Object.fromEntries(
+  Array.from({ length: FILES }, (_, i) => [
+    `/srv/bench/conf.d/${String(i % 5)}/file-${String(i).padStart(2, '0')}.conf`,
+    {
+      content: `# file ${i}\nkey_${i} = ${'v'.repeat(200)}\n`,
+      mode: i % 2 ? '000644' : '000600',
+      owner: 'root',
+      group: 'root',
+    },
+  ]),
+);
+const commands = Object.fromEntries(
+  Array.from({ length: COMMANDS }, (_, i) => [
+    `cmd-${String(i).padStart(2, '0')}`,
+    { command: `echo ${i} >> /srv/bench/order.log`, ...(i % 4 === 0 ? { test: 'test -d /srv/bench' } : {}) },
+  ]),
+);
 const init = { config: { files, commands } };
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cfn-init-bench-'));
-writeFileSync(path.join(dir, 'deployment.json'), JSON.stringify({ id: 'bench-1', name: 'bench', group: 'cfn-init', inputs: [], outputs: [], options: {}, config: init }));
+writeFileSync(
+  path.join(dir, 'deployment.json'),
+  JSON.stringify({
+    id: 'bench-1',
+    name: 'bench',
+    group: 'cfn-init',
+    inputs: [],
+    outputs: [],
+    options: {},
+    config: init,
+  }),
+);
 writeFileSync(path.join(dir, 'metadata.json'), JSON.stringify({ 'AWS::CloudFormation::Init': init }));
 
 const SCRIPT = `
@@ -54,7 +84,10 @@ fi
 `;
 
 function once(side) {
-  const res = spawnSync('unshare', ['--mount', '--fork', 'sh', '-c', SCRIPT, 'bench', side, dir, process.execPath], { encoding: 'utf8', timeout: 120_000 });
+  const res = spawnSync('unshare', ['--mount', '--fork', 'sh', '-c', SCRIPT, 'bench', side, dir, process.execPath], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   if (res.status !== 0) throw new Error(`${side} run failed (${res.status}): ${res.stderr}`);
   const m = /__MEASURE__ ([\d.]+) (\d+)/.exec(spawnSync('cat', [path.join(dir, 'time')], { encoding: 'utf8' }).stdout);
   if (!m) throw new Error(`${side}: no measurement`);
@@ -66,14 +99,24 @@ try {
   once('theirs'); // warm the page cache for both
   const runs = { ours: [], theirs: [] };
   for (let i = 0; i < RUNS; i++) for (const side of ['ours', 'theirs']) runs[side].push(once(side));
-  const sum = (side) => ({ wallMedianS: median(runs[side].map((r) => r.wall)), peakRssKb: Math.max(...runs[side].map((r) => r.rssKb)) });
+  const sum = (side) => ({
+    wallMedianS: median(runs[side].map((r) => r.wall)),
+    peakRssKb: Math.max(...runs[side].map((r) => r.rssKb)),
+  });
   const ours = sum('ours');
   const theirs = sum('theirs');
-  console.log(JSON.stringify({
-    bench: 'cfn-init', files: FILES, commands: COMMANDS, runs: RUNS, ours, theirs,
-    speedup: Number((theirs.wallMedianS / ours.wallMedianS).toFixed(2)),
-    rssRatio: Number((ours.peakRssKb / theirs.peakRssKb).toFixed(2)),
-  }));
+  console.log(
+    JSON.stringify({
+      bench: 'cfn-init',
+      files: FILES,
+      commands: COMMANDS,
+      runs: RUNS,
+      ours,
+      theirs,
+      speedup: Number((theirs.wallMedianS / ours.wallMedianS).toFixed(2)),
+      rssRatio: Number((ours.peakRssKb / theirs.peakRssKb).toFixed(2)),
+    }),
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

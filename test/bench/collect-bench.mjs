@@ -16,7 +16,11 @@ const local = path.join(base, 'local');
 mkdirSync(local, { mode: 0o700 });
 chmodSync(local, 0o700);
 for (let i = 0; i < 5; i++) {
-  const doc = { [`source${i}`]: { items: Array.from({ length: 50 }, (_, j) => ({ id: j, name: `item-${i}-${j}`, tags: ['a', 'b'] })) } };
+  const doc = {
+    [`source${i}`]: {
+      items: Array.from({ length: 50 }, (_, j) => ({ id: j, name: `item-${i}-${j}`, tags: ['a', 'b'] })),
+    },
+  };
   writeFileSync(path.join(local, `${i}0-source.json`), JSON.stringify(doc), { mode: 0o600 });
 }
 writeFileSync(path.join(base, 'occ.conf'), '[DEFAULT]\n');
@@ -25,8 +29,20 @@ function args(side, i) {
   const dir = path.join(base, `${side}-${i}`);
   // Upstream creates only the last level of cachedir.
   mkdirSync(dir, { recursive: true });
-  return ['--config-file', path.join(base, 'occ.conf'), '--cachedir', path.join(dir, 'cache'), '--backup-cachedir', path.join(dir, 'backup'),
-    '--local-path', local, '--command', 'true', '--one-time', 'local'];
+  return [
+    '--config-file',
+    path.join(base, 'occ.conf'),
+    '--cachedir',
+    path.join(dir, 'cache'),
+    '--backup-cachedir',
+    path.join(dir, 'backup'),
+    '--local-path',
+    local,
+    '--command',
+    'true',
+    '--one-time',
+    'local',
+  ];
 }
 
 const ours = repeat(RUNS, (i) => measure([bundle, 'collect', ...args('ours', i)], { env: withThisNode() }));
@@ -34,8 +50,18 @@ const upstream = repeat(RUNS, (i) => measure([UPSTREAM, ...args('up', i)]));
 const result = {
   bench: 'collect-one-shot-5-local-sources',
   runs: RUNS,
-  ours: { wallS: +ours.wall.toFixed(3), peakRssMb: +(ours.rssKb / 1024).toFixed(1), cpuS: +ours.cpu.toFixed(3), statuses: ours.statuses },
-  upstream: { wallS: +upstream.wall.toFixed(3), peakRssMb: +(upstream.rssKb / 1024).toFixed(1), cpuS: +upstream.cpu.toFixed(3), statuses: upstream.statuses },
+  ours: {
+    wallS: +ours.wall.toFixed(3),
+    peakRssMb: +(ours.rssKb / 1024).toFixed(1),
+    cpuS: +ours.cpu.toFixed(3),
+    statuses: ours.statuses,
+  },
+  upstream: {
+    wallS: +upstream.wall.toFixed(3),
+    peakRssMb: +(upstream.rssKb / 1024).toFixed(1),
+    cpuS: +upstream.cpu.toFixed(3),
+    statuses: upstream.statuses,
+  },
   speedup: +(upstream.wall / ours.wall).toFixed(2),
 };
 console.log(JSON.stringify(result));
@@ -51,8 +77,10 @@ if (IDLE_SECONDS > 0) {
     const rootLocal = path.join(root, 'var/lib/os-collect-config/local-data');
     mkdirSync(rootLocal, { recursive: true, mode: 0o700 });
     cpSync(local, rootLocal, { recursive: true });
-    writeFileSync(path.join(root, 'etc/os-collect-config.conf'),
-      `[DEFAULT]\ncommand = true\ncollectors = local\nmin_polling_interval = 1\npolling_interval = 1\n[agent]\nnative_pipeline = false\nlog_level = warn\n`);
+    writeFileSync(
+      path.join(root, 'etc/os-collect-config.conf'),
+      `[DEFAULT]\ncommand = true\ncollectors = local\nmin_polling_interval = 1\npolling_interval = 1\n[agent]\nnative_pipeline = false\nlog_level = warn\n`,
+    );
     const env = withThisNode();
     delete env.NODE_EXTRA_CA_CERTS;
     // Builds before issue 22 switched to lite mode at run time unless told not to.
@@ -75,7 +103,17 @@ if (IDLE_SECONDS > 0) {
   daemons.forEach((d, i) => {
     const late = d.rss();
     d.child.kill('SIGTERM');
-    console.log(JSON.stringify({ bench: 'idle-daemon-1s-polling', node: process.version, v8Flags: d.v8Flags.join(' '), seconds: IDLE_SECONDS, after5s: early[i], end: late, growthMb: +(late.rssMb - early[i].rssMb).toFixed(1) }));
+    console.log(
+      JSON.stringify({
+        bench: 'idle-daemon-1s-polling',
+        node: process.version,
+        v8Flags: d.v8Flags.join(' '),
+        seconds: IDLE_SECONDS,
+        after5s: early[i],
+        end: late,
+        growthMb: +(late.rssMb - early[i].rssMb).toFixed(1),
+      }),
+    );
   });
 }
 rmSync(base, { recursive: true, force: true });

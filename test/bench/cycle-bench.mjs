@@ -10,7 +10,17 @@
 // process of the tree (wait4 reports the maximum over the child and its reaped descendants); CPU includes descendants.
 // Prints one JSON summary line. Everything lives under one temporary directory; nothing outside it is written.
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,14 +92,22 @@ async function startSink() {
   const child = spawn(process.execPath, ['-e', SINK], { stdio: ['pipe', 'pipe', 'inherit'], env: ENV });
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('signal sink did not start within 10 s')), 10_000);
-    child.stdout.once('data', (c) => { clearTimeout(timer); resolve(Number(String(c).trim())); });
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`signal sink exited ${code}`)); });
+    child.stdout.once('data', (c) => {
+      clearTimeout(timer);
+      resolve(Number(String(c).trim()));
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`signal sink exited ${code}`));
+    });
   });
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
     async count() {
-      return JSON.parse(await (await globalThis.fetch(`${url}/count`, { signal: globalThis.AbortSignal.timeout(10_000) })).text());
+      return JSON.parse(
+        await (await globalThis.fetch(`${url}/count`, { signal: globalThis.AbortSignal.timeout(10_000) })).text(),
+      );
     },
     stop: () => child.kill('SIGKILL'),
   };
@@ -107,7 +125,10 @@ function writeTemplates(templatesDir) {
 function countRendered(outRoot) {
   const top = path.join(outRoot, OUT_SUBDIR);
   if (!existsSync(top)) return 0;
-  return readdirSync(top).reduce((n, d) => n + readdirSync(path.join(top, d)).filter((f) => f.endsWith('.conf')).length, 0);
+  return readdirSync(top).reduce(
+    (n, d) => n + readdirSync(path.join(top, d)).filter((f) => f.endsWith('.conf')).length,
+    0,
+  );
 }
 
 const CONFIG = '#!/bin/sh\necho "deployment $n on $deploy_server_id"\nprintf "%s" "$n" > "$heat_outputs_path.result"\n';
@@ -130,7 +151,11 @@ function deployments(sinkUrl, tag) {
         { name: 'deploy_stack_id', type: 'String', value: 'bench/00000000-0000-4000-8000-000000000000' },
         { name: 'deploy_resource_name', type: 'String', value: `deployment-${i}` },
         { name: 'deploy_signal_transport', type: 'String', value: 'TEMP_URL_SIGNAL' },
-        { name: 'deploy_signal_id', type: 'String', value: `${sinkUrl}/v1/AUTH_bench/heat-signals/${id}?temp_url_sig=${sig}&temp_url_expires=2000000000` },
+        {
+          name: 'deploy_signal_id',
+          type: 'String',
+          value: `${sinkUrl}/v1/AUTH_bench/heat-signals/${id}?temp_url_sig=${sig}&temp_url_expires=2000000000`,
+        },
         { name: 'deploy_signal_verb', type: 'String', value: 'PUT' },
       ],
       outputs: [{ name: 'result', type: 'String', description: '', error_output: false }],
@@ -140,7 +165,13 @@ function deployments(sinkUrl, tag) {
 const metadata = (list) => JSON.stringify({ ...templateMetadata(), deployments: list });
 
 /** Time every measured cycle the same way: coreutils `timeout` (kills the whole process group) inside GNU time. */
-const timed = (argv, env) => measure(['timeout', '-k', '5', String(CYCLE_TIMEOUT_S), ...argv], { env, timeout: SPAWN_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 ** 2 });
+const timed = (argv, env) =>
+  measure(['timeout', '-k', '5', String(CYCLE_TIMEOUT_S), ...argv], {
+    env,
+    timeout: SPAWN_TIMEOUT_MS,
+    killSignal: 'SIGKILL',
+    maxBuffer: 64 * 1024 ** 2,
+  });
 
 /**
  * An instance root for ours. `hook`: 'builtin' installs dist/hooks/script as the heat-config-script element does;
@@ -153,7 +184,11 @@ function oursRoot(dir, list, hook) {
     writeFileSync(path.join(dir, rel), text, { mode });
     chmodSync(path.join(dir, rel), mode);
   };
-  write('etc/os-collect-config.conf', '[DEFAULT]\ncommand = true\ncollectors = heat_local\n\n[agent]\nnative_pipeline = true\n', 0o600);
+  write(
+    'etc/os-collect-config.conf',
+    '[DEFAULT]\ncommand = true\ncollectors = heat_local\n\n[agent]\nnative_pipeline = true\n',
+    0o600,
+  );
   write('var/lib/heat-cfntools/cfn-init-data', metadata(list), 0o600);
   writeTemplates(path.join(dir, 'usr/libexec/os-apply-config/templates'));
   const lines = readFileSync(builtHook, 'utf8').split('\n');
@@ -171,7 +206,10 @@ function upstreamTree(dir, list) {
   writeTemplates(t('templates'));
   // heat-config's own os-apply-config template: it renders {{deployments}} to the list 55-heat-config reads.
   mkdirSync(t('templates/var/run/heat-config'), { recursive: true });
-  copyFileSync(path.join(UPSTREAM, 'heat-config/os-apply-config/var/run/heat-config/heat-config'), t('templates/var/run/heat-config/heat-config'));
+  copyFileSync(
+    path.join(UPSTREAM, 'heat-config/os-apply-config/var/run/heat-config/heat-config'),
+    t('templates/var/run/heat-config/heat-config'),
+  );
   mkdirSync(t('hooks'));
   copyFileSync(path.join(UPSTREAM, 'heat-config-script/install.d/hook-script.py'), t('hooks/script'));
   chmodSync(t('hooks/script'), 0o755);
@@ -179,8 +217,15 @@ function upstreamTree(dir, list) {
   // Upstream's 20-os-apply-config is `exec os-apply-config` with the default template root and output `/`; the same
   // with both pointed into this tree, and the fallback metadata (real /var paths by default) at a file that is absent.
   // OS_CONFIG_FILES from os-collect-config names the metadata, as on an instance.
-  writeFileSync(t('orc/configure.d/20-os-apply-config'), `#!/bin/bash\nset -ue\n\nexec os-apply-config -t '${t('templates')}' -o '${t('out')}' --fallback-metadata '${t('no-fallback')}'\n`, { mode: 0o755 });
-  copyFileSync(path.join(UPSTREAM, 'heat-config/os-refresh-config/configure.d/55-heat-config'), t('orc/configure.d/55-heat-config'));
+  writeFileSync(
+    t('orc/configure.d/20-os-apply-config'),
+    `#!/bin/bash\nset -ue\n\nexec os-apply-config -t '${t('templates')}' -o '${t('out')}' --fallback-metadata '${t('no-fallback')}'\n`,
+    { mode: 0o755 },
+  );
+  copyFileSync(
+    path.join(UPSTREAM, 'heat-config/os-refresh-config/configure.d/55-heat-config'),
+    t('orc/configure.d/55-heat-config'),
+  );
   chmodSync(t('orc/configure.d/55-heat-config'), 0o755);
   mkdirSync(t('out'));
   mkdirSync(t('cache'));
@@ -228,7 +273,13 @@ function scriptsAlone(dir, list) {
     writeFileSync(file, d.config, { mode: 0o700 });
     const outputs = path.join(dir, 'outputs', d.id);
     const env = { ...ENV, ...Object.fromEntries(d.inputs.map((i) => [i.name, i.value])), heat_outputs_path: outputs };
-    const res = spawnSync(file, [], { env, cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 30_000 });
+    const res = spawnSync(file, [], {
+      env,
+      cwd: dir,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 30_000,
+    });
     if (res.status !== 0) throw new Error(`config script failed (${res.status}): ${res.stderr || res.error?.message}`);
     readFileSync(`${outputs}.result`, 'utf8');
   }
@@ -247,22 +298,35 @@ async function check(label, run, outRoot, want, inProcess) {
   const now = await sink.count();
   const got = { count: now.count - signalsSoFar.count, ok: now.ok - signalsSoFar.ok };
   signalsSoFar = now;
-  if (got.count !== want || got.ok !== want) throw new Error(`${label}: expected ${want} successful signals, got ${got.count} (${got.ok} successful)${tail()}`);
+  if (got.count !== want || got.ok !== want)
+    throw new Error(`${label}: expected ${want} successful signals, got ${got.count} (${got.ok} successful)${tail()}`);
   const files = countRendered(outRoot);
   if (files !== TEMPLATES) throw new Error(`${label}: ${files} of ${TEMPLATES} templates rendered${tail()}`);
   if (inProcess !== undefined) {
-    const hooks = run.stdout.split('\n').filter((l) => l.includes('"hook finished"')).map((l) => JSON.parse(l).inProcess);
-    if (hooks.length !== want || hooks.some((x) => x !== inProcess)) throw new Error(`${label}: expected ${want} hooks with inProcess=${inProcess}, got [${hooks.join(',')}]`);
+    const hooks = run.stdout
+      .split('\n')
+      .filter((l) => l.includes('"hook finished"'))
+      .map((l) => JSON.parse(l).inProcess);
+    if (hooks.length !== want || hooks.some((x) => x !== inProcess))
+      throw new Error(`${label}: expected ${want} hooks with inProcess=${inProcess}, got [${hooks.join(',')}]`);
   }
 }
 
 const sink = await startSink();
 // The machine's load around the runs: these are wall-time figures, and a busy machine (other tenants, a test suite)
 // stretches every process start and fsync, upstream's many processes most.
-const result = { bench: 'cycle-20-script-deployments-200-templates-20-tempurl-signals', deployments: DEPLOYMENTS, templates: TEMPLATES, runs: RUNS, loadAvg1mAtStart: +os.loadavg()[0].toFixed(2) };
+const result = {
+  bench: 'cycle-20-script-deployments-200-templates-20-tempurl-signals',
+  deployments: DEPLOYMENTS,
+  templates: TEMPLATES,
+  runs: RUNS,
+  loadAvg1mAtStart: +os.loadavg()[0].toFixed(2),
+};
 try {
   if (UPSTREAM && !existsSync(path.join(UPSTREAM, 'heat-config/os-refresh-config/configure.d/55-heat-config'))) {
-    throw new Error(`HEAT_AGENTS_DIR=${UPSTREAM} is not an openstack/heat-agents checkout (no heat-config/os-refresh-config/configure.d/55-heat-config)`);
+    throw new Error(
+      `HEAT_AGENTS_DIR=${UPSTREAM} is not an openstack/heat-agents checkout (no heat-config/os-refresh-config/configure.d/55-heat-config)`,
+    );
   }
   const sides = { ours: [], oursEmpty: [], external: [], upstream: [], scripts: [] };
   for (let r = 0; r < RUNS; r++) {
@@ -294,7 +358,8 @@ try {
   // the signal PUT. Taken per round (the three runs are adjacent in time, so drift cancels), then the median.
   // Not from the debug log's `hook finished` durationMs: it covers only the hook (not the records or the signal),
   // and debug logging itself adds to what it measures; the log is used below only to say where the time goes.
-  const overheadMs = (side) => median(side.map((run, r) => ((run.wall - sides.oursEmpty[r].wall - sides.scripts[r]) / DEPLOYMENTS) * 1000));
+  const overheadMs = (side) =>
+    median(side.map((run, r) => ((run.wall - sides.oursEmpty[r].wall - sides.scripts[r]) / DEPLOYMENTS) * 1000));
   const summary = (runs) => ({
     wallS: +median(runs.map((x) => x.wall)).toFixed(3),
     cpuS: +median(runs.map((x) => x.cpu ?? 0)).toFixed(3),
@@ -304,12 +369,20 @@ try {
   result.emptyCycle = summary(sides.oursEmpty);
   result.scriptsAloneS = +median(sides.scripts).toFixed(3);
   const ext = summary(sides.external);
-  result.externalHook = { wallS: ext.wallS, cpuS: ext.cpuS, peakRssMb: ext.peakRssMb, perDeploymentOverheadMs: +overheadMs(sides.external).toFixed(1) };
+  result.externalHook = {
+    wallS: ext.wallS,
+    cpuS: ext.cpuS,
+    peakRssMb: ext.peakRssMb,
+    perDeploymentOverheadMs: +overheadMs(sides.external).toFixed(1),
+  };
   result.whereOursGoes = await breakdown(path.join(base, 'diagnostic'));
   // Cross-check of the overhead from the agent's own log: the deploy step (55-heat-config in-process) less the
   // scripts alone, per deployment. Free of start-up and render noise, but from the slower debug-level cycle.
   if (typeof result.whereOursGoes === 'object' && result.whereOursGoes.deployStepS !== null) {
-    result.whereOursGoes.deployStepMinusScriptsPerDeploymentMs = +(((result.whereOursGoes.deployStepS - result.scriptsAloneS) / DEPLOYMENTS) * 1000).toFixed(1);
+    result.whereOursGoes.deployStepMinusScriptsPerDeploymentMs = +(
+      ((result.whereOursGoes.deployStepS - result.scriptsAloneS) / DEPLOYMENTS) *
+      1000
+    ).toFixed(1);
   }
   if (UPSTREAM) {
     result.upstream = summary(sides.upstream);
@@ -368,7 +441,8 @@ async function breakdown(dir) {
     startToMetadataChangedMs: at((l) => l.msg === 'metadata changed') - lines[0].t,
     applyStepS: stepSeconds('20-os-apply-config'),
     deployStepS: stepSeconds('55-heat-config'),
-    afterDeployStepMs: lines[lines.length - 1].t - at((l) => l.msg === 'script finished' && l.script === '55-heat-config'),
+    afterDeployStepMs:
+      lines[lines.length - 1].t - at((l) => l.msg === 'script finished' && l.script === '55-heat-config'),
     hooksInProcess: ds.filter((d) => d.inProcess).length,
     perDeploymentMedianMs: {
       pendingToRunning: med((d) => d.running - d.pending),

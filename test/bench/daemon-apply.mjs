@@ -38,7 +38,11 @@ export async function daemonApplies({ bundle, root, templatesDir, cycles, metada
   settle();
   publish(0);
   // Started as an instance's unit starts the daemon: node with V8's flags on its command line (docs/build.md).
-  const child = spawn(process.execPath, ['--lite-mode', '--v8-pool-size=0', bundle, 'run', '--root', root, '--config-file', '/etc/os-collect-config.conf'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    ['--lite-mode', '--v8-pool-size=0', bundle, 'run', '--root', root, '--config-file', '/etc/os-collect-config.conf'],
+    { env, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const seconds = [];
   let waiting;
@@ -54,7 +58,11 @@ export async function daemonApplies({ bundle, root, templatesDir, cycles, metada
       seconds.push(entry.seconds);
       waiting?.resolve();
     } else if (entry.msg === 'templates applied' && entry.written === 0) {
-      waiting?.reject(new Error(`the daemon's apply step wrote nothing (cycle ${seconds.length}): the bench is not measuring an apply`));
+      waiting?.reject(
+        new Error(
+          `the daemon's apply step wrote nothing (cycle ${seconds.length}): the bench is not measuring an apply`,
+        ),
+      );
     }
   });
   const nextApply = () =>

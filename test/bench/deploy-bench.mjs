@@ -5,7 +5,16 @@
 // upstream chain runs on the same input in the same run: 55-heat-config + hook-script.py + heat-config-notify.
 // Prints one JSON summary line.
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -72,7 +81,11 @@ function deployments(sinkUrl, tag) {
         { name: 'deploy_stack_id', type: 'String', value: 'bench/00000000-0000-4000-8000-000000000000' },
         { name: 'deploy_resource_name', type: 'String', value: `deployment-${i}` },
         { name: 'deploy_signal_transport', type: 'String', value: 'CFN_SIGNAL' },
-        { name: 'deploy_signal_id', type: 'String', value: `${sinkUrl}/v1/signal/${id}?SignatureMethod=HmacSHA256&SignatureVersion=2&AWSAccessKeyId=BENCH&Signature=bench` },
+        {
+          name: 'deploy_signal_id',
+          type: 'String',
+          value: `${sinkUrl}/v1/signal/${id}?SignatureMethod=HmacSHA256&SignatureVersion=2&AWSAccessKeyId=BENCH&Signature=bench`,
+        },
         { name: 'deploy_signal_verb', type: 'String', value: 'POST' },
       ],
       outputs: [{ name: 'result', type: 'String', description: '', error_output: false }],
@@ -115,7 +128,11 @@ function scriptsOnly(dir, list, env) {
     const file = path.join(dir, d.id);
     writeFileSync(file, d.config, { mode: 0o700 });
     const inputs = Object.fromEntries(d.inputs.map((i) => [i.name, i.value]));
-    const res = spawnSync(file, [], { env: { ...env, ...inputs, heat_outputs_path: path.join(dir, `${d.id}.out`) }, encoding: 'utf8', timeout: 60_000 });
+    const res = spawnSync(file, [], {
+      env: { ...env, ...inputs, heat_outputs_path: path.join(dir, `${d.id}.out`) },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     if (res.status !== 0) throw new Error(`script failed: ${res.stderr}`);
   }
   return Number(process.hrtime.bigint() - started) / 1e9;
@@ -133,12 +150,21 @@ try {
     const hooks = path.join(root, 'var/lib/heat-config/hooks');
     result.ourHook = installOurHook(hooks);
     const work = path.join(root, 'var/lib/heat-config/heat-config-script');
-    const env = { ...process.env, HEAT_SCRIPT_WORKING: work, HEAT_SCRIPT_OUTPUTS: path.join(root, 'var/run/heat-config/heat-config-script') };
+    const env = {
+      ...process.env,
+      HEAT_SCRIPT_WORKING: work,
+      HEAT_SCRIPT_OUTPUTS: path.join(root, 'var/run/heat-config/heat-config-script'),
+    };
     const list = deployments(sink.url, `o${r}`);
     writeFileSync(path.join(root, 'heat-config.json'), JSON.stringify(list));
     writeFileSync(path.join(root, 'empty.json'), '[]');
-    ours.empty.push(measure([bundle, 'deploy', '--root', root, '--heat-config', '/empty.json'], { env: withThisNode(env) }).wall);
-    const run = measure([bundle, 'deploy', '--root', root, '--heat-config', '/heat-config.json', '--log-level', 'warn'], { env: withThisNode(env) });
+    ours.empty.push(
+      measure([bundle, 'deploy', '--root', root, '--heat-config', '/empty.json'], { env: withThisNode(env) }).wall,
+    );
+    const run = measure(
+      [bundle, 'deploy', '--root', root, '--heat-config', '/heat-config.json', '--log-level', 'warn'],
+      { env: withThisNode(env) },
+    );
     if (run.status !== 0) throw new Error(`os-config-agent deploy exited ${run.status}: ${run.stderr}`);
     const now = await sink.count();
     if (now - signals !== COUNT) throw new Error(`expected ${COUNT} signals, got ${now - signals}`);
@@ -154,7 +180,8 @@ try {
   if (UPSTREAM) {
     const heatConfig = path.join(UPSTREAM, 'heat-config/os-refresh-config/configure.d/55-heat-config');
     const notify = path.join(UPSTREAM, 'heat-config/bin/heat-config-notify');
-    if (!existsSync(heatConfig) || !existsSync(notify)) throw new Error(`HEAT_AGENTS_DIR=${UPSTREAM} has no heat-config/ (55-heat-config, heat-config-notify)`);
+    if (!existsSync(heatConfig) || !existsSync(notify))
+      throw new Error(`HEAT_AGENTS_DIR=${UPSTREAM} has no heat-config/ (55-heat-config, heat-config-notify)`);
     const up = { wall: [], rssKb: [], cpu: [], hook: [], scripts: [], empty: [] };
     for (let r = 0; r < RUNS; r++) {
       const root = path.join(base, `upstream-${r}`);
@@ -174,7 +201,15 @@ try {
         HEAT_SCRIPT_WORKING: path.join(root, 'work'),
         HEAT_SCRIPT_OUTPUTS: path.join(root, 'outputs'),
       };
-      up.empty.push(measure(['python3', heatConfig], { env: { ...env, HEAT_SHELL_CONFIG: path.join(root, 'empty'), HEAT_CONFIG_DEPLOYED: path.join(root, 'deployed-empty') } }).wall);
+      up.empty.push(
+        measure(['python3', heatConfig], {
+          env: {
+            ...env,
+            HEAT_SHELL_CONFIG: path.join(root, 'empty'),
+            HEAT_CONFIG_DEPLOYED: path.join(root, 'deployed-empty'),
+          },
+        }).wall,
+      );
       const run = measure(['python3', heatConfig], { env });
       if (run.status !== 0) throw new Error(`55-heat-config exited ${run.status}: ${run.stderr.slice(-2000)}`);
       const now = await sink.count();

@@ -47,7 +47,13 @@ function rng(seed) {
 }
 
 // --- the server: one object, validators, per-virtual-second request counts, exact bytes written -------------------
-const body = Buffer.from(JSON.stringify({ 'os-collect-config': { collectors: ['request', 'local'] }, deployments: [], padding: 'x'.repeat(Math.max(0, META_BYTES - 120)) }));
+const body = Buffer.from(
+  JSON.stringify({
+    'os-collect-config': { collectors: ['request', 'local'] },
+    deployments: [],
+    padding: 'x'.repeat(Math.max(0, META_BYTES - 120)),
+  }),
+);
 const etag = `"${createHash('md5').update(body).digest('hex')}"`;
 const lastModified = new Date(Date.UTC(2026, 0, 1)).toUTCString();
 let buckets = new Map();
@@ -58,7 +64,10 @@ const server = http.createServer((req, res) => {
   buckets.set(second, (buckets.get(second) ?? 0) + 1);
   const common = { etag, 'last-modified': lastModified, 'content-type': 'application/json' };
   const ims = req.headers['if-modified-since'];
-  if (req.headers['if-none-match'] === etag || (req.headers['if-none-match'] === undefined && ims && Date.parse(ims) >= Date.parse(lastModified))) {
+  if (
+    req.headers['if-none-match'] === etag ||
+    (req.headers['if-none-match'] === undefined && ims && Date.parse(ims) >= Date.parse(lastModified))
+  ) {
     res.writeHead(304, common);
     return res.end();
   }
@@ -79,11 +88,23 @@ const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
 function request(method, second, headers = {}) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/v1/AUTH_fleet/heat/metadata', method, agent: keepAlive, headers: { 'x-sim-second': String(second), ...headers } }, (res) => {
-      res.on('data', () => {});
-      res.on('end', () => resolve({ status: res.statusCode, etag: res.headers.etag, lastModified: res.headers['last-modified'] }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/AUTH_fleet/heat/metadata',
+        method,
+        agent: keepAlive,
+        headers: { 'x-sim-second': String(second), ...headers },
+      },
+      (res) => {
+        res.on('data', () => {});
+        res.on('end', () =>
+          resolve({ status: res.statusCode, etag: res.headers.etag, lastModified: res.headers['last-modified'] }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -125,7 +146,10 @@ async function pollWindow(fleet, behaviour, random, from, to) {
   const bytesBefore = bytesWritten();
   // Agents due in each virtual second, found by one pass per second over a time-sorted list.
   for (let second = Math.floor(from); second < to; second++) {
-    if (Date.now() - started > DEADLINE_MS) throw new Error(`fleet bench exceeded ${DEADLINE_MS / 1000} s of real time; lower FLEET_AGENTS or MEASURE_SECONDS`);
+    if (Date.now() - started > DEADLINE_MS)
+      throw new Error(
+        `fleet bench exceeded ${DEADLINE_MS / 1000} s of real time; lower FLEET_AGENTS or MEASURE_SECONDS`,
+      );
     const due = fleet.filter((a) => a.nextAt < second + 1 && a.nextAt >= from);
     await Promise.all(due.map((a) => behaviour(a, second)));
     for (const a of due) {
@@ -141,7 +165,14 @@ async function pollWindow(fleet, behaviour, random, from, to) {
     peak = Math.max(peak, n);
   }
   const mean = requests / seconds;
-  return { seconds, requests, bytes: bytesWritten() - bytesBefore, peakRps: peak, meanRps: +mean.toFixed(1), peakOverMean: +(peak / mean).toFixed(2) };
+  return {
+    seconds,
+    requests,
+    bytes: bytesWritten() - bytesBefore,
+    peakRps: peak,
+    meanRps: +mean.toFixed(1),
+    peakOverMean: +(peak / mean).toFixed(2),
+  };
 }
 
 async function simulate(name) {
@@ -166,7 +197,15 @@ const summary = {
   bench: 'fleet-request-collector',
   agents: AGENTS,
   metadataBytes: body.length,
-  schedule: { minPollingInterval: MIN_POLL, pollingInterval: MAX_POLL, pollJitter: JITTER, bootWindowS: BOOT_WINDOW, bootMeasuredS: BOOT_SECONDS, warmupHours: WARMUP_HOURS, steadyMeasuredS: MEASURE_SECONDS },
+  schedule: {
+    minPollingInterval: MIN_POLL,
+    pollingInterval: MAX_POLL,
+    pollJitter: JITTER,
+    bootWindowS: BOOT_WINDOW,
+    bootMeasuredS: BOOT_SECONDS,
+    warmupHours: WARMUP_HOURS,
+    steadyMeasuredS: MEASURE_SECONDS,
+  },
   ours,
   upstream,
   steadyBytesRatio: +bytesRatio.toFixed(4),

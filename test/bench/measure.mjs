@@ -19,7 +19,8 @@ export function measure(argv, options = {}) {
       cpu = Number(m[2]) + Number(m[3]);
     }
   } else {
-    const py = 'import resource,subprocess,sys\nr=subprocess.run(sys.argv[1:])\nu=resource.getrusage(resource.RUSAGE_CHILDREN)\nprint("__MEASURE__",u.ru_maxrss,u.ru_utime,u.ru_stime,file=sys.stderr)\nsys.exit(r.returncode)';
+    const py =
+      'import resource,subprocess,sys\nr=subprocess.run(sys.argv[1:])\nu=resource.getrusage(resource.RUSAGE_CHILDREN)\nprint("__MEASURE__",u.ru_maxrss,u.ru_utime,u.ru_stime,file=sys.stderr)\nsys.exit(r.returncode)';
     res = spawnSync('python3', ['-c', py, ...argv], { encoding: 'utf8', ...options });
     const m = /__MEASURE__ (\d+) ([\d.]+) ([\d.]+)/.exec(res.stderr ?? '');
     if (m) {

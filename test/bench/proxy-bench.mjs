@@ -24,7 +24,9 @@ const DOC_BYTES = Number(process.env.DOC_BYTES ?? 16 * 1024);
 const TINYPROXY = '/usr/bin/tinyproxy';
 
 if (!existsSync(TINYPROXY)) {
-  console.log(JSON.stringify({ bench: 'proxy-poll', skipped: 'tinyproxy is not installed (apt-get install tinyproxy)' }));
+  console.log(
+    JSON.stringify({ bench: 'proxy-poll', skipped: 'tinyproxy is not installed (apt-get install tinyproxy)' }),
+  );
   process.exit(0);
 }
 
@@ -34,7 +36,15 @@ chmodSync(base, 0o755);
 const cacheDir = path.resolve('node_modules/.cache/oca-proxy-bench');
 mkdirSync(cacheDir, { recursive: true });
 const clientFile = path.join(cacheDir, 'client.mjs');
-await build({ entryPoints: ['src/http/client.ts'], outfile: clientFile, bundle: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'warning' });
+await build({
+  entryPoints: ['src/http/client.ts'],
+  outfile: clientFile,
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  packages: 'external',
+  logLevel: 'warning',
+});
 const { createHttpClient } = await import(clientFile);
 
 // The origin, in a process of its own so that the CPU measured here is the client's: a Swift-like object with an
@@ -53,7 +63,11 @@ const server = http.createServer((req, res) => {
 server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: server.address().port, etag, bytes: doc.length })));
 `;
 const origin = spawn(process.execPath, ['--input-type=module', '-e', ORIGIN], { stdio: ['ignore', 'pipe', 'inherit'] });
-const { port: originPort, etag, bytes: docBytes } = await new Promise((resolve, reject) => {
+const {
+  port: originPort,
+  etag,
+  bytes: docBytes,
+} = await new Promise((resolve, reject) => {
   origin.stdout.once('data', (c) => resolve(JSON.parse(String(c))));
   origin.once('exit', () => reject(new Error('the origin server did not start')));
 });
@@ -73,7 +87,10 @@ async function waitForPort(port, child) {
   for (let i = 0; i < 200 && child.exitCode === null; i++) {
     const up = await new Promise((resolve) => {
       const c = net.connect(port, '127.0.0.1');
-      c.once('connect', () => { c.destroy(); resolve(true); });
+      c.once('connect', () => {
+        c.destroy();
+        resolve(true);
+      });
       c.once('error', () => resolve(false));
     });
     if (up) return;
@@ -85,20 +102,63 @@ async function waitForPort(port, child) {
 const asRoot = process.getuid?.() === 0;
 // tinyproxy: closes its client connection after every answer. squid (when installed): keeps it.
 const PROXIES = {
-  tinyproxy: { bin: TINYPROXY, async start(dir, port) {
-    writeFileSync(path.join(dir, 'p.conf'), [`Port ${port}`, 'Listen 127.0.0.1', 'Timeout 15', `LogFile "${path.join(dir, 'p.log')}"`, 'LogLevel Connect',
-      'MaxClients 50', 'Allow 127.0.0.1', ...(asRoot ? ['User nobody', 'Group nogroup'] : []), ''].join('\n'));
-    return spawn(TINYPROXY, ['-d', '-c', path.join(dir, 'p.conf')], { stdio: 'ignore' });
-  }, logged: (dir) => readFileSync(path.join(dir, 'p.log'), 'utf8').split('\n').filter((l) => l.includes('Request (file descriptor')).length },
-  squid: { bin: '/usr/sbin/squid', async start(dir, port) {
-    writeFileSync(path.join(dir, 'p.conf'), [`http_port 127.0.0.1:${port}`, `pid_filename ${path.join(dir, 'p.pid')}`, `access_log stdio:${path.join(dir, 'p.log')}`,
-      `cache_log ${path.join(dir, 'cache.log')}`, 'cache deny all', 'cache_mem 8 MB', 'http_access allow localhost', 'http_access deny all',
-      `coredump_dir ${dir}`, 'shutdown_lifetime 1 seconds', ''].join('\n'));
-    return spawn('/usr/sbin/squid', ['-N', '-f', path.join(dir, 'p.conf')], { stdio: 'ignore' });
-  }, logged: (dir) => readFileSync(path.join(dir, 'p.log'), 'utf8').split('\n').filter((l) => l.includes(' GET ')).length },
+  tinyproxy: {
+    bin: TINYPROXY,
+    async start(dir, port) {
+      writeFileSync(
+        path.join(dir, 'p.conf'),
+        [
+          `Port ${port}`,
+          'Listen 127.0.0.1',
+          'Timeout 15',
+          `LogFile "${path.join(dir, 'p.log')}"`,
+          'LogLevel Connect',
+          'MaxClients 50',
+          'Allow 127.0.0.1',
+          ...(asRoot ? ['User nobody', 'Group nogroup'] : []),
+          '',
+        ].join('\n'),
+      );
+      return spawn(TINYPROXY, ['-d', '-c', path.join(dir, 'p.conf')], { stdio: 'ignore' });
+    },
+    logged: (dir) =>
+      readFileSync(path.join(dir, 'p.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('Request (file descriptor')).length,
+  },
+  squid: {
+    bin: '/usr/sbin/squid',
+    async start(dir, port) {
+      writeFileSync(
+        path.join(dir, 'p.conf'),
+        [
+          `http_port 127.0.0.1:${port}`,
+          `pid_filename ${path.join(dir, 'p.pid')}`,
+          `access_log stdio:${path.join(dir, 'p.log')}`,
+          `cache_log ${path.join(dir, 'cache.log')}`,
+          'cache deny all',
+          'cache_mem 8 MB',
+          'http_access allow localhost',
+          'http_access deny all',
+          `coredump_dir ${dir}`,
+          'shutdown_lifetime 1 seconds',
+          '',
+        ].join('\n'),
+      );
+      return spawn('/usr/sbin/squid', ['-N', '-f', path.join(dir, 'p.conf')], { stdio: 'ignore' });
+    },
+    logged: (dir) =>
+      readFileSync(path.join(dir, 'p.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(' GET ')).length,
+  },
 };
 
-const direct = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, proxy: { config: { http_proxy: '' }, env: {} } });
+const direct = createHttpClient({
+  defaultMaxBytes: 1 << 20,
+  defaultRetries: 0,
+  proxy: { config: { http_proxy: '' }, env: {} },
+});
 
 async function polls(client, conditional, close) {
   const headers = { ...(conditional ? { 'if-none-match': etag } : {}), ...(close ? { 'x-bench-close': '1' } : {}) };
@@ -125,12 +185,20 @@ try {
     const child = await proxyKind.start(dir, port);
     try {
       await waitForPort(port, child);
-      const viaProxy = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, proxy: { config: { http_proxy: `http://127.0.0.1:${port}` }, env: {} } });
+      const viaProxy = createHttpClient({
+        defaultMaxBytes: 1 << 20,
+        defaultRetries: 0,
+        proxy: { config: { http_proxy: `http://127.0.0.1:${port}` }, env: {} },
+      });
       // Warm-up of both paths (JIT, connection pools), then alternating rounds.
       await polls(direct, true);
       await polls(viaProxy, true);
       const out = {};
-      for (const [kind, conditional, close] of [['cycle304', true, true], ['burst304', true, false], ['burst200', false, false]]) {
+      for (const [kind, conditional, close] of [
+        ['cycle304', true, true],
+        ['burst304', true, false],
+        ['burst200', false, false],
+      ]) {
         const d = [];
         const p = [];
         for (let r = 0; r < ROUNDS; r++) {
@@ -142,8 +210,12 @@ try {
         const dc = median(d.map((x) => x.cpuMs));
         const pc = median(p.map((x) => x.cpuMs));
         out[kind] = {
-          directWallMs: +dw.toFixed(3), proxyWallMs: +pw.toFixed(3), wallRatio: +(pw / dw).toFixed(2),
-          directAgentCpuMs: +dc.toFixed(3), proxyAgentCpuMs: +pc.toFixed(3), agentCpuRatio: +(pc / dc).toFixed(2),
+          directWallMs: +dw.toFixed(3),
+          proxyWallMs: +pw.toFixed(3),
+          wallRatio: +(pw / dw).toFixed(2),
+          directAgentCpuMs: +dc.toFixed(3),
+          proxyAgentCpuMs: +pc.toFixed(3),
+          agentCpuRatio: +(pc / dc).toFixed(2),
         };
       }
       out.proxiedRequestsLogged = proxyKind.logged(dir);
@@ -159,4 +231,3 @@ try {
 }
 console.log(JSON.stringify(result));
 process.exit(0);
-

@@ -2,7 +2,17 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
-const benches = ['startup-bench.mjs', 'collect-bench.mjs', 'apply-bench.mjs', 'deploy-bench.mjs', 'cfn-init-bench.mjs', 'cycle-bench.mjs', 'fleet-bench.mjs', 'proxy-bench.mjs', 'soak.mjs'];
+const benches = [
+  'startup-bench.mjs',
+  'collect-bench.mjs',
+  'apply-bench.mjs',
+  'deploy-bench.mjs',
+  'cfn-init-bench.mjs',
+  'cycle-bench.mjs',
+  'fleet-bench.mjs',
+  'proxy-bench.mjs',
+  'soak.mjs',
+];
 let failed = 0;
 for (const b of benches) {
   const file = new URL(b, import.meta.url).pathname;

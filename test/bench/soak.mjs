@@ -7,7 +7,16 @@
 // (`npm run bench` builds the bundle first). Benchmarks measure; the bounded test/e2e/soak-short.test.ts asserts.
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -94,7 +103,11 @@ function deployment(n, port) {
       { name: 'deploy_stack_id', type: 'String', value: 'soak/00000000-0000-4000-8000-000000000000' },
       { name: 'deploy_resource_name', type: 'String', value: 'soak' },
       { name: 'deploy_signal_transport', type: 'String', value: 'TEMP_URL_SIGNAL' },
-      { name: 'deploy_signal_id', type: 'String', value: `http://127.0.0.1:${port}/signal/${id}?temp_url_sig=x&temp_url_expires=9999999999` },
+      {
+        name: 'deploy_signal_id',
+        type: 'String',
+        value: `http://127.0.0.1:${port}/signal/${id}?temp_url_sig=x&temp_url_expires=9999999999`,
+      },
       { name: 'deploy_signal_verb', type: 'String', value: 'PUT' },
     ],
   };
@@ -116,7 +129,11 @@ async function main() {
           res.writeHead(304, { etag: doc.etag });
           return void res.end();
         }
-        res.writeHead(200, { etag: doc.etag, 'content-type': 'application/json', 'content-length': Buffer.byteLength(doc.body) });
+        res.writeHead(200, {
+          etag: doc.etag,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(doc.body),
+        });
         return void res.end(doc.body);
       }
       if (req.method === 'PUT' && req.url?.startsWith('/signal/')) {
@@ -147,7 +164,10 @@ async function main() {
   );
   const hook = path.join(root, 'var/lib/heat-config/hooks/soak');
   mkdirSync(path.dirname(hook), { recursive: true });
-  writeFileSync(hook, '#!/bin/sh\ncat > /dev/null\nprintf \'{"deploy_stdout": "soaked", "deploy_stderr": "", "deploy_status_code": 0}\'\n');
+  writeFileSync(
+    hook,
+    '#!/bin/sh\ncat > /dev/null\nprintf \'{"deploy_stdout": "soaked", "deploy_stderr": "", "deploy_status_code": 0}\'\n',
+  );
   chmodSync(hook, 0o755);
   const templates = path.join(root, 'usr/libexec/os-apply-config/templates/etc');
   mkdirSync(templates, { recursive: true });
@@ -156,7 +176,10 @@ async function main() {
   const ids = [publish(0)];
   const started = Date.now();
   // --debug: the agent logs its own memory figures (heap used) after every cycle.
-  const child = spawn(process.execPath, [BUNDLE, 'run', '--root', root, '--debug'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [BUNDLE, 'run', '--root', root, '--debug'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let errors = 0;
   let lines = 0;
   let heapUsedMb = NaN;

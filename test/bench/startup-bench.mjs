@@ -21,21 +21,43 @@ const commands = [];
 for (const dist of dists) {
   const label = (name) => (dists.length > 1 ? `${dist}: ${name}` : name);
   commands.push([label('os-config-agent'), path.join(dist, 'os-config-agent.mjs')]);
-  for (const name of ['os-collect-config', 'os-apply-config', 'os-refresh-config', 'cfn-signal']) commands.push([label(name), path.join(dist, 'bin', name)]);
+  for (const name of ['os-collect-config', 'os-apply-config', 'os-refresh-config', 'cfn-signal'])
+    commands.push([label(name), path.join(dist, 'bin', name)]);
 }
-const upstream = ['os-collect-config', 'os-apply-config', 'os-refresh-config'].map((name) => [`upstream ${name}`, `/usr/bin/${name}`]).filter(([, file]) => existsSync(file));
+const upstream = ['os-collect-config', 'os-apply-config', 'os-refresh-config']
+  .map((name) => [`upstream ${name}`, `/usr/bin/${name}`])
+  .filter(([, file]) => existsSync(file));
 const all = [...commands, ...upstream];
 
 for (const [, file] of all) measure([file, '--version'], { env });
-const results = interleave(RUNS, all.map(([, file]) => () => measure([file, '--version'], { env })));
+const results = interleave(
+  RUNS,
+  all.map(
+    ([, file]) =>
+      () =>
+        measure([file, '--version'], { env }),
+  ),
+);
 rmSync(cacheDir, { recursive: true, force: true });
-console.log(JSON.stringify({
-  bench: 'startup-version',
-  node: process.version,
-  dists,
-  runs: RUNS,
-  commands: Object.fromEntries(all.map(([name], i) => {
-    const r = results[i];
-    return [name, { wallMs: +(r.wall * 1000).toFixed(1), cpuMs: +(r.cpu * 1000).toFixed(1), peakRssMb: +(r.rssKb / 1024).toFixed(1), statuses: r.statuses }];
-  })),
-}));
+console.log(
+  JSON.stringify({
+    bench: 'startup-version',
+    node: process.version,
+    dists,
+    runs: RUNS,
+    commands: Object.fromEntries(
+      all.map(([name], i) => {
+        const r = results[i];
+        return [
+          name,
+          {
+            wallMs: +(r.wall * 1000).toFixed(1),
+            cpuMs: +(r.cpu * 1000).toFixed(1),
+            peakRssMb: +(r.rssKb / 1024).toFixed(1),
+            statuses: r.statuses,
+          },
+        ];
+      }),
+    ),
+  }),
+);

@@ -14,10 +14,14 @@ import { REPO, runProcess } from '../helpers/bundle.js';
 // this machine; the real install in a booted system is test/image/pristine-boot.itest.ts). What it must do: install
 // only what it downloaded and checked, never wait for the agent's start, never log a TempURL's signature.
 
-const FRAGMENT = readFileSync(path.join(REPO, 'boot-config/templates/fragments/install_os_config_agent_deb.sh'), 'utf8');
+const FRAGMENT = readFileSync(
+  path.join(REPO, 'boot-config/templates/fragments/install_os_config_agent_deb.sh'),
+  'utf8',
+);
 const PACKAGE = Buffer.from('!<arch>\nnot really a package, but bytes to check\n');
 const SHA256 = createHash('sha256').update(PACKAGE).digest('hex');
-const skip = spawnSync('sh', ['-c', 'command -v curl && command -v sha256sum']).status !== 0 ? 'needs curl and sha256sum' : false;
+const skip =
+  spawnSync('sh', ['-c', 'command -v curl && command -v sha256sum']).status !== 0 ? 'needs curl and sha256sum' : false;
 
 let server: http.Server;
 let base = '';
@@ -60,11 +64,18 @@ async function runScript(url: string, sha256: string, aptFailures = 0): Promise<
     { mode: 0o755 },
   );
   writeFileSync(path.join(bin, 'systemctl'), `#!/bin/sh\necho "systemctl $*" >> '${calls}'\n`, { mode: 0o755 });
-  writeFileSync(path.join(bin, 'os-config-agent'), `#!/bin/sh\necho "os-config-agent $*" >> '${calls}'\necho 9.9.9\n`, { mode: 0o755 });
+  writeFileSync(path.join(bin, 'os-config-agent'), `#!/bin/sh\necho "os-config-agent $*" >> '${calls}'\necho 9.9.9\n`, {
+    mode: 0o755,
+  });
   // As Heat's str_replace renders the template's params into the fragment; mktemp's directory moved into the test's.
-  const script = FRAGMENT.replace('__OS_CONFIG_AGENT_DEB_URL__', url).replace('__OS_CONFIG_AGENT_DEB_SHA256__', sha256).replace('/var/tmp/os-config-agent-install.', `${tmp}/os-config-agent-install.`);
+  const script = FRAGMENT.replace('__OS_CONFIG_AGENT_DEB_URL__', url)
+    .replace('__OS_CONFIG_AGENT_DEB_SHA256__', sha256)
+    .replace('/var/tmp/os-config-agent-install.', `${tmp}/os-config-agent-install.`);
   writeFileSync(path.join(dir, 'script.sh'), script);
-  const run = await runProcess('sh', [path.join(dir, 'script.sh')], { env: { PATH: `${bin}:/usr/sbin:/usr/bin:/sbin:/bin`, LANG: 'C.UTF-8' }, timeoutMs: 60_000 });
+  const run = await runProcess('sh', [path.join(dir, 'script.sh')], {
+    env: { PATH: `${bin}:/usr/sbin:/usr/bin:/sbin:/bin`, LANG: 'C.UTF-8' },
+    timeoutMs: 60_000,
+  });
   // What the script says goes to either stream (cloud-init keeps both): the checks read them together.
   const stderr = `${run.stdout}${run.stderr}`;
   const code = run.code;
@@ -75,23 +86,45 @@ async function runScript(url: string, sha256: string, aptFailures = 0): Promise<
       return undefined;
     }
   };
-  const result = { code, stderr, calls: (read('calls')?.toString() ?? '').split('\n').filter(Boolean), installed: read('installed'), leftovers: readdirSync(tmp) };
+  const result = {
+    code,
+    stderr,
+    calls: (read('calls')?.toString() ?? '').split('\n').filter(Boolean),
+    installed: read('installed'),
+    leftovers: readdirSync(tmp),
+  };
   rmSync(dir, { recursive: true, force: true });
   return result;
 }
 
-t.test('downloads, checks the sha256, installs the download with apt and queues the start without waiting (recording fakes for apt-get and systemctl)', { skip }, async (t) => {
-  requests.length = 0;
-  const r = await runScript(`${base}/agent.deb`, SHA256);
-  t.equal(r.code, 0, r.stderr);
-  t.same(requests, ['/agent.deb'], 'one download');
-  t.match(r.calls[0], /^apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold \/.*\/os-config-agent\.deb$/, 'apt-get installs the local file, no recommends');
-  t.same(r.installed, PACKAGE, 'what apt-get got is what was served');
-  t.same(r.calls.slice(1), ['systemctl enable os-config-agent.service', 'systemctl --no-block start os-config-agent.service', 'os-config-agent --version'], 'enabled, start queued with --no-block (the unit is ordered after cloud-final, which runs this)');
-  t.match(r.stderr, /sha256 checked/);
-  t.match(r.stderr, /installed 9\.9\.9; the agent starts once cloud-init has finished/);
-  t.same(r.leftovers, [], 'the download is removed');
-});
+t.test(
+  'downloads, checks the sha256, installs the download with apt and queues the start without waiting (recording fakes for apt-get and systemctl)',
+  { skip },
+  async (t) => {
+    requests.length = 0;
+    const r = await runScript(`${base}/agent.deb`, SHA256);
+    t.equal(r.code, 0, r.stderr);
+    t.same(requests, ['/agent.deb'], 'one download');
+    t.match(
+      r.calls[0],
+      /^apt-get install -y --no-install-recommends -o Dpkg::Options::=--force-confold \/.*\/os-config-agent\.deb$/,
+      'apt-get installs the local file, no recommends',
+    );
+    t.same(r.installed, PACKAGE, 'what apt-get got is what was served');
+    t.same(
+      r.calls.slice(1),
+      [
+        'systemctl enable os-config-agent.service',
+        'systemctl --no-block start os-config-agent.service',
+        'os-config-agent --version',
+      ],
+      'enabled, start queued with --no-block (the unit is ordered after cloud-final, which runs this)',
+    );
+    t.match(r.stderr, /sha256 checked/);
+    t.match(r.stderr, /installed 9\.9\.9; the agent starts once cloud-init has finished/);
+    t.same(r.leftovers, [], 'the download is removed');
+  },
+);
 
 t.test('a download that does not match the sha256 is not installed', { skip }, async (t) => {
   const r = await runScript(`${base}/agent.deb`, 'a'.repeat(64));
@@ -108,7 +141,7 @@ t.test('a failed download stops the script before apt', { skip }, async (t) => {
   t.same(r.calls, [], 'apt-get and systemctl never ran');
 });
 
-t.test('no sha256 given: installed unchecked; a TempURL\'s signature is not logged', { skip }, async (t) => {
+t.test("no sha256 given: installed unchecked; a TempURL's signature is not logged", { skip }, async (t) => {
   const r = await runScript(`${base}/agent.deb?temp_url_sig=s3cr3tsignature&temp_url_expires=1`, '');
   t.equal(r.code, 0, r.stderr);
   t.notMatch(r.stderr, /sha256 checked/);
@@ -117,11 +150,22 @@ t.test('no sha256 given: installed unchecked; a TempURL\'s signature is not logg
   t.same(r.installed, PACKAGE);
 });
 
-t.test('an install that fails for missing package lists is retried once after apt-get update (recording fake for apt-get)', { skip }, async (t) => {
-  const once = await runScript(`${base}/agent.deb`, SHA256, 1);
-  t.equal(once.code, 0, once.stderr);
-  t.same(once.calls.filter((c) => c.startsWith('apt-get')).map((c) => c.split(' ')[1]), ['install', 'update', 'install']);
-  const twice = await runScript(`${base}/agent.deb`, SHA256, 2);
-  t.not(twice.code, 0, 'a second failure fails the script');
-  t.same(twice.calls.filter((c) => c.startsWith('systemctl')), [], 'and nothing is started');
-});
+t.test(
+  'an install that fails for missing package lists is retried once after apt-get update (recording fake for apt-get)',
+  { skip },
+  async (t) => {
+    const once = await runScript(`${base}/agent.deb`, SHA256, 1);
+    t.equal(once.code, 0, once.stderr);
+    t.same(
+      once.calls.filter((c) => c.startsWith('apt-get')).map((c) => c.split(' ')[1]),
+      ['install', 'update', 'install'],
+    );
+    const twice = await runScript(`${base}/agent.deb`, SHA256, 2);
+    t.not(twice.code, 0, 'a second failure fails the script');
+    t.same(
+      twice.calls.filter((c) => c.startsWith('systemctl')),
+      [],
+      'and nothing is started',
+    );
+  },
+);

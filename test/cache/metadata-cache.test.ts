@@ -112,7 +112,11 @@ t.test('a corrupt .last counts as changed with a warning, not a crash (B8)', asy
   writeFileSync(`${file}.last`, '{"a": 1');
   t.equal((await cache.store('k', { a: 1 })).changed, true);
   const warning = captured.lines.find((l) => l.level === 'warn');
-  t.match(warning, { key: 'k', file: `${file}.last`, msg: 'committed cache file is not valid JSON; treating the key as changed' });
+  t.match(warning, {
+    key: 'k',
+    file: `${file}.last`,
+    msg: 'committed cache file is not valid JSON; treating the key as changed',
+  });
   await cache.commit('k');
   t.equal((await cache.store('k', { a: 1 })).changed, false, 'the next commit repairs it');
 });
@@ -147,14 +151,22 @@ t.test('backup copies the cache as it is before the commit, replacing the old ba
   await cache.backup(backupDir);
   await cache.commit('a');
   await cache.commit('b');
-  t.same(readdirSync(backupDir).sort(), ['a.json', 'a.json.orig', 'b.json', 'b.json.orig', 'os_config_files.json'], 'no .last (reference §10.2), no temp files');
+  t.same(
+    readdirSync(backupDir).sort(),
+    ['a.json', 'a.json.orig', 'b.json', 'b.json.orig', 'os_config_files.json'],
+    'no .last (reference §10.2), no temp files',
+  );
   t.equal(read(path.join(backupDir, 'a.json')), read(a.path));
   t.equal(modeOf(path.join(backupDir, 'a.json')), 0o600, 'modes kept');
 
   mkdirSync(path.join(backupDir, 'stale-dir'));
   writeFileSync(path.join(backupDir, 'stale'), 'x');
   await cache.backup(backupDir);
-  t.same(readdirSync(backupDir).sort(), ['a.json', 'a.json.last', 'a.json.orig', 'b.json', 'b.json.last', 'b.json.orig', 'os_config_files.json'], 'a full mirror: stale entries gone, now with .last');
+  t.same(
+    readdirSync(backupDir).sort(),
+    ['a.json', 'a.json.last', 'a.json.orig', 'b.json', 'b.json.last', 'b.json.orig', 'os_config_files.json'],
+    'a full mirror: stale entries gone, now with .last',
+  );
   t.same(readdirSync(path.dirname(backupDir)), ['os-collect-config'], 'no staging directory left');
 });
 
@@ -211,7 +223,11 @@ t.test('a failure while writing a key keeps the previous file whole and leaves n
   t.ok(err instanceof CacheWriteError, 'commit failure is a CacheWriteError');
   t.match((err as Error).message, /cannot commit cache file/);
   t.equal(read(file), '{\n "a": 2\n}', 'the new .json is whole');
-  t.same(readdirSync(dir).filter((n) => n.startsWith('.')), [], 'no temp debris');
+  t.same(
+    readdirSync(dir).filter((n) => n.startsWith('.')),
+    [],
+    'no temp debris',
+  );
 });
 
 t.test('a .json path that cannot be read is a CacheWriteError', async (t) => {
@@ -221,30 +237,37 @@ t.test('a .json path that cannot be read is a CacheWriteError', async (t) => {
   await t.rejects(cache.commit('k'), CacheWriteError);
 });
 
-t.test('a read-only cache directory is a CacheWriteError when not root', { skip: process.getuid?.() === 0 && 'root ignores directory permissions' }, async (t) => {
-  const { dir, cache } = setup(t);
-  await cache.ensureDir();
-  chmodSync(dir, 0o500);
-  t.teardown(() => chmodSync(dir, 0o700));
-  await t.rejects(cache.store('k', 1), CacheWriteError);
-});
+t.test(
+  'a read-only cache directory is a CacheWriteError when not root',
+  { skip: process.getuid?.() === 0 && 'root ignores directory permissions' },
+  async (t) => {
+    const { dir, cache } = setup(t);
+    await cache.ensureDir();
+    chmodSync(dir, 0o500);
+    t.teardown(() => chmodSync(dir, 0o700));
+    await t.rejects(cache.store('k', 1), CacheWriteError);
+  },
+);
 
-t.test('an unchanged value is neither serialised nor rewritten: the file keeps its inode and its own formatting', async (t) => {
-  const { cache } = setup(t);
-  const { path: file } = await cache.store('k', { a: 1, b: ['x'] });
-  // The same document, formatted otherwise (as another writer might have left it).
-  writeFileSync(file, '{"a":1,"b":["x"]}', { mode: 0o600 });
-  const ino = statSync(file).ino;
-  t.equal((await cache.store('k', { a: 1, b: ['x'] })).changed, true, 'never committed: still a change');
-  t.equal(statSync(file).ino, ino, 'not replaced');
-  t.equal(read(file), '{"a":1,"b":["x"]}');
-  await cache.commit('k');
-  t.equal((await cache.store('k', { a: 1, b: ['x'] })).changed, false, 'committed: unchanged');
-  t.equal(statSync(file).ino, ino);
-  t.equal((await cache.store('k', { a: 2, b: ['x'] })).changed, true, 'a new value');
-  t.not(statSync(file).ino, ino, 'written anew');
-  t.equal(read(file), '{\n "a": 2,\n "b": [\n  "x"\n ]\n}');
-});
+t.test(
+  'an unchanged value is neither serialised nor rewritten: the file keeps its inode and its own formatting',
+  async (t) => {
+    const { cache } = setup(t);
+    const { path: file } = await cache.store('k', { a: 1, b: ['x'] });
+    // The same document, formatted otherwise (as another writer might have left it).
+    writeFileSync(file, '{"a":1,"b":["x"]}', { mode: 0o600 });
+    const ino = statSync(file).ino;
+    t.equal((await cache.store('k', { a: 1, b: ['x'] })).changed, true, 'never committed: still a change');
+    t.equal(statSync(file).ino, ino, 'not replaced');
+    t.equal(read(file), '{"a":1,"b":["x"]}');
+    await cache.commit('k');
+    t.equal((await cache.store('k', { a: 1, b: ['x'] })).changed, false, 'committed: unchanged');
+    t.equal(statSync(file).ino, ino);
+    t.equal((await cache.store('k', { a: 2, b: ['x'] })).changed, true, 'a new value');
+    t.not(statSync(file).ino, ino, 'written anew');
+    t.equal(read(file), '{\n "a": 2,\n "b": [\n  "x"\n ]\n}');
+  },
+);
 
 t.test('a damaged cache file is rewritten from the value', async (t) => {
   const { cache } = setup(t);

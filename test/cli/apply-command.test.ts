@@ -10,7 +10,11 @@ import { REPO, requireBundle } from '../helpers/bundle.js';
 const LAUNCHER = path.join(REPO, 'dist/bin/os-apply-config');
 
 function agent(args: string[], env: NodeJS.ProcessEnv = {}) {
-  return spawnSync(process.execPath, [requireBundle(), ...args], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
+  return spawnSync(process.execPath, [requireBundle(), ...args], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, ...env },
+  });
 }
 
 function oac(args: string[], options: { env?: NodeJS.ProcessEnv; prefix?: string[] } = {}) {
@@ -20,14 +24,27 @@ function oac(args: string[], options: { env?: NodeJS.ProcessEnv; prefix?: string
   delete env.OS_CONFIG_APPLIER_TEMPLATES;
   Object.assign(env, options.env);
   // tap adds loader hooks to every child through NODE_OPTIONS; they cannot load the extensionless launcher.
-  return spawnSync('/usr/bin/env', ['-u', 'NODE_OPTIONS', ...(options.prefix ?? []), process.execPath, LAUNCHER, ...args], { encoding: 'utf8', timeout: 60_000, env });
+  return spawnSync(
+    '/usr/bin/env',
+    ['-u', 'NODE_OPTIONS', ...(options.prefix ?? []), process.execPath, LAUNCHER, ...args],
+    { encoding: 'utf8', timeout: 60_000, env },
+  );
 }
 
 function instanceFixture(conf = '') {
   return {
     etc: { 'os-collect-config.conf': `[DEFAULT]\n${conf}` },
     usr: { libexec: { 'os-apply-config': { templates: { etc: { 'app.conf': 'v={{a.b}} {{c}}\n' } } } } },
-    var: { lib: { 'os-collect-config': { 'os_config_files.json': '["/var/lib/os-collect-config/local.json", "/var/lib/os-collect-config/heat_local.json"]', 'local.json': '{"a": {"b": 1}, "c": "low"}', 'heat_local.json': '{"c": "high"}' } } },
+    var: {
+      lib: {
+        'os-collect-config': {
+          'os_config_files.json':
+            '["/var/lib/os-collect-config/local.json", "/var/lib/os-collect-config/heat_local.json"]',
+          'local.json': '{"a": {"b": 1}, "c": "low"}',
+          'heat_local.json': '{"c": "high"}',
+        },
+      },
+    },
   };
 }
 
@@ -58,19 +75,38 @@ t.test('apply honours [apply] templates/output/strict and --metadata, --validate
   t.equal(readFileSync(path.join(root, 'srv/out/f'), 'utf8'), 'from-m');
 });
 
-t.test('legacy log file only when [apply] legacy_log_file is set (and running as root)', { skip: process.getuid?.() === 0 ? false : 'needs root' }, async (t) => {
-  const root = t.testdir(instanceFixture('[apply]\nlegacy_log_file = true\n'));
-  t.equal(agent(['apply', '--root', root]).status, 0);
-  t.match(readFileSync(path.join(root, 'var/log/os-apply-config.log'), 'utf8'), /"msg":"writing file"/);
-});
+t.test(
+  'legacy log file only when [apply] legacy_log_file is set (and running as root)',
+  { skip: process.getuid?.() === 0 ? false : 'needs root' },
+  async (t) => {
+    const root = t.testdir(instanceFixture('[apply]\nlegacy_log_file = true\n'));
+    t.equal(agent(['apply', '--root', root]).status, 0);
+    t.match(readFileSync(path.join(root, 'var/log/os-apply-config.log'), 'utf8'), /"msg":"writing file"/);
+  },
+);
 
 t.test('os-apply-config: flags, prefixes, exit codes', async (t) => {
   const root = t.testdir({ tpl: { f: '{{a}}' }, 'm.json': '{"a": "A", "t": true, "n": 5}' });
-  const base = ['--root', root, '-t', path.join(root, 'tpl'), '-o', path.join(root, 'out'), '-m', path.join(root, 'm.json')];
+  const base = [
+    '--root',
+    root,
+    '-t',
+    path.join(root, 'tpl'),
+    '-o',
+    path.join(root, 'out'),
+    '-m',
+    path.join(root, 'm.json'),
+  ];
   t.equal(oac(['--root', root, '--print-templates', '-t', '/x']).stdout, '/x\n', '-t is printed as given');
   t.equal(oac(['--root', root, '--print-t', '--temp', '/y']).stdout, '/y\n', 'argparse-style prefixes');
-  t.equal(oac(['--root', root, '--print-templates']).stdout, `${path.join(root, 'usr/libexec/os-apply-config/templates')}\n`);
-  t.equal(oac(['--root', root, '--print-templates'], { env: { OS_CONFIG_APPLIER_TEMPLATES: '/env/tpl' } }).stdout, `${path.join(root, 'env/tpl')}\n`);
+  t.equal(
+    oac(['--root', root, '--print-templates']).stdout,
+    `${path.join(root, 'usr/libexec/os-apply-config/templates')}\n`,
+  );
+  t.equal(
+    oac(['--root', root, '--print-templates'], { env: { OS_CONFIG_APPLIER_TEMPLATES: '/env/tpl' } }).stdout,
+    `${path.join(root, 'env/tpl')}\n`,
+  );
   t.equal(oac([...base, '--key', 'n', '--type', 'int']).stdout, '5\n');
   t.equal(oac([...base, '--boolean-key', 't']).status, 0);
   t.equal(oac([...base, '--boolean-key', 'a']).status, 255);
@@ -80,7 +116,9 @@ t.test('os-apply-config: flags, prefixes, exit codes', async (t) => {
   t.equal(res.status, 0, res.stderr);
   t.equal(readFileSync(path.join(root, 'out/f'), 'utf8'), 'A');
   t.match(res.stderr, /"msg":"success"/);
-  const viaEnv = oac(['--root', root, '-t', path.join(root, 'tpl'), '-o', path.join(root, 'out2')], { env: { OS_CONFIG_FILES: path.join(root, 'm.json') } });
+  const viaEnv = oac(['--root', root, '-t', path.join(root, 'tpl'), '-o', path.join(root, 'out2')], {
+    env: { OS_CONFIG_FILES: path.join(root, 'm.json') },
+  });
   t.equal(viaEnv.status, 0, viaEnv.stderr);
   t.equal(readFileSync(path.join(root, 'out2/f'), 'utf8'), 'A');
 });
@@ -88,10 +126,22 @@ t.test('os-apply-config: flags, prefixes, exit codes', async (t) => {
 t.test('os-apply-config: bad input gives a clear error and writes nothing', async (t) => {
   const root = t.testdir({ 'm.json': '{"a": 1}', out: {}, outside: {} });
   const cases: Array<[string, Record<string, string>, RegExp]> = [
-    ['malformed', { 'a-ok': 'ok', b: '{{#a}}{{/c}}' }, /could not render moustache template .*does not match.*\[ERR_TEMPLATE\]/],
-    ['unknown oac key', { 'a-ok': 'ok', b: 'x', 'b.oac': 'perm: 1\n' }, /unrecognised file control key 'perm'.*\[ERR_CONTROL_FILE\]/],
+    [
+      'malformed',
+      { 'a-ok': 'ok', b: '{{#a}}{{/c}}' },
+      /could not render moustache template .*does not match.*\[ERR_TEMPLATE\]/,
+    ],
+    [
+      'unknown oac key',
+      { 'a-ok': 'ok', b: 'x', 'b.oac': 'perm: 1\n' },
+      /unrecognised file control key 'perm'.*\[ERR_CONTROL_FILE\]/,
+    ],
     ['bad mode', { 'a-ok': 'ok', b: 'x', 'b.oac': 'mode: 8888\n' }, /out of range.*\[ERR_CONTROL_FILE\]/],
-    ['unknown user', { 'a-ok': 'ok', b: 'x', 'b.oac': 'owner: ghost-oac\n' }, /owner 'ghost-oac' not found in passwd database/],
+    [
+      'unknown user',
+      { 'a-ok': 'ok', b: 'x', 'b.oac': 'owner: ghost-oac\n' },
+      /owner 'ghost-oac' not found in passwd database/,
+    ],
   ];
   for (const [name, files, message] of cases) {
     const tpl = path.join(root, name.replace(/ /g, '-'));
@@ -113,22 +163,40 @@ t.test('os-apply-config: bad input gives a clear error and writes nothing', asyn
   t.notOk(existsSync(path.join(root, 'out/a-ok')));
 });
 
-t.test('os-apply-config: an unreadable template directory is an error (as nobody)', { skip: process.getuid?.() === 0 ? false : 'needs root to switch users' }, async (t) => {
-  const root = t.testdir({ tpl: { locked: { f: 'x' } }, 'm.json': '{}' });
-  chmodSync(root, 0o777);
-  chmodSync(path.join(root, 'tpl/locked'), 0o700);
-  mkdirSync(path.join(root, 'out'), { mode: 0o777 });
-  chmodSync(path.join(root, 'out'), 0o777);
-  const res = oac(['--root', root, '-t', path.join(root, 'tpl'), '-o', path.join(root, 'out'), '-m', path.join(root, 'm.json')], { prefix: ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] });
-  if (/Cannot find module|EACCES.*os-config-agent/.test(res.stderr)) {
-    t.comment('the bundle is not readable by nobody here; check skipped');
-    return;
-  }
-  t.equal(res.status, 1, res.stderr);
-  t.match(res.stderr, /cannot read the template directory .*locked \(EACCES\)/);
-});
+t.test(
+  'os-apply-config: an unreadable template directory is an error (as nobody)',
+  { skip: process.getuid?.() === 0 ? false : 'needs root to switch users' },
+  async (t) => {
+    const root = t.testdir({ tpl: { locked: { f: 'x' } }, 'm.json': '{}' });
+    chmodSync(root, 0o777);
+    chmodSync(path.join(root, 'tpl/locked'), 0o700);
+    mkdirSync(path.join(root, 'out'), { mode: 0o777 });
+    chmodSync(path.join(root, 'out'), 0o777);
+    const res = oac(
+      ['--root', root, '-t', path.join(root, 'tpl'), '-o', path.join(root, 'out'), '-m', path.join(root, 'm.json')],
+      { prefix: ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] },
+    );
+    if (/Cannot find module|EACCES.*os-config-agent/.test(res.stderr)) {
+      t.comment('the bundle is not readable by nobody here; check skipped');
+      return;
+    }
+    t.equal(res.status, 1, res.stderr);
+    t.match(res.stderr, /cannot read the template directory .*locked \(EACCES\)/);
+  },
+);
 
 t.test('expandAbbreviations', async (t) => {
-  t.same(expandAbbreviations(['--temp', 'x', '--print-t', '--key-d=v', '--k', 'z', '-m', 'a', '--', '--temp']), ['--templates', 'x', '--print-templates', '--key-default=v', '--k', 'z', '-m', 'a', '--', '--temp']);
+  t.same(expandAbbreviations(['--temp', 'x', '--print-t', '--key-d=v', '--k', 'z', '-m', 'a', '--', '--temp']), [
+    '--templates',
+    'x',
+    '--print-templates',
+    '--key-default=v',
+    '--k',
+    'z',
+    '-m',
+    'a',
+    '--',
+    '--temp',
+  ]);
   t.same(expandAbbreviations(['--key', 'k', '--output', 'o']), ['--key', 'k', '--output', 'o']);
 });

@@ -7,16 +7,28 @@ import { SECTION_NAMES, flagName, sectionSpecs } from '../../src/config/options.
 t.test('oslo mixed spellings become the dashed flags', async (t) => {
   t.same(normaliseArgv(['--heat_local-path', '/x']), ['--heat-local-path', '/x']);
   t.same(normaliseArgv(['--cfn-ca_certificate=/ca.pem']), ['--cfn-ca-certificate=/ca.pem']);
-  t.same(normaliseArgv(['--keystone-cache_dir', '/k', '--keystone-cache_ttl=5']), ['--keystone-cache-dir', '/k', '--keystone-cache-ttl=5']);
+  t.same(normaliseArgv(['--keystone-cache_dir', '/k', '--keystone-cache_ttl=5']), [
+    '--keystone-cache-dir',
+    '/k',
+    '--keystone-cache-ttl=5',
+  ]);
   t.same(normaliseArgv(['--one_time', '--polling_interval', '5']), ['--one-time', '--polling-interval', '5']);
-  t.same(normaliseArgv(['--polling-interval', '5', '--print']), ['--polling-interval', '5', '--print'], 'already dashed: unchanged');
+  t.same(
+    normaliseArgv(['--polling-interval', '5', '--print']),
+    ['--polling-interval', '5', '--print'],
+    'already dashed: unchanged',
+  );
 });
 
 t.test('--noX negations become --no-X, only for booleans', async (t) => {
   t.same(normaliseArgv(['--noforce']), ['--no-force']);
   t.same(normaliseArgv(['--noone_time', '--noprint']), ['--no-one-time', '--no-print']);
   t.same(normaliseArgv(['--no-force']), ['--no-force'], 'the dashed form is kept');
-  t.same(normaliseArgv(['--nocommand', 'x']), ['--nocommand', 'x'], 'command is not a boolean: left for commander to reject');
+  t.same(
+    normaliseArgv(['--nocommand', 'x']),
+    ['--nocommand', 'x'],
+    'command is not a boolean: left for commander to reject',
+  );
   t.same(normaliseArgv(['--nosuchflag']), ['--nosuchflag']);
 });
 
@@ -42,14 +54,28 @@ t.test('every boolean option has its oslo inverse spelling mapped', async (t) =>
 t.test('option values are never rewritten, even when they look like flags', async (t) => {
   t.same(normaliseArgv(['--command', '--some_value', 'local']), ['--command', '--some_value', 'local']);
   t.same(normaliseArgv(['-c', '--noforce', '-i', '5']), ['-c', '--noforce', '-i', '5']);
-  t.same(normaliseArgv(['--root', '/tmp/a_b', '--config-file', '--odd_name.conf']), ['--root', '/tmp/a_b', '--config-file', '--odd_name.conf']);
+  t.same(normaliseArgv(['--root', '/tmp/a_b', '--config-file', '--odd_name.conf']), [
+    '--root',
+    '/tmp/a_b',
+    '--config-file',
+    '--odd_name.conf',
+  ]);
   t.same(normaliseArgv(['--command=echo --x_y']), ['--command=echo --x_y'], 'the = form keeps its value');
-  t.same(normaliseArgv(['--local-path', '/a_b', 'heat_local']), ['--local-path', '/a_b', 'heat_local'], 'positional collector names untouched');
+  t.same(
+    normaliseArgv(['--local-path', '/a_b', 'heat_local']),
+    ['--local-path', '/a_b', 'heat_local'],
+    'positional collector names untouched',
+  );
   t.same(normaliseArgv(['--command']), ['--command'], 'a trailing value flag is left for commander to report');
 });
 
 t.test('everything after -- is passed through untouched', async (t) => {
-  t.same(normaliseArgv(['--one_time', '--', '--heat_local-path', '--noforce']), ['--one-time', '--', '--heat_local-path', '--noforce']);
+  t.same(normaliseArgv(['--one_time', '--', '--heat_local-path', '--noforce']), [
+    '--one-time',
+    '--',
+    '--heat_local-path',
+    '--noforce',
+  ]);
   t.same(normaliseArgv(['--']), ['--']);
   t.same(normaliseArgv([]), []);
 });
@@ -63,7 +89,19 @@ t.test('normalised upstream spellings parse with the real option set', async (t)
   cmd.option('--root <dir>');
   const bindings = addConfigOptions(cmd);
   cmd.parse(
-    normaliseArgv(['--heat_local-path', '/h1', '--heat_local-path=/h2', '--cfn-ca_certificate', '/ca', '--noforce', '--zaqar-nouse_websockets', '--command', '--odd_value', '--root', '/r']),
+    normaliseArgv([
+      '--heat_local-path',
+      '/h1',
+      '--heat_local-path=/h2',
+      '--cfn-ca_certificate',
+      '/ca',
+      '--noforce',
+      '--zaqar-nouse_websockets',
+      '--command',
+      '--odd_value',
+      '--root',
+      '/r',
+    ]),
     { from: 'user' },
   );
   t.same(readConfigOverrides(cmd, bindings), {

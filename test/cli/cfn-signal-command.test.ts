@@ -27,7 +27,11 @@ t.teardown(() => server.close());
 function instanceRoot(t: TapTest, extra = ''): string {
   const root = t.testdir();
   mkdirSync(path.join(root, 'etc'), { recursive: true });
-  writeFileSync(path.join(root, 'etc/os-collect-config.conf'), `[deploy]\nsignal_max_backoff = 1\nsignal_timeout = 5\n${extra}`, { mode: 0o600 });
+  writeFileSync(
+    path.join(root, 'etc/os-collect-config.conf'),
+    `[deploy]\nsignal_max_backoff = 1\nsignal_timeout = 5\n${extra}`,
+    { mode: 0o600 },
+  );
   return root;
 }
 
@@ -40,7 +44,9 @@ function queued(root: string): Array<Record<string, unknown>> {
   } catch {
     return [];
   }
-  return names.sort().map((n) => JSON.parse(readFileSync(path.join(queueDir(root), n), 'utf8')) as Record<string, unknown>);
+  return names
+    .sort()
+    .map((n) => JSON.parse(readFileSync(path.join(queueDir(root), n), 'utf8')) as Record<string, unknown>);
 }
 
 function secretsIn(text: string): string[] {
@@ -60,8 +66,14 @@ t.test('CFN handle: the body cfn-signal PUTs, delivered once; the settled file k
   const mine = server.requests.slice(before);
   t.equal(mine.length, 1, 'one request');
   t.equal(mine[0]?.method, 'PUT');
-  t.equal(mine[0]?.raw, '{"Status": "SUCCESS", "Reason": "all done", "UniqueId": "web-1", "Data": "\\u00fcn\\u00efcode \\"data\\""}', "json.dumps's bytes");
-  t.same(Object.fromEntries(server.handles.get('wc_ok') ?? []), { 'web-1': { Status: 'SUCCESS', Reason: 'all done', Data: 'ünïcode "data"' } });
+  t.equal(
+    mine[0]?.raw,
+    '{"Status": "SUCCESS", "Reason": "all done", "UniqueId": "web-1", "Data": "\\u00fcn\\u00efcode \\"data\\""}',
+    "json.dumps's bytes",
+  );
+  t.same(Object.fromEntries(server.handles.get('wc_ok') ?? []), {
+    'web-1': { Status: 'SUCCESS', Reason: 'all done', Data: 'ünïcode "data"' },
+  });
   const [entry] = queued(root);
   t.equal(entry?.state, 'sent');
   t.equal(entry?.url, undefined, 'the pre-signed URL is dropped once sent');
@@ -96,23 +108,39 @@ t.test('status flags as cfn-signal reads them; default id from nova_meta.json', 
   }
 });
 
-t.test('a final refusal (403: expired or wrong signature) exits 1, settles the signal, shows no signature', async (t) => {
-  const root = instanceRoot(t);
-  const expired = await runBundle(['cfn-signal', '--root', root, '-i', 'x', server.cfnUrl('wc_old', { timestamp: new Date(Date.now() - 3600_000) })]);
-  t.equal(expired.code, 1);
-  t.match(expired.stderr, /os-config-agent: the signal was not delivered: .*answered 403.*Credential is expired.*not retried/);
-  const forged = await runBundle(['--root', root, '-i', 'x', server.cfnUrl('wc_forged', { secret: 'wrong' })], compat);
-  t.equal(forged.code, 1);
-  t.match(forged.stderr, /^cfn-signal: the signal was not delivered: .*403/m);
-  t.same(
-    queued(root).map((e) => [e.state, e.url]),
-    [
-      ['failed', undefined],
-      ['failed', undefined],
-    ],
-  );
-  t.same(secretsIn(expired.stderr + forged.stderr), []);
-});
+t.test(
+  'a final refusal (403: expired or wrong signature) exits 1, settles the signal, shows no signature',
+  async (t) => {
+    const root = instanceRoot(t);
+    const expired = await runBundle([
+      'cfn-signal',
+      '--root',
+      root,
+      '-i',
+      'x',
+      server.cfnUrl('wc_old', { timestamp: new Date(Date.now() - 3600_000) }),
+    ]);
+    t.equal(expired.code, 1);
+    t.match(
+      expired.stderr,
+      /os-config-agent: the signal was not delivered: .*answered 403.*Credential is expired.*not retried/,
+    );
+    const forged = await runBundle(
+      ['--root', root, '-i', 'x', server.cfnUrl('wc_forged', { secret: 'wrong' })],
+      compat,
+    );
+    t.equal(forged.code, 1);
+    t.match(forged.stderr, /^cfn-signal: the signal was not delivered: .*403/m);
+    t.same(
+      queued(root).map((e) => [e.state, e.url]),
+      [
+        ['failed', undefined],
+        ['failed', undefined],
+      ],
+    );
+    t.same(secretsIn(expired.stderr + forged.stderr), []);
+  },
+);
 
 t.test('server down: exit 3 (queued, no daemon); --wait rides out the outage and exits 0 once delivered', async (t) => {
   const root = instanceRoot(t);
@@ -127,14 +155,31 @@ t.test('server down: exit 3 (queued, no daemon); --wait rides out the outage and
   t.match(down.stderr, /queued as \S+ but not delivered .*connection refused.*no os-config-agent daemon is running/);
   t.equal(queued(root)[0]?.state, 'pending');
 
-  const timedOut = await runBundle(['cfn-signal', '--root', root, '--wait', '--wait-timeout', '1', '-i', 'b', server.cfnUrl('wc_down')]);
+  const timedOut = await runBundle([
+    'cfn-signal',
+    '--root',
+    root,
+    '--wait',
+    '--wait-timeout',
+    '1',
+    '-i',
+    'b',
+    server.cfnUrl('wc_down'),
+  ]);
   t.equal(timedOut.code, 3, '--wait ran out of time');
   t.match(timedOut.stderr, /not delivered within 1 s/);
 
-  const waiting = runBundle(['cfn-signal', '--root', root, '--wait', '--wait-timeout', '120', '-i', 'c', server.cfnUrl('wc_down')], { timeoutMs: 150_000 });
+  const waiting = runBundle(
+    ['cfn-signal', '--root', root, '--wait', '--wait-timeout', '120', '-i', 'c', server.cfnUrl('wc_down')],
+    { timeoutMs: 150_000 },
+  );
   // Bring the server back once the waiting command has failed at least one attempt.
   const deadline = Date.now() + 60_000;
-  while (!queued(root).some((e) => (e.text as string | undefined)?.includes('"c"') && (e.attempts as number) >= 1) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (
+    !queued(root).some((e) => (e.text as string | undefined)?.includes('"c"') && (e.attempts as number) >= 1) &&
+    Date.now() < deadline
+  )
+    await new Promise((r) => setTimeout(r, 50));
   await server.start();
   restarted = true;
   const res = await waiting;
@@ -142,14 +187,27 @@ t.test('server down: exit 3 (queued, no daemon); --wait rides out the outage and
   const accepted = server.requests.filter((r) => r.status === 200).slice(-1)[0];
   t.match(accepted?.raw, /"UniqueId": "c"/);
   t.ok(server.accepted() - before >= 1, 'delivered');
-  t.equal(server.requests.filter((r) => r.status === 200 && r.raw.includes('"UniqueId": "c"')).length, 1, 'exactly once');
+  t.equal(
+    server.requests.filter((r) => r.status === 200 && r.raw.includes('"UniqueId": "c"')).length,
+    1,
+    'exactly once',
+  );
   t.same(secretsIn(down.stderr + timedOut.stderr + res.stderr), []);
 });
 
 t.test('native handle: POST with the token, the wc_notify body; a bad token is final', async (t) => {
   const root = instanceRoot(t);
   const before = server.requests.length;
-  const res = await runBundle(['cfn-signal', '--root', root, '--token', server.token, '--body', '{"status": "FAILURE", "reason": "disk full", "id": "7"}', server.nativeUrl('wc_native')]);
+  const res = await runBundle([
+    'cfn-signal',
+    '--root',
+    root,
+    '--token',
+    server.token,
+    '--body',
+    '{"status": "FAILURE", "reason": "disk full", "id": "7"}',
+    server.nativeUrl('wc_native'),
+  ]);
   t.equal(res.code, 0);
   const req = server.requests[before];
   t.equal(req?.method, 'POST');
@@ -157,25 +215,72 @@ t.test('native handle: POST with the token, the wc_notify body; a bad token is f
   t.same(JSON.parse(req?.raw ?? '{}'), { status: 'FAILURE', reason: 'disk full', id: '7' });
   t.same(server.handles.get('wc_native')?.get('7'), { status: 'FAILURE', reason: 'disk full', data: null });
 
-  const flags = await runBundle(['cfn-signal', '--root', root, '--token', server.token, '-e', '0', '-i', 'n2', '-d', 'ok', server.nativeUrl('wc_native')]);
+  const flags = await runBundle([
+    'cfn-signal',
+    '--root',
+    root,
+    '--token',
+    server.token,
+    '-e',
+    '0',
+    '-i',
+    'n2',
+    '-d',
+    'ok',
+    server.nativeUrl('wc_native'),
+  ]);
   t.equal(flags.code, 0, 'the native body from cfn-signal flags');
-  t.same(server.handles.get('wc_native')?.get('n2'), { status: 'SUCCESS', reason: 'Configuration Complete', data: 'ok' });
+  t.same(server.handles.get('wc_native')?.get('n2'), {
+    status: 'SUCCESS',
+    reason: 'Configuration Complete',
+    data: 'ok',
+  });
 
   // The native handle with signal_transport CFN_SIGNAL: its pre-signed URL takes the native body, PUT.
-  const presigned = await runBundle(['cfn-signal', '--root', root, '--body', '{"status": "SUCCESS", "data": "via CFN_SIGNAL"}', server.cfnUrl('wc_native_cfn', { native: true })]);
+  const presigned = await runBundle([
+    'cfn-signal',
+    '--root',
+    root,
+    '--body',
+    '{"status": "SUCCESS", "data": "via CFN_SIGNAL"}',
+    server.cfnUrl('wc_native_cfn', { native: true }),
+  ]);
   t.equal(presigned.code, 0);
   t.equal(server.requests.slice(-1)[0]?.method, 'PUT');
-  t.same(server.handles.get('wc_native_cfn')?.get('1'), { status: 'SUCCESS', reason: 'Signal 1 received', data: 'via CFN_SIGNAL' });
-  const capitalised = await runBundle(['cfn-signal', '--root', root, '-i', 'x', server.cfnUrl('wc_native_cfn', { native: true })]);
+  t.same(server.handles.get('wc_native_cfn')?.get('1'), {
+    status: 'SUCCESS',
+    reason: 'Signal 1 received',
+    data: 'via CFN_SIGNAL',
+  });
+  const capitalised = await runBundle([
+    'cfn-signal',
+    '--root',
+    root,
+    '-i',
+    'x',
+    server.cfnUrl('wc_native_cfn', { native: true }),
+  ]);
   t.equal(capitalised.code, 1, "cfn-signal's own body is refused by a native handle (400, final), as Heat does");
   t.match(capitalised.stderr, /answered 400/);
 
-  const wrong = await runBundle(['cfn-signal', '--root', root, '--token', 'gAAAAA-not-the-token', '-i', 'z', server.nativeUrl('wc_native')]);
+  const wrong = await runBundle([
+    'cfn-signal',
+    '--root',
+    root,
+    '--token',
+    'gAAAAA-not-the-token',
+    '-i',
+    'z',
+    server.nativeUrl('wc_native'),
+  ]);
   t.equal(wrong.code, 1, '401 is final');
   t.match(wrong.stderr, /answered 401/);
   t.same(secretsIn(res.stderr + flags.stderr + wrong.stderr), []);
   t.notMatch(wrong.stderr, 'gAAAAA-not-the-token', 'the token given is not shown either');
-  t.notOk(queued(root).some((e) => 'token' in e), 'settled files keep no token');
+  t.notOk(
+    queued(root).some((e) => 'token' in e),
+    'settled files keep no token',
+  );
 });
 
 t.test('bad input: exit 2, a clear message, nothing queued', async (t) => {
@@ -187,13 +292,37 @@ t.test('bad input: exit 2, a clear message, nothing queued', async (t) => {
     ['not a URL', ['not a url'], /not a valid absolute URL/],
     ['not http', ['file:///etc/passwd'], /uses file:; only http and https/],
     ['huge data', ['--data-file', huge, server.cfnUrl('wc_bad')], /holds over 950000 bytes/],
-    ['missing data file', ['--data-file', path.join(root, 'nope'), server.cfnUrl('wc_bad')], /cannot read --data-file .*ENOENT/],
-    ['non-JSON body', ['--token', server.token, '--body', '{status: SUCCESS}', server.nativeUrl('wc_bad')], /--body is not JSON/],
-    ['body not an object', ['--token', server.token, '--body', '["SUCCESS"]', server.nativeUrl('wc_bad')], /--body must be a JSON object/],
-    ['body with a key Heat refuses', ['--token', server.token, '--body', '{"status": "SUCCESS", "extra": 1}', server.nativeUrl('wc_bad')], /key\(s\) Heat refuses: extra/],
-    ['body with a bad status', ['--token', server.token, '--body', '{"status": "DONE"}', server.nativeUrl('wc_bad')], /"status" must be "SUCCESS" or "FAILURE"/],
+    [
+      'missing data file',
+      ['--data-file', path.join(root, 'nope'), server.cfnUrl('wc_bad')],
+      /cannot read --data-file .*ENOENT/,
+    ],
+    [
+      'non-JSON body',
+      ['--token', server.token, '--body', '{status: SUCCESS}', server.nativeUrl('wc_bad')],
+      /--body is not JSON/,
+    ],
+    [
+      'body not an object',
+      ['--token', server.token, '--body', '["SUCCESS"]', server.nativeUrl('wc_bad')],
+      /--body must be a JSON object/,
+    ],
+    [
+      'body with a key Heat refuses',
+      ['--token', server.token, '--body', '{"status": "SUCCESS", "extra": 1}', server.nativeUrl('wc_bad')],
+      /key\(s\) Heat refuses: extra/,
+    ],
+    [
+      'body with a bad status',
+      ['--token', server.token, '--body', '{"status": "DONE"}', server.nativeUrl('wc_bad')],
+      /"status" must be "SUCCESS" or "FAILURE"/,
+    ],
     ['body and data', ['--body', '{"status": "SUCCESS"}', '-d', 'x', server.cfnUrl('wc_bad')], /leave out -d\/--data/],
-    ['bad wait timeout', ['--wait', '--wait-timeout', 'soon', server.cfnUrl('wc_bad')], /--wait-timeout must be a number/],
+    [
+      'bad wait timeout',
+      ['--wait', '--wait-timeout', 'soon', server.cfnUrl('wc_bad')],
+      /--wait-timeout must be a number/,
+    ],
     ['bad log level', ['--log-level', 'loud', server.cfnUrl('wc_bad')], /unknown log level "loud"/],
   ];
   const before = server.requests.length;
@@ -210,11 +339,17 @@ t.test('bad input: exit 2, a clear message, nothing queued', async (t) => {
   t.equal(queued(root).length, 1, 'nothing queued for the bad ones');
 });
 
-t.test('nothing can be queued (the state directory cannot be made): exit 1, the file named, nothing sent', async (t) => {
-  const root = instanceRoot(t, '[agent]\nstate_dir = /etc/os-collect-config.conf/state\n');
-  const before = server.requests.length;
-  const res = await runBundle(['cfn-signal', '--root', root, '-i', 'x', server.cfnUrl('wc_nostate')]);
-  t.equal(res.code, 1);
-  t.match(res.stderr, /os-config-agent: cannot create the directory \S*\/etc\/os-collect-config\.conf\/state\/signals: ENOTDIR; check the disk .* \[ERR_DEPLOYMENT_STATE\]/);
-  t.equal(server.requests.length, before, 'not sent either: a signal is only ever sent from the queue');
-});
+t.test(
+  'nothing can be queued (the state directory cannot be made): exit 1, the file named, nothing sent',
+  async (t) => {
+    const root = instanceRoot(t, '[agent]\nstate_dir = /etc/os-collect-config.conf/state\n');
+    const before = server.requests.length;
+    const res = await runBundle(['cfn-signal', '--root', root, '-i', 'x', server.cfnUrl('wc_nostate')]);
+    t.equal(res.code, 1);
+    t.match(
+      res.stderr,
+      /os-config-agent: cannot create the directory \S*\/etc\/os-collect-config\.conf\/state\/signals: ENOTDIR; check the disk .* \[ERR_DEPLOYMENT_STATE\]/,
+    );
+    t.equal(server.requests.length, before, 'not sent either: a signal is only ever sent from the queue');
+  },
+);

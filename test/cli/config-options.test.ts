@@ -24,7 +24,9 @@ t.test('only the flags given appear, under their section and option name', async
 });
 
 t.test('short aliases: -c for command, -i for polling_interval', async (t) => {
-  t.same(parse(['-c', 'os-refresh-config', '-i', '7']), { DEFAULT: { command: 'os-refresh-config', polling_interval: '7' } });
+  t.same(parse(['-c', 'os-refresh-config', '-i', '7']), {
+    DEFAULT: { command: 'os-refresh-config', polling_interval: '7' },
+  });
 });
 
 t.test('--print sets print_only', async (t) => {
@@ -32,18 +34,34 @@ t.test('--print sets print_only', async (t) => {
 });
 
 t.test('multi-valued flags repeat and keep order', async (t) => {
-  t.same(parse(['--deployment-key', 'a', '--deployment-key', 'b', '--local-path', '/one', '--local-path=/two', '--cfn-path', 'r.Metadata']), {
-    DEFAULT: { deployment_key: ['a', 'b'] },
-    local: { path: ['/one', '/two'] },
-    cfn: { path: ['r.Metadata'] },
-  });
+  t.same(
+    parse([
+      '--deployment-key',
+      'a',
+      '--deployment-key',
+      'b',
+      '--local-path',
+      '/one',
+      '--local-path=/two',
+      '--cfn-path',
+      'r.Metadata',
+    ]),
+    {
+      DEFAULT: { deployment_key: ['a', 'b'] },
+      local: { path: ['/one', '/two'] },
+      cfn: { path: ['r.Metadata'] },
+    },
+  );
 });
 
 t.test('booleans: --x gives true, --no-x gives false, last one wins', async (t) => {
   t.same(parse(['--one-time']), { DEFAULT: { one_time: true } });
   t.same(parse(['--no-one-time']), { DEFAULT: { one_time: false } });
   t.same(parse(['--force', '--no-force']), { DEFAULT: { force: false } });
-  t.same(parse(['--no-zaqar-ssl-certificate-validation', '--agent-watch']), { zaqar: { ssl_certificate_validation: false }, agent: { watch: true } });
+  t.same(parse(['--no-zaqar-ssl-certificate-validation', '--agent-watch']), {
+    zaqar: { ssl_certificate_validation: false },
+    agent: { watch: true },
+  });
 });
 
 t.test('collectors (file only) have no flag; unknown flags are usage errors', async (t) => {
@@ -64,7 +82,8 @@ t.test('every non-file-only option has exactly its derived flag', async (t) => {
       const flag = `--${flagName(section, name, spec)}`;
       if (spec.fileOnly) t.notOk(longs.has(flag), `${flag} is file-only`);
       else t.ok(longs.has(flag), flag);
-      if (spec.kind === 'bool') t.ok(longs.has(`--no-${flagName(section, name, spec)}`), `--no-${flagName(section, name, spec)}`);
+      if (spec.kind === 'bool')
+        t.ok(longs.has(`--no-${flagName(section, name, spec)}`), `--no-${flagName(section, name, spec)}`);
     }
   }
   t.equal(new Set(cmd.options.map((o) => o.long)).size, cmd.options.length, 'no duplicate flags');
@@ -76,7 +95,9 @@ t.test('sections can be limited', async (t) => {
 });
 
 t.test('overrides feed loadConfig: flags beat the file, absent flags do not', async (t) => {
-  const root = t.testdir({ etc: { 'os-collect-config.conf': '[DEFAULT]\npolling_interval = 9\ncommand = from-file\none_time = true\n' } });
+  const root = t.testdir({
+    etc: { 'os-collect-config.conf': '[DEFAULT]\npolling_interval = 9\ncommand = from-file\none_time = true\n' },
+  });
   const cli = parse(['--polling-interval', '4', '--no-one-time']);
   const { config, problems } = await loadConfig({ root, cli });
   t.same(problems, []);

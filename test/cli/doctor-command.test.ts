@@ -26,14 +26,25 @@ t.test('doctor exits 0 when the sources answer, 1 naming the failed check, 2 on 
 
   const good = await runBundle(['doctor', '--root', root(t, conf(`${doc.url}/doc`)), '--json'], { env });
   t.equal(good.code, 0, good.stderr);
-  const report = JSON.parse(good.stdout) as { version: number; result: string; checks: Array<{ id: string; verdict: string; cause: string; fix: string }> };
+  const report = JSON.parse(good.stdout) as {
+    version: number;
+    result: string;
+    checks: Array<{ id: string; verdict: string; cause: string; fix: string }>;
+  };
   t.equal(report.version, 1);
   t.equal(report.result, 'ok');
-  t.match(report.checks.find((c) => c.id === 'source.request'), { verdict: 'ok', cause: /answered/ });
+  t.match(
+    report.checks.find((c) => c.id === 'source.request'),
+    { verdict: 'ok', cause: /answered/ },
+  );
 
   const bad = await runBundle(['doctor', '--root', root(t, conf(`${await refusedUrl()}/doc`))], { env });
   t.equal(bad.code, 1, bad.stderr);
-  t.match(bad.stdout, /^FAIL {2}source\.request .* -- check that the endpoint is up/m, 'one line for the failed check, with its fix');
+  t.match(
+    bad.stdout,
+    /^FAIL {2}source\.request .* -- check that the endpoint is up/m,
+    'one line for the failed check, with its fix',
+  );
   t.match(bad.stdout, /^ok {4}config /m);
 
   const usage = await runBundle(['doctor', '--timeout', 'soon'], { env });

@@ -14,30 +14,35 @@ import { startTinyproxy, tinyproxyMissing } from '../helpers/tinyproxy.js';
 const collect = (root: string, env: Record<string, string>) =>
   runBundle(['collect', '--root', root, '--print'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } });
 
-t.test('collect honours http_proxy from the environment, and [agent] http_proxy over it', { skip: tinyproxyMissing() }, async (t) => {
-  const origin = await startTestServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{"from": "origin"}');
-  });
-  t.teardown(() => origin.close());
-  // Not under t.testdir(), which empties its directory on every call.
-  const proxyDir = mkdtempSync(path.join(os.tmpdir(), 'oca-tinyproxy-'));
-  t.teardown(() => rmSync(proxyDir, { recursive: true, force: true }));
-  const proxy = await startTinyproxy(proxyDir);
-  t.teardown(() => proxy.stop());
+t.test(
+  'collect honours http_proxy from the environment, and [agent] http_proxy over it',
+  { skip: tinyproxyMissing() },
+  async (t) => {
+    const origin = await startTestServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"from": "origin"}');
+    });
+    t.teardown(() => origin.close());
+    // Not under t.testdir(), which empties its directory on every call.
+    const proxyDir = mkdtempSync(path.join(os.tmpdir(), 'oca-tinyproxy-'));
+    t.teardown(() => rmSync(proxyDir, { recursive: true, force: true }));
+    const proxy = await startTinyproxy(proxyDir);
+    t.teardown(() => proxy.stop());
 
-  const conf = (agent: string) => `[DEFAULT]\ncollectors = request\n[request]\nmetadata_url = ${origin.url}/doc\n[agent]\n${agent}`;
-  const viaEnv = t.testdir({ etc: { 'os-collect-config.conf': conf('') } });
-  // With credentials (tinyproxy without BasicAuth ignores them) and every `debug` trace asked for: no output shows them.
-  const first = await collect(viaEnv, { http_proxy: proxy.url.replace('//', '//agent:pr0xy-secret@'), DEBUG: '*' });
-  t.equal(first.code, 0, first.stderr);
-  t.notMatch(first.stdout + first.stderr, /pr0xy-secret/, 'the proxy password is in no output');
-  t.match(JSON.parse(first.stdout), { request: { from: 'origin' } });
-  t.same(proxy.requests(), [`GET ${origin.url}/doc HTTP/1.1`], 'the request went through tinyproxy');
+    const conf = (agent: string) =>
+      `[DEFAULT]\ncollectors = request\n[request]\nmetadata_url = ${origin.url}/doc\n[agent]\n${agent}`;
+    const viaEnv = t.testdir({ etc: { 'os-collect-config.conf': conf('') } });
+    // With credentials (tinyproxy without BasicAuth ignores them) and every `debug` trace asked for: no output shows them.
+    const first = await collect(viaEnv, { http_proxy: proxy.url.replace('//', '//agent:pr0xy-secret@'), DEBUG: '*' });
+    t.equal(first.code, 0, first.stderr);
+    t.notMatch(first.stdout + first.stderr, /pr0xy-secret/, 'the proxy password is in no output');
+    t.match(JSON.parse(first.stdout), { request: { from: 'origin' } });
+    t.same(proxy.requests(), [`GET ${origin.url}/doc HTTP/1.1`], 'the request went through tinyproxy');
 
-  const optionOff = t.testdir({ etc: { 'os-collect-config.conf': conf('http_proxy =\n') } });
-  const second = await collect(optionOff, { http_proxy: proxy.url });
-  t.equal(second.code, 0, second.stderr);
-  t.equal(proxy.requests().length, 1, 'an empty [agent] http_proxy: direct');
-  t.equal(origin.requests.length, 2);
-});
+    const optionOff = t.testdir({ etc: { 'os-collect-config.conf': conf('http_proxy =\n') } });
+    const second = await collect(optionOff, { http_proxy: proxy.url });
+    t.equal(second.code, 0, second.stderr);
+    t.equal(proxy.requests().length, 1, 'an empty [agent] http_proxy: direct');
+    t.equal(origin.requests.length, 2);
+  },
+);

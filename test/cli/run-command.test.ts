@@ -59,7 +59,10 @@ function startDaemon(args: string[]): Daemon {
 t.test('run: logs JSON to stdout, reloads on SIGHUP, exits 0 on SIGTERM', async (t) => {
   const dir = t.testdir();
   const cmd = recordingCommand(dir);
-  const root = makeAgentRoot(path.join(dir, 'root'), `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\npolling_interval = 600\nmin_polling_interval = 600\n[agent]\nnative_pipeline = false\nwatch = false\n`);
+  const root = makeAgentRoot(
+    path.join(dir, 'root'),
+    `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\npolling_interval = 600\nmin_polling_interval = 600\n[agent]\nnative_pipeline = false\nwatch = false\n`,
+  );
   root.writeLocal('a', { v: 1 });
   const d = startDaemon(['run', '--root', root.root]);
   await d.waitForLine((l) => l.msg === 'agent starting');
@@ -67,7 +70,9 @@ t.test('run: logs JSON to stdout, reloads on SIGHUP, exits 0 on SIGTERM', async 
   t.ok(existsSync(cmd.record), 'the command ran');
 
   // Upstream ignored SIGHUP after its first command run (B2): here it reloads at any time.
-  root.writeConfig(`[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\ncollectors = heat_local\npolling_interval = 600\nmin_polling_interval = 600\n[agent]\nnative_pipeline = false\nwatch = false\n`);
+  root.writeConfig(
+    `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\ncollectors = heat_local\npolling_interval = 600\nmin_polling_interval = 600\n[agent]\nnative_pipeline = false\nwatch = false\n`,
+  );
   d.kill('SIGHUP');
   await d.waitForLine((l) => l.msg === 'configuration reloaded');
   d.kill('SIGTERM');
@@ -83,7 +88,10 @@ t.test('run: logs JSON to stdout, reloads on SIGHUP, exits 0 on SIGTERM', async 
 t.test('run --one-time exits with the failing command status', async (t) => {
   const dir = t.testdir();
   const cmd = recordingCommand(dir);
-  const root = makeAgentRoot(path.join(dir, 'root'), `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\n[agent]\nnative_pipeline = false\n`);
+  const root = makeAgentRoot(
+    path.join(dir, 'root'),
+    `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\n[agent]\nnative_pipeline = false\n`,
+  );
   root.writeLocal('a', { v: 1 });
   const { writeFileSync } = await import('node:fs');
   writeFileSync(cmd.exitFile, '4');
@@ -92,27 +100,44 @@ t.test('run --one-time exits with the failing command status', async (t) => {
   t.ok(d.lines.some((l) => l.msg === 'pipeline failed; new data not committed' && l.exitCode === 4));
 });
 
-t.test('run, native pipeline: no log line carries a key twice (phases, apply, deployments all log under the pipeline)', async (t) => {
-  const dir = t.testdir();
-  const root = makeAgentRoot(path.join(dir, 'root'), '[DEFAULT]\ncollectors = local\n[agent]\nwatch = false\n');
-  const { mkdirSync, writeFileSync } = await import('node:fs');
-  const phase = path.join(root.root, 'usr/libexec/os-refresh-config/configure.d');
-  mkdirSync(phase, { recursive: true });
-  writeFileSync(path.join(phase, '10-user'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
-  root.writeLocal('a', { v: 1, deployments: [] });
-  const d = startDaemon(['run', '--root', root.root, '--one-time', '--log-level', 'debug']);
-  t.equal(await d.exit, 0);
-  t.ok(d.lines.some((l) => l.msg === 'script finished'), 'the phases logged');
-  t.same(d.lines.filter((l) => l.msg === 'KEY TWICE'), [], 'no key twice in any line');
-  t.ok(d.lines.filter((l) => l.msg === 'script finished').every((l) => l.component === 'pipeline'), 'phase lines: one component');
-});
+t.test(
+  'run, native pipeline: no log line carries a key twice (phases, apply, deployments all log under the pipeline)',
+  async (t) => {
+    const dir = t.testdir();
+    const root = makeAgentRoot(path.join(dir, 'root'), '[DEFAULT]\ncollectors = local\n[agent]\nwatch = false\n');
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    const phase = path.join(root.root, 'usr/libexec/os-refresh-config/configure.d');
+    mkdirSync(phase, { recursive: true });
+    writeFileSync(path.join(phase, '10-user'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+    root.writeLocal('a', { v: 1, deployments: [] });
+    const d = startDaemon(['run', '--root', root.root, '--one-time', '--log-level', 'debug']);
+    t.equal(await d.exit, 0);
+    t.ok(
+      d.lines.some((l) => l.msg === 'script finished'),
+      'the phases logged',
+    );
+    t.same(
+      d.lines.filter((l) => l.msg === 'KEY TWICE'),
+      [],
+      'no key twice in any line',
+    );
+    t.ok(
+      d.lines.filter((l) => l.msg === 'script finished').every((l) => l.component === 'pipeline'),
+      'phase lines: one component',
+    );
+  },
+);
 
 t.test('a steady condition is logged when it starts and when it ends, not at every poll', async (t) => {
   const dir = t.testdir();
-  const root = makeAgentRoot(path.join(dir, 'root'), '[DEFAULT]\ncollectors = local\ncommand = /bin/true\npolling_interval = 1\nmin_polling_interval = 1\n[agent]\nnative_pipeline = false\nwatch = false\npoll_jitter = 0\n');
+  const root = makeAgentRoot(
+    path.join(dir, 'root'),
+    '[DEFAULT]\ncollectors = local\ncommand = /bin/true\npolling_interval = 1\nmin_polling_interval = 1\n[agent]\nnative_pipeline = false\nwatch = false\npoll_jitter = 0\n',
+  );
   const d = startDaemon(['run', '--root', root.root, '--log-level', 'debug']);
   t.teardown(() => d.kill('SIGKILL'));
-  const polls = () => d.lines.filter((l) => l.msg === 'no changes detected' || l.msg === 'cycle complete; cache committed').length;
+  const polls = () =>
+    d.lines.filter((l) => l.msg === 'no changes detected' || l.msg === 'cycle complete; cache committed').length;
   // Four polls of an empty local-data directory (bounded: waitForLine gives up after 10 s each).
   for (let n = 1; n <= 4; n++) await d.waitForLine(() => polls() >= n, 10_000);
   t.equal(d.lines.filter((l) => l.msg === 'no local metadata found').length, 1, 'once, when it started');

@@ -4,7 +4,8 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeSync } from 'node:fs';
 import { keepStdioBlocking } from '../../src/cli/stdio-blocking.js';
 
-const nonBlocking = (fd: number) => (parseInt(/flags:\s+(\d+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1] ?? '0', 8) & 0o4000) !== 0;
+const nonBlocking = (fd: number) =>
+  (parseInt(/flags:\s+(\d+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1] ?? '0', 8) & 0o4000) !== 0;
 if (process.argv[2] === 'keep') keepStdioBlocking();
 // What makes Node create them: a child with pipes, whose teardown compares its sockets with process.stderr, and a
 // write to stdout.
@@ -12,6 +13,9 @@ const child = spawn('true', { stdio: ['ignore', 'pipe', 'pipe'] });
 child.on('close', () => {
   setImmediate(() => {
     process.stdout.write('');
-    writeSync(3, JSON.stringify({ stdout: nonBlocking(1), stderr: nonBlocking(2), same: process.stderr === process.stderr }));
+    writeSync(
+      3,
+      JSON.stringify({ stdout: nonBlocking(1), stderr: nonBlocking(2), same: process.stderr === process.stderr }),
+    );
   });
 });

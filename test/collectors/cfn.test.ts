@@ -5,7 +5,14 @@ import { cfnCollector, extractMetadata, parseXml } from '../../src/collectors/cf
 import type { CliOverrides } from '../../src/config/load.js';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/errors.js';
 import { startCfnServer, xmlFor, type CfnServer } from '../helpers/cfn-server.js';
-import { ALL_FAULTS, collectBesideHeatLocal, collectorContext, refusedUrl, type TapTest, type TestContext } from '../helpers/http-test-server.js';
+import {
+  ALL_FAULTS,
+  collectBesideHeatLocal,
+  collectorContext,
+  refusedUrl,
+  type TapTest,
+  type TestContext,
+} from '../helpers/http-test-server.js';
 import { failure } from '../helpers/assertions.js';
 
 // The cfn collector against a loopback heat-api-cfn that recomputes every signature from the secret.
@@ -19,27 +26,45 @@ const METADATA = {
   plain: 'value',
 };
 
-async function setup(t: TapTest, extra: Partial<Record<string, string | number | string[]>> = {}, opts: { maxBytes?: number; retries?: number } = {}) {
+async function setup(
+  t: TapTest,
+  extra: Partial<Record<string, string | number | string[]>> = {},
+  opts: { maxBytes?: number; retries?: number } = {},
+) {
   const server = await startCfnServer({ capBytes: opts.maxBytes ?? 4096 });
   t.teardown(() => server.close());
   server.resources.set('server', JSON.stringify(METADATA));
   const root = t.testdir();
   const cli: CliOverrides = {
-    cfn: { metadata_url: server.metadataUrl, access_key_id: server.accessKey, secret_access_key: server.secret, stack_name: server.stackName, path: ['server.Metadata'], timeout: 0.5, ...extra },
+    cfn: {
+      metadata_url: server.metadataUrl,
+      access_key_id: server.accessKey,
+      secret_access_key: server.secret,
+      stack_name: server.stackName,
+      path: ['server.Metadata'],
+      timeout: 0.5,
+      ...extra,
+    },
   };
-  const tc = await collectorContext('cfn', { root, cli, ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}), ...(opts.retries !== undefined ? { retries: opts.retries } : {}) });
+  const tc = await collectorContext('cfn', {
+    root,
+    cli,
+    ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}),
+    ...(opts.retries !== undefined ? { retries: opts.retries } : {}),
+  });
   return { server, root, tc, cli };
 }
 
 /** No secret, no signature in any log line (scrubbed or raw) nor in an error message. */
 function assertNoSecrets(t: TapTest, tc: TestContext, server: CfnServer, extra: string[] = []): void {
-  const signatures = server.requests.map((r) => new URL(r.url, 'http://x').searchParams.get('Signature')).filter((s): s is string => !!s);
+  const signatures = server.requests
+    .map((r) => new URL(r.url, 'http://x').searchParams.get('Signature'))
+    .filter((s): s is string => !!s);
   for (const secret of [server.secret, ...signatures, ...extra]) {
     t.notOk(tc.captured.text().includes(secret), 'no secret or signature in the captured log');
     t.notOk(tc.raw.text().includes(secret), 'no secret or signature even without log scrubbing');
   }
 }
-
 
 t.test('one path: the document, then deployments exploded with [cfn] deployment_key', async (t) => {
   const { server, tc } = await setup(t);
@@ -58,12 +83,22 @@ t.test('one path: the document, then deployments exploded with [cfn] deployment_
 
 t.test('[cfn] deployment_key decides the explosion, not [DEFAULT] deployment_key', async (t) => {
   const { server, tc: _ } = await setup(t);
-  server.resources.set('server', JSON.stringify({ mine: [{ name: 'x', config: { a: 1 } }], deployments: [{ name: 'y', config: { b: 2 } }] }));
+  server.resources.set(
+    'server',
+    JSON.stringify({ mine: [{ name: 'x', config: { a: 1 } }], deployments: [{ name: 'y', config: { b: 2 } }] }),
+  );
   const tc = await collectorContext('cfn', {
     root: t.testdir(),
     cli: {
       DEFAULT: { deployment_key: ['deployments'] },
-      cfn: { metadata_url: server.metadataUrl, access_key_id: server.accessKey, secret_access_key: server.secret, stack_name: server.stackName, path: ['server.Metadata'], deployment_key: ['mine'] },
+      cfn: {
+        metadata_url: server.metadataUrl,
+        access_key_id: server.accessKey,
+        secret_access_key: server.secret,
+        stack_name: server.stackName,
+        path: ['server.Metadata'],
+        deployment_key: ['mine'],
+      },
     },
   });
   const result = await cfnCollector.collect(tc.ctx);
@@ -73,22 +108,32 @@ t.test('[cfn] deployment_key decides the explosion, not [DEFAULT] deployment_key
   );
 });
 
-t.test('several paths: each signed afresh and accepted (B3), merged shallowly in order, sub-keys followed', async (t) => {
-  const { server, tc } = await setup(t, { path: ['server.Metadata', 'other.Metadata', 'third.Metadata.inner'] });
-  server.resources.set('other', JSON.stringify({ plain: 'overridden', extra: 1 }));
-  server.resources.set('third', JSON.stringify({ inner: { deep: true }, ignored: 1 }));
-  const result = await cfnCollector.collect(tc.ctx);
-  t.same(server.verdicts, [true, true, true], 'every signature verified by the server');
-  t.match(result.pairs[0]?.value, { plain: 'overridden', extra: 1, deep: true, deployments: Array });
-  t.notOk('ignored' in (result.pairs[0]?.value as object));
-});
+t.test(
+  'several paths: each signed afresh and accepted (B3), merged shallowly in order, sub-keys followed',
+  async (t) => {
+    const { server, tc } = await setup(t, { path: ['server.Metadata', 'other.Metadata', 'third.Metadata.inner'] });
+    server.resources.set('other', JSON.stringify({ plain: 'overridden', extra: 1 }));
+    server.resources.set('third', JSON.stringify({ inner: { deep: true }, ignored: 1 }));
+    const result = await cfnCollector.collect(tc.ctx);
+    t.same(server.verdicts, [true, true, true], 'every signature verified by the server');
+    t.match(result.pairs[0]?.value, { plain: 'overridden', extra: 1, deep: true, deployments: Array });
+    t.notOk('ignored' in (result.pairs[0]?.value as object));
+  },
+);
 
 t.test('a wrong secret is refused by the server and reported as unavailable', async (t) => {
   const { server, root, cli } = await setup(t);
-  const tc = await collectorContext('cfn', { root, cli: { cfn: { ...cli.cfn, secret_access_key: 'wrong-secret-value' } } });
+  const tc = await collectorContext('cfn', {
+    root,
+    cli: { cfn: { ...cli.cfn, secret_access_key: 'wrong-secret-value' } },
+  });
   const err = await failure(cfnCollector.collect(tc.ctx));
   t.type(err, SourceUnavailableError);
-  t.match(err, { code: 'ERR_HTTP', statusCode: 403, message: /refused the request \(403\).*access_key_id and secret_access_key/ });
+  t.match(err, {
+    code: 'ERR_HTTP',
+    statusCode: 403,
+    message: /refused the request \(403\).*access_key_id and secret_access_key/,
+  });
   t.same(server.verdicts, [false]);
   t.notMatch(err.message, /Signature=[A-Za-z0-9%]/, 'the signed URL is not in the message');
   assertNoSecrets(t, tc, server, ['wrong-secret-value']);
@@ -108,7 +153,13 @@ t.test('the hint file names the server when metadata_url is unset (contents + /v
 
 t.test('not configured: each missing setting is named', async (t) => {
   const root = t.testdir();
-  const full = { metadata_url: 'http://127.0.0.1:9/v1/', access_key_id: 'k', secret_access_key: 'secret-x', stack_name: 's', path: ['server.Metadata'] };
+  const full = {
+    metadata_url: 'http://127.0.0.1:9/v1/',
+    access_key_id: 'k',
+    secret_access_key: 'secret-x',
+    stack_name: 's',
+    path: ['server.Metadata'],
+  };
   const cases: Array<[Record<string, unknown>, RegExp]> = [
     [{ metadata_url: '' }, /metadata_url and no heat_metadata_hint/],
     [{ access_key_id: '' }, /access_key_id/],
@@ -127,37 +178,53 @@ t.test('not configured: each missing setting is named', async (t) => {
   }
 });
 
-t.test('missing field, missing sub-key, non-JSON metadata, non-object metadata, malformed XML: unavailable', async (t) => {
-  const { server, tc } = await setup(t);
-  const expectInvalid = async (what: string, message: RegExp) => {
-    const err = await failure(cfnCollector.collect(tc.ctx));
-    t.type(err, SourceUnavailableError, what);
-    t.match(err, { code: 'ERR_SOURCE_INVALID_DATA', message }, what);
-  };
-  server.rawXml = '<DescribeStackResourceResponse><DescribeStackResourceResult><StackResourceDetail><Other>1</Other></StackResourceDetail></DescribeStackResourceResult></DescribeStackResourceResponse>';
-  await expectInvalid('field missing', /path server\.Metadata does not exist/);
-  server.rawXml = xmlFor('not json at all');
-  await expectInvalid('not JSON', /not valid JSON/);
-  server.rawXml = xmlFor('[1, 2]');
-  await expectInvalid('a list', /not a JSON object/);
-  server.rawXml = '<DescribeStackResourceResponse><DescribeStackResourceResult>';
-  await expectInvalid('truncated XML', /malformed XML/);
-  server.rawXml = '<a></b>';
-  await expectInvalid('mismatched tags', /malformed XML/);
-  server.rawXml = undefined;
-  const sub = await collectorContext('cfn', {
-    root: t.testdir(),
-    cli: { cfn: { metadata_url: server.metadataUrl, access_key_id: server.accessKey, secret_access_key: server.secret, stack_name: server.stackName, path: ['server.Metadata.nope'] } },
-  });
-  const err = await failure(cfnCollector.collect(sub.ctx));
-  t.match(err, { code: 'ERR_SOURCE_INVALID_DATA', message: /no key "nope"/ });
-});
+t.test(
+  'missing field, missing sub-key, non-JSON metadata, non-object metadata, malformed XML: unavailable',
+  async (t) => {
+    const { server, tc } = await setup(t);
+    const expectInvalid = async (what: string, message: RegExp) => {
+      const err = await failure(cfnCollector.collect(tc.ctx));
+      t.type(err, SourceUnavailableError, what);
+      t.match(err, { code: 'ERR_SOURCE_INVALID_DATA', message }, what);
+    };
+    server.rawXml =
+      '<DescribeStackResourceResponse><DescribeStackResourceResult><StackResourceDetail><Other>1</Other></StackResourceDetail></DescribeStackResourceResult></DescribeStackResourceResponse>';
+    await expectInvalid('field missing', /path server\.Metadata does not exist/);
+    server.rawXml = xmlFor('not json at all');
+    await expectInvalid('not JSON', /not valid JSON/);
+    server.rawXml = xmlFor('[1, 2]');
+    await expectInvalid('a list', /not a JSON object/);
+    server.rawXml = '<DescribeStackResourceResponse><DescribeStackResourceResult>';
+    await expectInvalid('truncated XML', /malformed XML/);
+    server.rawXml = '<a></b>';
+    await expectInvalid('mismatched tags', /malformed XML/);
+    server.rawXml = undefined;
+    const sub = await collectorContext('cfn', {
+      root: t.testdir(),
+      cli: {
+        cfn: {
+          metadata_url: server.metadataUrl,
+          access_key_id: server.accessKey,
+          secret_access_key: server.secret,
+          stack_name: server.stackName,
+          path: ['server.Metadata.nope'],
+        },
+      },
+    });
+    const err = await failure(cfnCollector.collect(sub.ctx));
+    t.match(err, { code: 'ERR_SOURCE_INVALID_DATA', message: /no key "nope"/ });
+  },
+);
 
 t.test('every transport fault is reported as unavailable, with a clear code', async (t) => {
   for (const fault of ALL_FAULTS) {
     const { server, root, cli, tc } = await setup(t, {}, { maxBytes: 4096 });
     let ctx = tc;
-    if (fault === 'refuse') ctx = await collectorContext('cfn', { root, cli: { cfn: { ...cli.cfn, metadata_url: `${await refusedUrl()}/v1/` } } });
+    if (fault === 'refuse')
+      ctx = await collectorContext('cfn', {
+        root,
+        cli: { cfn: { ...cli.cfn, metadata_url: `${await refusedUrl()}/v1/` } },
+      });
     else server.fault = fault;
     const err = await failure(cfnCollector.collect(ctx.ctx));
     t.type(err, SourceUnavailableError, fault);
@@ -198,14 +265,22 @@ t.test('a failing cfn source does not stop the other collectors', async (t) => {
   const { server, root, cli } = await setup(t);
   server.fault = '500';
   const { outcome, tc } = await collectBesideHeatLocal('cfn', root, cli);
-  t.same(outcome.pairs.map((p) => p.key), ['heat_local']);
+  t.same(
+    outcome.pairs.map((p) => p.key),
+    ['heat_local'],
+  );
   t.match(outcome.failures, [{ collector: 'cfn', code: 'ERR_HTTP' }]);
-  t.ok(tc.captured.lines.some((l) => l.msg === 'source unavailable' && l.collector === 'cfn'), 'logged as unavailable');
+  t.ok(
+    tc.captured.lines.some((l) => l.msg === 'source unavailable' && l.collector === 'cfn'),
+    'logged as unavailable',
+  );
   assertNoSecrets(t, tc, server);
 });
 
 t.test('XML reader: entities, CDATA, comments, attributes, prefixes; refuses DOCTYPE and junk', async (t) => {
-  const doc = parseXml('\ufeff<?xml version="1.0"?><!-- c --><r a="1" b=\'2\'><x:M>&lt;&amp;&#65;&#x42;&quot;&apos;&gt;<![CDATA[<raw>]]></x:M><e/></r>\n');
+  const doc = parseXml(
+    '\ufeff<?xml version="1.0"?><!-- c --><r a="1" b=\'2\'><x:M>&lt;&amp;&#65;&#x42;&quot;&apos;&gt;<![CDATA[<raw>]]></x:M><e/></r>\n',
+  );
   t.equal(doc.name, 'r');
   t.equal(doc.children[0]?.text, `<&AB"'><raw>`);
   t.equal(doc.children[1]?.name, 'e');
@@ -215,7 +290,19 @@ t.test('XML reader: entities, CDATA, comments, attributes, prefixes; refuses DOC
     'u',
   );
   t.same(md, { a: 1 });
-  for (const bad of ['<!DOCTYPE r [<!ENTITY x "y">]><r>&x;</r>', '<r>&bogus;</r>', '<r>a & b</r>', '<r></r>trailing', '<r a=1></r>', '', '<r><!-- open', '<r><![CDATA[x</r>', '<r', '<r a="<"></r>', '<r>&#0;</r>']) {
+  for (const bad of [
+    '<!DOCTYPE r [<!ENTITY x "y">]><r>&x;</r>',
+    '<r>&bogus;</r>',
+    '<r>a & b</r>',
+    '<r></r>trailing',
+    '<r a=1></r>',
+    '',
+    '<r><!-- open',
+    '<r><![CDATA[x</r>',
+    '<r',
+    '<r a="<"></r>',
+    '<r>&#0;</r>',
+  ]) {
     t.throws(() => parseXml(bad), JSON.stringify(bad));
   }
   let deep = '';

@@ -8,7 +8,14 @@ import { ec2Collector } from '../../src/collectors/ec2.js';
 import { ec2FromOpenstack } from '../../src/collectors/openstack-metadata.js';
 import { loadConfig, type CliOverrides } from '../../src/config/load.js';
 import { collectAll, type CollectorMemories } from '../../src/daemon/collect-all.js';
-import { attach, driveSkipReason, fakeMountTools, makeIso, makeVfat, type DriveFiles } from '../helpers/config-drive-images.js';
+import {
+  attach,
+  driveSkipReason,
+  fakeMountTools,
+  makeIso,
+  makeVfat,
+  type DriveFiles,
+} from '../helpers/config-drive-images.js';
 import { startEc2Server } from '../helpers/ec2-server.js';
 import { collectorContext, refusedUrl, type TapTest } from '../helpers/http-test-server.js';
 
@@ -16,7 +23,12 @@ import { collectorContext, refusedUrl, type TapTest } from '../helpers/http-test
 // found by the real blkid and read without mounting by the real bsdtar and mcopy (this machine's kernel mounts
 // neither). The mount path runs against a recording fake mount/umount on PATH.
 
-const EC2_DOC = { 'instance-id': 'i-00000042', hostname: 'drive-host.novalocal', placement: { 'availability-zone': 'az1' }, 'public-keys': { '0': { 'openssh-key': 'ssh-ed25519 AAAA drive' } } };
+const EC2_DOC = {
+  'instance-id': 'i-00000042',
+  hostname: 'drive-host.novalocal',
+  placement: { 'availability-zone': 'az1' },
+  'public-keys': { '0': { 'openssh-key': 'ssh-ed25519 AAAA drive' } },
+};
 const OPENSTACK_DOC = {
   uuid: '8d1a7a0e-1b7c-4a36-9d5b-0a4d1e1c0f11',
   name: 'drive-host',
@@ -30,17 +42,21 @@ const OPENSTACK_DOC = {
 const EC2_FILE = 'ec2/latest/meta-data.json';
 const OPENSTACK_FILE = 'openstack/latest/meta_data.json';
 
-t.test('parseBlkidExport and isConfigDrive: upstream rules (label config-2, vfat or iso9660; "\\ " is a space)', async (t) => {
-  const text = 'DEVNAME=/dev/sr0\nLABEL=config-2\nTYPE=iso9660\n\nDEVNAME=/dev/vdb\nLABEL=config-2\nTYPE=ext4\n\nDEVNAME=/dev/vdc\nLABEL=my\\ disk\nTYPE=vfat\n';
-  const devices = parseBlkidExport(text);
-  t.same(devices, [
-    { devname: '/dev/sr0', label: 'config-2', type: 'iso9660' },
-    { devname: '/dev/vdb', label: 'config-2', type: 'ext4' },
-    { devname: '/dev/vdc', label: 'my disk', type: 'vfat' },
-  ]);
-  t.same(devices.map(isConfigDrive), [true, false, false]);
-  t.same(parseBlkidExport(''), []);
-});
+t.test(
+  'parseBlkidExport and isConfigDrive: upstream rules (label config-2, vfat or iso9660; "\\ " is a space)',
+  async (t) => {
+    const text =
+      'DEVNAME=/dev/sr0\nLABEL=config-2\nTYPE=iso9660\n\nDEVNAME=/dev/vdb\nLABEL=config-2\nTYPE=ext4\n\nDEVNAME=/dev/vdc\nLABEL=my\\ disk\nTYPE=vfat\n';
+    const devices = parseBlkidExport(text);
+    t.same(devices, [
+      { devname: '/dev/sr0', label: 'config-2', type: 'iso9660' },
+      { devname: '/dev/vdb', label: 'config-2', type: 'ext4' },
+      { devname: '/dev/vdc', label: 'my disk', type: 'vfat' },
+    ]);
+    t.same(devices.map(isConfigDrive), [true, false, false]);
+    t.same(parseBlkidExport(''), []);
+  },
+);
 
 t.test('findMountPoint: first field of a /proc/mounts line; octal escapes undone', async (t) => {
   const mounts = 'proc /proc proc rw 0 0\n/dev/sr0 /media/config\\0402 iso9660 ro 0 0\n';
@@ -79,14 +95,22 @@ interface DriveSetup {
 }
 
 /** A root with `files` on an attached drive, the fake mount tools on PATH, and no reachable metadata service. */
-async function driveSetup(t: TapTest, kind: 'iso' | 'vfat', files: DriveFiles, options: { canMount?: boolean; onlyTools?: readonly string[]; image?: (img: string) => void } = {}): Promise<DriveSetup> {
+async function driveSetup(
+  t: TapTest,
+  kind: 'iso' | 'vfat',
+  files: DriveFiles,
+  options: { canMount?: boolean; onlyTools?: readonly string[]; image?: (img: string) => void } = {},
+): Promise<DriveSetup> {
   const root = t.testdir();
   const work = path.join(root, 'work');
   mkdirSync(work);
   const image = kind === 'iso' ? makeIso(work, files) : makeVfat(work, files);
   options.image?.(image);
   const device = attach(t, image, root);
-  const fake = fakeMountTools(work, { canMount: options.canMount ?? false, ...(options.onlyTools ? { onlyTools: options.onlyTools } : {}) });
+  const fake = fakeMountTools(work, {
+    canMount: options.canMount ?? false,
+    ...(options.onlyTools ? { onlyTools: options.onlyTools } : {}),
+  });
   const savedPath = process.env.PATH;
   process.env.PATH = options.onlyTools ? fake.bin : `${fake.bin}:${savedPath}`;
   t.teardown(() => {
@@ -103,7 +127,10 @@ function leftovers(root: string): string[] {
 
 t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip ?? false }, async (t) => {
   t.test('iso9660 that cannot be mounted: mount tried read-only on a temp dir, then read with bsdtar', async (t) => {
-    const s = await driveSetup(t, 'iso', { [EC2_FILE]: JSON.stringify(EC2_DOC), [OPENSTACK_FILE]: JSON.stringify(OPENSTACK_DOC) });
+    const s = await driveSetup(t, 'iso', {
+      [EC2_FILE]: JSON.stringify(EC2_DOC),
+      [OPENSTACK_FILE]: JSON.stringify(OPENSTACK_DOC),
+    });
     const tc = await collectorContext('ec2', { root: s.root, cli: s.cli });
     const result = await ec2Collector.collect(tc.ctx);
     t.same(result.pairs, [{ key: 'ec2', value: EC2_DOC }], 'the ec2 file wins over the OpenStack one');
@@ -111,7 +138,11 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
     t.equal(calls.length, 1);
     t.match(calls[0], new RegExp(`^mount ${s.root}${s.device} ${s.root}/tmp/config-2-\\S+ -o ro$`));
     t.same(leftovers(s.root), [], 'the temp mount point is removed');
-    t.ok(tc.captured.lines.some((l) => l.msg === 'ec2 metadata read from the config drive' && l.via === 'bsdtar' && l.device === s.device));
+    t.ok(
+      tc.captured.lines.some(
+        (l) => l.msg === 'ec2 metadata read from the config drive' && l.via === 'bsdtar' && l.device === s.device,
+      ),
+    );
   });
 
   t.test('vfat that cannot be mounted: read with mcopy', async (t) => {
@@ -130,18 +161,21 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
     }
   });
 
-  t.test('a drive the kernel can mount (recording fake mount): mounted read-only, read, unmounted lazily, dir removed', async (t) => {
-    const s = await driveSetup(t, 'iso', { [EC2_FILE]: JSON.stringify(EC2_DOC) }, { canMount: true });
-    const tc = await collectorContext('ec2', { root: s.root, cli: s.cli });
-    t.same((await ec2Collector.collect(tc.ctx)).pairs[0]?.value, EC2_DOC);
-    const [mount, umount, ...rest] = s.calls();
-    const dir = /^mount \S+ (\S+) -o ro$/.exec(mount ?? '')?.[1];
-    t.ok(dir, `mount called: ${mount}`);
-    t.equal(umount, `umount -l ${dir}`);
-    t.same(rest, []);
-    t.notOk(existsSync(dir!), 'mount point removed');
-    t.ok(tc.captured.lines.some((l) => l.msg === 'ec2 metadata read from the config drive' && l.via === 'mount'));
-  });
+  t.test(
+    'a drive the kernel can mount (recording fake mount): mounted read-only, read, unmounted lazily, dir removed',
+    async (t) => {
+      const s = await driveSetup(t, 'iso', { [EC2_FILE]: JSON.stringify(EC2_DOC) }, { canMount: true });
+      const tc = await collectorContext('ec2', { root: s.root, cli: s.cli });
+      t.same((await ec2Collector.collect(tc.ctx)).pairs[0]?.value, EC2_DOC);
+      const [mount, umount, ...rest] = s.calls();
+      const dir = /^mount \S+ (\S+) -o ro$/.exec(mount ?? '')?.[1];
+      t.ok(dir, `mount called: ${mount}`);
+      t.equal(umount, `umount -l ${dir}`);
+      t.same(rest, []);
+      t.notOk(existsSync(dir!), 'mount point removed');
+      t.ok(tc.captured.lines.some((l) => l.msg === 'ec2 metadata read from the config drive' && l.via === 'mount'));
+    },
+  );
 
   t.test('an existing mount (from /proc/mounts) is used: nothing mounted', async (t) => {
     const s = await driveSetup(t, 'iso', { [EC2_FILE]: JSON.stringify(EC2_DOC) });
@@ -149,7 +183,10 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
     mkdirSync(mounted, { recursive: true });
     writeFileSync(path.join(mounted, 'meta-data.json'), JSON.stringify({ 'instance-id': 'from-the-mount' }));
     mkdirSync(path.join(s.root, 'proc'));
-    writeFileSync(path.join(s.root, 'proc/mounts'), `sysfs /sys sysfs rw 0 0\n${s.device} /media/config\\0402 iso9660 ro,relatime 0 0\n`);
+    writeFileSync(
+      path.join(s.root, 'proc/mounts'),
+      `sysfs /sys sysfs rw 0 0\n${s.device} /media/config\\0402 iso9660 ro,relatime 0 0\n`,
+    );
     const tc = await collectorContext('ec2', { root: s.root, cli: s.cli });
     t.same((await ec2Collector.collect(tc.ctx)).pairs[0]?.value, { 'instance-id': 'from-the-mount' });
     t.same(s.calls(), [], 'no mount, no umount');
@@ -159,10 +196,22 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
     const s = await driveSetup(t, 'vfat', { [EC2_FILE]: JSON.stringify(EC2_DOC) });
     const server = await startEc2Server();
     t.teardown(() => server.close());
-    const loaded = await loadConfig({ root: s.root, configFiles: [], cli: { DEFAULT: { collectors: ['ec2'] }, ec2: { metadata_url: server.metadataUrl } } });
+    const loaded = await loadConfig({
+      root: s.root,
+      configFiles: [],
+      cli: { DEFAULT: { collectors: ['ec2'] }, ec2: { metadata_url: server.metadataUrl } },
+    });
     const tc = await collectorContext('ec2', { root: s.root, cli: s.cli });
     const cache = new MetadataCache(loaded.config.DEFAULT.cachedir, tc.ctx.log);
-    const deps = { config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory: new Map(), failing: new Set<string>() };
+    const deps = {
+      config: loaded.config,
+      paths: loaded.paths,
+      log: tc.ctx.log,
+      http: tc.http,
+      signal: new AbortController().signal,
+      memory: new Map(),
+      failing: new Set<string>(),
+    };
     const first = await collectAll(deps, cache);
     t.same(first.pairs, [{ key: 'ec2', value: EC2_DOC }]);
     t.same(JSON.parse(readFileSync(path.join(loaded.config.DEFAULT.cachedir, 'ec2.json'), 'utf8')), EC2_DOC);
@@ -179,7 +228,9 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
     t.teardown(() => server.close());
     const tc = await collectorContext('ec2', { root: s.root, cli: { ec2: { metadata_url: server.metadataUrl } } });
     t.same((await ec2Collector.collect(tc.ctx)).pairs[0]?.value, { 'instance-id': 'i-svc' });
-    const warn = tc.captured.lines.filter((l) => l.msg === 'config drive unusable; ec2 metadata read from the metadata service');
+    const warn = tc.captured.lines.filter(
+      (l) => l.msg === 'config drive unusable; ec2 metadata read from the metadata service',
+    );
     t.equal(warn.length, 1);
     t.match(warn[0]?.reason, /meta-data\.json on the config drive: .*JSON/);
   });
@@ -199,27 +250,91 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
     buf.fill(0, rootDir + 32, rootDir + buf.readUInt16LE(17) * 32);
     writeFileSync(image, buf);
   };
-  const damaged = /no readable ec2\/latest\/meta-data\.json or openstack\/latest\/meta_data\.json on the config drive \(missing, or the filesystem is damaged\)/;
-  const badDrives: { name: string; kind: 'iso' | 'vfat'; files: DriveFiles; canMount?: boolean; onlyTools?: readonly string[]; image?: (img: string) => void; reason: RegExp }[] = [
-    { name: 'corrupt iso9660', kind: 'iso', files: { [EC2_FILE]: JSON.stringify(EC2_DOC) }, image: corruptIso, reason: damaged },
-    { name: 'corrupt vfat', kind: 'vfat', files: { [EC2_FILE]: JSON.stringify(EC2_DOC) }, image: corruptVfat, reason: damaged },
+  const damaged =
+    /no readable ec2\/latest\/meta-data\.json or openstack\/latest\/meta_data\.json on the config drive \(missing, or the filesystem is damaged\)/;
+  const badDrives: {
+    name: string;
+    kind: 'iso' | 'vfat';
+    files: DriveFiles;
+    canMount?: boolean;
+    onlyTools?: readonly string[];
+    image?: (img: string) => void;
+    reason: RegExp;
+  }[] = [
+    {
+      name: 'corrupt iso9660',
+      kind: 'iso',
+      files: { [EC2_FILE]: JSON.stringify(EC2_DOC) },
+      image: corruptIso,
+      reason: damaged,
+    },
+    {
+      name: 'corrupt vfat',
+      kind: 'vfat',
+      files: { [EC2_FILE]: JSON.stringify(EC2_DOC) },
+      image: corruptVfat,
+      reason: damaged,
+    },
     { name: 'no metadata file', kind: 'iso', files: { 'openstack/latest/user_data': 'x' }, reason: damaged },
-    { name: 'no metadata file (mounted)', kind: 'vfat', files: { 'openstack/latest/user_data': 'x' }, canMount: true, reason: /no ec2\/latest\/meta-data\.json or openstack\/latest\/meta_data\.json on the config drive/ },
-    { name: 'invalid JSON (vfat)', kind: 'vfat', files: { [EC2_FILE]: '{"a": ' }, reason: /meta-data\.json on the config drive: .*JSON/ },
-    { name: 'invalid JSON (mounted)', kind: 'iso', files: { [EC2_FILE]: '[1, 2' }, canMount: true, reason: /meta-data\.json on the config drive: .*JSON/ },
+    {
+      name: 'no metadata file (mounted)',
+      kind: 'vfat',
+      files: { 'openstack/latest/user_data': 'x' },
+      canMount: true,
+      reason: /no ec2\/latest\/meta-data\.json or openstack\/latest\/meta_data\.json on the config drive/,
+    },
+    {
+      name: 'invalid JSON (vfat)',
+      kind: 'vfat',
+      files: { [EC2_FILE]: '{"a": ' },
+      reason: /meta-data\.json on the config drive: .*JSON/,
+    },
+    {
+      name: 'invalid JSON (mounted)',
+      kind: 'iso',
+      files: { [EC2_FILE]: '[1, 2' },
+      canMount: true,
+      reason: /meta-data\.json on the config drive: .*JSON/,
+    },
     { name: 'not a metadata object', kind: 'iso', files: { [EC2_FILE]: '[1, 2]' }, reason: /holds no metadata object/ },
-    { name: 'neither mountable nor readable (no bsdtar)', kind: 'iso', files: { [EC2_FILE]: JSON.stringify(EC2_DOC) }, onlyTools: ['blkid'], reason: /cannot be mounted \(mount exited with status 32.*\) and bsdtar \(Debian: libarchive-tools\) is not installed/ },
+    {
+      name: 'neither mountable nor readable (no bsdtar)',
+      kind: 'iso',
+      files: { [EC2_FILE]: JSON.stringify(EC2_DOC) },
+      onlyTools: ['blkid'],
+      reason:
+        /cannot be mounted \(mount exited with status 32.*\) and bsdtar \(Debian: libarchive-tools\) is not installed/,
+    },
   ];
   for (const bad of badDrives) {
     t.test(`bad drive: ${bad.name}`, async (t) => {
-      const s = await driveSetup(t, bad.kind, bad.files, { ...(bad.canMount ? { canMount: true } : {}), ...(bad.onlyTools ? { onlyTools: bad.onlyTools } : {}), ...(bad.image ? { image: bad.image } : {}) });
-      const loaded = await loadConfig({ root: s.root, configFiles: [], cli: { ...s.cli, DEFAULT: { collectors: ['ec2'] } } });
+      const s = await driveSetup(t, bad.kind, bad.files, {
+        ...(bad.canMount ? { canMount: true } : {}),
+        ...(bad.onlyTools ? { onlyTools: bad.onlyTools } : {}),
+        ...(bad.image ? { image: bad.image } : {}),
+      });
+      const loaded = await loadConfig({
+        root: s.root,
+        configFiles: [],
+        cli: { ...s.cli, DEFAULT: { collectors: ['ec2'] } },
+      });
       const tc = await collectorContext('ec2', { root: s.root, cli: s.cli });
       const memory: CollectorMemories = new Map();
-      const deps = { config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory, failing: new Set<string>() };
+      const deps = {
+        config: loaded.config,
+        paths: loaded.paths,
+        log: tc.ctx.log,
+        http: tc.http,
+        signal: new AbortController().signal,
+        memory,
+        failing: new Set<string>(),
+      };
       // The last good data: an earlier pass that read a working service (same memory, as in the daemon).
       const server = await startEc2Server({ tree: { 'instance-id': 'i-last-good' } });
-      const good = await collectAll({ ...deps, config: { ...loaded.config, ec2: { ...loaded.config.ec2, metadata_url: server.metadataUrl } } }, undefined);
+      const good = await collectAll(
+        { ...deps, config: { ...loaded.config, ec2: { ...loaded.config.ec2, metadata_url: server.metadataUrl } } },
+        undefined,
+      );
       await server.close();
       // That pass saw the drive as well and fell through to the service; only the failing pass is checked below.
       const before = tc.captured.lines.length;
@@ -234,7 +349,11 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
       t.match(lines[0]?.reason, bad.reason, String(lines[0]?.reason));
       t.match(lines[0]?.reason, /connection refused/, 'the metadata service failure is in the same line');
       const calls = s.calls().slice(callsBefore);
-      t.equal(calls.filter((c) => c.startsWith('umount')).length, bad.canMount ? 1 : 0, 'everything mounted was unmounted');
+      t.equal(
+        calls.filter((c) => c.startsWith('umount')).length,
+        bad.canMount ? 1 : 0,
+        'everything mounted was unmounted',
+      );
       t.same(leftovers(s.root), [], 'no temp mount point left');
     });
   }
@@ -242,8 +361,16 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
   t.test('no config drive: blkid is asked once per process, not on every poll', async (t) => {
     const s = await driveSetup(t, 'iso', { [EC2_FILE]: JSON.stringify(EC2_DOC) });
     const bin = path.join(s.root, 'work/fake-bin');
-    const real = execFileSync('sh', ['-c', `PATH=${process.env.PATH?.split(':').slice(1).join(':')} command -v blkid`], { encoding: 'utf8' }).trim();
-    writeFileSync(path.join(bin, 'blkid'), `#!/bin/sh\necho "blkid $*" >> '${path.join(s.root, 'work/calls')}'\nexec ${real} "$@"\n`, { mode: 0o755 });
+    const real = execFileSync(
+      'sh',
+      ['-c', `PATH=${process.env.PATH?.split(':').slice(1).join(':')} command -v blkid`],
+      { encoding: 'utf8' },
+    ).trim();
+    writeFileSync(
+      path.join(bin, 'blkid'),
+      `#!/bin/sh\necho "blkid $*" >> '${path.join(s.root, 'work/calls')}'\nexec ${real} "$@"\n`,
+      { mode: 0o755 },
+    );
     // This root's /dev has no config-2 device: the attached drive belongs to no root here.
     rmSync(path.join(s.root, s.device));
     const tc = await collectorContext('ec2', { root: s.root, cli: s.cli });
@@ -260,6 +387,13 @@ t.test('config drive on loop devices (real blkid, bsdtar, mcopy)', { skip: skip 
       () => undefined,
       (e: unknown) => e as Error,
     );
-    t.match(err, { message: /looking for a config drive failed: blkid gave no result within 0.5 s and was killed; .*connection refused/ }, String(err?.message));
+    t.match(
+      err,
+      {
+        message:
+          /looking for a config drive failed: blkid gave no result within 0.5 s and was killed; .*connection refused/,
+      },
+      String(err?.message),
+    );
   });
 });

@@ -37,60 +37,108 @@ http.createServer((req, res) => {
 
 const ip = (...args: string[]) => execFileSync('ip', args, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
 
-t.test('the agent reaches fe80::a9fe:a9fe on its interface (veth pair in namespaces of this test)', { skip: skipReason() ?? false }, async (t) => {
-  const tag = `oca${process.pid % 100000}`;
-  const cloud = `${tag}s`;
-  const instance = `${tag}c`;
-  const [cloudIf, instanceIf] = [`${tag}s0`, `${tag}c0`];
-  try {
-    ip('netns', 'add', cloud);
-  } catch (err) {
-    t.pass(`SKIPPED: this kernel or container refuses network namespaces: ${String((err as { stderr?: string }).stderr ?? err).trim()}`);
-    return;
-  }
-  t.teardown(() => {
-    spawnSync('ip', ['netns', 'del', cloud]);
-  });
-  ip('netns', 'add', instance);
-  t.teardown(() => {
-    spawnSync('ip', ['netns', 'del', instance]);
-  });
-  try {
-    ip('link', 'add', instanceIf, 'netns', instance, 'type', 'veth', 'peer', 'name', cloudIf, 'netns', cloud);
-  } catch (err) {
-    t.pass(`SKIPPED: this kernel refuses veth pairs: ${String((err as { stderr?: string }).stderr ?? err).trim()}`);
-    return;
-  }
-  // No duplicate address detection on the instance side: its link-local address is usable at once.
-  execFileSync('ip', ['netns', 'exec', instance, 'sysctl', '-qw', `net.ipv6.conf.${instanceIf}.accept_dad=0`]);
-  for (const [ns, dev] of [[cloud, cloudIf], [instance, instanceIf], [cloud, 'lo'], [instance, 'lo']] as const) ip('-n', ns, 'link', 'set', dev, 'up');
-  ip('-n', cloud, 'addr', 'add', 'fe80::a9fe:a9fe/64', 'dev', cloudIf, 'nodad');
+t.test(
+  'the agent reaches fe80::a9fe:a9fe on its interface (veth pair in namespaces of this test)',
+  { skip: skipReason() ?? false },
+  async (t) => {
+    const tag = `oca${process.pid % 100000}`;
+    const cloud = `${tag}s`;
+    const instance = `${tag}c`;
+    const [cloudIf, instanceIf] = [`${tag}s0`, `${tag}c0`];
+    try {
+      ip('netns', 'add', cloud);
+    } catch (err) {
+      t.pass(
+        `SKIPPED: this kernel or container refuses network namespaces: ${String((err as { stderr?: string }).stderr ?? err).trim()}`,
+      );
+      return;
+    }
+    t.teardown(() => {
+      spawnSync('ip', ['netns', 'del', cloud]);
+    });
+    ip('netns', 'add', instance);
+    t.teardown(() => {
+      spawnSync('ip', ['netns', 'del', instance]);
+    });
+    try {
+      ip('link', 'add', instanceIf, 'netns', instance, 'type', 'veth', 'peer', 'name', cloudIf, 'netns', cloud);
+    } catch (err) {
+      t.pass(`SKIPPED: this kernel refuses veth pairs: ${String((err as { stderr?: string }).stderr ?? err).trim()}`);
+      return;
+    }
+    // No duplicate address detection on the instance side: its link-local address is usable at once.
+    execFileSync('ip', ['netns', 'exec', instance, 'sysctl', '-qw', `net.ipv6.conf.${instanceIf}.accept_dad=0`]);
+    for (const [ns, dev] of [
+      [cloud, cloudIf],
+      [instance, instanceIf],
+      [cloud, 'lo'],
+      [instance, 'lo'],
+    ] as const)
+      ip('-n', ns, 'link', 'set', dev, 'up');
+    ip('-n', cloud, 'addr', 'add', 'fe80::a9fe:a9fe/64', 'dev', cloudIf, 'nodad');
 
-  const root = t.testdir();
-  const script = path.join(root, 'server.mjs');
-  writeFileSync(script, SERVER);
-  const server: ChildProcess = spawn('ip', ['netns', 'exec', cloud, process.execPath, script, cloudIf], { stdio: ['ignore', 'pipe', 'inherit'] });
-  t.teardown(() => {
-    server.kill('SIGKILL');
-  });
-  let out = '';
-  server.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  for (let i = 0; i < 100 && !out.includes('listening'); i++) await sleep(100);
-  t.ok(out.includes('listening'), 'metadata server up on fe80::a9fe:a9fe in the cloud namespace');
-  // The instance's own link-local address must exist before it can be a source address.
-  for (let i = 0; i < 50 && !/inet6 fe80::\S+ scope link\s/.test(ip('-n', instance, '-6', 'addr', 'show', 'dev', instanceIf)); i++) await sleep(100);
+    const root = t.testdir();
+    const script = path.join(root, 'server.mjs');
+    writeFileSync(script, SERVER);
+    const server: ChildProcess = spawn('ip', ['netns', 'exec', cloud, process.execPath, script, cloudIf], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    t.teardown(() => {
+      server.kill('SIGKILL');
+    });
+    let out = '';
+    server.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    for (let i = 0; i < 100 && !out.includes('listening'); i++) await sleep(100);
+    t.ok(out.includes('listening'), 'metadata server up on fe80::a9fe:a9fe in the cloud namespace');
+    // The instance's own link-local address must exist before it can be a source address.
+    for (
+      let i = 0;
+      i < 50 && !/inet6 fe80::\S+ scope link\s/.test(ip('-n', instance, '-6', 'addr', 'show', 'dev', instanceIf));
+      i++
+    )
+      await sleep(100);
 
-  const run = spawnSync('ip', ['netns', 'exec', instance, process.execPath, BUNDLE, 'collect', '--print', '--root', root, '--ec2-timeout', '5', 'ec2'], { encoding: 'utf8', timeout: 60_000 });
-  t.equal(run.status, 0, run.stderr);
-  t.same(JSON.parse(run.stdout), { ec2: { 'instance-id': 'i-linklocal', hostname: 'v6-only.novalocal', placement: { 'availability-zone': 'nova' } } });
-  // spawnSync held the event loop: the server's request log is read now (bounded).
-  for (let i = 0; i < 50 && !out.includes('availability-zone'); i++) await sleep(100);
-  const requests = out
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .map((l) => JSON.parse(l) as { method: string; url: string; host: string });
-  t.same(requests[0], { method: 'PUT', url: '/latest/api/token', host: '[fe80::a9fe:a9fe]' }, 'the Host header carries the address without the zone');
-  t.ok(requests.some((r) => r.url === '/latest/meta-data/placement/availability-zone'));
-  const remembered = JSON.parse(readFileSync(path.join(root, 'var/lib/os-config-agent', STATE_FILE), 'utf8')) as { metadata_url: string };
-  t.same(remembered, { metadata_url: `http://[fe80::a9fe:a9fe%25${instanceIf}]/latest/meta-data` }, 'the answering URL is remembered, zone and all');
-});
+    const run = spawnSync(
+      'ip',
+      [
+        'netns',
+        'exec',
+        instance,
+        process.execPath,
+        BUNDLE,
+        'collect',
+        '--print',
+        '--root',
+        root,
+        '--ec2-timeout',
+        '5',
+        'ec2',
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    t.equal(run.status, 0, run.stderr);
+    t.same(JSON.parse(run.stdout), {
+      ec2: { 'instance-id': 'i-linklocal', hostname: 'v6-only.novalocal', placement: { 'availability-zone': 'nova' } },
+    });
+    // spawnSync held the event loop: the server's request log is read now (bounded).
+    for (let i = 0; i < 50 && !out.includes('availability-zone'); i++) await sleep(100);
+    const requests = out
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { method: string; url: string; host: string });
+    t.same(
+      requests[0],
+      { method: 'PUT', url: '/latest/api/token', host: '[fe80::a9fe:a9fe]' },
+      'the Host header carries the address without the zone',
+    );
+    t.ok(requests.some((r) => r.url === '/latest/meta-data/placement/availability-zone'));
+    const remembered = JSON.parse(readFileSync(path.join(root, 'var/lib/os-config-agent', STATE_FILE), 'utf8')) as {
+      metadata_url: string;
+    };
+    t.same(
+      remembered,
+      { metadata_url: `http://[fe80::a9fe:a9fe%25${instanceIf}]/latest/meta-data` },
+      'the answering URL is remembered, zone and all',
+    );
+  },
+);

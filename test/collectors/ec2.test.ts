@@ -7,7 +7,15 @@ import { loadConfig } from '../../src/config/load.js';
 import { collectAll } from '../../src/daemon/collect-all.js';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/errors.js';
 import { startEc2Server, type Ec2Server, type Ec2Tree } from '../helpers/ec2-server.js';
-import { ALL_FAULTS, collectBesideHeatLocal, collectorContext, refusedUrl, startTestServer, type TapTest, type TestContext } from '../helpers/http-test-server.js';
+import {
+  ALL_FAULTS,
+  collectBesideHeatLocal,
+  collectorContext,
+  refusedUrl,
+  startTestServer,
+  type TapTest,
+  type TestContext,
+} from '../helpers/http-test-server.js';
 import { failure } from '../helpers/assertions.js';
 
 // The ec2 collector against a loopback metadata service with a realistic tree and IMDSv2.
@@ -35,7 +43,11 @@ async function setup(t: TapTest, opts: Parameters<typeof startEc2Server>[0] = {}
   const server = await startEc2Server(opts);
   t.teardown(() => server.close());
   const root = t.testdir();
-  const tc = await collectorContext('ec2', { root, cli: { ec2: { metadata_url: server.metadataUrl, timeout: 0.5 } }, ...(opts.capBytes ? { maxBytes: opts.capBytes } : {}) });
+  const tc = await collectorContext('ec2', {
+    root,
+    cli: { ec2: { metadata_url: server.metadataUrl, timeout: 0.5 } },
+    ...(opts.capBytes ? { maxBytes: opts.capBytes } : {}),
+  });
   return { server, root, tc };
 }
 
@@ -46,7 +58,6 @@ function assertNoTokens(t: TapTest, tc: TestContext, server: Ec2Server): void {
     t.notOk(tc.raw.text().includes(token), 'no IMDSv2 token even without log scrubbing');
   }
 }
-
 
 t.test('IMDSv2: one token PUT, then the tree walked in listing order with the token on every GET', async (t) => {
   const { server, tc } = await setup(t, { requireToken: true });
@@ -60,9 +71,19 @@ t.test('IMDSv2: one token PUT, then the tree walked in listing order with the to
   t.ok(gets.every((r) => r.method === 'GET' && typeof r.headers['x-aws-ec2-metadata-token'] === 'string'));
   t.same(
     gets.slice(0, 6).map((r) => r.url),
-    ['/latest/meta-data/', '/latest/meta-data/ami-id', '/latest/meta-data/ami-launch-index', '/latest/meta-data/ami-manifest-path', '/latest/meta-data/block-device-mapping/', '/latest/meta-data/block-device-mapping/ami'],
+    [
+      '/latest/meta-data/',
+      '/latest/meta-data/ami-id',
+      '/latest/meta-data/ami-launch-index',
+      '/latest/meta-data/ami-manifest-path',
+      '/latest/meta-data/block-device-mapping/',
+      '/latest/meta-data/block-device-mapping/ami',
+    ],
   );
-  t.ok(gets.some((r) => r.url === '/latest/meta-data/public-keys/0/openssh-key'), '"0=heat_key" is walked as 0/');
+  t.ok(
+    gets.some((r) => r.url === '/latest/meta-data/public-keys/0/openssh-key'),
+    '"0=heat_key" is walked as 0/',
+  );
   assertNoTokens(t, tc, server);
 });
 
@@ -76,9 +97,21 @@ t.test('IMDSv1 fallback: a service without the token API (OpenStack) is walked w
 
 t.test('the cache is read first: ec2 metadata is fetched once and then treated as immutable', async (t) => {
   const { server, root, tc } = await setup(t);
-  const loaded = await loadConfig({ root, configFiles: [], cli: { DEFAULT: { collectors: ['ec2'] }, ec2: { metadata_url: server.metadataUrl } } });
+  const loaded = await loadConfig({
+    root,
+    configFiles: [],
+    cli: { DEFAULT: { collectors: ['ec2'] }, ec2: { metadata_url: server.metadataUrl } },
+  });
   const cache = new MetadataCache(loaded.config.DEFAULT.cachedir, tc.ctx.log);
-  const deps = { config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory: new Map(), failing: new Set<string>() };
+  const deps = {
+    config: loaded.config,
+    paths: loaded.paths,
+    log: tc.ctx.log,
+    http: tc.http,
+    signal: new AbortController().signal,
+    memory: new Map(),
+    failing: new Set<string>(),
+  };
   const first = await collectAll(deps, cache);
   t.same(first.changedKeys, ['ec2']);
   const count = server.requests.length;
@@ -94,7 +127,8 @@ t.test('an unusable cache file (invalid JSON, empty object) is ignored and the s
     writeFileSync(path.join(tc.ctx.config.DEFAULT.cachedir, 'ec2.json'), content);
     t.same((await ec2Collector.collect(tc.ctx)).pairs[0]?.value, EXPECTED, content);
     t.ok(server.requests.length > 1);
-    if (content === '{not json') t.ok(tc.captured.lines.some((l) => l.msg === 'cached ec2 metadata unusable; fetching it again'));
+    if (content === '{not json')
+      t.ok(tc.captured.lines.some((l) => l.msg === 'cached ec2 metadata unusable; fetching it again'));
   }
 });
 
@@ -109,14 +143,22 @@ t.test('"__proto__" in a listing is plain data, not a prototype', async (t) => {
 });
 
 t.test('blank and trailing listing lines are skipped (upstream crashed on them)', async (t) => {
-  const pages: Record<string, string> = { '/latest/meta-data/': 'a\n\nb/\n\n', '/latest/meta-data/a': '1', '/latest/meta-data/b/': 'c\r\n', '/latest/meta-data/b/c': '3' };
+  const pages: Record<string, string> = {
+    '/latest/meta-data/': 'a\n\nb/\n\n',
+    '/latest/meta-data/a': '1',
+    '/latest/meta-data/b/': 'c\r\n',
+    '/latest/meta-data/b/c': '3',
+  };
   const server = await startTestServer((req, res) => {
     const page = pages[req.url ?? ''];
     res.writeHead(page === undefined ? 404 : 200);
     res.end(page ?? 'Not Found');
   });
   t.teardown(() => server.close());
-  const tc = await collectorContext('ec2', { root: t.testdir(), cli: { ec2: { metadata_url: `${server.url}/latest/meta-data/` } } });
+  const tc = await collectorContext('ec2', {
+    root: t.testdir(),
+    cli: { ec2: { metadata_url: `${server.url}/latest/meta-data/` } },
+  });
   t.same((await ec2Collector.collect(tc.ctx)).pairs[0]?.value, { a: '1', b: { c: '3' } });
   t.same(
     server.requests.filter((r) => r.method === 'GET').map((r) => r.url),
@@ -128,7 +170,10 @@ t.test('a tree nested too deeply is refused', async (t) => {
   let tree: Ec2Tree = { leaf: 'x' };
   for (let i = 0; i < 20; i++) tree = { d: tree };
   const { tc } = await setup(t, { tree });
-  t.match(await failure(ec2Collector.collect(tc.ctx)), { code: 'ERR_SOURCE_INVALID_DATA', message: /deeper than 12 levels/ });
+  t.match(await failure(ec2Collector.collect(tc.ctx)), {
+    code: 'ERR_SOURCE_INVALID_DATA',
+    message: /deeper than 12 levels/,
+  });
 });
 
 t.test('not configured: no URL, or not a URL', async (t) => {
@@ -158,7 +203,11 @@ t.test('every fault is reported as unavailable; there is never a partial result'
   for (const fault of ALL_FAULTS) {
     const { server, root, tc } = await setup(t, { capBytes: 4096 });
     let ctx = tc;
-    if (fault === 'refuse') ctx = await collectorContext('ec2', { root, cli: { ec2: { metadata_url: `${await refusedUrl()}/latest/meta-data` } } });
+    if (fault === 'refuse')
+      ctx = await collectorContext('ec2', {
+        root,
+        cli: { ec2: { metadata_url: `${await refusedUrl()}/latest/meta-data` } },
+      });
     else server.fault = fault;
     const err = await failure(ec2Collector.collect(ctx.ctx));
     t.type(err, SourceUnavailableError, fault);
@@ -169,13 +218,20 @@ t.test('every fault is reported as unavailable; there is never a partial result'
   const { server, tc } = await setup(t);
   server.fault = '500';
   server.faultPath = /public-keys\/0\/openssh-key$/;
-  t.match(await failure(ec2Collector.collect(tc.ctx)), { message: /answered 500 for .*openssh-key; no partial result/ });
+  t.match(await failure(ec2Collector.collect(tc.ctx)), {
+    message: /answered 500 for .*openssh-key; no partial result/,
+  });
 });
 
 t.test('a failing ec2 source does not stop the other collectors', async (t) => {
   const { server, root } = await setup(t);
   server.fault = '500';
-  const { outcome } = await collectBesideHeatLocal('ec2', root, { ec2: { metadata_url: server.metadataUrl, timeout: 0.5 } });
-  t.same(outcome.pairs.map((p) => p.key), ['heat_local']);
+  const { outcome } = await collectBesideHeatLocal('ec2', root, {
+    ec2: { metadata_url: server.metadataUrl, timeout: 0.5 },
+  });
+  t.same(
+    outcome.pairs.map((p) => p.key),
+    ['heat_local'],
+  );
   t.match(outcome.failures, [{ collector: 'ec2', code: 'ERR_HTTP' }]);
 });

@@ -33,7 +33,10 @@ t.test('deployment keys are read in order; absent keys are skipped silently', as
   const { log, lines } = captureLog();
   const document = { first: [dep({ name: 'a', config: 1 })], second: [dep({ name: 'b', config: 2 })] };
   const pairs = explodeDeployments('heat', document, ['second', 'absent', 'first'], log);
-  t.same(pairs.slice(1), [{ key: 'b', value: 2 }, { key: 'a', value: 1 }]);
+  t.same(pairs.slice(1), [
+    { key: 'b', value: 2 },
+    { key: 'a', value: 1 },
+  ]);
   t.same(lines, []);
 });
 
@@ -41,20 +44,39 @@ t.test('a deployment key that is not a list warns and the document is still emit
   const { log, lines } = captureLog();
   const document = { deployments: { name: 'x' } };
   t.same(explodeDeployments('heat', document, ['deployments'], log), [{ key: 'heat', value: document }]);
-  t.match(lines, [{ level: 'warn', deploymentKey: 'deployments', msg: 'deployment key was found but does not contain a list' }]);
+  t.match(lines, [
+    { level: 'warn', deploymentKey: 'deployments', msg: 'deployment key was found but does not contain a list' },
+  ]);
 });
 
 t.test('a deployment without a name warns and is skipped', async (t) => {
   const { log, lines } = captureLog();
-  const document = { deployments: [dep({ group: 'os-apply-config', config: {} }), dep({ name: '', config: {} }), dep({ name: null, config: {} }), dep({ name: 'ok', config: 'c' })] };
+  const document = {
+    deployments: [
+      dep({ group: 'os-apply-config', config: {} }),
+      dep({ name: '', config: {} }),
+      dep({ name: null, config: {} }),
+      dep({ name: 'ok', config: 'c' }),
+    ],
+  };
   t.same(explodeDeployments('heat', document, ['deployments'], log).slice(1), [{ key: 'ok', value: 'c' }]);
   t.equal(lines.filter((l) => l.msg === 'no name found for a deployment; skipped').length, 3);
 });
 
 t.test('B8 fixed: a qualifying deployment without config is skipped with a warning, not a crash', async (t) => {
   const { log, lines } = captureLog();
-  const document = { deployments: [dep({ name: 'no-config', group: 'os-apply-config' }), dep({ name: 'script-no-config', group: 'script' }), dep({ name: 'has', config: null })] };
-  t.same(explodeDeployments('request', document, ['deployments'], log).slice(1), [{ key: 'has', value: null }], 'config: null is a value');
+  const document = {
+    deployments: [
+      dep({ name: 'no-config', group: 'os-apply-config' }),
+      dep({ name: 'script-no-config', group: 'script' }),
+      dep({ name: 'has', config: null }),
+    ],
+  };
+  t.same(
+    explodeDeployments('request', document, ['deployments'], log).slice(1),
+    [{ key: 'has', value: null }],
+    'config: null is a value',
+  );
   t.match(lines, [{ level: 'warn', deploymentName: 'no-config', msg: 'deployment has no config; skipped' }]);
   t.equal(lines.length, 1, 'non-qualifying groups need no config');
 });

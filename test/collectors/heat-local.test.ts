@@ -31,7 +31,10 @@ async function unavailable(t: Asserts, ctx: CollectContext) {
 
 t.test('the default file: one pair keyed heat_local, deployments not exploded', async (t) => {
   const root = t.testdir();
-  const doc = { 'os-collect-config': { collectors: ['heat'] }, deployments: [{ name: 'd', group: 'os-apply-config', config: {} }] };
+  const doc = {
+    'os-collect-config': { collectors: ['heat'] },
+    deployments: [{ name: 'd', group: 'os-apply-config', config: {} }],
+  };
   put(root, 'var/lib/heat-cfntools/cfn-init-data', JSON.stringify(doc));
   const { ctx } = await context(root);
   t.same(await heatLocalCollector.collect(ctx), { pairs: [{ key: 'heat_local', value: doc }] });
@@ -43,7 +46,11 @@ t.test('several files merge shallowly in order; later files win', async (t) => {
   put(root, 'b.json', '{"b": 2, "shared": {"from": "b"}}');
   const { ctx } = await context(root, { heat_local: { path: ['/a.json', '/missing.json', '/b.json'] } });
   const res = await heatLocalCollector.collect(ctx);
-  t.same(res.pairs, [{ key: 'heat_local', value: { a: 1, shared: { from: 'b' }, keep: 'a', b: 2 } }], 'shared is replaced, not merged');
+  t.same(
+    res.pairs,
+    [{ key: 'heat_local', value: { a: 1, shared: { from: 'b' }, keep: 'a', b: 2 } }],
+    'shared is replaced, not merged',
+  );
 });
 
 t.test('invalid JSON and non-object files are skipped with a warning; missing files silently', async (t) => {
@@ -53,7 +60,9 @@ t.test('invalid JSON and non-object files are skipped with a warning; missing fi
   put(root, 'null.json', 'null');
   put(root, 'str.json', '"text"');
   put(root, 'good.json', '{"ok": true}');
-  const { ctx, captured } = await context(root, { heat_local: { path: ['/bad.json', '/list.json', '/null.json', '/str.json', '/missing', '/good.json'] } });
+  const { ctx, captured } = await context(root, {
+    heat_local: { path: ['/bad.json', '/list.json', '/null.json', '/str.json', '/missing', '/good.json'] },
+  });
   t.same((await heatLocalCollector.collect(ctx)).pairs, [{ key: 'heat_local', value: { ok: true } }]);
   t.match(captured.lines, [
     { level: 'warn', file: `${root}/bad.json`, reason: 'invalid-json', msg: 'heat_local file skipped' },
@@ -68,7 +77,10 @@ t.test('a file over max_source_bytes is skipped with a warning', async (t) => {
   const root = t.testdir();
   put(root, 'big.json', JSON.stringify({ blob: 'x'.repeat(500) }));
   put(root, 'small.json', '{"s": 1}');
-  const { ctx, captured } = await context(root, { heat_local: { path: ['/big.json', '/small.json'] }, agent: { max_source_bytes: 100 } });
+  const { ctx, captured } = await context(root, {
+    heat_local: { path: ['/big.json', '/small.json'] },
+    agent: { max_source_bytes: 100 },
+  });
   t.same((await heatLocalCollector.collect(ctx)).pairs, [{ key: 'heat_local', value: { s: 1 } }]);
   t.match(captured.lines, [{ level: 'warn', file: `${root}/big.json`, reason: 'too-large' }]);
 });
@@ -103,7 +115,11 @@ t.test('__proto__ and constructor keys stay data; no prototype changes', async (
   t.equal(Object.getPrototypeOf(value), Object.prototype);
   t.equal((value as { polluted?: unknown }).polluted, undefined);
   t.equal((value as { second?: unknown }).second, undefined);
-  t.same(Object.getOwnPropertyDescriptor(value, '__proto__')?.value, { second: true }, 'later file wins for __proto__ as for any key');
+  t.same(
+    Object.getOwnPropertyDescriptor(value, '__proto__')?.value,
+    { second: true },
+    'later file wins for __proto__ as for any key',
+  );
   t.equal(({} as { polluted?: unknown }).polluted, undefined);
   t.same(Object.keys(value), ['__proto__', 'constructor', 'ok']);
 });

@@ -54,7 +54,11 @@ t.test('default directory: one pair per file, key = file name with extension, so
   t.same(res.pairs[0]?.value, { a: 1, nested: { x: 'y' } });
   t.same(res.pairs[3]?.value, [1, 2], 'a list is accepted as a value');
   t.same(res.pairs[4]?.value, 's');
-  t.same(res.pairs[1]?.value, { b: 2, deployments: [{ name: 'd1', group: 'os-apply-config', config: { x: 1 } }] }, 'deployments are not exploded');
+  t.same(
+    res.pairs[1]?.value,
+    { b: 2, deployments: [{ name: 'd1', group: 'os-apply-config', config: { x: 1 } }] },
+    'deployments are not exploded',
+  );
   t.equal(res.pairs.length, 5);
 });
 
@@ -66,7 +70,14 @@ t.test('several directories are sorted together; duplicates are all returned in 
   const res = await localCollector.collect(ctx);
   t.same(
     res.pairs.map((p) => [p.key, p.value]),
-    [['a', 2], ['b', { from: 'one' }], ['c', 3], ['d', 1], ['same', 'one'], ['same', 'two']],
+    [
+      ['a', 2],
+      ['b', { from: 'one' }],
+      ['c', 3],
+      ['d', 1],
+      ['same', 'one'],
+      ['same', 'two'],
+    ],
   );
 });
 
@@ -85,7 +96,9 @@ t.test('a FIFO is skipped with a warning instead of blocking', async (t) => {
   execFileSync('mkfifo', ['-m', '600', path.join(dir, 'pipe')]);
   const { ctx, captured } = await context(root, { local: { path: ['/data'] } });
   t.same((await localCollector.collect(ctx)).pairs, [{ key: 'ok', value: 1 }]);
-  t.match(captured.lines, [{ level: 'warn', file: path.join(dir, 'pipe'), msg: 'local data entry is not a regular file; skipping' }]);
+  t.match(captured.lines, [
+    { level: 'warn', file: path.join(dir, 'pipe'), msg: 'local data entry is not a regular file; skipping' },
+  ]);
 });
 
 t.test('a missing directory is a warning; the other directories still count', async (t) => {
@@ -93,7 +106,9 @@ t.test('a missing directory is a warning; the other directories still count', as
   dataDir(root, 'present', { k: '{"k": 1}' });
   const { ctx, captured } = await context(root, { local: { path: ['/absent', '/present'] } });
   t.same((await localCollector.collect(ctx)).pairs, [{ key: 'k', value: { k: 1 } }]);
-  t.match(captured.lines, [{ level: 'warn', dir: path.join(root, 'absent'), msg: 'local data directory not found; skipping' }]);
+  t.match(captured.lines, [
+    { level: 'warn', dir: path.join(root, 'absent'), msg: 'local data directory not found; skipping' },
+  ]);
 });
 
 t.test('a path that is a file, not a directory, is a warning', async (t) => {
@@ -135,13 +150,17 @@ t.test('a world-writable directory is insecure', async (t) => {
   await insecure(t, ctx, /is world writable: a security risk/);
 });
 
-t.test('a directory owned by another user is insecure', { skip: process.getuid?.() !== 0 && 'needs root to chown' }, async (t) => {
-  const root = t.testdir();
-  const dir = dataDir(root, 'data', { good: '1' });
-  chownSync(dir, 65534, 65534);
-  const { ctx } = await context(root, { local: { path: ['/data'] } });
-  await insecure(t, ctx, /is owned by uid 65534, not by the agent's uid 0/);
-});
+t.test(
+  'a directory owned by another user is insecure',
+  { skip: process.getuid?.() !== 0 && 'needs root to chown' },
+  async (t) => {
+    const root = t.testdir();
+    const dir = dataDir(root, 'data', { good: '1' });
+    chownSync(dir, 65534, 65534);
+    const { ctx } = await context(root, { local: { path: ['/data'] } });
+    await insecure(t, ctx, /is owned by uid 65534, not by the agent's uid 0/);
+  },
+);
 
 t.test('a group-writable file is accepted with a warning (as upstream)', async (t) => {
   const root = t.testdir();
@@ -159,7 +178,10 @@ t.test('invalid JSON: ERR_SOURCE_INVALID_DATA naming the file', async (t) => {
   const err = await localCollector.collect(ctx).catch((e: unknown) => e);
   t.ok(err instanceof SourceUnavailableError);
   t.equal((err as SourceUnavailableError).code, 'ERR_SOURCE_INVALID_DATA');
-  t.match((err as Error).message, new RegExp(`^${path.join(dir, 'broken')} is not valid JSON \\(.+\\); fix or remove it$`));
+  t.match(
+    (err as Error).message,
+    new RegExp(`^${path.join(dir, 'broken')} is not valid JSON \\(.+\\); fix or remove it$`),
+  );
 });
 
 t.test('a file over max_source_bytes is a clear error naming the option', async (t) => {
@@ -168,55 +190,71 @@ t.test('a file over max_source_bytes is a clear error naming the option', async 
   const { ctx } = await context(root, { local: { path: ['/data'] }, agent: { max_source_bytes: 100 } });
   const err = await localCollector.collect(ctx).catch((e: unknown) => e);
   t.equal((err as SourceUnavailableError).code, 'ERR_SOURCE_INVALID_DATA');
-  t.match((err as Error).message, new RegExp(`^${path.join(dir, 'big')} is too large: 211 bytes is over the 100-byte limit; shrink it or raise \\[agent\\] max_source_bytes$`));
+  t.match(
+    (err as Error).message,
+    new RegExp(
+      `^${path.join(dir, 'big')} is too large: 211 bytes is over the 100-byte limit; shrink it or raise \\[agent\\] max_source_bytes$`,
+    ),
+  );
 });
 
 t.test('a directory removed between stat and listing is skipped with a warning', async (t) => {
   const root = t.testdir();
   const doomed = dataDir(root, 'doomed', { a: '1' });
   dataDir(root, 'stays', { b: '2' });
-  const { localCollector: mocked } = await t.mockImport<typeof import('../../src/collectors/local.js')>('../../src/collectors/local.js', {
-    'node:fs': {
-      ...realFs,
-      promises: {
-        ...realFs.promises,
-        readdir: async (dir: string) => {
-          if (dir === doomed) rmSync(doomed, { recursive: true });
-          return realFs.promises.readdir(dir);
+  const { localCollector: mocked } = await t.mockImport<typeof import('../../src/collectors/local.js')>(
+    '../../src/collectors/local.js',
+    {
+      'node:fs': {
+        ...realFs,
+        promises: {
+          ...realFs.promises,
+          readdir: async (dir: string) => {
+            if (dir === doomed) rmSync(doomed, { recursive: true });
+            return realFs.promises.readdir(dir);
+          },
         },
       },
     },
-  });
+  );
   const { ctx, captured } = await context(root, { local: { path: ['/doomed', '/stays'] } });
   t.same((await mocked.collect(ctx)).pairs, [{ key: 'b', value: 2 }]);
-  t.match(captured.lines, [{ level: 'warn', dir: doomed, code: 'ENOENT', msg: 'local data directory could not be listed; skipping' }]);
+  t.match(captured.lines, [
+    { level: 'warn', dir: doomed, code: 'ENOENT', msg: 'local data directory could not be listed; skipping' },
+  ]);
 });
 
 t.test('files removed after the listing are skipped silently', async (t) => {
   const root = t.testdir();
   const dir = dataDir(root, 'data', { gone1: '1', gone2: '2', kept: '3' });
-  const { localCollector: mocked } = await t.mockImport<typeof import('../../src/collectors/local.js')>('../../src/collectors/local.js', {
-    'node:fs': {
-      ...realFs,
-      promises: {
-        ...realFs.promises,
-        readdir: async (d: string) => {
-          const names = await realFs.promises.readdir(d);
-          rmSync(path.join(dir, 'gone1'));
-          return names;
-        },
-        // gone2 disappears between its stat and its read.
-        stat: async (p: string) => {
-          const st = await realFs.promises.stat(p);
-          if (p === path.join(dir, 'gone2')) rmSync(p);
-          return st;
+  const { localCollector: mocked } = await t.mockImport<typeof import('../../src/collectors/local.js')>(
+    '../../src/collectors/local.js',
+    {
+      'node:fs': {
+        ...realFs,
+        promises: {
+          ...realFs.promises,
+          readdir: async (d: string) => {
+            const names = await realFs.promises.readdir(d);
+            rmSync(path.join(dir, 'gone1'));
+            return names;
+          },
+          // gone2 disappears between its stat and its read.
+          stat: async (p: string) => {
+            const st = await realFs.promises.stat(p);
+            if (p === path.join(dir, 'gone2')) rmSync(p);
+            return st;
+          },
         },
       },
     },
-  });
+  );
   const { ctx, captured } = await context(root, { local: { path: ['/data'] } });
   t.same((await mocked.collect(ctx)).pairs, [{ key: 'kept', value: 3 }]);
-  t.same(captured.lines.filter((l) => l.level === 'warn' || l.level === 'error'), []);
+  t.same(
+    captured.lines.filter((l) => l.level === 'warn' || l.level === 'error'),
+    [],
+  );
 });
 
 t.test('watchPaths are the configured directories', async (t) => {
@@ -233,13 +271,24 @@ t.test('steady conditions are logged when they start and when they end, not at e
   const { ctx, captured } = await context(root, { local: { path: ['/absent', '/data'] } });
   for (let i = 0; i < 3; i++) await localCollector.collect(ctx);
   const msgs = () => captured.lines.map((l) => l.msg);
-  t.same(msgs(), ['local data directory not found; skipping', 'local data file is group writable; accepted as upstream does, but consider chmod g-w'], 'three polls, each condition once');
+  t.same(
+    msgs(),
+    [
+      'local data directory not found; skipping',
+      'local data file is group writable; accepted as upstream does, but consider chmod g-w',
+    ],
+    'three polls, each condition once',
+  );
 
   chmodSync(path.join(dir, 'shared'), 0o600);
   dataDir(root, 'absent');
   await localCollector.collect(ctx);
   await localCollector.collect(ctx);
-  t.same(msgs().slice(2).sort(), ['local data directory found', 'local data file is gone or no longer group writable'], 'each end once');
+  t.same(
+    msgs().slice(2).sort(),
+    ['local data directory found', 'local data file is gone or no longer group writable'],
+    'each end once',
+  );
 
   // A poll the source fails (a world-writable file) ends nothing it did not look at.
   rmSync(path.join(dir, 'shared'));
@@ -250,6 +299,10 @@ t.test('steady conditions are logged when they start and when they end, not at e
   await localCollector.collect(ctx).catch(() => undefined);
   rmSync(path.join(dir, 'open'));
   await localCollector.collect(ctx);
-  t.equal(msgs().filter((m) => m === 'local metadata found').length, 0, 'the failed poll did not end "no local metadata"');
+  t.equal(
+    msgs().filter((m) => m === 'local metadata found').length,
+    0,
+    'the failed poll did not end "no local metadata"',
+  );
   t.equal(msgs().filter((m) => m === 'no local metadata found').length, 1, 'nor start it again');
 });

@@ -6,7 +6,15 @@ import { Agent } from '../../src/daemon/agent.js';
 import { createHttpClient } from '../../src/http/client.js';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../../src/errors.js';
 import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
-import { ALL_FAULTS, collectBesideHeatLocal, collectorContext, refusedUrl, startTestServer, type TapTest, type TestContext } from '../helpers/http-test-server.js';
+import {
+  ALL_FAULTS,
+  collectBesideHeatLocal,
+  collectorContext,
+  refusedUrl,
+  startTestServer,
+  type TapTest,
+  type TestContext,
+} from '../helpers/http-test-server.js';
 import { startSwiftServer, type SwiftServer } from '../helpers/swift-server.js';
 import { failure } from '../helpers/assertions.js';
 
@@ -27,7 +35,11 @@ async function setup(t: TapTest, opts: { maxBytes?: number; url?: (s: SwiftServe
   swift.put(JSON.stringify(DOC));
   const url = opts.url ? opts.url(swift) : swift.signedUrl();
   const root = t.testdir();
-  const tc = await collectorContext('request', { root, cli: { request: { metadata_url: url, timeout: 0.5 } }, ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}) });
+  const tc = await collectorContext('request', {
+    root,
+    cli: { request: { metadata_url: url, timeout: 0.5 } },
+    ...(opts.maxBytes ? { maxBytes: opts.maxBytes } : {}),
+  });
   return { swift, url, root, tc };
 }
 
@@ -38,7 +50,6 @@ function assertNoSecrets(t: TapTest, tc: TestContext, swift: SwiftServer, urls: 
     t.notOk(tc.raw.text().includes(secret), 'no TempURL signature or key even without log scrubbing');
   }
 }
-
 
 t.test('first poll: one GET; the document and its exploded deployments', async (t) => {
   const { swift, url, tc } = await setup(t);
@@ -91,7 +102,10 @@ t.test('If-Modified-Since alone (a server without ETag) also gives 304', async (
     res.end('{"x": 1}');
   });
   t.teardown(() => server.close());
-  const tc = await collectorContext('request', { root: t.testdir(), cli: { request: { metadata_url: `${server.url}/doc` } } });
+  const tc = await collectorContext('request', {
+    root: t.testdir(),
+    cli: { request: { metadata_url: `${server.url}/doc` } },
+  });
   await requestCollector.collect(tc.ctx);
   t.equal((await requestCollector.collect(tc.ctx)).unchanged, true);
   t.notOk(server.requests[1]?.headers['if-none-match']);
@@ -106,7 +120,10 @@ t.test('through the agent: an unchanged document means no cache write and no com
   swift.put(JSON.stringify(DOC));
   const dir = t.testdir();
   const cmd = recordingCommand(dir);
-  const root = makeAgentRoot(path.join(dir, 'root'), `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = request\n[request]\nmetadata_url = ${swift.signedUrl().replace(/\$/g, '$$$$')}\n[agent]\nwatch = false\n`);
+  const root = makeAgentRoot(
+    path.join(dir, 'root'),
+    `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = request\n[request]\nmetadata_url = ${swift.signedUrl().replace(/\$/g, '$$$$')}\n[agent]\nwatch = false\n`,
+  );
   const agent = await Agent.create({
     sources: { root: root.root },
     log: (await collectorContext('request', { root: root.root, cli: {} })).ctx.log,
@@ -145,7 +162,11 @@ t.test('an expired or wrongly signed TempURL is refused (401) and reported witho
 t.test('a new URL (rotated TempURL) starts over with an unconditional GET', async (t) => {
   const { swift, tc } = await setup(t);
   await requestCollector.collect(tc.ctx);
-  const next = await collectorContext('request', { root: t.testdir(), cli: { request: { metadata_url: swift.signedUrl(7200) } }, memory: tc.ctx.memory });
+  const next = await collectorContext('request', {
+    root: t.testdir(),
+    cli: { request: { metadata_url: swift.signedUrl(7200) } },
+    memory: tc.ctx.memory,
+  });
   const result = await requestCollector.collect(next.ctx);
   t.notOk(result.unchanged);
   t.notOk(swift.requests[1]?.headers['if-none-match']);
@@ -178,7 +199,10 @@ t.test('a 304 to an unconditional request is a server fault', async (t) => {
   });
   t.teardown(() => server.close());
   const tc = await collectorContext('request', { root: t.testdir(), cli: { request: { metadata_url: server.url } } });
-  t.match(await failure(requestCollector.collect(tc.ctx)), { code: 'ERR_HTTP', message: /304 Not Modified to an unconditional request/ });
+  t.match(await failure(requestCollector.collect(tc.ctx)), {
+    code: 'ERR_HTTP',
+    message: /304 Not Modified to an unconditional request/,
+  });
 });
 
 t.test('every fault is reported as unavailable with a clear message; earlier pairs are not touched', async (t) => {
@@ -193,14 +217,16 @@ t.test('every fault is reported as unavailable with a clear message; earlier pai
     oversize: /over the 4096-byte limit/,
   };
   for (const fault of ALL_FAULTS) {
-    const refused = fault === 'refuse' ? `${await refusedUrl()}/x?temp_url_sig=abcdef123456&temp_url_expires=1` : undefined;
+    const refused =
+      fault === 'refuse' ? `${await refusedUrl()}/x?temp_url_sig=abcdef123456&temp_url_expires=1` : undefined;
     const { swift, url, tc } = await setup(t, { maxBytes: 4096, ...(refused ? { url: () => refused } : {}) });
     if (!refused) swift.fault = fault;
     const err = await failure(requestCollector.collect(tc.ctx));
     t.type(err, SourceUnavailableError, fault);
     t.match(err.message, expected[fault]!, `${fault}: ${err.message}`);
     if (fault === 'oversize') t.equal((err as SourceUnavailableError).code, 'ERR_HTTP_TOO_LARGE');
-    if (fault === 'non-json' || fault === 'wrong-type') t.equal((err as SourceUnavailableError).code, 'ERR_SOURCE_INVALID_DATA');
+    if (fault === 'non-json' || fault === 'wrong-type')
+      t.equal((err as SourceUnavailableError).code, 'ERR_SOURCE_INVALID_DATA');
     t.same(tc.ctx.memory, {}, 'nothing remembered from a failed poll');
     assertNoSecrets(t, tc, swift, [url]);
   }
@@ -210,7 +236,10 @@ t.test('a failing request source does not stop the other collectors', async (t) 
   const { swift, url, root } = await setup(t);
   swift.fault = '500';
   const { outcome, tc } = await collectBesideHeatLocal('request', root, { request: { metadata_url: url } });
-  t.same(outcome.pairs.map((p) => p.key), ['heat_local']);
+  t.same(
+    outcome.pairs.map((p) => p.key),
+    ['heat_local'],
+  );
   t.match(outcome.failures, [{ collector: 'request', code: 'ERR_HTTP' }]);
   assertNoSecrets(t, tc, swift, [url]);
 });

@@ -37,11 +37,26 @@ async function setup(t: TapTest, over: Record<string, string | number | boolean>
   const zaqar = await startZaqarWsServer(ks);
   t.teardown(() => zaqar.close());
   // The HTTP endpoint is listed too, as a real catalog does; the collector must pick messaging-websocket.
-  ks.catalog = [{ type: 'messaging', endpoints: [{ interface: 'public', region: 'RegionOne', url: 'http://127.0.0.1:9/' }] }];
-  if (catalog) ks.catalog.push({ type: 'messaging-websocket', endpoints: [{ interface: 'public', region: 'RegionOne', url: zaqar.endpoint }] });
+  ks.catalog = [
+    { type: 'messaging', endpoints: [{ interface: 'public', region: 'RegionOne', url: 'http://127.0.0.1:9/' }] },
+  ];
+  if (catalog)
+    ks.catalog.push({
+      type: 'messaging-websocket',
+      endpoints: [{ interface: 'public', region: 'RegionOne', url: zaqar.endpoint }],
+    });
   const root = t.testdir();
   const cli: CliOverrides = {
-    zaqar: { auth_url: ks.authUrl, user_id: ks.userId, password: ks.password, project_id: ks.projectId, queue_id: QUEUE, use_websockets: true, timeout: 3, ...over },
+    zaqar: {
+      auth_url: ks.authUrl,
+      user_id: ks.userId,
+      password: ks.password,
+      project_id: ks.projectId,
+      queue_id: QUEUE,
+      use_websockets: true,
+      timeout: 3,
+      ...over,
+    },
   };
   const clock = { now: Date.now() };
   const abort = new AbortController();
@@ -84,7 +99,14 @@ t.test('authenticate, queue_create, subscription_create, then one pop per poll o
   t.same(idle.pairs, second.pairs);
   t.same(
     s.zaqar.frames.map((f) => f.action),
-    ['authenticate', 'queue_create', 'subscription_create', 'message_delete_many', 'message_delete_many', 'message_delete_many'],
+    [
+      'authenticate',
+      'queue_create',
+      'subscription_create',
+      'message_delete_many',
+      'message_delete_many',
+      'message_delete_many',
+    ],
   );
   t.equal(s.zaqar.connections(), 1, 'one connection across polls');
   t.equal(s.ks.tokensIssued(), 1, 'one login');
@@ -100,7 +122,11 @@ t.test('authenticate, queue_create, subscription_create, then one pop per poll o
     t.equal(f.headers['X-Auth-Token'], auth?.headers['X-Auth-Token'], `${f.action} carries the token`);
   }
   t.ok(s.ks.validate(auth?.headers['X-Auth-Token'] as string), 'the token is the one Keystone issued');
-  t.equal(s.tc.captured.lines.filter((r) => r.msg === 'Zaqar websocket subscribed').length, 1, 'one log line for the subscription');
+  t.equal(
+    s.tc.captured.lines.filter((r) => r.msg === 'Zaqar websocket subscribed').length,
+    1,
+    'one log line for the subscription',
+  );
   assertNoSecrets(t, s);
 });
 
@@ -129,24 +155,32 @@ t.test('a pushed message stands in when the queue is already empty', async (t) =
   );
 });
 
-t.test('the endpoint comes from the messaging-websocket service of the catalog, in the configured region', async (t) => {
-  const s = await setup(t, { region_name: 'RegionTwo' });
-  t.match(await failure(zaqarCollector.collect(s.tc.ctx)), { code: 'ERR_HTTP', message: /no public "messaging-websocket" endpoint in region RegionTwo/ });
-  const none = await setup(t, {}, false);
-  t.match(await failure(zaqarCollector.collect(none.tc.ctx)), { message: /no public "messaging-websocket" endpoint/ });
-  t.equal(none.zaqar.connections(), 0);
-  // Endpoints a websocket cannot use are refused with a reason, not thrown at the daemon.
-  for (const [url, reason] of [
-    ['ftp://127.0.0.1:9/', /uses ftp:; only ws: and wss: are supported/],
-    [`${none.zaqar.endpoint}/#fragment`, /cannot be used: .*fragment/],
-  ] as const) {
-    const bad = await setup(t, {}, false);
-    bad.ks.catalog = [{ type: 'messaging-websocket', endpoints: [{ interface: 'public', url }] }];
-    const err = await failure(zaqarCollector.collect(bad.tc.ctx));
-    t.type(err, SourceUnavailableError);
-    t.match(err.message, reason);
-  }
-});
+t.test(
+  'the endpoint comes from the messaging-websocket service of the catalog, in the configured region',
+  async (t) => {
+    const s = await setup(t, { region_name: 'RegionTwo' });
+    t.match(await failure(zaqarCollector.collect(s.tc.ctx)), {
+      code: 'ERR_HTTP',
+      message: /no public "messaging-websocket" endpoint in region RegionTwo/,
+    });
+    const none = await setup(t, {}, false);
+    t.match(await failure(zaqarCollector.collect(none.tc.ctx)), {
+      message: /no public "messaging-websocket" endpoint/,
+    });
+    t.equal(none.zaqar.connections(), 0);
+    // Endpoints a websocket cannot use are refused with a reason, not thrown at the daemon.
+    for (const [url, reason] of [
+      ['ftp://127.0.0.1:9/', /uses ftp:; only ws: and wss: are supported/],
+      [`${none.zaqar.endpoint}/#fragment`, /cannot be used: .*fragment/],
+    ] as const) {
+      const bad = await setup(t, {}, false);
+      bad.ks.catalog = [{ type: 'messaging-websocket', endpoints: [{ interface: 'public', url }] }];
+      const err = await failure(zaqarCollector.collect(bad.tc.ctx));
+      t.type(err, SourceUnavailableError);
+      t.match(err.message, reason);
+    }
+  },
+);
 
 t.test('a CA file that cannot be read is the source unavailable, said plainly', async (t) => {
   const s = await setup(t, { ssl_certificate_validation: true, ca_file: '/nonexistent/zaqar-ca.pem' });
@@ -205,39 +239,59 @@ t.test('a cached token refused at authenticate gets one new token on the same co
     ['zaqar', 'dep-2'],
   );
   const second = s.zaqar.frames.filter((f) => f.connection === 2).map((f) => f.action);
-  t.same(second, ['authenticate', 'authenticate', 'queue_create', 'subscription_create', 'message_delete_many'], 'a 401, a new token, then on');
+  t.same(
+    second,
+    ['authenticate', 'authenticate', 'queue_create', 'subscription_create', 'message_delete_many'],
+    'a 401, a new token, then on',
+  );
   t.equal(s.ks.tokensIssued(), 2);
 });
 
-t.test('a connection dropped in the middle of an answer: unavailable, then reconnected after a bounded, jittered delay', async (t) => {
-  const s = await setup(t);
-  s.zaqar.post(QUEUE, doc(1));
-  await zaqarCollector.collect(s.tc.ctx);
-  s.zaqar.post(QUEUE, doc(2));
-  s.zaqar.fault('message_delete_many', 'drop-mid-answer');
-  const err = await failure(zaqarCollector.collect(s.tc.ctx));
-  t.type(err, SourceUnavailableError);
-  t.match(err.message, /closed before the answer to message_delete_many/);
-  t.equal(s.zaqar.queues.get(QUEUE)?.length, 1, 'nothing was lost: the message is still queued');
-  // Within the delay the agent does not knock again.
-  const waiting = await failure(zaqarCollector.collect(s.tc.ctx));
-  t.match(waiting.message, /the Zaqar websocket is down \(.*closed before the answer.*\); the next attempt is at /);
-  t.equal(s.zaqar.connections(), 1);
-  s.clock.now += 2000;
-  const back = await zaqarCollector.collect(s.tc.ctx);
-  t.same(
-    back.pairs.map((p) => p.key),
-    ['zaqar', 'dep-2'],
-  );
-  t.equal(s.zaqar.connections(), 2);
-  t.equal(s.tc.captured.lines.filter((r) => r.msg === 'Zaqar websocket closed; it is reopened on the next poll').length, 0, 'a drop seen by a poll is reported by that poll, not twice');
-});
+t.test(
+  'a connection dropped in the middle of an answer: unavailable, then reconnected after a bounded, jittered delay',
+  async (t) => {
+    const s = await setup(t);
+    s.zaqar.post(QUEUE, doc(1));
+    await zaqarCollector.collect(s.tc.ctx);
+    s.zaqar.post(QUEUE, doc(2));
+    s.zaqar.fault('message_delete_many', 'drop-mid-answer');
+    const err = await failure(zaqarCollector.collect(s.tc.ctx));
+    t.type(err, SourceUnavailableError);
+    t.match(err.message, /closed before the answer to message_delete_many/);
+    t.equal(s.zaqar.queues.get(QUEUE)?.length, 1, 'nothing was lost: the message is still queued');
+    // Within the delay the agent does not knock again.
+    const waiting = await failure(zaqarCollector.collect(s.tc.ctx));
+    t.match(waiting.message, /the Zaqar websocket is down \(.*closed before the answer.*\); the next attempt is at /);
+    t.equal(s.zaqar.connections(), 1);
+    s.clock.now += 2000;
+    const back = await zaqarCollector.collect(s.tc.ctx);
+    t.same(
+      back.pairs.map((p) => p.key),
+      ['zaqar', 'dep-2'],
+    );
+    t.equal(s.zaqar.connections(), 2);
+    t.equal(
+      s.tc.captured.lines.filter((r) => r.msg === 'Zaqar websocket closed; it is reopened on the next poll').length,
+      0,
+      'a drop seen by a poll is reported by that poll, not twice',
+    );
+  },
+);
 
 t.test('the daemon keeps the last good data while the websocket is down, and logs the condition once', async (t) => {
   const s = await setup(t);
   s.zaqar.post(QUEUE, doc(1));
   const memory = new Map([['zaqar', { memory: s.tc.ctx.memory }]]);
-  const deps = { config: { ...s.tc.ctx.config, DEFAULT: { ...s.tc.ctx.config.DEFAULT, collectors: ['zaqar'] } }, paths: s.tc.ctx.paths, log: s.tc.ctx.log, http: s.tc.http, signal: s.abort.signal, memory, failing: new Set<string>(), now: () => s.clock.now };
+  const deps = {
+    config: { ...s.tc.ctx.config, DEFAULT: { ...s.tc.ctx.config.DEFAULT, collectors: ['zaqar'] } },
+    paths: s.tc.ctx.paths,
+    log: s.tc.ctx.log,
+    http: s.tc.http,
+    signal: s.abort.signal,
+    memory,
+    failing: new Set<string>(),
+    now: () => s.clock.now,
+  };
   const good = await collectAll(deps, undefined);
   t.same(
     good.pairs.map((p) => p.key),
@@ -273,40 +327,60 @@ t.test('a server that never answers is bounded by [zaqar] timeout', async (t) =>
   s.ks.catalog = [{ type: 'messaging-websocket', endpoints: [{ interface: 'public', url: `ws://127.0.0.1:${port}` }] }];
   s.ks.expireAll();
   for (const key of Object.keys(s.tc.ctx.memory)) delete (s.tc.ctx.memory as Record<string, unknown>)[key];
-  t.match(await failure(zaqarCollector.collect(s.tc.ctx)), { message: /could not open the Zaqar websocket at ws:\/\/127\.0\.0\.1:\d+\/: Opening handshake has timed out/ });
+  t.match(await failure(zaqarCollector.collect(s.tc.ctx)), {
+    message: /could not open the Zaqar websocket at ws:\/\/127\.0\.0\.1:\d+\/: Opening handshake has timed out/,
+  });
 });
 
-t.test('malformed frames: a non-JSON answer, a pushed frame that is not an object, a message body that is not an object', async (t) => {
-  const s = await setup(t);
-  s.zaqar.post(QUEUE, doc(1));
-  const good = await zaqarCollector.collect(s.tc.ctx);
-  s.zaqar.fault('message_delete_many', 'not-json');
-  t.match(await failure(zaqarCollector.collect(s.tc.ctx)), { code: 'ERR_SOURCE_INVALID_DATA', message: /sent a frame that is not JSON text/ });
-  s.clock.now += 2000;
-  t.equal((await zaqarCollector.collect(s.tc.ctx)).unchanged, true, 'reconnected; the last document is kept');
-  t.same((await zaqarCollector.collect(s.tc.ctx)).pairs, good.pairs);
+t.test(
+  'malformed frames: a non-JSON answer, a pushed frame that is not an object, a message body that is not an object',
+  async (t) => {
+    const s = await setup(t);
+    s.zaqar.post(QUEUE, doc(1));
+    const good = await zaqarCollector.collect(s.tc.ctx);
+    s.zaqar.fault('message_delete_many', 'not-json');
+    t.match(await failure(zaqarCollector.collect(s.tc.ctx)), {
+      code: 'ERR_SOURCE_INVALID_DATA',
+      message: /sent a frame that is not JSON text/,
+    });
+    s.clock.now += 2000;
+    t.equal((await zaqarCollector.collect(s.tc.ctx)).unchanged, true, 'reconnected; the last document is kept');
+    t.same((await zaqarCollector.collect(s.tc.ctx)).pairs, good.pairs);
 
-  // A bad frame between polls costs a reconnect, not an outage.
-  s.zaqar.sendRaw('[1, 2, 3]');
-  await until(() => s.zaqar.openConnections() === 0);
-  const connections = s.zaqar.connections();
-  t.equal((await zaqarCollector.collect(s.tc.ctx)).unchanged, true);
-  t.equal(s.zaqar.connections(), connections + 1, 'reconnected at once');
-  const closes = s.tc.captured.lines.filter((l) => l.msg === 'Zaqar websocket closed; it is reopened on the next poll');
-  t.equal(closes.length, 1, 'one line for the close between polls; the one during a poll was that poll\'s error');
-  t.match(closes[0], { level: 'info', reason: /sent a frame that is not a JSON object/ });
-  s.zaqar.post(QUEUE, ['not', 'an', 'object']);
-  t.match(await failure(zaqarCollector.collect(s.tc.ctx)), { code: 'ERR_SOURCE_INVALID_DATA', message: /message body is not a JSON object/ });
-  // The pushed notification of that message is ignored, not crashed on.
-  t.equal((await zaqarCollector.collect(s.tc.ctx)).unchanged, true);
-});
+    // A bad frame between polls costs a reconnect, not an outage.
+    s.zaqar.sendRaw('[1, 2, 3]');
+    await until(() => s.zaqar.openConnections() === 0);
+    const connections = s.zaqar.connections();
+    t.equal((await zaqarCollector.collect(s.tc.ctx)).unchanged, true);
+    t.equal(s.zaqar.connections(), connections + 1, 'reconnected at once');
+    const closes = s.tc.captured.lines.filter(
+      (l) => l.msg === 'Zaqar websocket closed; it is reopened on the next poll',
+    );
+    t.equal(closes.length, 1, "one line for the close between polls; the one during a poll was that poll's error");
+    t.match(closes[0], { level: 'info', reason: /sent a frame that is not a JSON object/ });
+    s.zaqar.post(QUEUE, ['not', 'an', 'object']);
+    t.match(await failure(zaqarCollector.collect(s.tc.ctx)), {
+      code: 'ERR_SOURCE_INVALID_DATA',
+      message: /message body is not a JSON object/,
+    });
+    // The pushed notification of that message is ignored, not crashed on.
+    t.equal((await zaqarCollector.collect(s.tc.ctx)).unchanged, true);
+  },
+);
 
 t.test('a frame larger than [agent] max_source_bytes closes the connection', async (t) => {
   const s = await setup(t, { timeout: 5 });
-  const tc = await collectorContext('zaqar', { root: s.root, cli: { ...s.cli, agent: { max_source_bytes: 65536 } }, now: () => s.clock.now, signal: s.abort.signal });
+  const tc = await collectorContext('zaqar', {
+    root: s.root,
+    cli: { ...s.cli, agent: { max_source_bytes: 65536 } },
+    now: () => s.clock.now,
+    signal: s.abort.signal,
+  });
   await zaqarCollector.collect(tc.ctx).catch(() => undefined);
   s.zaqar.post(QUEUE, { big: 'x'.repeat(70_000) });
-  t.match(await failure(zaqarCollector.collect(tc.ctx)), { message: /a frame was larger than the limit \(\[agent\] max_source_bytes\)/ });
+  t.match(await failure(zaqarCollector.collect(tc.ctx)), {
+    message: /a frame was larger than the limit \(\[agent\] max_source_bytes\)/,
+  });
 });
 
 t.test('shutdown closes the kept connection', async (t) => {
@@ -323,7 +397,11 @@ t.test('switching use_websockets off closes the kept connection', async (t) => {
   const s = await setup(t);
   s.zaqar.post(QUEUE, doc(1));
   await zaqarCollector.collect(s.tc.ctx);
-  const tc = await collectorContext('zaqar', { root: s.root, cli: { zaqar: { ...s.cli.zaqar, use_websockets: false } }, memory: s.tc.ctx.memory });
+  const tc = await collectorContext('zaqar', {
+    root: s.root,
+    cli: { zaqar: { ...s.cli.zaqar, use_websockets: false } },
+    memory: s.tc.ctx.memory,
+  });
   await zaqarCollector.collect(tc.ctx).catch(() => undefined);
   await until(() => s.zaqar.openConnections() === 0);
   t.equal(s.zaqar.openConnections(), 0);
@@ -333,7 +411,13 @@ t.test('a reload (new settings or a new HTTP client) replaces the kept connectio
   const s = await setup(t);
   s.zaqar.post(QUEUE, doc(1));
   await zaqarCollector.collect(s.tc.ctx);
-  const reloaded = await collectorContext('zaqar', { root: s.root, cli: s.cli, memory: s.tc.ctx.memory, now: () => s.clock.now, signal: s.abort.signal });
+  const reloaded = await collectorContext('zaqar', {
+    root: s.root,
+    cli: s.cli,
+    memory: s.tc.ctx.memory,
+    now: () => s.clock.now,
+    signal: s.abort.signal,
+  });
   t.equal((await zaqarCollector.collect(reloaded.ctx)).unchanged, true);
   t.equal(s.zaqar.connections(), 2, 'a new connection with the new session');
   await until(() => s.zaqar.openConnections() === 1);

@@ -19,7 +19,8 @@ function rootWith(t: { testdir(): string }, files: Record<string, string> = {}):
 }
 
 const MAIN = 'etc/os-collect-config.conf';
-const problemsOf = (problems: readonly ConfigProblem[], severity: 'warning' | 'error') => problems.filter((p) => p.severity === severity);
+const problemsOf = (problems: readonly ConfigProblem[], severity: 'warning' | 'error') =>
+  problems.filter((p) => p.severity === severity);
 
 t.afterEach(() => clearRegisteredSecrets());
 
@@ -30,7 +31,11 @@ t.test('defaults equal the upstream tables (reference §2.2, §2.3)', async (t) 
   t.same(files, [], 'no config file exists under the root');
   const unmapped = (p: string) => paths.unmap(p);
   t.same(
-    { ...config.DEFAULT, cachedir: unmapped(config.DEFAULT.cachedir), backup_cachedir: unmapped(config.DEFAULT.backup_cachedir) },
+    {
+      ...config.DEFAULT,
+      cachedir: unmapped(config.DEFAULT.cachedir),
+      backup_cachedir: unmapped(config.DEFAULT.backup_cachedir),
+    },
     {
       command: undefined,
       cachedir: '/var/lib/os-collect-config',
@@ -48,7 +53,11 @@ t.test('defaults equal the upstream tables (reference §2.2, §2.3)', async (t) 
   );
   t.same(config.ec2, {
     metadata_url: undefined,
-    metadata_urls: ['http://169.254.169.254/latest/meta-data', 'http://[fe80::a9fe:a9fe%25*]/latest/meta-data', 'http://[fd00:ec2::254]/latest/meta-data'],
+    metadata_urls: [
+      'http://169.254.169.254/latest/meta-data',
+      'http://[fe80::a9fe:a9fe%25*]/latest/meta-data',
+      'http://[fd00:ec2::254]/latest/meta-data',
+    ],
     timeout: 10,
   });
   t.same(
@@ -65,7 +74,15 @@ t.test('defaults equal the upstream tables (reference §2.2, §2.3)', async (t) 
       timeout: 10,
     },
   );
-  t.match(config.heat, { user_id: undefined, password: undefined, project_id: undefined, auth_url: undefined, stack_id: undefined, resource_name: undefined, region_name: undefined });
+  t.match(config.heat, {
+    user_id: undefined,
+    password: undefined,
+    project_id: undefined,
+    auth_url: undefined,
+    stack_id: undefined,
+    resource_name: undefined,
+    region_name: undefined,
+  });
   t.same(config.heat_local.path.map(unmapped), ['/var/lib/heat-cfntools/cfn-init-data']);
   t.same(config.local.path.map(unmapped), ['/var/lib/os-collect-config/local-data']);
   t.match(config.request, { metadata_url: undefined, timeout: 10 });
@@ -115,9 +132,14 @@ t.test('--root maps every path option (defaults and configured) but never URLs',
     for (const [name, spec] of Object.entries(sectionSpecs(section))) {
       if (!spec.path) continue;
       const value = (config[section] as Record<string, unknown>)[name];
-      const values = Array.isArray(value) ? (value as string[]) : value === undefined || value === '' ? [] : [value as string];
+      const values = Array.isArray(value)
+        ? (value as string[])
+        : value === undefined || value === ''
+          ? []
+          : [value as string];
       t.ok(values.length > 0, `${section}.${name} has a value in this test`);
-      for (const v of values) t.ok(v === root || v.startsWith(`${root}/`), `${section}.${name} = ${v} is under the root`);
+      for (const v of values)
+        t.ok(v === root || v.startsWith(`${root}/`), `${section}.${name} = ${v} is under the root`);
       checked++;
     }
   }
@@ -127,7 +149,15 @@ t.test('--root maps every path option (defaults and configured) but never URLs',
   t.same(config.deploy.hooks_dir, [`${root}/usr/libexec/heat-config/hooks`, `${root}/var/lib/heat-config/hooks`]);
   t.equal(config.deploy.deployed_dir, `${root}/var/lib/heat-config/deployed`);
   t.equal(config.apply.output, root, 'the output root "/" becomes the root itself');
-  t.same(config.ec2.metadata_urls, ['http://169.254.169.254/latest/meta-data', 'http://[fe80::a9fe:a9fe%25*]/latest/meta-data', 'http://[fd00:ec2::254]/latest/meta-data'], 'URLs are not paths');
+  t.same(
+    config.ec2.metadata_urls,
+    [
+      'http://169.254.169.254/latest/meta-data',
+      'http://[fe80::a9fe:a9fe%25*]/latest/meta-data',
+      'http://[fd00:ec2::254]/latest/meta-data',
+    ],
+    'URLs are not paths',
+  );
   t.equal(config.cfn.metadata_url, 'http://cfn.example:8000/v1/');
   t.equal(config.request.metadata_url, 'http://swift.example/v1/o');
 });
@@ -145,7 +175,10 @@ t.test('precedence: defaults < main file < conf.d files (sorted) < command line'
     [`${MAIN}.d/10-a.conf`]: '[DEFAULT]\nsplay = 10\nmin_polling_interval = 4\n',
     [`${MAIN}.d/30-ignored.txt`]: '[DEFAULT]\nsplay = 99\n',
   });
-  const { config, files, hashedFiles, problems } = await loadConfig({ root, cli: { DEFAULT: { polling_interval: '7', command: 'from-cli' } } });
+  const { config, files, hashedFiles, problems } = await loadConfig({
+    root,
+    cli: { DEFAULT: { polling_interval: '7', command: 'from-cli' } },
+  });
   t.same(problems, []);
   t.same(files, [`${root}/${MAIN}`, `${root}/${MAIN}.d/10-a.conf`, `${root}/${MAIN}.d/20-b.conf`]);
   t.same(hashedFiles, [`${root}/${MAIN}`], 'only the config file decides a reload, as upstream hashes config_file');
@@ -180,12 +213,17 @@ t.test('--config-file replaces the default file; missing ones are errors', async
     'opt/a.conf': '[DEFAULT]\ncommand = a\npolling_interval = 3\n',
     'opt/b.conf': '[DEFAULT]\ncommand = b\n',
   });
-  const { config, files, hashedFiles, problems } = await loadConfig({ root, configFiles: ['/opt/a.conf', '/opt/b.conf', '/opt/missing.conf'] });
+  const { config, files, hashedFiles, problems } = await loadConfig({
+    root,
+    configFiles: ['/opt/a.conf', '/opt/b.conf', '/opt/missing.conf'],
+  });
   t.same(files, [`${root}/opt/a.conf`, `${root}/opt/b.conf`], 'given as the instance sees them, mapped under the root');
   t.same(hashedFiles, files);
   t.equal(config.DEFAULT.command, 'b', 'later files win');
   t.equal(config.DEFAULT.polling_interval, 3);
-  t.same(problems, [{ severity: 'error', file: `${root}/opt/missing.conf`, message: 'config file not found', unreadable: true }]);
+  t.same(problems, [
+    { severity: 'error', file: `${root}/opt/missing.conf`, message: 'config file not found', unreadable: true },
+  ]);
 });
 
 t.test('--config-dir replaces the default conf.d; its *.conf files are read sorted after the files', async (t) => {
@@ -199,7 +237,9 @@ t.test('--config-dir replaces the default conf.d; its *.conf files are read sort
   t.same(files, [`${root}/${MAIN}`, `${root}/extra/a.conf`, `${root}/extra/b.conf`]);
   t.equal(config.DEFAULT.splay, 3);
   t.equal(config.DEFAULT.command, 'extra');
-  t.same(problems, [{ severity: 'error', file: `${root}/nope`, message: 'config directory not found', unreadable: true }]);
+  t.same(problems, [
+    { severity: 'error', file: `${root}/nope`, message: 'config directory not found', unreadable: true },
+  ]);
 });
 
 t.test('parse problems carry file and line; the rest of the file still applies', async (t) => {
@@ -210,18 +250,35 @@ t.test('parse problems carry file and line; the rest of the file still applies',
 });
 
 t.test('dashed keys are ignored (as upstream) with a warning naming the file spelling', async (t) => {
-  const root = rootWith(t, { [MAIN]: '[DEFAULT]\npolling-interval = 5\n[heat_local]\npath = /x\n[cfn]\nmetadata-url = http://h/\n' });
+  const root = rootWith(t, {
+    [MAIN]: '[DEFAULT]\npolling-interval = 5\n[heat_local]\npath = /x\n[cfn]\nmetadata-url = http://h/\n',
+  });
   const { config, problems } = await loadConfig({ root });
   t.equal(config.DEFAULT.polling_interval, 30, 'the dashed key did not apply');
   t.equal(config.cfn.metadata_url, undefined);
   t.same(problemsOf(problems, 'warning'), [
-    { severity: 'warning', file: `${root}/${MAIN}`, section: 'DEFAULT', option: 'polling-interval', message: 'unknown option ignored; the option is spelled "polling_interval" in files' },
-    { severity: 'warning', file: `${root}/${MAIN}`, section: 'cfn', option: 'metadata-url', message: 'unknown option ignored; the option is spelled "metadata_url" in files' },
+    {
+      severity: 'warning',
+      file: `${root}/${MAIN}`,
+      section: 'DEFAULT',
+      option: 'polling-interval',
+      message: 'unknown option ignored; the option is spelled "polling_interval" in files',
+    },
+    {
+      severity: 'warning',
+      file: `${root}/${MAIN}`,
+      section: 'cfn',
+      option: 'metadata-url',
+      message: 'unknown option ignored; the option is spelled "metadata_url" in files',
+    },
   ]);
 });
 
 t.test('unknown options and sections are warnings; known sections match in any case', async (t) => {
-  const root = rootWith(t, { [MAIN]: '[DEFAULT]\nno_such = 1\n[nosection]\nx = 1\n[Heat]\nuser_id = u1\n[CFN]\nstack_name = s\n[default]\ncommand = lower\n' });
+  const root = rootWith(t, {
+    [MAIN]:
+      '[DEFAULT]\nno_such = 1\n[nosection]\nx = 1\n[Heat]\nuser_id = u1\n[CFN]\nstack_name = s\n[default]\ncommand = lower\n',
+  });
   const { config, problems } = await loadConfig({ root });
   t.equal(config.heat.user_id, 'u1', '[Heat] is [heat], as oslo.config normalises group names');
   t.equal(config.cfn.stack_name, 's');
@@ -237,7 +294,10 @@ t.test('unknown options and sections are warnings; known sections match in any c
 });
 
 t.test('names that exist on Object.prototype are unknown, not a crash', async (t) => {
-  const root = rootWith(t, { [MAIN]: '[DEFAULT]\nconstructor = x\n__proto__ = y\ntoString = z\n[constructor]\nkeys = 1\n[__proto__]\na = 1\n[hasOwnProperty]\nb = 2\n' });
+  const root = rootWith(t, {
+    [MAIN]:
+      '[DEFAULT]\nconstructor = x\n__proto__ = y\ntoString = z\n[constructor]\nkeys = 1\n[__proto__]\na = 1\n[hasOwnProperty]\nb = 2\n',
+  });
   const { config, problems } = await loadConfig({ root });
   t.equal(problems.length, 6);
   t.ok(problems.every((p) => p.severity === 'warning'));
@@ -247,7 +307,8 @@ t.test('names that exist on Object.prototype are unknown, not a crash', async (t
 
 t.test('bad values are errors that name the problem, and the previous value is kept', async (t) => {
   const root = rootWith(t, {
-    [MAIN]: '[DEFAULT]\npolling_interval = fast\nsplay = -1\none_time = maybe\nmin_polling_interval =\n[keystone]\ncache_ttl = 1.5\n[agent]\nhttp_retries = 3\n',
+    [MAIN]:
+      '[DEFAULT]\npolling_interval = fast\nsplay = -1\none_time = maybe\nmin_polling_interval =\n[keystone]\ncache_ttl = 1.5\n[agent]\nhttp_retries = 3\n',
   });
   const { config, problems } = await loadConfig({ root, cli: { DEFAULT: { polling_interval: 'slow' } } });
   t.equal(config.DEFAULT.polling_interval, 30);
@@ -270,7 +331,18 @@ t.test('bad values are errors that name the problem, and the previous value is k
 });
 
 t.test('booleans accept the oslo spellings', async (t) => {
-  for (const [text, value] of [['true', true], ['True', true], ['1', true], ['yes', true], ['on', true], ['false', false], ['FALSE', false], ['0', false], ['no', false], ['off', false]] as const) {
+  for (const [text, value] of [
+    ['true', true],
+    ['True', true],
+    ['1', true],
+    ['yes', true],
+    ['on', true],
+    ['false', false],
+    ['FALSE', false],
+    ['0', false],
+    ['no', false],
+    ['off', false],
+  ] as const) {
     const root = rootWith(t, { [MAIN]: `[DEFAULT]\none_time = ${text}\n` });
     t.equal((await loadConfig({ root })).config.DEFAULT.one_time, value, text);
   }
@@ -297,8 +369,16 @@ t.test('collectors: repeated lines, comma list, JSON list; unknown names reporte
   t.same(
     problems.map((p) => [p.severity, p.option, p.message]),
     [
-      ['error', 'collectors', 'unknown collector "config_drive" ignored (known: heat_local, ec2, cfn, heat, request, local, zaqar)'],
-      ['error', 'collectors', 'unknown collector "bogus" ignored (known: heat_local, ec2, cfn, heat, request, local, zaqar)'],
+      [
+        'error',
+        'collectors',
+        'unknown collector "config_drive" ignored (known: heat_local, ec2, cfn, heat, request, local, zaqar)',
+      ],
+      [
+        'error',
+        'collectors',
+        'unknown collector "bogus" ignored (known: heat_local, ec2, cfn, heat, request, local, zaqar)',
+      ],
     ],
   );
 });
@@ -311,7 +391,9 @@ t.test('multi-valued options add up across files (oslo.config); the command line
   const fromFiles = (await loadConfig({ root })).config;
   t.same(fromFiles.DEFAULT.collectors, ['ec2', 'local']);
   t.same(fromFiles.local.path, [`${root}/a`, `${root}/b`]);
-  const withCli = (await loadConfig({ root, cli: { DEFAULT: { collectors: ['heat_local'] }, local: { path: ['/c'] } } })).config;
+  const withCli = (
+    await loadConfig({ root, cli: { DEFAULT: { collectors: ['heat_local'] }, local: { path: ['/c'] } } })
+  ).config;
   t.same(withCli.DEFAULT.collectors, ['heat_local'], 'positional collectors replace the file list');
   t.same(withCli.local.path, [`${root}/c`]);
 });
@@ -320,7 +402,10 @@ t.test('command-line values: strings, numbers, booleans and lists convert like f
   const root = rootWith(t);
   const { config, problems } = await loadConfig({
     root,
-    cli: { DEFAULT: { polling_interval: 12, one_time: true, print_only: false, deployment_key: ['a', 'b'] }, heat_local: { path: '/single' } },
+    cli: {
+      DEFAULT: { polling_interval: 12, one_time: true, print_only: false, deployment_key: ['a', 'b'] },
+      heat_local: { path: '/single' },
+    },
   });
   t.same(problems, []);
   t.equal(config.DEFAULT.polling_interval, 12);
@@ -355,23 +440,49 @@ t.test('interpolation uses final values: defaults, later files, the command line
   });
   const { config, problems } = await loadConfig({ root });
   t.same(problems, []);
-  t.equal(config.DEFAULT.backup_cachedir, `${root}/var/lib/os-collect-config/backup`, 'the default of cachedir, then mapped under the root');
-  t.equal(config.DEFAULT.command, 'echo $OS_CONFIG_FILES in /var/lib/os-collect-config for stack/1-user', 'recursive and dotted references');
+  t.equal(
+    config.DEFAULT.backup_cachedir,
+    `${root}/var/lib/os-collect-config/backup`,
+    'the default of cachedir, then mapped under the root',
+  );
+  t.equal(
+    config.DEFAULT.command,
+    'echo $OS_CONFIG_FILES in /var/lib/os-collect-config for stack/1-user',
+    'recursive and dotted references',
+  );
   t.equal(config.cfn.stack_name, '/var/lib/os-collect-config', 'a name unknown in [cfn] falls back to [DEFAULT]');
   t.equal(config.cfn.access_key_id, '$literal');
 
   const withCli = await loadConfig({ root, cli: { DEFAULT: { cachedir: '/elsewhere' } } });
-  t.equal(withCli.config.DEFAULT.backup_cachedir, `${root}/elsewhere/backup`, 'the command-line value is the one substituted');
+  t.equal(
+    withCli.config.DEFAULT.backup_cachedir,
+    `${root}/elsewhere/backup`,
+    'the command-line value is the one substituted',
+  );
 
-  const later = rootWith(t, { [MAIN]: '[DEFAULT]\nbackup_cachedir = $cachedir/b\n', [`${MAIN}.d/z.conf`]: '[DEFAULT]\ncachedir = /late\n' });
-  t.equal((await loadConfig({ root: later })).config.DEFAULT.backup_cachedir, `${later}/late/b`, 'a value set by a later file');
+  const later = rootWith(t, {
+    [MAIN]: '[DEFAULT]\nbackup_cachedir = $cachedir/b\n',
+    [`${MAIN}.d/z.conf`]: '[DEFAULT]\ncachedir = /late\n',
+  });
+  t.equal(
+    (await loadConfig({ root: later })).config.DEFAULT.backup_cachedir,
+    `${later}/late/b`,
+    'a value set by a later file',
+  );
 
   const cliRef = await loadConfig({ root: rootWith(t), cli: { DEFAULT: { command: 'ls $$HOME $cachedir' } } });
-  t.equal(cliRef.config.DEFAULT.command, 'ls $HOME /var/lib/os-collect-config', 'command-line values are interpolated too');
+  t.equal(
+    cliRef.config.DEFAULT.command,
+    'ls $HOME /var/lib/os-collect-config',
+    'command-line values are interpolated too',
+  );
 });
 
 t.test('unknown, unset and self-referencing names are kept literally with a warning', async (t) => {
-  const root = rootWith(t, { [MAIN]: '[DEFAULT]\ncommand = echo $OS_CONFIG_FILES ${cfn.stack_name}\n[heat]\nuser_id = $password\nproject_id = $project_id\n' });
+  const root = rootWith(t, {
+    [MAIN]:
+      '[DEFAULT]\ncommand = echo $OS_CONFIG_FILES ${cfn.stack_name}\n[heat]\nuser_id = $password\nproject_id = $project_id\n',
+  });
   const { config, problems } = await loadConfig({ root });
   t.equal(config.DEFAULT.command, 'echo $OS_CONFIG_FILES ${cfn.stack_name}');
   t.equal(config.heat.user_id, '$password', 'heat.password is unset');
@@ -403,11 +514,21 @@ t.test('the result is deeply frozen', async (t) => {
 });
 
 t.test('secret option values are registered for scrubbing', async (t) => {
-  const root = rootWith(t, { [MAIN]: '[heat]\npassword = heat-pw-1234\n[zaqar]\npassword = zaqar-pw-5678\n[cfn]\nsecret_access_key = cfn-sk-9012\naccess_key_id = AKID-visible\n' });
+  const root = rootWith(t, {
+    [MAIN]:
+      '[heat]\npassword = heat-pw-1234\n[zaqar]\npassword = zaqar-pw-5678\n[cfn]\nsecret_access_key = cfn-sk-9012\naccess_key_id = AKID-visible\n',
+  });
   const { config } = await loadConfig({ root });
   t.equal(config.heat.password, 'heat-pw-1234', 'the config itself keeps the value');
-  t.equal(scrubText('a heat-pw-1234 b zaqar-pw-5678 c cfn-sk-9012 d AKID-visible'), 'a [REDACTED] b [REDACTED] c [REDACTED] d AKID-visible');
-  const secretOptions = SECTION_NAMES.flatMap((s) => Object.entries(sectionSpecs(s)).filter(([, spec]) => spec.secret).map(([n]) => `${s}.${n}`));
+  t.equal(
+    scrubText('a heat-pw-1234 b zaqar-pw-5678 c cfn-sk-9012 d AKID-visible'),
+    'a [REDACTED] b [REDACTED] c [REDACTED] d AKID-visible',
+  );
+  const secretOptions = SECTION_NAMES.flatMap((s) =>
+    Object.entries(sectionSpecs(s))
+      .filter(([, spec]) => spec.secret)
+      .map(([n]) => `${s}.${n}`),
+  );
   t.same(secretOptions.sort(), ['cfn.secret_access_key', 'heat.password', 'zaqar.password']);
 });
 
@@ -425,6 +546,20 @@ t.test('hashConfigFiles changes exactly when content changes', async (t) => {
   t.equal(await hashConfigFiles([]), 'd41d8cd98f00b204e9800998ecf8427e', 'no files: MD5 of nothing');
 });
 
-t.test('SCHEMA sections are the ones upstream registers plus the agent\'s own', async (t) => {
-  t.same(Object.keys(SCHEMA), ['DEFAULT', 'ec2', 'cfn', 'heat', 'heat_local', 'local', 'request', 'keystone', 'zaqar', 'agent', 'apply', 'refresh', 'deploy']);
+t.test("SCHEMA sections are the ones upstream registers plus the agent's own", async (t) => {
+  t.same(Object.keys(SCHEMA), [
+    'DEFAULT',
+    'ec2',
+    'cfn',
+    'heat',
+    'heat_local',
+    'local',
+    'request',
+    'keystone',
+    'zaqar',
+    'agent',
+    'apply',
+    'refresh',
+    'deploy',
+  ]);
 });

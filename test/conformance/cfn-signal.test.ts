@@ -13,13 +13,21 @@ import { startWaitConditionServer, type WaitConditionServer } from '../helpers/w
 
 const UPSTREAM = '/usr/bin/cfn-signal';
 const CURL = '/usr/bin/curl';
-const missing = !existsSync(UPSTREAM) ? `${UPSTREAM} is missing (Debian heat-cfntools)` : !existsSync(CURL) ? `${CURL} is missing (Debian curl)` : undefined;
-const PRELUDE = "import logging, runpy, sys; logging.basicConfig = lambda **kw: None; sys.argv = ['cfn-signal'] + sys.argv[1:]; runpy.run_path('/usr/bin/cfn-signal', run_name='__main__')";
+const missing = !existsSync(UPSTREAM)
+  ? `${UPSTREAM} is missing (Debian heat-cfntools)`
+  : !existsSync(CURL)
+    ? `${CURL} is missing (Debian curl)`
+    : undefined;
+const PRELUDE =
+  "import logging, runpy, sys; logging.basicConfig = lambda **kw: None; sys.argv = ['cfn-signal'] + sys.argv[1:]; runpy.run_path('/usr/bin/cfn-signal', run_name='__main__')";
 
 function upstream(args: readonly string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
     // No proxy variables: the request must go straight to the loopback server.
-    const child = spawn('/usr/bin/python3', ['-c', PRELUDE, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin', LC_ALL: 'C.UTF-8' } });
+    const child = spawn('/usr/bin/python3', ['-c', PRELUDE, ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { PATH: '/usr/bin:/bin', LC_ALL: 'C.UTF-8' },
+    });
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
@@ -71,8 +79,16 @@ t.test('where the exit codes differ: a refused signal, an unreachable server', {
   const root = instanceRoot(t.testdir());
   const expired = server.cfnUrl('conformance', { timestamp: new Date(Date.now() - 7200_000) });
   t.equal((await upstream(['-i', 'x', expired])).code, 0, 'upstream: curl exits 0 on a 403, the signal lost silently');
-  t.equal((await runBundle(['cfn-signal', '--root', root, '-i', 'x', expired])).code, 1, 'ours: refused for good, exit 1');
+  t.equal(
+    (await runBundle(['cfn-signal', '--root', root, '-i', 'x', expired])).code,
+    1,
+    'ours: refused for good, exit 1',
+  );
   const closed = 'http://127.0.0.1:9/v1/waitcondition/x?Signature=abc';
   t.equal((await upstream(['-i', 'y', closed])).code, 7, "upstream: curl's 7, the signal lost");
-  t.equal((await runBundle(['cfn-signal', '--root', root, '-i', 'y', closed])).code, 3, 'ours: queued for the agent, exit 3');
+  t.equal(
+    (await runBundle(['cfn-signal', '--root', root, '-i', 'y', closed])).code,
+    3,
+    'ours: queued for the agent, exit 3',
+  );
 });

@@ -1,5 +1,15 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { REPO, requireBundle } from '../helpers/bundle.js';
@@ -37,7 +47,10 @@ interface Outcome {
 
 // Deliberate differences from upstream. `case` names the corpus case that demonstrates it (if any); `upstream` and
 // `ours` are what each side must do there.
-const DIFFERENCES: Record<string, { why: string; case?: string; upstream?: Partial<Outcome>; ours?: Partial<Outcome> }> = {
+const DIFFERENCES: Record<
+  string,
+  { why: string; case?: string; upstream?: Partial<Outcome>; ours?: Partial<Outcome> }
+> = {
   'unclosed-section': {
     why: 'pystache silently closes a section left open at the end of the file; we refuse the template (nothing written)',
     case: 'unclosed-section',
@@ -57,16 +70,32 @@ const DIFFERENCES: Record<string, { why: string; case?: string; upstream?: Parti
     ours: { status: 0 },
   },
   'empty-tag': { why: '"{{}}" is copied as text upstream; an error here' },
-  'unknown-oac-key': { why: 'upstream accepts attribute names (body, set) as .oac keys and crashes or misbehaves; only mode/owner/group/allow_empty are accepted here' },
-  'unreadable-template-dir': { why: 'upstream skips unreadable directories and reports success; an error here (test/apply/template-tree.test.ts)' },
-  'symlink-escape': { why: 'upstream writes through symlinked output directories wherever they lead; refused here when they leave the output root (test/apply/write-rendered.test.ts)' },
-  'fsync-unchanged': { why: 'writes are fsynced, and a file whose bytes and attributes already match is not rewritten' },
+  'unknown-oac-key': {
+    why: 'upstream accepts attribute names (body, set) as .oac keys and crashes or misbehaves; only mode/owner/group/allow_empty are accepted here',
+  },
+  'unreadable-template-dir': {
+    why: 'upstream skips unreadable directories and reports success; an error here (test/apply/template-tree.test.ts)',
+  },
+  'symlink-escape': {
+    why: 'upstream writes through symlinked output directories wherever they lead; refused here when they leave the output root (test/apply/write-rendered.test.ts)',
+  },
+  'fsync-unchanged': {
+    why: 'writes are fsynced, and a file whose bytes and attributes already match is not rewritten',
+  },
   'missing-key-warning': { why: 'each missing key is logged (warning); [apply] strict makes it fatal' },
-  'python-attributes': { why: 'pystache resolves Python attributes on non-dict values ({{#s}}{{upper}}{{/s}}); only JSON object members resolve here' },
-  'float-zero-fraction': { why: 'JSON numbers such as 1.0 or 1e20 render as 1 and 100000000000000000000 (JavaScript numbers do not keep the float type)' },
+  'python-attributes': {
+    why: 'pystache resolves Python attributes on non-dict values ({{#s}}{{upper}}{{/s}}); only JSON object members resolve here',
+  },
+  'float-zero-fraction': {
+    why: 'JSON numbers such as 1.0 or 1e20 render as 1 and 100000000000000000000 (JavaScript numbers do not keep the float type)',
+  },
   'executable-timeout': { why: 'executable templates are killed after 10 minutes (upstream waits forever)' },
-  'version-and-logs': { why: '--version prints the agent version; logs are JSON lines on stderr; /var/log/os-apply-config.log only with [apply] legacy_log_file' },
-  'unknown-type-message': { why: 'an unknown --type is a clean error (exit 1) instead of a Python traceback (also exit 1)' },
+  'version-and-logs': {
+    why: '--version prints the agent version; logs are JSON lines on stderr; /var/log/os-apply-config.log only with [apply] legacy_log_file',
+  },
+  'unknown-type-message': {
+    why: 'an unknown --type is a clean error (exit 1) instead of a Python traceback (also exit 1)',
+  },
 };
 
 function snapshot(dir: string): Record<string, unknown> {
@@ -82,7 +111,8 @@ function snapshot(dir: string): Record<string, unknown> {
       else if (st.isDirectory()) {
         out[relPath] = { type: 'dir', mode };
         walk(relPath);
-      } else out[relPath] = { type: 'file', mode, uid: st.uid, gid: st.gid, content: readFileSync(abs).toString('base64') };
+      } else
+        out[relPath] = { type: 'file', mode, uid: st.uid, gid: st.gid, content: readFileSync(abs).toString('base64') };
     }
   };
   walk('');
@@ -105,7 +135,17 @@ async function runSide(side: 'upstream' | 'ours', caseDir: string, spec: CaseSpe
   const metas = spec.metadata.map((m) => path.join(copy, 'metadata', m));
   const repeat = spec.args.includes('__REPEAT_M__');
   const mArgs = repeat ? metas.flatMap((m) => ['-m', m]) : ['-m', ...metas];
-  const args = ['-t', path.join(copy, 'templates'), '-o', out, ...mArgs, '--fallback-metadata', '--os-config-files', path.join(root, 'none.json'), ...spec.args.filter((a) => a !== '__REPEAT_M__')];
+  const args = [
+    '-t',
+    path.join(copy, 'templates'),
+    '-o',
+    out,
+    ...mArgs,
+    '--fallback-metadata',
+    '--os-config-files',
+    path.join(root, 'none.json'),
+    ...spec.args.filter((a) => a !== '__REPEAT_M__'),
+  ];
   const env = { ...process.env };
   delete env.OS_CONFIG_FILES;
   delete env.OS_CONFIG_FILES_PATH;
@@ -130,41 +170,67 @@ t.test('the corpus is big enough and every difference is demonstrated or documen
   for (const d of Object.values(DIFFERENCES)) t.ok(d.why.length > 20);
 });
 
-t.test('conformance with Debian os-apply-config', { skip: existsSync(UPSTREAM) ? false : `${UPSTREAM} is not installed` }, async (t) => {
-  requireBundle();
-  for (const name of cases) {
-    t.test(name, async (t) => {
-      const caseDir = path.join(CORPUS, name);
-      const spec = JSON.parse(readFileSync(path.join(caseDir, 'case.json'), 'utf8')) as CaseSpec;
-      const work = t.testdir();
-      // Both sides at once: each has its own directories.
-      const [upstream, ours] = await Promise.all([runSide('upstream', caseDir, spec, work), runSide('ours', caseDir, spec, work)]);
-      const difference = spec.difference ? DIFFERENCES[spec.difference] : undefined;
-      if (!difference) {
-        t.equal(ours.status, upstream.status, `exit status (${spec.description})`, { upstreamStderr: upstream.stderr.slice(0, 800), oursStderr: ours.stderr.slice(0, 800) });
-        t.equal(ours.stdout, upstream.stdout, 'stdout');
-        t.same(ours.tree, upstream.tree, 'output tree: bytes, modes, owners');
-        // A failing run must leave the output as it was (only pre-existing files).
-        if (ours.status !== 0 && !spec.args.some((a) => a.includes('key'))) t.same(Object.keys(ours.tree).filter((k) => !(k in (spec.existing ?? {})) && !isParentOfExisting(k, spec)), [], 'nothing written on failure');
-        return;
-      }
-      for (const [side, outcome, expected] of [['upstream', upstream, difference.upstream], ['ours', ours, difference.ours]] as const) {
-        if (expected?.status !== undefined) t.equal(outcome.status, expected.status, `${side} exit status`);
-        if (expected?.tree !== undefined) t.same(outcome.tree, expected.tree, `${side} output tree`);
-      }
-      if (spec.difference === 'repeated-m') {
-        const content = (tree: Record<string, unknown>) => Buffer.from(((tree['etc/m'] ?? {}) as { content?: string }).content ?? '', 'base64').toString();
-        t.equal(content(upstream.tree), '-B\n', 'upstream: only the last -m counts');
-        t.equal(content(ours.tree), 'A-B\n', 'ours: every -m merges');
-      }
-    });
-  }
-});
+t.test(
+  'conformance with Debian os-apply-config',
+  { skip: existsSync(UPSTREAM) ? false : `${UPSTREAM} is not installed` },
+  async (t) => {
+    requireBundle();
+    for (const name of cases) {
+      t.test(name, async (t) => {
+        const caseDir = path.join(CORPUS, name);
+        const spec = JSON.parse(readFileSync(path.join(caseDir, 'case.json'), 'utf8')) as CaseSpec;
+        const work = t.testdir();
+        // Both sides at once: each has its own directories.
+        const [upstream, ours] = await Promise.all([
+          runSide('upstream', caseDir, spec, work),
+          runSide('ours', caseDir, spec, work),
+        ]);
+        const difference = spec.difference ? DIFFERENCES[spec.difference] : undefined;
+        if (!difference) {
+          t.equal(ours.status, upstream.status, `exit status (${spec.description})`, {
+            upstreamStderr: upstream.stderr.slice(0, 800),
+            oursStderr: ours.stderr.slice(0, 800),
+          });
+          t.equal(ours.stdout, upstream.stdout, 'stdout');
+          t.same(ours.tree, upstream.tree, 'output tree: bytes, modes, owners');
+          // A failing run must leave the output as it was (only pre-existing files).
+          if (ours.status !== 0 && !spec.args.some((a) => a.includes('key')))
+            t.same(
+              Object.keys(ours.tree).filter((k) => !(k in (spec.existing ?? {})) && !isParentOfExisting(k, spec)),
+              [],
+              'nothing written on failure',
+            );
+          return;
+        }
+        for (const [side, outcome, expected] of [
+          ['upstream', upstream, difference.upstream],
+          ['ours', ours, difference.ours],
+        ] as const) {
+          if (expected?.status !== undefined) t.equal(outcome.status, expected.status, `${side} exit status`);
+          if (expected?.tree !== undefined) t.same(outcome.tree, expected.tree, `${side} output tree`);
+        }
+        if (spec.difference === 'repeated-m') {
+          const content = (tree: Record<string, unknown>) =>
+            Buffer.from(((tree['etc/m'] ?? {}) as { content?: string }).content ?? '', 'base64').toString();
+          t.equal(content(upstream.tree), '-B\n', 'upstream: only the last -m counts');
+          t.equal(content(ours.tree), 'A-B\n', 'ours: every -m merges');
+        }
+      });
+    }
+  },
+);
 
 /** Run a command to completion (bounded by a timeout), collecting its output. */
-function run(argv: string[], options: { env: NodeJS.ProcessEnv; cwd: string }): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function run(
+  argv: string[],
+  options: { env: NodeJS.ProcessEnv; cwd: string },
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0] as string, argv.slice(1), { ...options, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    const child = spawn(argv[0] as string, argv.slice(1), {
+      ...options,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 60_000,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -25,7 +25,8 @@ import { BUNDLE, requireBundle } from '../helpers/bundle.js';
 // | SIGTERM: Python dies, scripts keep running                   | the running script's group gets SIGTERM, then SIGKILL    |
 
 const UPSTREAM = '/usr/bin/os-refresh-config';
-const haveUpstream = existsSync(UPSTREAM) && spawnSync('/usr/bin/python3', ['-c', 'import os_refresh_config, psutil']).status === 0;
+const haveUpstream =
+  existsSync(UPSTREAM) && spawnSync('/usr/bin/python3', ['-c', 'import os_refresh_config, psutil']).status === 0;
 // The bundle under the compatibility name (a name ending in .mjs: tap's process tracking loads extensionless
 // launchers through its CommonJS hooks).
 function launcher(dir: string): string {
@@ -48,10 +49,18 @@ interface Corpus {
   noBase?: boolean;
 }
 
-function script(file: string, trace: string, opts: { exit?: number; show?: string[]; extra?: string; mode?: number } = {}): void {
+function script(
+  file: string,
+  trace: string,
+  opts: { exit?: number; show?: string[]; extra?: string; mode?: number } = {},
+): void {
   mkdirSync(path.dirname(file), { recursive: true });
   const shows = (opts.show ?? []).map((v) => ` ${v}=\${${v}-unset}`).join('');
-  writeFileSync(file, `#!/bin/bash\necho "$(basename "$(dirname "$0")")/$(basename "$0")${shows}" >> '${trace}'\n${opts.extra ?? ''}\nexit ${opts.exit ?? 0}\n`, { mode: opts.mode ?? 0o755 });
+  writeFileSync(
+    file,
+    `#!/bin/bash\necho "$(basename "$(dirname "$0")")/$(basename "$0")${shows}" >> '${trace}'\n${opts.extra ?? ''}\nexit ${opts.exit ?? 0}\n`,
+    { mode: opts.mode ?? 0o755 },
+  );
 }
 
 function envFile(base: string, name: string, body: string): void {
@@ -67,7 +76,8 @@ const CORPORA: Corpus[] = [
   {
     name: 'all four phases plus error.d unused',
     build: (b, tr) => {
-      for (const p of ['migration', 'post-configure', 'configure', 'pre-configure']) script(path.join(b, `${p}.d`, '10-x'), tr);
+      for (const p of ['migration', 'post-configure', 'configure', 'pre-configure'])
+        script(path.join(b, `${p}.d`, '10-x'), tr);
       script(path.join(b, 'error.d', '10-e'), tr);
     },
   },
@@ -91,7 +101,10 @@ const CORPORA: Corpus[] = [
       envFile(b, '10-b', 'export ORC_A=ten\nexport ORC_ORDER="${ORC_ORDER-}10"\nORC_PLAIN=set\n');
       envFile(b, 'c.sh', 'export ORC_DOTTED=yes\n');
       envFile(b, 'skip~', 'export ORC_SKIPPED=yes\n');
-      for (const p of ['pre-configure', 'configure', 'post-configure']) script(path.join(b, `${p}.d`, '10-x'), tr, { show: ['ORC_A', 'ORC_ORDER', 'ORC_PLAIN', 'ORC_DOTTED', 'ORC_SKIPPED', 'ORC_CALLER'] });
+      for (const p of ['pre-configure', 'configure', 'post-configure'])
+        script(path.join(b, `${p}.d`, '10-x'), tr, {
+          show: ['ORC_A', 'ORC_ORDER', 'ORC_PLAIN', 'ORC_DOTTED', 'ORC_SKIPPED', 'ORC_CALLER'],
+        });
     },
     env: { ORC_CALLER: 'from-caller' },
   },
@@ -109,7 +122,10 @@ const CORPORA: Corpus[] = [
       script(path.join(b, 'error.d', '30-after-failing-handler'), tr);
     },
   },
-  { name: 'exit status flattened to 1 without error.d', build: (b, tr) => script(path.join(b, 'post-configure.d', '10-fail'), tr, { exit: 42 }) },
+  {
+    name: 'exit status flattened to 1 without error.d',
+    build: (b, tr) => script(path.join(b, 'post-configure.d', '10-fail'), tr, { exit: 42 }),
+  },
   {
     name: 'failing environment.d file',
     build: (b, tr) => {
@@ -127,12 +143,18 @@ const CORPORA: Corpus[] = [
     name: 'environment seen by scripts (filtered of shell bookkeeping)',
     build: (b, tr) => {
       envFile(b, '10-x', 'export ORC_FROM_ENV_D=1\n');
-      script(path.join(b, 'configure.d', '10-dump'), tr, { extra: `env | grep -v -E '^(_|SHLVL|OLDPWD|NODE_OPTIONS|_TAPJS_[A-Z_]*)=' | LC_ALL=C sort >> '${tr}'` });
+      script(path.join(b, 'configure.d', '10-dump'), tr, {
+        extra: `env | grep -v -E '^(_|SHLVL|OLDPWD|NODE_OPTIONS|_TAPJS_[A-Z_]*)=' | LC_ALL=C sort >> '${tr}'`,
+      });
     },
     env: { ORC_CALLER: 'x' },
   },
   { name: 'migration always runs', build: (b, tr) => script(path.join(b, 'migration.d', '10-m'), tr) },
-  { name: 'lock held elsewhere exits 11', build: (b, tr) => script(path.join(b, 'configure.d', '10-never'), tr), lockHeld: true },
+  {
+    name: 'lock held elsewhere exits 11',
+    build: (b, tr) => script(path.join(b, 'configure.d', '10-never'), tr),
+    lockHeld: true,
+  },
   {
     name: '--timeout kills the script, error.d runs, exit 1',
     build: (b, tr) => {
@@ -147,7 +169,11 @@ const CORPORA: Corpus[] = [
   { name: 'positional argument is a usage error', build: () => undefined, args: ['extra'] },
 ];
 
-async function runSide(side: Side, corpus: Corpus, dir: string): Promise<{ status: number | null; trace: string[]; stdout: string }> {
+async function runSide(
+  side: Side,
+  corpus: Corpus,
+  dir: string,
+): Promise<{ status: number | null; trace: string[]; stdout: string }> {
   const sideDir = path.join(dir, side);
   const base = path.join(sideDir, 'base');
   const trace = path.join(sideDir, 'trace');
@@ -165,7 +191,10 @@ async function runSide(side: Side, corpus: Corpus, dir: string): Promise<{ statu
   let holder: ReturnType<typeof spawn> | undefined;
   if (corpus.lockHeld) {
     writeFileSync(lockfile, '');
-    holder = spawn('flock', ['--nonblock', '--close', lockfile, 'sh', '-c', 'echo held; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+    holder = spawn('flock', ['--nonblock', '--close', lockfile, 'sh', '-c', 'echo held; exec sleep 30'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+      detached: true,
+    });
     await new Promise<void>((resolve) => holder!.stdout!.once('data', () => resolve()));
   }
   const args = ['--lockfile', lockfile, ...(corpus.args ?? [])];
@@ -179,21 +208,29 @@ async function runSide(side: Side, corpus: Corpus, dir: string): Promise<{ statu
   if (holder) process.kill(-holder.pid!, 'SIGKILL');
   const text = existsSync(trace) ? readFileSync(trace, 'utf8') : '';
   // Paths differ only by the side's directory.
-  const lines = text.split(sideDir).join('<dir>').split('\n').filter((l) => l !== '');
+  const lines = text
+    .split(sideDir)
+    .join('<dir>')
+    .split('\n')
+    .filter((l) => l !== '');
   if (process.env.ORC_CONFORMANCE_DEBUG) console.error(side, corpus.name, status, stderr);
   return { status, trace: lines, stdout };
 }
 
-t.test('conformance with Debian os-refresh-config', { skip: haveUpstream ? false : 'python3-os-refresh-config is not installed' }, async (t) => {
-  requireBundle();
-  t.ok(CORPORA.length >= 10);
-  for (const corpus of CORPORA) {
-    await t.test(corpus.name, async (t) => {
-      const dir = t.testdir({});
-      const [up, ours] = await Promise.all([runSide('upstream', corpus, dir), runSide('ours', corpus, dir)]);
-      t.equal(ours.status, up.status, `exit status (upstream ${up.status})`);
-      t.same(ours.trace, up.trace, 'scripts run and what they saw');
-      if (corpus.args?.includes('--print-phases')) t.equal(ours.stdout, up.stdout);
-    });
-  }
-});
+t.test(
+  'conformance with Debian os-refresh-config',
+  { skip: haveUpstream ? false : 'python3-os-refresh-config is not installed' },
+  async (t) => {
+    requireBundle();
+    t.ok(CORPORA.length >= 10);
+    for (const corpus of CORPORA) {
+      await t.test(corpus.name, async (t) => {
+        const dir = t.testdir({});
+        const [up, ours] = await Promise.all([runSide('upstream', corpus, dir), runSide('ours', corpus, dir)]);
+        t.equal(ours.status, up.status, `exit status (upstream ${up.status})`);
+        t.same(ours.trace, up.trace, 'scripts run and what they saw');
+        if (corpus.args?.includes('--print-phases')) t.equal(ours.stdout, up.stdout);
+      });
+    }
+  },
+);

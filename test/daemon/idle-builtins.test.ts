@@ -24,7 +24,11 @@ t.test('a daemon polling only local sources loads none of node:http, node:https,
   writeFileSync(path.join(local, '10-source.json'), JSON.stringify({ source: { items: [1, 2, 3] } }), { mode: 0o600 });
   const report = path.join(root, 'builtins.json');
   const daemon = startDaemon(root, {
-    nodeArgs: ['--lite-mode', '--v8-pool-size=0', `--import=${path.join(REPO, 'test/helpers/builtins-report-preload.mjs')}`],
+    nodeArgs: [
+      '--lite-mode',
+      '--v8-pool-size=0',
+      `--import=${path.join(REPO, 'test/helpers/builtins-report-preload.mjs')}`,
+    ],
     env: { OCA_BUILTINS_REPORT: report },
   });
   t.teardown(() => stopDaemon(daemon));
@@ -35,6 +39,13 @@ t.test('a daemon polling only local sources loads none of node:http, node:https,
   t.equal(exit.code, 0, 'the daemon stopped cleanly', { output: daemon.raw.join('\n') });
   t.ok(existsSync(report), 'the report was written at exit');
   const loaded = JSON.parse(readFileSync(report, 'utf8')) as string[];
-  t.ok(loaded.includes('NativeModule child_process'), 'the report lists what the daemon did load (it runs the command)');
-  t.same(loaded.filter((m) => HTTP_BUILTINS.includes(m)), [], 'no HTTP or TLS builtins');
+  t.ok(
+    loaded.includes('NativeModule child_process'),
+    'the report lists what the daemon did load (it runs the command)',
+  );
+  t.same(
+    loaded.filter((m) => HTTP_BUILTINS.includes(m)),
+    [],
+    'no HTTP or TLS builtins',
+  );
 });

@@ -28,7 +28,11 @@ function tracer(root: string, rel: string): void {
   const trace = path.join(root, 'trace.txt');
   const rendered = path.join(root, 'etc/app.conf');
   const counter = path.join(root, 'runs.txt');
-  script(root, rel, `r=no; d=no; [ -e ${rendered} ] && r=yes; [ -s ${counter} ] && d=yes\necho "${rel} rendered=$r deployed=$d files=\${OS_CONFIG_FILES:+set}" >> ${trace}`);
+  script(
+    root,
+    rel,
+    `r=no; d=no; [ -e ${rendered} ] && r=yes; [ -s ${counter} ] && d=yes\necho "${rel} rendered=$r deployed=$d files=\${OS_CONFIG_FILES:+set}" >> ${trace}`,
+  );
 }
 
 async function setup(t: TapTest) {
@@ -55,7 +59,7 @@ async function setup(t: TapTest) {
   return { root, h, ctx, counter, trace: path.join(root, 'trace.txt') };
 }
 
-t.test('users\' scripts run in sort order around the in-process apply (20) and deployments (55)', async (t) => {
+t.test("users' scripts run in sort order around the in-process apply (20) and deployments (55)", async (t) => {
   const { root, h, ctx, counter, trace } = await setup(t);
   tracer(root, 'pre-configure.d/10-pre');
   tracer(root, 'configure.d/10-before-apply');
@@ -70,11 +74,15 @@ t.test('users\' scripts run in sort order around the in-process apply (20) and d
     'configure.d/60-after-deploy rendered=yes deployed=yes files=set',
     'post-configure.d/10-post rendered=yes deployed=yes files=set',
   ]);
-  t.equal(readFileSync(path.join(root, 'etc/app.conf'), 'utf8'), 'port = 8080\n', 'template rendered from the cycle\'s metadata');
+  t.equal(
+    readFileSync(path.join(root, 'etc/app.conf'), 'utf8'),
+    'port = 8080\n',
+    "template rendered from the cycle's metadata",
+  );
   t.same(counterLines(readFileSync(counter, 'utf8')), ['dep-1 CREATE'], 'the deployment ran once');
 });
 
-t.test('upstream\'s own 20-os-apply-config and 55-heat-config files are replaced, not run twice', async (t) => {
+t.test("upstream's own 20-os-apply-config and 55-heat-config files are replaced, not run twice", async (t) => {
   const { root, h, ctx, counter } = await setup(t);
   const marker = path.join(root, 'upstream-ran');
   script(root, `configure.d/${APPLY_STEP}`, `echo apply >> ${marker}`);
@@ -88,7 +96,12 @@ t.test('upstream\'s own 20-os-apply-config and 55-heat-config files are replaced
 t.test('a failing user script stops the phase before the deployments and fails the cycle', async (t) => {
   const { root, h, ctx, counter } = await setup(t);
   script(root, 'configure.d/30-broken', 'exit 4');
-  const err = await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx()).then(() => undefined, (e: unknown) => e);
+  const err = await createNativePipeline(h.loaded, h.captured.log, h.http)
+    .run(ctx())
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
   t.ok(err instanceof CommandFailedError, 'a pipeline failure (cache stays uncommitted)');
   t.equal((err as CommandFailedError).exitCode, 1);
   t.match((err as Error).message, /configuration phases failed/);
@@ -99,7 +112,12 @@ t.test('a failing user script stops the phase before the deployments and fails t
 t.test('a template error fails the cycle and writes nothing', async (t) => {
   const { root, h, ctx, counter } = await setup(t);
   writeFileSync(path.join(root, TEMPLATES, 'etc/bad.conf'), 'value = {{#unclosed}}\n');
-  const err = await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx()).then(() => undefined, (e: unknown) => e);
+  const err = await createNativePipeline(h.loaded, h.captured.log, h.http)
+    .run(ctx())
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
   t.ok(err instanceof CommandFailedError);
   t.notOk(existsSync(path.join(root, 'etc/app.conf')), 'all or nothing: the good template was not written either');
   t.notOk(existsSync(counter), 'no deployment ran');
@@ -110,9 +128,17 @@ t.test('no phase directories and no templates: the deployments still run', async
   installHooks(root);
   const h = await deployHarness(root);
   const counter = path.join(root, 'runs.txt');
-  const pairs: CollectedPair[] = [{ key: 'local', value: { deployments: [deployment({ id: 'solo', config: { counter } })] } }];
+  const pairs: CollectedPair[] = [
+    { key: 'local', value: { deployments: [deployment({ id: 'solo', config: { counter } })] } },
+  ];
   await createNativePipeline(h.loaded, h.captured.log, h.http).run({
-    loaded: h.loaded, log: h.captured.log, signal: new AbortController().signal, configFiles: [], pairs, changedKeys: ['local'], force: false,
+    loaded: h.loaded,
+    log: h.captured.log,
+    signal: new AbortController().signal,
+    configFiles: [],
+    pairs,
+    changedKeys: ['local'],
+    force: false,
   });
   t.same(counterLines(readFileSync(counter, 'utf8')), ['solo CREATE']);
 });
@@ -122,7 +148,13 @@ async function withAppliedDeployment(t: TapTest) {
   const s = await setup(t);
   const sink = await startSignalSink();
   t.teardown(() => sink.close());
-  const oac = deployment({ id: 'oac', name: 'oac', group: 'os-apply-config', config: { app: { port: 9090 } }, signal: sink.inputs('CFN_SIGNAL', 'oac', 'oac') });
+  const oac = deployment({
+    id: 'oac',
+    name: 'oac',
+    group: 'os-apply-config',
+    config: { app: { port: 9090 } },
+    signal: sink.inputs('CFN_SIGNAL', 'oac', 'oac'),
+  });
   const value = { app: { port: 8080 }, deployments: [oac] };
   writeFileSync(path.join(s.root, 'var/lib/os-collect-config/local.json'), JSON.stringify(value));
   const pairs: CollectedPair[] = [{ key: 'local', value }];
@@ -130,26 +162,51 @@ async function withAppliedDeployment(t: TapTest) {
   return { ...s, sink, ctx, recordFile: storeFor(s.h.loaded.config, s.h.captured.log).recordPath('oac') };
 }
 
-t.test('an os-apply-config deployment is signalled once the whole cycle has succeeded, after the last phase', async (t) => {
-  const { root, h, ctx, sink, recordFile, trace } = await withAppliedDeployment(t);
-  script(root, 'post-configure.d/10-post', `if grep -q '"state": *"applied"' ${recordFile}; then echo "post: applied, not yet signalled" >> ${trace}; fi`);
-  await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx());
-  t.same(readFileSync(trace, 'utf8').trim().split('\n'), ['post: applied, not yet signalled'], 'waiting through the last phase');
-  t.same(sink.received.map((r) => [r.id, r.body.deploy_status_code]), [['oac', 0]], 'then signalled once, success');
-  t.match(readFileSync(recordFile, 'utf8'), /"state": *"signalled"/);
-  await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx());
-  t.equal(sink.received.length, 1, 'a later cycle signals nothing again');
-});
+t.test(
+  'an os-apply-config deployment is signalled once the whole cycle has succeeded, after the last phase',
+  async (t) => {
+    const { root, h, ctx, sink, recordFile, trace } = await withAppliedDeployment(t);
+    script(
+      root,
+      'post-configure.d/10-post',
+      `if grep -q '"state": *"applied"' ${recordFile}; then echo "post: applied, not yet signalled" >> ${trace}; fi`,
+    );
+    await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx());
+    t.same(
+      readFileSync(trace, 'utf8').trim().split('\n'),
+      ['post: applied, not yet signalled'],
+      'waiting through the last phase',
+    );
+    t.same(
+      sink.received.map((r) => [r.id, r.body.deploy_status_code]),
+      [['oac', 0]],
+      'then signalled once, success',
+    );
+    t.match(readFileSync(recordFile, 'utf8'), /"state": *"signalled"/);
+    await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx());
+    t.equal(sink.received.length, 1, 'a later cycle signals nothing again');
+  },
+);
 
-t.test('a failing cycle signals its os-apply-config deployment as failed, with the apply\'s error', async (t) => {
+t.test("a failing cycle signals its os-apply-config deployment as failed, with the apply's error", async (t) => {
   const { root, h, ctx, sink } = await withAppliedDeployment(t);
   writeFileSync(path.join(root, TEMPLATES, 'etc/bad.conf'), 'value = {{#unclosed}}\n');
-  const err = await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx()).then(() => undefined, (e: unknown) => e);
+  const err = await createNativePipeline(h.loaded, h.captured.log, h.http)
+    .run(ctx())
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
   t.ok(err instanceof CommandFailedError, 'the cycle still fails (uncommitted, retried)');
   t.equal(sink.received.length, 1);
   t.equal(sink.received[0]?.body.deploy_status_code, 1);
-  t.match(String(sink.received[0]?.body.deploy_stderr), /configuration cycle that applies the data of deployment oac failed: .*unclosed/i);
-  await createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx()).catch(() => undefined);
+  t.match(
+    String(sink.received[0]?.body.deploy_stderr),
+    /configuration cycle that applies the data of deployment oac failed: .*unclosed/i,
+  );
+  await createNativePipeline(h.loaded, h.captured.log, h.http)
+    .run(ctx())
+    .catch(() => undefined);
   t.equal(sink.received.length, 1, 'the retried cycle does not signal it again');
 });
 
@@ -158,8 +215,14 @@ t.test('a cycle stopped by shutdown leaves the os-apply-config deployment waitin
   const stop = new AbortController();
   // A post-configure script that outlives the shutdown: the refresh is aborted while it runs.
   script(root, 'post-configure.d/10-slow', 'sleep 30');
-  const running = createNativePipeline(h.loaded, h.captured.log, h.http).run(ctx(stop.signal)).then(() => undefined, (e: unknown) => e);
-  for (let i = 0; i < 200 && !(existsSync(recordFile) && readFileSync(recordFile, 'utf8').includes('applied')); i++) await new Promise((r) => setTimeout(r, 50));
+  const running = createNativePipeline(h.loaded, h.captured.log, h.http)
+    .run(ctx(stop.signal))
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  for (let i = 0; i < 200 && !(existsSync(recordFile) && readFileSync(recordFile, 'utf8').includes('applied')); i++)
+    await new Promise((r) => setTimeout(r, 50));
   await new Promise((r) => setTimeout(r, 200));
   stop.abort();
   t.ok((await running) instanceof CommandFailedError);

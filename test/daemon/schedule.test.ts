@@ -1,5 +1,11 @@
 import t from 'tap';
-import { capPhaseOffset, nextSleepSeconds, sleepSequence, splaySeconds, withJitter } from '../../src/daemon/schedule.js';
+import {
+  capPhaseOffset,
+  nextSleepSeconds,
+  sleepSequence,
+  splaySeconds,
+  withJitter,
+} from '../../src/daemon/schedule.js';
 
 t.test('sleeps double from min up to polling_interval and never shrink (upstream sequence)', async (t) => {
   t.same(sleepSequence(0.5, 6, 7), [0.5, 1, 2, 4, 6, 6, 6]);

@@ -38,14 +38,20 @@ function entries(): Array<Record<string, unknown>> {
     .map((n) => JSON.parse(readFileSync(path.join(queueDir, n), 'utf8')) as Record<string, unknown>);
 }
 
-const acceptedFor = (id: string) => server.requests.filter((r) => r.status === 200 && r.raw.includes(`"UniqueId": "${id}"`)).length;
+const acceptedFor = (id: string) =>
+  server.requests.filter((r) => r.status === 200 && r.raw.includes(`"UniqueId": "${id}"`)).length;
 /** The queue file of a signal, found by its UniqueId while it is pending (a settled file keeps no body). */
-const fileOf = (uniqueId: string) => String(entries().find((e) => (e.text as string | undefined)?.includes(`"UniqueId": "${uniqueId}"`))?.id);
+const fileOf = (uniqueId: string) =>
+  String(entries().find((e) => (e.text as string | undefined)?.includes(`"UniqueId": "${uniqueId}"`))?.id);
 const stateOf = (fileId: string) => entries().find((e) => e.id === fileId)?.state;
 
 async function daemonUp(): Promise<Daemon> {
   const d = startDaemon(root);
-  await until('the daemon says it runs', () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').startsWith(`${d.pid} `), 30_000);
+  await until(
+    'the daemon says it runs',
+    () => existsSync(pidFile) && readFileSync(pidFile, 'utf8').startsWith(`${d.pid} `),
+    30_000,
+  );
   return d;
 }
 
@@ -68,11 +74,24 @@ t.test('a running daemon delivers a queued signal once; the command returns at o
   await until('delivered', () => acceptedFor('live') === 1, 30_000);
   await until('settled on disk', () => entries().some((e) => e.state === 'sent' && e.attempts === 1), 30_000);
   // The line is written after the file: wait for it rather than race it.
-  await until('the daemon logged the delivery', () => d.lines.some((l) => l.msg === 'queued signal sent' && l.component === 'signal-queue'), 30_000);
+  await until(
+    'the daemon logged the delivery',
+    () => d.lines.some((l) => l.msg === 'queued signal sent' && l.component === 'signal-queue'),
+    30_000,
+  );
   t.equal(acceptedFor('live'), 1, 'exactly once');
 
   // Native handle, same daemon.
-  const native = await runBundle(['cfn-signal', '--root', root, '--token', server.token, '--body', '{"status": "SUCCESS", "id": "n1"}', server.nativeUrl('wc_live_native')]);
+  const native = await runBundle([
+    'cfn-signal',
+    '--root',
+    root,
+    '--token',
+    server.token,
+    '--body',
+    '{"status": "SUCCESS", "id": "n1"}',
+    server.nativeUrl('wc_live_native'),
+  ]);
   everything.push(native.stderr);
   t.equal(native.code, 0);
   await until('native delivered', () => server.handles.get('wc_live_native')?.has('n1') === true, 30_000);
@@ -83,7 +102,11 @@ t.test('a running daemon delivers a queued signal once; the command returns at o
   everything.push(down.stderr);
   t.equal(down.code, 0, 'queued; the daemon will retry');
   const outage = fileOf('outage');
-  await until('the daemon failed at least twice', () => d.lines.filter((l) => l.msg === 'queued signal attempt failed; will retry').length >= 2, 30_000);
+  await until(
+    'the daemon failed at least twice',
+    () => d.lines.filter((l) => l.msg === 'queued signal attempt failed; will retry').length >= 2,
+    30_000,
+  );
   await server.start();
   await until('delivered after the outage', () => stateOf(outage) === 'sent', 30_000);
   t.equal(acceptedFor('outage'), 1, 'once after the outage');
@@ -103,7 +126,11 @@ t.test('daemon killed with the signal still queued: delivered once after the res
   everything.push(queued.stderr);
   t.equal(queued.code, 0);
   const crash = fileOf('crash');
-  await until('the daemon tried once', () => d.lines.some((l) => l.msg === 'queued signal attempt failed; will retry'), 30_000);
+  await until(
+    'the daemon tried once',
+    () => d.lines.some((l) => l.msg === 'queued signal attempt failed; will retry'),
+    30_000,
+  );
   await killTree(d);
   everything.push(...d.raw);
   t.ok(existsSync(pidFile), 'a SIGKILL leaves daemon.pid behind');
@@ -120,7 +147,11 @@ t.test('daemon killed with the signal still queued: delivered once after the res
   t.equal(acceptedFor('crash'), 0, 'nothing delivered while the daemon was dead');
   const again = await daemonUp();
   t.teardown(() => stopDaemon(again));
-  await until('both delivered after the restart', () => stateOf(crash) === 'sent' && stateOf(whileDown) === 'sent', 30_000);
+  await until(
+    'both delivered after the restart',
+    () => stateOf(crash) === 'sent' && stateOf(whileDown) === 'sent',
+    30_000,
+  );
   t.equal(acceptedFor('crash'), 1, 'the signal queued before the crash: once');
   t.equal(acceptedFor('while-down'), 1, 'the signal queued while down: once');
   await stopDaemon(again);
@@ -131,5 +162,6 @@ t.test('no secret in any log line or message', async (t) => {
   const text = everything.join('\n');
   t.ok(text.includes('queued signal sent'), 'the logs were collected');
   t.same(secretsIn(text), []);
-  for (const e of entries()) t.notOk('url' in e || 'token' in e || 'text' in e, `${String(e.id)}: settled, holds no credential`);
+  for (const e of entries())
+    t.notOk('url' in e || 'token' in e || 'text' in e, `${String(e.id)}: settled, holds no credential`);
 });

@@ -8,7 +8,11 @@ import { createLogger } from '../../src/log/logger.js';
 // metadata file under --root, like `os-config-agent deploy`. With KILL_AT=N it SIGKILLs itself right after the Nth
 // state change reaches the disk, the harshest moment for the state machine. Prints the number of state changes.
 
-const [root, metadataFile, killAt] = process.argv.slice(2) as [string | undefined, string | undefined, string | undefined];
+const [root, metadataFile, killAt] = process.argv.slice(2) as [
+  string | undefined,
+  string | undefined,
+  string | undefined,
+];
 if (root === undefined || metadataFile === undefined) {
   // Run directly (e.g. `tap test/deploy`): not a test on its own.
   process.stdout.write('1..0 # SKIP helper process of crash-resume.test.ts\n');

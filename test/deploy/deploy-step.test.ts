@@ -12,7 +12,15 @@ import { startSignalSink } from '../helpers/signal-sink.js';
 // tools, failures signalled rather than thrown.
 
 function pipelineCtx(h: Awaited<ReturnType<typeof deployHarness>>, pairs: CollectedPair[]): PipelineContext {
-  return { loaded: h.loaded, log: h.captured.log, signal: new AbortController().signal, configFiles: [], pairs, changedKeys: pairs.map((p) => p.key), force: false };
+  return {
+    loaded: h.loaded,
+    log: h.captured.log,
+    signal: new AbortController().signal,
+    configFiles: [],
+    pairs,
+    changedKeys: pairs.map((p) => p.key),
+    force: false,
+  };
 }
 
 t.test('the deployments of the merged pairs run; the heat-config file is written', async (t) => {
@@ -35,11 +43,32 @@ t.test('the deployments of the merged pairs run; the heat-config file is written
   ];
   const step = createDeployStep(h.loaded, h.captured.log, h.http);
   await step(pipelineCtx(h, pairs));
-  t.same(counterLines(readFileSync(counter, 'utf8')), ['one CREATE', 'two CREATE'], 'the later source replaces the earlier list');
-  t.same(sink.received.map((s) => [s.id, s.body.deploy_status_code]), [['one', 0], ['two', 5]], 'a failing hook is signalled, not thrown');
-  const heatConfig = JSON.parse(readFileSync(path.join(root, 'var/run/heat-config/heat-config'), 'utf8')) as Array<{ id: string }>;
-  t.same(heatConfig.map((d) => d.id), ['one', 'two']);
-  const report = await deployFromPairs(h.loaded, h.captured.log, h.http, pipelineCtx(h, [{ key: 'cfn', value: { deployments: live } }]));
+  t.same(
+    counterLines(readFileSync(counter, 'utf8')),
+    ['one CREATE', 'two CREATE'],
+    'the later source replaces the earlier list',
+  );
+  t.same(
+    sink.received.map((s) => [s.id, s.body.deploy_status_code]),
+    [
+      ['one', 0],
+      ['two', 5],
+    ],
+    'a failing hook is signalled, not thrown',
+  );
+  const heatConfig = JSON.parse(readFileSync(path.join(root, 'var/run/heat-config/heat-config'), 'utf8')) as Array<{
+    id: string;
+  }>;
+  t.same(
+    heatConfig.map((d) => d.id),
+    ['one', 'two'],
+  );
+  const report = await deployFromPairs(
+    h.loaded,
+    h.captured.log,
+    h.http,
+    pipelineCtx(h, [{ key: 'cfn', value: { deployments: live } }]),
+  );
   t.same(report.ran, [], 'nothing runs twice');
 });
 
@@ -52,7 +81,11 @@ t.test('metadata without deployments: no heat-config file, nothing removed', asy
   await step(pipelineCtx(h, [{ key: 'local', value: { something: 'else' } }]));
   const record = await storeFor(h.loaded.config, h.captured.log).read('keep');
   t.equal(record?.state, 'done', 'still known, not removed');
-  t.same(JSON.parse(readFileSync(path.join(root, 'var/run/heat-config/heat-config'), 'utf8')).length, 1, 'the last list stays for upstream tools');
+  t.same(
+    JSON.parse(readFileSync(path.join(root, 'var/run/heat-config/heat-config'), 'utf8')).length,
+    1,
+    'the last list stays for upstream tools',
+  );
 });
 
 t.test('local write failures throw, so the cycle is not committed', async (t) => {
@@ -61,5 +94,7 @@ t.test('local write failures throw, so the cycle is not committed', async (t) =>
   mkdirSync(path.join(root, 'var/lib/heat-config'), { recursive: true });
   writeFileSync(path.join(root, 'var/lib/heat-config/deployed'), 'file');
   const step = createDeployStep(h.loaded, h.captured.log, h.http);
-  await t.rejects(step(pipelineCtx(h, [{ key: 'cfn', value: { deployments: [deployment({ id: 'x' })] } }])), { code: 'ERR_DEPLOYMENT_STATE' });
+  await t.rejects(step(pipelineCtx(h, [{ key: 'cfn', value: { deployments: [deployment({ id: 'x' })] } }])), {
+    code: 'ERR_DEPLOYMENT_STATE',
+  });
 });

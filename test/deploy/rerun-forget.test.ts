@@ -18,9 +18,19 @@ async function setup(t: TapTest) {
   const h = await deployHarness(root);
   const store = storeFor(h.loaded.config, h.captured.log);
   const counter = path.join(root, 'runs.txt');
-  const dep = (id: string, config: Record<string, unknown> = {}) => deployment({ id, name: `res-${id}`, config: { counter, ...config }, signal: sink.inputs('CFN_SIGNAL', id, `res-${id}`) });
+  const dep = (id: string, config: Record<string, unknown> = {}) =>
+    deployment({
+      id,
+      name: `res-${id}`,
+      config: { counter, ...config },
+      signal: sink.inputs('CFN_SIGNAL', id, `res-${id}`),
+    });
   return {
-    root, sink, h, store, dep,
+    root,
+    sink,
+    h,
+    store,
+    dep,
     runs: () => counterLines(existsSync(counter) ? readFileSync(counter, 'utf8') : ''),
     record: async (id: string) => (await store.read(id)) as DeploymentRecord,
   };
@@ -48,7 +58,10 @@ t.test('--rerun: runs a finished deployment again and signals again, counted and
   t.equal(after.rerunHistory?.length, 1);
   t.match(after.rerunHistory?.[0], { fromState: 'signalled', exitCode: 3, statusCode: '3', signal: 'sent' });
   t.equal(after.firstSeenAt, before.firstSeenAt, 'still the same deployment');
-  const line = s.h.captured.lines.find((l) => l.msg === 'deployment state changed' && l.deploymentId === 'a' && l.to === 'pending' && l.from === 'signalled');
+  const line = s.h.captured.lines.find(
+    (l) =>
+      l.msg === 'deployment state changed' && l.deploymentId === 'a' && l.to === 'pending' && l.from === 'signalled',
+  );
   t.match(line, { reason: 'deploy --rerun', reruns: 1 }, 'the rerun is logged');
 
   // A normal pass afterwards runs nothing.
@@ -102,8 +115,15 @@ t.test('--forget: record, deployed and notify files go; the next pass runs the d
   t.ok(existsSync(s.store.deployedPath('a')) && existsSync(s.store.notifyPath('a')));
   const forgotten = await forgetDeployment(s.h.ctx(undefined), 'a');
   t.equal(forgotten?.state, 'signalled');
-  for (const f of [s.store.recordPath('a'), s.store.deployedPath('a'), s.store.notifyPath('a')]) t.notOk(existsSync(f), `${path.basename(f)} removed`);
-  t.ok(s.h.captured.lines.some((l) => l.msg === 'deployment forgotten: the next pass runs it as new if the metadata lists it' && l.deploymentId === 'a'));
+  for (const f of [s.store.recordPath('a'), s.store.deployedPath('a'), s.store.notifyPath('a')])
+    t.notOk(existsSync(f), `${path.basename(f)} removed`);
+  t.ok(
+    s.h.captured.lines.some(
+      (l) =>
+        l.msg === 'deployment forgotten: the next pass runs it as new if the metadata lists it' &&
+        l.deploymentId === 'a',
+    ),
+  );
   await t.rejects(forgetDeployment(s.h.ctx(undefined), 'a'), UnknownDeploymentError, 'forgotten twice: unknown');
   await runDeployments(s.h.ctx([a]));
   t.same(s.runs(), ['a CREATE', 'a CREATE']);

@@ -19,14 +19,26 @@ t.test('README is at most 12 KB', async (t) => {
 
 t.test('README starts with the two quick-start commands', async (t) => {
   const first = readme.indexOf('\n## ');
-  t.equal(readme.slice(first + 1, readme.indexOf('\n', first + 1)), '## Quick start', 'the first section is Quick start');
+  t.equal(
+    readme.slice(first + 1, readme.indexOf('\n', first + 1)),
+    '## Quick start',
+    'the first section is Quick start',
+  );
   const quick = readme.slice(first, readme.indexOf('\n## ', first + 5));
   t.match(quick, /^npm ci && npm run demo$/m);
   t.match(quick, /^bash \.ci\/run$/m);
 });
 
 t.test('README links the docs index and the pages users need', async (t) => {
-  for (const page of ['docs/README.md', 'docs/configuration.md', 'docs/troubleshooting.md', 'docs/migrating.md', 'docs/debian-package.md', 'docs/pristine-boot.md', 'docs/elements.md']) {
+  for (const page of [
+    'docs/README.md',
+    'docs/configuration.md',
+    'docs/troubleshooting.md',
+    'docs/migrating.md',
+    'docs/debian-package.md',
+    'docs/pristine-boot.md',
+    'docs/elements.md',
+  ]) {
     t.match(readme, `](${page}`, `links ${page}`);
   }
 });
@@ -48,7 +60,10 @@ function anchorsOf(text: string): Set<string> {
   const withoutCode = text.replace(/```[\s\S]*?```/g, '');
   const anchors = new Set<string>();
   for (const m of withoutCode.matchAll(/^#{1,6} +(.+)$/gm)) {
-    const slug = (m[1] as string).toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-');
+    const slug = (m[1] as string)
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N} _-]/gu, '')
+      .replace(/ /g, '-');
     let unique = slug;
     for (let n = 1; anchors.has(unique); n++) unique = `${slug}-${n}`;
     anchors.add(unique);
@@ -56,25 +71,38 @@ function anchorsOf(text: string): Set<string> {
   return anchors;
 }
 
-t.test('every relative link in README.md and docs/*.md names a file of the repository, and an anchor it has', async (t) => {
-  const files = ['README.md', ...readdirSync(path.join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
-  for (const file of files) {
-    const text = readFileSync(path.join(REPO, file), 'utf8');
-    for (const link of relativeLinks(text)) {
-      const resolved = link.file === '' ? file : path.relative(REPO, path.resolve(path.dirname(path.join(REPO, file)), link.file));
-      if (!existsSync(path.join(REPO, resolved))) {
-        if (PENDING.has(resolved)) t.todo(`${file} → ${link.target}: written on another branch`, async () => undefined);
-        else t.fail(`${file} links ${link.target}, which does not exist`);
-        continue;
-      }
-      if (link.anchor !== undefined && resolved.endsWith('.md')) {
-        t.ok(anchorsOf(readFileSync(path.join(REPO, resolved), 'utf8')).has(link.anchor), `${file} → ${link.target}: ${resolved} has a heading for #${link.anchor}`);
-      } else {
-        t.pass(`${file} → ${link.target}`);
+t.test(
+  'every relative link in README.md and docs/*.md names a file of the repository, and an anchor it has',
+  async (t) => {
+    const files = [
+      'README.md',
+      ...readdirSync(path.join(REPO, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
+    for (const file of files) {
+      const text = readFileSync(path.join(REPO, file), 'utf8');
+      for (const link of relativeLinks(text)) {
+        const resolved =
+          link.file === '' ? file : path.relative(REPO, path.resolve(path.dirname(path.join(REPO, file)), link.file));
+        if (!existsSync(path.join(REPO, resolved))) {
+          if (PENDING.has(resolved))
+            t.todo(`${file} → ${link.target}: written on another branch`, async () => undefined);
+          else t.fail(`${file} links ${link.target}, which does not exist`);
+          continue;
+        }
+        if (link.anchor !== undefined && resolved.endsWith('.md')) {
+          t.ok(
+            anchorsOf(readFileSync(path.join(REPO, resolved), 'utf8')).has(link.anchor),
+            `${file} → ${link.target}: ${resolved} has a heading for #${link.anchor}`,
+          );
+        } else {
+          t.pass(`${file} → ${link.target}`);
+        }
       }
     }
-  }
-});
+  },
+);
 
 t.test('every page in docs/ is in the docs index', async (t) => {
   const index = readFileSync(path.join(REPO, 'docs/README.md'), 'utf8');

@@ -23,7 +23,9 @@ t.test('the report: a failure makes exit 1; warnings and skips exit 0', async (t
 });
 
 t.test('the human format: one line per check, multi-line causes folded, the fix after the cause', async (t) => {
-  const text = formatReport(reportOf([ok('config', 'read x'), fail('source.heat', 'line one\n  line two', 'check it')]));
+  const text = formatReport(
+    reportOf([ok('config', 'read x'), fail('source.heat', 'line one\n  line two', 'check it')]),
+  );
   t.same(text.trimEnd().split('\n'), ['ok    config       read x', 'FAIL  source.heat  line one line two -- check it']);
 });
 
@@ -37,7 +39,11 @@ t.test('disk thresholds: fail below 16 MiB or 64 inodes, warn below 256 MiB or 5
   t.equal(judgeSpace({ ...base, freeBytes: 0.04 * 100 * GiB, totalBytes: 100 * GiB }).verdict, 'warn', 'under 5% free');
   t.equal(judgeSpace({ ...base, freeInodes: 63 }).verdict, 'fail', 'inodes exhausted');
   t.equal(judgeSpace({ ...base, freeInodes: 9_000 }).verdict, 'warn', 'under 5% of inodes free');
-  t.equal(judgeSpace({ ...base, freeInodes: 0, totalInodes: 0 }).verdict, 'ok', 'a file system without an inode count is judged on space');
+  t.equal(
+    judgeSpace({ ...base, freeInodes: 0, totalInodes: 0 }).verdict,
+    'ok',
+    'a file system without an inode count is judged on space',
+  );
   t.match(judgeSpace(base).why, /10240 MiB free of 20480 MiB, 100000 of 200000 inodes free/);
 });
 
@@ -46,7 +52,10 @@ t.test('clock skew: ok up to 5 minutes, warn up to 15, fail beyond; the worst sa
   t.equal(skewCheck([{ skewSeconds: 300, url: 'http://a' }]).verdict, 'ok');
   t.equal(skewCheck([{ skewSeconds: -301, url: 'http://a' }]).verdict, 'warn');
   t.equal(skewCheck([{ skewSeconds: 900, url: 'http://a' }]).verdict, 'warn');
-  const worst = skewCheck([{ skewSeconds: 2, url: 'http://a' }, { skewSeconds: -901, url: 'http://b' }]);
+  const worst = skewCheck([
+    { skewSeconds: 2, url: 'http://a' },
+    { skewSeconds: -901, url: 'http://b' },
+  ]);
   t.equal(worst.verdict, 'fail');
   t.match(worst.cause, /901 s behind http:\/\/b/);
   t.match(worst.fix, /synchronise the clock/);
@@ -54,7 +63,9 @@ t.test('clock skew: ok up to 5 minutes, warn up to 15, fail beyond; the worst sa
 
 t.test('the tool each group drives: the hook variable when set, else the upstream default', async (t) => {
   t.same(toolFor('puppet', {})?.alternatives, ['puppet']);
-  t.same(toolFor('puppet', { HEAT_PUPPET_CMD: '/opt/puppetlabs/bin/puppet' })?.alternatives, ['/opt/puppetlabs/bin/puppet']);
+  t.same(toolFor('puppet', { HEAT_PUPPET_CMD: '/opt/puppetlabs/bin/puppet' })?.alternatives, [
+    '/opt/puppetlabs/bin/puppet',
+  ]);
   t.same(toolFor('ansible', {})?.alternatives, ['ansible-playbook']);
   t.same(toolFor('docker-cmd', {})?.alternatives, ['docker', 'podman']);
   t.same(toolFor('script', {})?.alternatives, ['bash']);

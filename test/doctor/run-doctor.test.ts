@@ -22,7 +22,11 @@ import { startZaqarServer } from '../helpers/zaqar-server.js';
 
 const quiet = createLogger({ level: 'silent' });
 
-async function doctor(t: TapTest, conf: string, options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; files?: Record<string, string> } = {}): Promise<{ report: DoctorReport; byId: (id: string) => CheckResult; root: string }> {
+async function doctor(
+  t: TapTest,
+  conf: string,
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; files?: Record<string, string> } = {},
+): Promise<{ report: DoctorReport; byId: (id: string) => CheckResult; root: string }> {
   const root = t.testdir();
   mkdirSync(path.join(root, 'etc'), { recursive: true });
   writeFileSync(path.join(root, 'etc/os-collect-config.conf'), conf, { mode: 0o600 });
@@ -32,7 +36,13 @@ async function doctor(t: TapTest, conf: string, options: { env?: NodeJS.ProcessE
   }
   const loaded = await loadConfig({ root, configFiles: ['/etc/os-collect-config.conf'] });
   const http = createLazyHttpClient({ ...agentHttpOptions(loaded, quiet), defaultRetries: 0 });
-  const report = await runDoctor({ loaded, http, log: quiet, env: options.env ?? { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeoutMs: options.timeoutMs ?? 5000 });
+  const report = await runDoctor({
+    loaded,
+    http,
+    log: quiet,
+    env: options.env ?? { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    timeoutMs: options.timeoutMs ?? 5000,
+  });
   const byId = (id: string): CheckResult => {
     const found = report.checks.find((c) => c.id === id);
     if (!found) throw new Error(`no check ${id} in ${JSON.stringify(report.checks.map((c) => c.id))}`);
@@ -81,8 +91,21 @@ async function services(t: TapTest) {
 t.test('every source up and every credential good: all checks ok, exit 0, nothing consumed', async (t) => {
   const s = await services(t);
   // With a token cache configured: doctor neither reads it (the password must be tried) nor writes to it.
-  const { report, byId, root } = await doctor(t, `${s.conf()}[keystone]\ncache_dir = /var/lib/os-collect-config/keystone\n`);
-  for (const id of ['config', 'source.ec2', 'source.cfn', 'credentials.heat', 'source.heat', 'source.request', 'credentials.zaqar', 'source.zaqar', 'clock']) {
+  const { report, byId, root } = await doctor(
+    t,
+    `${s.conf()}[keystone]\ncache_dir = /var/lib/os-collect-config/keystone\n`,
+  );
+  for (const id of [
+    'config',
+    'source.ec2',
+    'source.cfn',
+    'credentials.heat',
+    'source.heat',
+    'source.request',
+    'credentials.zaqar',
+    'source.zaqar',
+    'clock',
+  ]) {
     t.equal(byId(id).verdict, 'ok', `${id}: ${byId(id).cause}`);
   }
   t.equal(report.result, 'ok');
@@ -90,14 +113,20 @@ t.test('every source up and every credential good: all checks ok, exit 0, nothin
   t.match(byId('credentials.heat').cause, /issued a token/);
   t.equal(s.zaqar.queues.get('q1')?.length, 1, 'the Zaqar message is still queued (stats asked, nothing popped)');
   t.same(s.cfn.verdicts, [true], 'one signed request, accepted');
-  t.notOk(existsSync(path.join(root, 'var/lib/os-collect-config/keystone')), 'no token written to [keystone] cache_dir');
+  t.notOk(
+    existsSync(path.join(root, 'var/lib/os-collect-config/keystone')),
+    'no token written to [keystone] cache_dir',
+  );
   t.equal(s.ks.tokensIssued(), 3, 'real logins: credentials.heat, the heat collector, credentials.zaqar');
   t.notMatch(JSON.stringify(report), new RegExp(`${s.ks.password}|${s.cfn.secret}`), 'no secret in the report');
 });
 
 t.test('broken credentials: a refused Keystone password and a bad CFN secret fail, naming what to fix', async (t) => {
   const s = await services(t);
-  const { report, byId } = await doctor(t, s.conf({ heatPassword: 'wrong-pass-123', cfnSecret: 'wrong-cfn-secret-456' }));
+  const { report, byId } = await doctor(
+    t,
+    s.conf({ heatPassword: 'wrong-pass-123', cfnSecret: 'wrong-cfn-secret-456' }),
+  );
   t.equal(report.result, 'fail');
   t.equal(byId('credentials.heat').verdict, 'fail');
   t.match(byId('credentials.heat').cause, /refused the credentials \(401\)$/, 'the advice is given once, in the fix');
@@ -105,47 +134,56 @@ t.test('broken credentials: a refused Keystone password and a bad CFN secret fai
   t.equal(byId('source.heat').verdict, 'skipped', 'Heat is not asked without a token');
   t.equal(byId('source.cfn').verdict, 'fail');
   t.match(byId('source.cfn').fix, /\[cfn\] access_key_id and secret_access_key/);
-  t.equal(byId('credentials.zaqar').verdict, 'ok', 'the other section\'s credentials are judged on their own');
+  t.equal(byId('credentials.zaqar').verdict, 'ok', "the other section's credentials are judged on their own");
   t.notMatch(JSON.stringify(report), /wrong-pass-123|wrong-cfn-secret-456/, 'the wrong secrets are not shown either');
 });
 
-t.test('a stopped endpoint and a hanging one fail within the deadline; the other checks still answer', { timeout: 30_000 }, async (t) => {
-  const s = await services(t);
-  const hanging = await startTestServer(() => {
-    // Never answers.
-  });
-  t.teardown(() => hanging.close());
-  const stopped = await doctor(t, s.conf({ requestUrl: `${await refusedUrl()}/doc` }));
-  t.equal(stopped.byId('source.request').verdict, 'fail');
-  t.match(stopped.byId('source.request').cause, /ECONNREFUSED|refused/i);
-  t.match(stopped.byId('source.request').fix, /up and reachable/);
-  t.equal(stopped.byId('source.heat').verdict, 'ok');
+t.test(
+  'a stopped endpoint and a hanging one fail within the deadline; the other checks still answer',
+  { timeout: 30_000 },
+  async (t) => {
+    const s = await services(t);
+    const hanging = await startTestServer(() => {
+      // Never answers.
+    });
+    t.teardown(() => hanging.close());
+    const stopped = await doctor(t, s.conf({ requestUrl: `${await refusedUrl()}/doc` }));
+    t.equal(stopped.byId('source.request').verdict, 'fail');
+    t.match(stopped.byId('source.request').cause, /ECONNREFUSED|refused/i);
+    t.match(stopped.byId('source.request').fix, /up and reachable/);
+    t.equal(stopped.byId('source.heat').verdict, 'ok');
 
-  const hung = await doctor(t, s.conf({ requestUrl: `${hanging.url}/doc` }), { timeoutMs: 1000 });
-  t.equal(hung.byId('source.request').verdict, 'fail');
-  t.match(hung.byId('source.request').cause, /timed out|did not answer within 1 s/i);
-  t.equal(hung.byId('source.cfn').verdict, 'ok');
-  t.equal(hung.report.result, 'fail');
-});
+    const hung = await doctor(t, s.conf({ requestUrl: `${hanging.url}/doc` }), { timeoutMs: 1000 });
+    t.equal(hung.byId('source.request').verdict, 'fail');
+    t.match(hung.byId('source.request').cause, /timed out|did not answer within 1 s/i);
+    t.equal(hung.byId('source.cfn').verdict, 'ok');
+    t.equal(hung.report.result, 'fail');
+  },
+);
 
-t.test('requests go through the proxy in force: tinyproxy carries them; a dead proxy fails the check', { skip: tinyproxyMissing() }, async (t) => {
-  const doc = await startTestServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{}');
-  });
-  t.teardown(() => doc.close());
-  const proxyDir = mkdtempSync(path.join(os.tmpdir(), 'oca-doctor-proxy-'));
-  t.teardown(() => rmSync(proxyDir, { recursive: true, force: true }));
-  const proxy = await startTinyproxy(proxyDir);
-  t.teardown(() => proxy.stop());
-  const conf = (proxyUrl: string) => `[DEFAULT]\ncollectors = request\n[request]\nmetadata_url = ${doc.url}/doc\n[agent]\nhttp_proxy = ${proxyUrl}\n`;
-  const through = await doctor(t, conf(proxy.url));
-  t.equal(through.byId('source.request').verdict, 'ok', through.byId('source.request').cause);
-  t.same(proxy.requests(), [`GET ${doc.url}/doc HTTP/1.1`], 'the request went through tinyproxy');
-  const dead = await doctor(t, conf(await refusedUrl()));
-  t.equal(dead.byId('source.request').verdict, 'fail', 'a proxy that is down fails the check: the proxy is in force');
-  t.equal(doc.requests.length, 1, 'nothing went around the proxy');
-});
+t.test(
+  'requests go through the proxy in force: tinyproxy carries them; a dead proxy fails the check',
+  { skip: tinyproxyMissing() },
+  async (t) => {
+    const doc = await startTestServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    t.teardown(() => doc.close());
+    const proxyDir = mkdtempSync(path.join(os.tmpdir(), 'oca-doctor-proxy-'));
+    t.teardown(() => rmSync(proxyDir, { recursive: true, force: true }));
+    const proxy = await startTinyproxy(proxyDir);
+    t.teardown(() => proxy.stop());
+    const conf = (proxyUrl: string) =>
+      `[DEFAULT]\ncollectors = request\n[request]\nmetadata_url = ${doc.url}/doc\n[agent]\nhttp_proxy = ${proxyUrl}\n`;
+    const through = await doctor(t, conf(proxy.url));
+    t.equal(through.byId('source.request').verdict, 'ok', through.byId('source.request').cause);
+    t.same(proxy.requests(), [`GET ${doc.url}/doc HTTP/1.1`], 'the request went through tinyproxy');
+    const dead = await doctor(t, conf(await refusedUrl()));
+    t.equal(dead.byId('source.request').verdict, 'fail', 'a proxy that is down fails the check: the proxy is in force');
+    t.equal(doc.requests.length, 1, 'nothing went around the proxy');
+  },
+);
 
 t.test('clock skew: a server whose Date is 20 minutes ahead fails the clock check; 6 minutes warns', async (t) => {
   let offsetMs = 0;
@@ -197,7 +235,14 @@ t.test('hooks: each group in the cached deployments needs its hook, executable, 
   chmodSync(path.join(root, 'hooks/json-file'), 0o755);
   chmodSync(path.join(root, 'tools/fake-puppet'), 0o755);
   const loaded = await loadConfig({ root, configFiles: ['/etc/os-collect-config.conf'] });
-  const run = (env: NodeJS.ProcessEnv) => runDoctor({ loaded, http: createLazyHttpClient({ ...agentHttpOptions(loaded, quiet), defaultRetries: 0 }), log: quiet, env, timeoutMs: 2000 });
+  const run = (env: NodeJS.ProcessEnv) =>
+    runDoctor({
+      loaded,
+      http: createLazyHttpClient({ ...agentHttpOptions(loaded, quiet), defaultRetries: 0 }),
+      log: quiet,
+      env,
+      timeoutMs: 2000,
+    });
   const byId = (r: DoctorReport, id: string) => r.checks.find((c) => c.id === id);
 
   // A PATH holding bash only (this machine may have puppet installed).
@@ -213,7 +258,7 @@ t.test('hooks: each group in the cached deployments needs its hook, executable, 
   t.equal(byId(noPuppet, 'hook.json-file')?.verdict, 'ok', 'json-file drives no program');
   t.equal(byId(noPuppet, 'hook.no-such-group')?.verdict, 'fail');
   t.match(byId(noPuppet, 'hook.no-such-group')?.cause, /no hook "no-such-group" in \/hooks/);
-  t.equal(byId(noPuppet, 'hook.Heat::Ungrouped')?.verdict, 'ok', 'ungrouped configs are the apply step\'s');
+  t.equal(byId(noPuppet, 'hook.Heat::Ungrouped')?.verdict, 'ok', "ungrouped configs are the apply step's");
   t.equal(noPuppet.result, 'fail');
 
   const withPuppet = await run({ PATH: onlyBash, HEAT_PUPPET_CMD: path.join(root, 'tools/fake-puppet') });
@@ -232,19 +277,28 @@ t.test('configuration problems and disk figures are reported', async (t) => {
   t.equal(byId('hooks').verdict, 'skipped');
 });
 
-t.test('ec2: the first metadata URL that answers settles it, a hanging one is not waited for; none answering fails', { timeout: 30_000 }, async (t) => {
-  const ec2 = await startEc2Server();
-  t.teardown(() => ec2.close());
-  const hanging = await startTestServer(() => {
-    // Never answers.
-  });
-  t.teardown(() => hanging.close());
-  const conf = (urls: readonly string[]) => `[DEFAULT]\ncollectors = ec2\n[ec2]\ntimeout = 50\n${urls.map((u) => `metadata_urls = ${u}\n`).join('')}`;
-  // Request timeout and deadline far beyond the test's own bound: an answer here did not wait for the hanging URL.
-  const one = await doctor(t, conf([`${hanging.url}/latest/meta-data`, ec2.metadataUrl]), { timeoutMs: 60_000 });
-  t.equal(one.byId('source.ec2').verdict, 'ok');
-  t.match(one.byId('source.ec2').cause, new RegExp(`${ec2.url.replace(/[.]/g, '\\.')}.* answered 200`));
-  const none = await doctor(t, conf([`${await refusedUrl()}/latest/meta-data`]));
-  t.equal(none.byId('source.ec2').verdict, 'fail');
-  t.match(none.byId('source.ec2').fix, /\[ec2\] metadata_url empty/, 'on a cloud without a metadata service: how to turn it off');
-});
+t.test(
+  'ec2: the first metadata URL that answers settles it, a hanging one is not waited for; none answering fails',
+  { timeout: 30_000 },
+  async (t) => {
+    const ec2 = await startEc2Server();
+    t.teardown(() => ec2.close());
+    const hanging = await startTestServer(() => {
+      // Never answers.
+    });
+    t.teardown(() => hanging.close());
+    const conf = (urls: readonly string[]) =>
+      `[DEFAULT]\ncollectors = ec2\n[ec2]\ntimeout = 50\n${urls.map((u) => `metadata_urls = ${u}\n`).join('')}`;
+    // Request timeout and deadline far beyond the test's own bound: an answer here did not wait for the hanging URL.
+    const one = await doctor(t, conf([`${hanging.url}/latest/meta-data`, ec2.metadataUrl]), { timeoutMs: 60_000 });
+    t.equal(one.byId('source.ec2').verdict, 'ok');
+    t.match(one.byId('source.ec2').cause, new RegExp(`${ec2.url.replace(/[.]/g, '\\.')}.* answered 200`));
+    const none = await doctor(t, conf([`${await refusedUrl()}/latest/meta-data`]));
+    t.equal(none.byId('source.ec2').verdict, 'fail');
+    t.match(
+      none.byId('source.ec2').fix,
+      /\[ec2\] metadata_url empty/,
+      'on a cloud without a metadata service: how to turn it off',
+    );
+  },
+);

@@ -13,9 +13,18 @@ const noHttp: HttpClient = { request: () => Promise.reject(new Error('no HTTP he
 
 async function agentFor(dir: string) {
   const cmd = recordingCommand(dir);
-  const root = makeAgentRoot(path.join(dir, 'root'), `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = heat_local\ncollectors = local\n[agent]\nwatch = false\nmax_source_bytes = 1048576\n`);
+  const root = makeAgentRoot(
+    path.join(dir, 'root'),
+    `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = heat_local\ncollectors = local\n[agent]\nwatch = false\nmax_source_bytes = 1048576\n`,
+  );
   const captured = captureLog();
-  const agent = await Agent.create({ sources: { root: root.root }, log: captured.log, mode: 'collect', createHttp: () => noHttp, strictExit: true });
+  const agent = await Agent.create({
+    sources: { root: root.root },
+    log: captured.log,
+    mode: 'collect',
+    createHttp: () => noHttp,
+    strictExit: true,
+  });
   return { agent, root, captured, cache: path.join(root.root, 'var/lib/os-collect-config'), cmd };
 }
 
@@ -49,18 +58,31 @@ t.test('deeply nested and oversized documents are refused with a clear reason; l
   root.writeLocal('deep', '['.repeat(200_000) + ']'.repeat(200_000));
   const r1 = await agent.cycle(new AbortController().signal);
   t.equal(r1.exitCode, 1);
-  t.match(r1.failures.find((f) => f.collector === 'local'), { code: 'ERR_SOURCE_INVALID_DATA', message: /deeper than 512/ });
+  t.match(
+    r1.failures.find((f) => f.collector === 'local'),
+    { code: 'ERR_SOURCE_INVALID_DATA', message: /deeper than 512/ },
+  );
   writeFileSync(path.join(root.localDir, 'deep'), '', { mode: 0o600 });
   root.writeLocal('deep', 'x'.repeat(2 * 1024 * 1024));
   const r2 = await agent.cycle(new AbortController().signal);
-  t.match(r2.failures.find((f) => f.collector === 'local'), { code: 'ERR_SOURCE_INVALID_DATA', message: /over the 1048576-byte limit/ });
-  t.ok(captured.lines.some((l) => String(l.reason ?? '').includes('limit')), 'the size limit is named');
+  t.match(
+    r2.failures.find((f) => f.collector === 'local'),
+    { code: 'ERR_SOURCE_INVALID_DATA', message: /over the 1048576-byte limit/ },
+  );
+  t.ok(
+    captured.lines.some((l) => String(l.reason ?? '').includes('limit')),
+    'the size limit is named',
+  );
   t.same(JSON.parse(readFileSync(path.join(cache, 'good.json'), 'utf8')), { v: 1 }, 'last good cache kept');
 });
 
 t.test('non-UTF-8 bytes and nesting up to the limit are accepted; deeper nesting is refused', async (t) => {
   const { agent, root, cache } = await agentFor(t.testdir());
-  writeFileSync(path.join(root.localDir, 'latin1'), Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe9, 0xff, 0x22, 0x7d]), { mode: 0o600 });
+  writeFileSync(
+    path.join(root.localDir, 'latin1'),
+    Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe9, 0xff, 0x22, 0x7d]),
+    { mode: 0o600 },
+  );
   root.writeLocal('nested', '{"a":'.repeat(500) + '1' + '}'.repeat(500));
   const report = await agent.cycle(new AbortController().signal);
   t.equal(report.exitCode, 0, 'both documents are valid JSON once decoded');
@@ -83,7 +105,10 @@ t.test('names that could escape the cache are never used as paths', async (t) =>
   });
   await agent.cycle(new AbortController().signal);
   for (const f of allFiles(path.dirname(root.root))) {
-    t.ok(f.startsWith(root.root) || f.startsWith(path.join(path.dirname(root.root), '')), `stays inside the test dir: ${f}`);
+    t.ok(
+      f.startsWith(root.root) || f.startsWith(path.join(path.dirname(root.root), '')),
+      `stays inside the test dir: ${f}`,
+    );
     t.notMatch(path.basename(f), /escaped/, 'no escaped file anywhere');
   }
 });

@@ -22,7 +22,14 @@ t.test('cfn: a correct signature gets the metadata, a wrong secret gets 403', as
   t.teardown(() => o.close());
   o.addDeployment({ name: 'd1', group: 'script', config: '#!/bin/sh\n' });
   const ask = (secret: string) => {
-    const params: Record<string, string> = { Action: 'DescribeStackResource', StackName: o.stackName, LogicalResourceId: 'server', AWSAccessKeyId: o.creds.cfnAccessKey, SignatureVersion: '2', SignatureMethod: 'HmacSHA256' };
+    const params: Record<string, string> = {
+      Action: 'DescribeStackResource',
+      StackName: o.stackName,
+      LogicalResourceId: 'server',
+      AWSAccessKeyId: o.creds.cfnAccessKey,
+      SignatureVersion: '2',
+      SignatureMethod: 'HmacSHA256',
+    };
     params.Signature = signV2(secret, 'GET', o.host, '/v1/', params);
     return fetch(`${o.url}/v1/?${new URLSearchParams(params)}`);
   };
@@ -38,12 +45,30 @@ t.test('signals: CFN pre-signed URL checked; TempURL PUT checked; tampered URLs 
   const cfnId = o.addDeployment({ name: 'c', group: 'script', config: '', signal: 'CFN_SIGNAL' });
   const tuId = o.addDeployment({ name: 'u', group: 'script', config: '', signal: 'TEMP_URL_SIGNAL' });
   const deps = o.metadata().deployments as Array<{ id: string; inputs: Array<{ name: string; value: string }> }>;
-  const signalUrl = (id: string) => deps.find((d) => d.id === id)!.inputs.find((i) => i.name === 'deploy_signal_id')!.value;
+  const signalUrl = (id: string) =>
+    deps.find((d) => d.id === id)!.inputs.find((i) => i.name === 'deploy_signal_id')!.value;
   t.equal((await fetch(signalUrl(cfnId), { method: 'POST', body: '{"deploy_status_code":0}' })).status, 200);
-  t.equal((await fetch(signalUrl(cfnId).replace(/Signature=[^&]+/, 'Signature=AAAA'), { method: 'POST', body: '{}' })).status, 403);
+  t.equal(
+    (await fetch(signalUrl(cfnId).replace(/Signature=[^&]+/, 'Signature=AAAA'), { method: 'POST', body: '{}' })).status,
+    403,
+  );
   t.equal((await fetch(signalUrl(tuId), { method: 'PUT', body: '{"deploy_status_code":1}' })).status, 201);
-  t.equal((await fetch(signalUrl(tuId).replace(/temp_url_sig=[0-9a-f]{4}/, 'temp_url_sig=0000'), { method: 'PUT', body: '{}' })).status, 401);
-  t.same(o.signals.map((s) => [s.deploymentId, s.transport, s.body.deploy_status_code]), [[cfnId, 'CFN_SIGNAL', 0], [tuId, 'TEMP_URL_SIGNAL', 1]]);
+  t.equal(
+    (
+      await fetch(signalUrl(tuId).replace(/temp_url_sig=[0-9a-f]{4}/, 'temp_url_sig=0000'), {
+        method: 'PUT',
+        body: '{}',
+      })
+    ).status,
+    401,
+  );
+  t.same(
+    o.signals.map((s) => [s.deploymentId, s.transport, s.body.deploy_status_code]),
+    [
+      [cfnId, 'CFN_SIGNAL', 0],
+      [tuId, 'TEMP_URL_SIGNAL', 1],
+    ],
+  );
   const expired = tempUrl(o.url, o.creds.swiftKey, 'GET', '/swift/v1/x', Math.floor(Date.now() / 1000) - 10);
   t.equal((await fetch(expired)).status, 401, 'expired TempURL refused');
 });
@@ -55,7 +80,12 @@ t.test('Keystone + Heat: token required and renewable; metadata and signal by re
   const auth = (password: string) =>
     fetch(`${o.url}/identity/v3/auth/tokens`, {
       method: 'POST',
-      body: JSON.stringify({ auth: { identity: { methods: ['password'], password: { user: { id: o.creds.userId, password } } }, scope: { project: { id: o.creds.projectId } } } }),
+      body: JSON.stringify({
+        auth: {
+          identity: { methods: ['password'], password: { user: { id: o.creds.userId, password } } },
+          scope: { project: { id: o.creds.projectId } },
+        },
+      }),
     });
   t.equal((await auth('nope')).status, 401);
   const ok = await auth(o.creds.password);
@@ -65,9 +95,16 @@ t.test('Keystone + Heat: token required and renewable; metadata and signal by re
   t.equal((await fetch(`${base}/server/metadata`)).status, 401, 'no token');
   const md = await fetch(`${base}/server/metadata`, { headers: { 'x-auth-token': token } });
   t.match(await md.json(), { metadata: { deployments: [{ id }] } });
-  t.equal((await fetch(`${base}/h1/signal`, { method: 'POST', headers: { 'x-auth-token': token }, body: '{"x":1}' })).status, 200);
+  t.equal(
+    (await fetch(`${base}/h1/signal`, { method: 'POST', headers: { 'x-auth-token': token }, body: '{"x":1}' })).status,
+    200,
+  );
   o.expireTokens();
-  t.equal((await fetch(`${base}/server/metadata`, { headers: { 'x-auth-token': token } })).status, 401, 'expired token refused');
+  t.equal(
+    (await fetch(`${base}/server/metadata`, { headers: { 'x-auth-token': token } })).status,
+    401,
+    'expired token refused',
+  );
   t.equal(o.signals.length, 1);
 });
 

@@ -24,13 +24,21 @@ const FILE_MODES: readonly ModeRule[] = [
   { pattern: /^etc\/os-collect-config\.conf$/, mode: 0o600, what: 'config rewritten from Heat metadata' },
   { pattern: /^var\/lib\/os-collect-config\/[^/]+\.json(\.orig|\.last)?$/, mode: 0o600, what: 'metadata cache' },
   { pattern: /^var\/run\/os-collect-config\/[^/]+\.json(\.orig|\.last)?$/, mode: 0o600, what: 'backup cache' },
-  { pattern: /^var\/lib\/heat-config\/deployed\/[^/]+\.(notify\.)?json$/, mode: 0o600, what: 'deployed/<id>.json and .notify.json' },
+  {
+    pattern: /^var\/lib\/heat-config\/deployed\/[^/]+\.(notify\.)?json$/,
+    mode: 0o600,
+    what: 'deployed/<id>.json and .notify.json',
+  },
   { pattern: /^var\/run\/heat-config\/heat-config$/, mode: 0o600, what: 'heat-config deployments file' },
   { pattern: /^var\/lib\/os-config-agent\/deployments\/[^/]+\.json$/, mode: 0o600, what: 'deployment state records' },
   { pattern: /^var\/lib\/os-config-agent\/deploy\.lock$/, mode: 0o600, what: 'deployment lock' },
   { pattern: /^var\/lib\/os-config-agent\/signals\/[^/]+\.json$/, mode: 0o600, what: 'signals queued by cfn-signal' },
-  { pattern: /^var\/lib\/os-config-agent\/(signals\.lock|daemon\.pid)$/, mode: 0o600, what: 'signal queue lock, daemon pid file' },
-  { pattern: /^run\/os-config-agent\/agent-status\.json$/, mode: 0o600, what: 'the daemon\'s facts for status' },
+  {
+    pattern: /^var\/lib\/os-config-agent\/(signals\.lock|daemon\.pid)$/,
+    mode: 0o600,
+    what: 'signal queue lock, daemon pid file',
+  },
+  { pattern: /^run\/os-config-agent\/agent-status\.json$/, mode: 0o600, what: "the daemon's facts for status" },
   { pattern: /^var\/run\/os-refresh-config\.lock$/, mode: 0o644, what: 'refresh lock (empty)' },
   { pattern: /^etc\/app\/app\.conf$/, mode: 0o644, what: 'rendered template (new file default)' },
   { pattern: /^var\/lib\/heat-config\/heat-config-script\/[^/]+$/, mode: 0o700, what: 'script hook: the script' },
@@ -47,7 +55,12 @@ const DIR_MODES: readonly ModeRule[] = [
 ];
 
 /** Inputs the test itself put in the root (not the agent's output). */
-const TEST_INPUTS = [/^var\/lib\/heat-config\/hooks\//, /^usr\/libexec\//, /^var\/lib\/heat-cfntools\//, /^etc\/os-collect-config\.conf\.d\//];
+const TEST_INPUTS = [
+  /^var\/lib\/heat-config\/hooks\//,
+  /^usr\/libexec\//,
+  /^var\/lib\/heat-cfntools\//,
+  /^etc\/os-collect-config\.conf\.d\//,
+];
 
 const TRANSPORTS: PollTransport[] = ['POLL_SERVER_CFN', 'POLL_SERVER_HEAT', 'POLL_TEMP_URL'];
 const TOKEN = /tok-[0-9a-f]{8}-[0-9a-f-]{27}/;
@@ -69,12 +82,41 @@ for (const transport of TRANSPORTS) {
     const script = (body: string) => `#!/bin/sh\n${body}\n`;
     const secretInput = [{ name: 'db_password', value: inputSecret }];
     const ids = [
-      o.addDeployment({ name: 'cfn', group: 'script', config: script('echo cfn'), inputs: secretInput, signal: 'CFN_SIGNAL' }),
-      o.addDeployment({ name: 'heat', group: 'script', config: script('echo heat'), inputs: secretInput, signal: 'HEAT_SIGNAL' }),
-      o.addDeployment({ name: 'tempurl', group: 'script', config: script('echo tempurl'), inputs: secretInput, signal: 'TEMP_URL_SIGNAL' }),
-      o.addDeployment({ name: 'nohook', group: 'no-such-tool', config: 'x', inputs: secretInput, signal: 'HEAT_SIGNAL' }),
+      o.addDeployment({
+        name: 'cfn',
+        group: 'script',
+        config: script('echo cfn'),
+        inputs: secretInput,
+        signal: 'CFN_SIGNAL',
+      }),
+      o.addDeployment({
+        name: 'heat',
+        group: 'script',
+        config: script('echo heat'),
+        inputs: secretInput,
+        signal: 'HEAT_SIGNAL',
+      }),
+      o.addDeployment({
+        name: 'tempurl',
+        group: 'script',
+        config: script('echo tempurl'),
+        inputs: secretInput,
+        signal: 'TEMP_URL_SIGNAL',
+      }),
+      o.addDeployment({
+        name: 'nohook',
+        group: 'no-such-tool',
+        config: 'x',
+        inputs: secretInput,
+        signal: 'HEAT_SIGNAL',
+      }),
     ];
-    o.addDeployment({ name: 'settings', group: 'os-apply-config', config: { app: { port: 8080 } }, signal: 'NO_SIGNAL' });
+    o.addDeployment({
+      name: 'settings',
+      group: 'os-apply-config',
+      config: { app: { port: 8080 } },
+      signal: 'NO_SIGNAL',
+    });
     const root = prepareRoot(t.testdir(), o, {
       confd: '[agent]\nhttp_retries = 0\n[deploy]\nsignal_timeout = 2\nsignal_max_backoff = 0.5\n',
     });
@@ -94,11 +136,19 @@ for (const transport of TRANSPORTS) {
     await until('two failing polls', () => (o.requests[pollRoute] ?? 0) >= before + 2);
     o.fault(pollRoute, undefined);
     o.expireTokens();
-    o.addDeployment({ name: 'late', group: 'script', config: script('echo late'), inputs: secretInput, signal: 'HEAT_SIGNAL' });
+    o.addDeployment({
+      name: 'late',
+      group: 'script',
+      config: script('echo late'),
+      inputs: secretInput,
+      signal: 'HEAT_SIGNAL',
+    });
     await until('the late deployment signalled', () => o.signals.length >= ids.length + 1);
     t.same(await stopDaemon(d), { code: 0, signal: null }, 'SIGTERM exits 0');
 
-    const deployInputs = (o.metadata().deployments as Array<{ inputs: Array<{ name: string; value: unknown }> }>).flatMap((x) => x.inputs);
+    const deployInputs = (
+      o.metadata().deployments as Array<{ inputs: Array<{ name: string; value: unknown }> }>
+    ).flatMap((x) => x.inputs);
     const signatures = deployInputs
       .filter((i) => i.name === 'deploy_signal_id')
       .flatMap((i) => {
@@ -107,7 +157,14 @@ for (const transport of TRANSPORTS) {
       });
     const requestUrl = (o.agentSection().request as { metadata_url?: string } | undefined)?.metadata_url;
     if (requestUrl) signatures.push(new URL(requestUrl).searchParams.get('temp_url_sig'));
-    const secrets = [o.creds.cfnSecret, o.creds.signalSecret, o.creds.password, o.creds.swiftKey, inputSecret, ...signatures].filter((s): s is string => !!s);
+    const secrets = [
+      o.creds.cfnSecret,
+      o.creds.signalSecret,
+      o.creds.password,
+      o.creds.swiftKey,
+      inputSecret,
+      ...signatures,
+    ].filter((s): s is string => !!s);
     t.ok(secrets.length >= 7, `${secrets.length} secrets audited`);
 
     const logText = d.raw.join('\n');
@@ -115,7 +172,10 @@ for (const transport of TRANSPORTS) {
     for (const s of secrets) t.notOk(logText.includes(s), `no log line holds ${s.slice(0, 6)}…`);
     t.notOk(TOKEN.test(logText), 'no log line holds a Keystone token');
     // The audit can fail: the secrets really are on disk, in the files meant to hold them.
-    t.ok(readFileSync(path.join(root, 'var/run/heat-config/heat-config'), 'utf8').includes(inputSecret), 'the heat-config file holds the input secret (0600)');
+    t.ok(
+      readFileSync(path.join(root, 'var/run/heat-config/heat-config'), 'utf8').includes(inputSecret),
+      'the heat-config file holds the input secret (0600)',
+    );
 
     const leaks: string[] = [];
     let worldReadable = 0;
@@ -138,7 +198,8 @@ for (const transport of TRANSPORTS) {
       if (!rule) wrong.push(`${rel}: undocumented file (mode ${mode.toString(8)})`);
       else {
         seen.add(rule.what);
-        if (mode !== rule.mode) wrong.push(`${rel}: mode ${mode.toString(8)}, documented ${rule.mode.toString(8)} (${rule.what})`);
+        if (mode !== rule.mode)
+          wrong.push(`${rel}: mode ${mode.toString(8)}, documented ${rule.mode.toString(8)} (${rule.what})`);
       }
     }
     for (const rel of walkDirs(root)) {
@@ -146,11 +207,23 @@ for (const transport of TRANSPORTS) {
       if (!rule) continue;
       seen.add(rule.what);
       const mode = lstatSync(path.join(root, rel)).mode & 0o7777;
-      if (mode !== rule.mode) wrong.push(`${rel}/: mode ${mode.toString(8)}, documented ${rule.mode.toString(8)} (${rule.what})`);
+      if (mode !== rule.mode)
+        wrong.push(`${rel}/: mode ${mode.toString(8)}, documented ${rule.mode.toString(8)} (${rule.what})`);
     }
     t.same(wrong, [], 'every file the agent wrote has its documented mode');
-    t.equal(readFileSync(path.join(root, 'var/run/os-refresh-config.lock'), 'utf8'), '', 'the world-readable refresh lock is empty');
-    for (const what of ['config rewritten from Heat metadata', 'metadata cache', 'deployed/<id>.json and .notify.json', 'heat-config deployments file', 'deployment state records', 'state directory']) {
+    t.equal(
+      readFileSync(path.join(root, 'var/run/os-refresh-config.lock'), 'utf8'),
+      '',
+      'the world-readable refresh lock is empty',
+    );
+    for (const what of [
+      'config rewritten from Heat metadata',
+      'metadata cache',
+      'deployed/<id>.json and .notify.json',
+      'heat-config deployments file',
+      'deployment state records',
+      'state directory',
+    ]) {
       t.ok(seen.has(what), `checked: ${what}`);
     }
   });

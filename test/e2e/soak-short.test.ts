@@ -22,7 +22,13 @@ interface Summary {
 
 t.test('short soak: no file descriptor or child process leak', async (t) => {
   requireBundle();
-  const { code, stdout: out, stderr: err } = await runProcess(process.execPath, [path.join(REPO, 'test/bench/soak.mjs'), '--polls', '300', '--deploys', '5'], { timeoutMs: 100_000 });
+  const {
+    code,
+    stdout: out,
+    stderr: err,
+  } = await runProcess(process.execPath, [path.join(REPO, 'test/bench/soak.mjs'), '--polls', '300', '--deploys', '5'], {
+    timeoutMs: 100_000,
+  });
   t.equal(code, 0, `soak run succeeded${err ? `: ${err.slice(-2000)}` : ''}`);
   const line = out.trim().split('\n').pop() ?? '{}';
   const s = JSON.parse(line) as Summary;

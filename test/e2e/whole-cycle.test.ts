@@ -35,7 +35,9 @@ t.test('cold boot from heat_local to converged deployments over CFN', async (t) 
   const first = o.addDeployment({
     name: 'first',
     group: 'script',
-    config: script('echo "s=$s n=$n b=$b l=$l j=$j action=$deploy_action"; printf "%s" "$j" > "$heat_outputs_path.json_out"; echo to-stderr >&2'),
+    config: script(
+      'echo "s=$s n=$n b=$b l=$l j=$j action=$deploy_action"; printf "%s" "$j" > "$heat_outputs_path.json_out"; echo to-stderr >&2',
+    ),
     inputs: [
       { name: 's', type: 'String', value: 'text with spaces' },
       { name: 'n', type: 'Number', value: 42 },
@@ -45,7 +47,12 @@ t.test('cold boot from heat_local to converged deployments over CFN', async (t) 
     ],
     outputs: [{ name: 'json_out' }],
   });
-  const settings = o.addDeployment({ name: 'settings', group: 'os-apply-config', config: { app: { port: 8080, name: 'demo' } }, signal: 'NO_SIGNAL' });
+  const settings = o.addDeployment({
+    name: 'settings',
+    group: 'os-apply-config',
+    config: { app: { port: 8080, name: 'demo' } },
+    signal: 'NO_SIGNAL',
+  });
   const root = prepareRoot(t.testdir(), o);
   const agent = startDaemon(root);
   t.teardown(() => {
@@ -67,10 +74,23 @@ t.test('cold boot from heat_local to converged deployments over CFN', async (t) 
 
   // A new deployment, an UPDATE (new id, new input), a DELETE, and a group with no hook.
   const second = o.addDeployment({ name: 'second', group: 'script', config: script('echo second') });
-  const update = o.addDeployment({ name: 'first', group: 'script', action: 'UPDATE', config: script('echo "update s=$s $deploy_action"'), inputs: [{ name: 's', value: 'new value' }] });
-  const del = o.addDeployment({ name: 'cleanup', group: 'script', action: 'DELETE', config: script('echo "deleting on $deploy_action"') });
+  const update = o.addDeployment({
+    name: 'first',
+    group: 'script',
+    action: 'UPDATE',
+    config: script('echo "update s=$s $deploy_action"'),
+    inputs: [{ name: 's', value: 'new value' }],
+  });
+  const del = o.addDeployment({
+    name: 'cleanup',
+    group: 'script',
+    action: 'DELETE',
+    config: script('echo "deleting on $deploy_action"'),
+  });
   const missing = o.addDeployment({ name: 'nohook', group: 'no-such-tool', config: 'x' });
-  await until('four more signals', () => [second, update, del, missing].every((id) => o.signals.some((s) => s.deploymentId === id)));
+  await until('four more signals', () =>
+    [second, update, del, missing].every((id) => o.signals.some((s) => s.deploymentId === id)),
+  );
   const byId = (id: string) => o.signals.filter((s) => s.deploymentId === id);
   t.match(String(byId(update)[0]?.body.deploy_stdout), 'update s=new value UPDATE');
   t.match(String(byId(del)[0]?.body.deploy_stdout), 'deleting on DELETE');
@@ -101,7 +121,8 @@ t.test('cold boot from heat_local to converged deployments over CFN', async (t) 
     const st = statSync(file);
     if (!(st.mode & 0o004)) continue;
     const text = readFileSync(file, 'utf8');
-    for (const s of [...secrets, ...signatures]) t.notOk(text.includes(s), `world-readable ${path.relative(root, file)} holds no secret`);
+    for (const s of [...secrets, ...signatures])
+      t.notOk(text.includes(s), `world-readable ${path.relative(root, file)} holds no secret`);
   }
 });
 

@@ -17,7 +17,11 @@ export const ELEMENTS_DIR = path.join(REPO, 'elements');
 export const HOOK_GROUPS: readonly string[] = BUILTIN_HOOK_GROUPS;
 export const ALL_ELEMENTS = ['os-config-agent', ...HOOK_GROUPS.map((g) => `heat-config-${g}`)];
 
-export function mergeHooks(elements: readonly string[], dest: string, elementDirs: readonly string[] = [ELEMENTS_DIR]): void {
+export function mergeHooks(
+  elements: readonly string[],
+  dest: string,
+  elementDirs: readonly string[] = [ELEMENTS_DIR],
+): void {
   mkdirSync(dest, { recursive: true });
   for (const element of elements) {
     const dir = elementDirs.map((d) => path.join(d, element)).find((d) => existsSync(d));
@@ -66,7 +70,8 @@ function phaseEnv(hooks: string, env: Record<string, string>): Record<string, st
 function phaseScripts(hooks: string, phase: string, env: Record<string, string>): string[] {
   const dir = path.join(hooks, `${phase}.d`);
   if (!existsSync(dir)) return [];
-  if (phase !== 'extra-data' && !env.OS_CONFIG_AGENT_TARGET_ROOT) throw new Error(`refusing to run ${phase}.d without OS_CONFIG_AGENT_TARGET_ROOT`);
+  if (phase !== 'extra-data' && !env.OS_CONFIG_AGENT_TARGET_ROOT)
+    throw new Error(`refusing to run ${phase}.d without OS_CONFIG_AGENT_TARGET_ROOT`);
   return readdirSync(dir)
     .filter((n) => statSync(path.join(dir, n)).isFile())
     .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
@@ -77,7 +82,11 @@ const RUN_SCRIPT = 'set -eu; for f in "$TMP_HOOKS_PATH"/environment.d/*; do [ -f
 export function runPhase(hooks: string, phase: string, env: Record<string, string>): PhaseResult {
   let output = '';
   for (const name of phaseScripts(hooks, phase, env)) {
-    const r = spawnSync('bash', ['-c', RUN_SCRIPT, path.join(hooks, `${phase}.d`, name)], { env: phaseEnv(hooks, env), encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync('bash', ['-c', RUN_SCRIPT, path.join(hooks, `${phase}.d`, name)], {
+      env: phaseEnv(hooks, env),
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     output += `${r.stdout ?? ''}${r.stderr ?? ''}`;
     if (r.status !== 0) return { ok: false, output, failed: name };
   }
@@ -88,7 +97,11 @@ export function runPhase(hooks: string, phase: string, env: Record<string, strin
 export async function runPhaseAsync(hooks: string, phase: string, env: Record<string, string>): Promise<PhaseResult> {
   let output = '';
   for (const name of phaseScripts(hooks, phase, env)) {
-    const child = spawn('bash', ['-c', RUN_SCRIPT, path.join(hooks, `${phase}.d`, name)], { env: phaseEnv(hooks, env), stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+    const child = spawn('bash', ['-c', RUN_SCRIPT, path.join(hooks, `${phase}.d`, name)], {
+      env: phaseEnv(hooks, env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 120_000,
+    });
     child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
     child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
     const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
@@ -105,7 +118,8 @@ export function makeSource(dir: string, options: { omitHooks?: readonly string[]
   mkdirSync(path.join(dir, 'dist'), { recursive: true });
   const dist = path.dirname(requireBundle());
   for (const name of readdirSync(dist)) {
-    if (name !== 'hooks' && !name.endsWith('.deb')) cpSync(path.join(dist, name), path.join(dir, 'dist', name), { recursive: true });
+    if (name !== 'hooks' && !name.endsWith('.deb'))
+      cpSync(path.join(dist, name), path.join(dir, 'dist', name), { recursive: true });
   }
   cpSync(path.join(REPO, 'systemd'), path.join(dir, 'systemd'), { recursive: true });
   // The built hooks (dist/hooks/<group>), with the modes a copy without them would have.
@@ -142,7 +156,12 @@ export interface Installed {
 }
 
 /** extra-data.d then install.d of `elements` into `root`; throws with the output when a phase fails. */
-export function installElements(dir: string, elements: readonly string[], env: Record<string, string>, elementDirs?: readonly string[]): Installed {
+export function installElements(
+  dir: string,
+  elements: readonly string[],
+  env: Record<string, string>,
+  elementDirs?: readonly string[],
+): Installed {
   const root = path.join(dir, 'root');
   const hooks = path.join(dir, 'hooks');
   mkdirSync(root, { recursive: true });

@@ -25,7 +25,9 @@ interface Run {
 }
 
 function startLauncher(root: string, args: string[]): Run {
-  const child = spawn(path.join(root, 'usr/local/bin/os-config-agent'), ['run', '--root', root, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(path.join(root, 'usr/local/bin/os-config-agent'), ['run', '--root', root, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
@@ -67,7 +69,13 @@ async function image(t: { testdir(): string; teardown(fn: () => unknown): void }
   o.addDeployment({ name: 'settings', group: 'os-apply-config', config: { app: { port: 8080 } }, signal: 'NO_SIGNAL' });
   o.addDeployment({ name: 'hello', group: 'script', config: '#!/bin/sh\necho hello\n' });
   const cmd = recordingCommand(dir);
-  const args = ['--ec2-metadata-url', `${o.url}/latest/meta-data`, '--no-agent-native-pipeline', '--command', cmd.command];
+  const args = [
+    '--ec2-metadata-url',
+    `${o.url}/latest/meta-data`,
+    '--no-agent-native-pipeline',
+    '--command',
+    cmd.command,
+  ];
   return { root, o, cmd, args };
 }
 
@@ -88,7 +96,8 @@ function checkConfigured(t: TapTest, root: string, o: Orchestrator, out: string)
   t.ok((o.requests.cfn ?? 0) > 0, 'CFN polled');
   const cache = path.join(root, 'var/lib/os-collect-config');
   t.equal(statSync(cache).mode & 0o777, 0o700);
-  for (const key of ['cfn', 'settings']) t.equal(statSync(path.join(cache, `${key}.json`)).mode & 0o777, 0o600, `${key} cached, 0600`);
+  for (const key of ['cfn', 'settings'])
+    t.equal(statSync(path.join(cache, `${key}.json`)).mode & 0o777, 0o600, `${key} cached, 0600`);
   t.notOk(out.includes(o.creds.cfnSecret), 'the CFN secret is in no log line');
 }
 

@@ -19,7 +19,8 @@ const dibInstalled = existsSync(path.join(DIB_DIR, 'elements')) && existsSync(DI
 const NO_DIB = 'Debian python3-diskimage-builder is not installed';
 
 // The elements diskimage-builder 3.13 ships, for resolving element-deps when it is not installed.
-const DIB_STANDARD_ELEMENTS = `apt-conf apt-preferences apt-sources baremetal base block-device-efi block-device-efi-lvm block-device-gpt
+const DIB_STANDARD_ELEMENTS =
+  `apt-conf apt-preferences apt-sources baremetal base block-device-efi block-device-efi-lvm block-device-gpt
 block-device-mbr bootloader cache-url centos centos-minimal centos7 cleanup-kernel-initrd cloud-init cloud-init-datasources
 cloud-init-disable-resizefs cloud-init-nocloud containerfile debian debian-minimal debian-systemd debian-upstart debootstrap
 deploy-baremetal deploy-kexec deploy-targetcli deploy-tgtadm devuser dhcp-all-interfaces dib-init-system dib-python
@@ -34,15 +35,49 @@ select-boot-kernel-initrd selinux-permissive simple-init source-repositories sta
 sysprep tpm-emulator uboot ubuntu ubuntu-common ubuntu-minimal ubuntu-signed ubuntu-systemd-container vm yum
 yum-minimal zipl zypper zypper-minimal`.split(/\s+/);
 
-const PHASES = ['root.d', 'extra-data.d', 'pre-install.d', 'install.d', 'post-install.d', 'post-root.d', 'block-device.d', 'pre-finalise.d', 'finalise.d', 'cleanup.d'];
-const PACKAGE_KEYS = ['phase', 'uninstall', 'installtype', 'arch', 'not-arch', 'dib_python_version', 'build-only', 'when'];
+const PHASES = [
+  'root.d',
+  'extra-data.d',
+  'pre-install.d',
+  'install.d',
+  'post-install.d',
+  'post-root.d',
+  'block-device.d',
+  'pre-finalise.d',
+  'finalise.d',
+  'cleanup.d',
+];
+const PACKAGE_KEYS = [
+  'phase',
+  'uninstall',
+  'installtype',
+  'arch',
+  'not-arch',
+  'dib_python_version',
+  'build-only',
+  'when',
+];
 // Variables diskimage-builder itself provides to phase scripts.
-const DIB_PROVIDED = new Set(['TMP_HOOKS_PATH', 'TMP_MOUNT_PATH', 'TARGET_ROOT', 'DIB_INIT_SYSTEM', 'DISTRO_NAME', 'DIB_RELEASE', 'ARCH', 'IMAGE_ELEMENT']);
+const DIB_PROVIDED = new Set([
+  'TMP_HOOKS_PATH',
+  'TMP_MOUNT_PATH',
+  'TARGET_ROOT',
+  'DIB_INIT_SYSTEM',
+  'DISTRO_NAME',
+  'DIB_RELEASE',
+  'ARCH',
+  'IMAGE_ELEMENT',
+]);
 
-const elements = readdirSync(ELEMENTS_DIR).filter((n) => statSync(path.join(ELEMENTS_DIR, n)).isDirectory()).sort();
+const elements = readdirSync(ELEMENTS_DIR)
+  .filter((n) => statSync(path.join(ELEMENTS_DIR, n)).isDirectory())
+  .sort();
 const standard = new Set(dibInstalled ? readdirSync(path.join(DIB_DIR, 'elements')) : DIB_STANDARD_ELEMENTS);
 
-const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'));
+const lines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.startsWith('#'));
 const listFile = (element: string, name: string) => {
   const file = path.join(ELEMENTS_DIR, element, name);
   return existsSync(file) ? lines(file) : [];
@@ -68,7 +103,11 @@ function scriptsOf(element: string): string[] {
 
 function envFilesOf(element: string): string[] {
   const dir = path.join(ELEMENTS_DIR, element, 'environment.d');
-  return existsSync(dir) ? readdirSync(dir).sort().map((n) => path.join(dir, n)) : [];
+  return existsSync(dir)
+    ? readdirSync(dir)
+        .sort()
+        .map((n) => path.join(dir, n))
+    : [];
 }
 
 /** The element and its element-deps found in this repository, transitively. */
@@ -80,8 +119,14 @@ function closure(element: string, seen = new Set<string>()): Set<string> {
 }
 
 /** Source environment files under `set -eu` from an empty environment; returns the exported variables. */
-function sourceEnv(files: readonly string[], env: Record<string, string> = {}): { status: number | null; vars: Record<string, string>; stderr: string } {
-  const r = spawnSync('bash', ['-c', 'set -eu; for f in "$@"; do . "$f"; done; env -0', 'env', ...files], { env: { PATH: '/usr/bin:/bin', ...env }, encoding: 'utf8' });
+function sourceEnv(
+  files: readonly string[],
+  env: Record<string, string> = {},
+): { status: number | null; vars: Record<string, string>; stderr: string } {
+  const r = spawnSync('bash', ['-c', 'set -eu; for f in "$@"; do . "$f"; done; env -0', 'env', ...files], {
+    env: { PATH: '/usr/bin:/bin', ...env },
+    encoding: 'utf8',
+  });
   const vars: Record<string, string> = {};
   for (const entry of (r.stdout ?? '').split('\0')) {
     const eq = entry.indexOf('=');
@@ -96,14 +141,19 @@ function sourceEnv(files: readonly string[], env: Record<string, string> = {}): 
  */
 function unsetReads(text: string): string[] {
   const assigned = new Set<string>();
-  for (const m of text.matchAll(/(?:^|[\s;(])(?:local\s+|export\s+|declare\s+(?:-\w+\s+)?)?([A-Za-z_][A-Za-z0-9_]*)=/gm)) assigned.add(m[1]!);
+  for (const m of text.matchAll(
+    /(?:^|[\s;(])(?:local\s+|export\s+|declare\s+(?:-\w+\s+)?)?([A-Za-z_][A-Za-z0-9_]*)=/gm,
+  ))
+    assigned.add(m[1]!);
   for (const m of text.matchAll(/\bfor\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\b/g)) assigned.add(m[1]!);
   for (const m of text.matchAll(/\bread\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_]*)/g)) assigned.add(m[1]!);
   const out = new Set<string>();
   for (const raw of text.split('\n')) {
     if (raw.trim().startsWith('#')) continue;
     const line = raw.replace(/'[^']*'/g, "''");
-    for (const m of line.matchAll(/(\\?)\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(:?[-?=+]|[}[#%/^,])?|([A-Za-z_][A-Za-z0-9_]*))/g)) {
+    for (const m of line.matchAll(
+      /(\\?)\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(:?[-?=+]|[}[#%/^,])?|([A-Za-z_][A-Za-z0-9_]*))/g,
+    )) {
       if (m[1]) continue;
       const name = m[2] ?? m[4]!;
       const op = m[3];
@@ -115,7 +165,12 @@ function unsetReads(text: string): string[] {
 }
 
 t.test('the unset-variable check finds what it should', async (t) => {
-  t.same(unsetReads('#!/bin/bash\nx=1\necho "$x ${y} ${z:-} ${w:?set w} \\${escaped} \'$quoted\'"\n# $comment\nfor i in a; do echo $i; done\n'), ['y']);
+  t.same(
+    unsetReads(
+      '#!/bin/bash\nx=1\necho "$x ${y} ${z:-} ${w:?set w} \\${escaped} \'$quoted\'"\n# $comment\nfor i in a; do echo $i; done\n',
+    ),
+    ['y'],
+  );
 });
 
 for (const element of elements) {
@@ -134,16 +189,24 @@ for (const element of elements) {
     const deps = listFile(element, 'element-deps');
     t.same(deps, [...deps].sort(), 'element-deps sorted (dib-lint)');
     t.equal(new Set(deps).size, deps.length, 'no duplicate deps');
-    for (const dep of deps) t.ok(elements.includes(dep) || standard.has(dep), `element-deps: ${dep} is an element here or a diskimage-builder element`);
-    for (const provided of listFile(element, 'element-provides')) t.notOk(elements.includes(provided), `provides ${provided}, which is no element here`);
+    for (const dep of deps)
+      t.ok(
+        elements.includes(dep) || standard.has(dep),
+        `element-deps: ${dep} is an element here or a diskimage-builder element`,
+      );
+    for (const provided of listFile(element, 'element-provides'))
+      t.notOk(elements.includes(provided), `provides ${provided}, which is no element here`);
 
     for (const name of readdirSync(dir)) {
       const p = path.join(dir, name);
-      if (statSync(p).isDirectory() && name.endsWith('.d')) t.ok(PHASES.includes(name) || name === 'environment.d', `${name} is a diskimage-builder phase`);
+      if (statSync(p).isDirectory() && name.endsWith('.d'))
+        t.ok(PHASES.includes(name) || name === 'environment.d', `${name} is a diskimage-builder phase`);
     }
 
     const envExports = new Set<string>();
-    for (const other of closure(element)) for (const f of envFilesOf(other)) for (const m of readFileSync(f, 'utf8').matchAll(/export\s+([A-Za-z_][A-Za-z0-9_]*)=/g)) envExports.add(m[1]!);
+    for (const other of closure(element))
+      for (const f of envFilesOf(other))
+        for (const m of readFileSync(f, 'utf8').matchAll(/export\s+([A-Za-z_][A-Za-z0-9_]*)=/g)) envExports.add(m[1]!);
 
     for (const script of scriptsOf(element)) {
       const rel = path.relative(ELEMENTS_DIR, script);
@@ -153,11 +216,17 @@ for (const element of elements) {
       if (body.startsWith('#!/usr/bin/env python3\n')) {
         // A helper in the Python DIB runs with (a phase script calls it with DIB_PYTHON_EXEC): it parses, and passes
         // flake8 where installed (diskimage-builder depends on it).
-        t.notOk(PHASES.includes(path.basename(path.dirname(script))), `${rel}: phase scripts are bash; Python only as their helper`);
-        const parsed = spawnSync(DIB_PYTHON, ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read())', script], { encoding: 'utf8' });
+        t.notOk(
+          PHASES.includes(path.basename(path.dirname(script))),
+          `${rel}: phase scripts are bash; Python only as their helper`,
+        );
+        const parsed = spawnSync(DIB_PYTHON, ['-c', 'import ast, sys; ast.parse(open(sys.argv[1]).read())', script], {
+          encoding: 'utf8',
+        });
         t.equal(parsed.status, 0, `${rel} parses: ${parsed.stderr}`);
         const flake8 = spawnSync(DIB_PYTHON, ['-m', 'flake8', '--max-line-length=120', script], { encoding: 'utf8' });
-        if (!/No module named flake8/.test(flake8.stderr)) t.equal(flake8.status, 0, `${rel} passes flake8: ${flake8.stdout}`);
+        if (!/No module named flake8/.test(flake8.stderr))
+          t.equal(flake8.status, 0, `${rel} passes flake8: ${flake8.stdout}`);
         continue;
       }
       t.equal(body.split('\n')[0], '#!/bin/bash', `${rel} starts with #!/bin/bash`);
@@ -165,12 +234,16 @@ for (const element of elements) {
       t.match(body, /^set -[a-z]*u/m, `${rel}: set -u`);
       t.match(body, /^set -o pipefail/m, `${rel}: set -o pipefail`);
       t.match(body, /DIB_DEBUG_TRACE/, `${rel} follows DIB_DEBUG_TRACE`);
-      if (PHASES.includes(path.basename(path.dirname(script)))) t.match(path.basename(script), /^\d\d-[a-z0-9][a-z0-9-]*$/, `${rel} is named NN-name`);
+      if (PHASES.includes(path.basename(path.dirname(script))))
+        t.match(path.basename(script), /^\d\d-[a-z0-9][a-z0-9-]*$/, `${rel} is named NN-name`);
       const syntax = spawnSync('bash', ['-n', script], { encoding: 'utf8' });
       t.equal(syntax.status, 0, `${rel} parses: ${syntax.stderr}`);
       t.notOk(/^( {4})* {1,3}\S/m.test(body), `${rel} indents by 4 spaces`);
       t.notMatch(body, /\t/, `${rel} has no tabs`);
-      t.notOk(body.split('\n').some((l) => !l.trim().startsWith('#') && /\bwhich /.test(l)), `${rel} does not use which`);
+      t.notOk(
+        body.split('\n').some((l) => !l.trim().startsWith('#') && /\bwhich /.test(l)),
+        `${rel} does not use which`,
+      );
       t.notMatch(body, /export [^\n]*\$\(/, `${rel}: no export X=$(...)`);
       const unset = unsetReads(body).filter((v) => !envExports.has(v) && !DIB_PROVIDED.has(v));
       t.same(unset, [], `${rel} reads no variable it does not set or default`);
@@ -195,13 +268,18 @@ for (const element of elements) {
         const list = params === null ? [] : Array.isArray(params) ? params : [params];
         for (const p of list) {
           t.ok(p && typeof p === 'object' && !Array.isArray(p), `${pkgName}: parameters are a mapping`);
-          for (const key of Object.keys(p as object)) t.ok(PACKAGE_KEYS.includes(key), `${pkgName}: ${key} is a package-installs key`);
+          for (const key of Object.keys(p as object))
+            t.ok(PACKAGE_KEYS.includes(key), `${pkgName}: ${key} is a package-installs key`);
           const { phase, when } = p as { phase?: unknown; when?: unknown };
           if (phase !== undefined) t.ok(phase === 'install.d' || phase === 'pre-install.d', `${pkgName}: phase`);
           for (const w of when === undefined ? [] : Array.isArray(when) ? when : [when]) {
             const m = /^(\w+)\s*(=|!=)\s*(.*)$/.exec(String(w));
             t.ok(m, `${pkgName}: when "${String(w)}" is VAR = value or VAR != value`);
-            if (m) t.ok(m[1]! in envVars, `${pkgName}: ${m[1]} is set by an environment.d file (package-installs fails on unset ones)`);
+            if (m)
+              t.ok(
+                m[1]! in envVars,
+                `${pkgName}: ${m[1]} is set by an environment.d file (package-installs fails on unset ones)`,
+              );
           }
         }
       }
@@ -209,8 +287,10 @@ for (const element of elements) {
       if (existsSync(pkgMap)) {
         t.ok(deps.includes('pkg-map'), 'depends on pkg-map');
         const map = JSON.parse(readFileSync(pkgMap, 'utf8')) as Record<string, Record<string, unknown>>;
-        for (const section of Object.keys(map)) t.ok(['release', 'distro', 'family', 'default'].includes(section), `pkg-map section ${section}`);
-        for (const pkgName of Object.keys(doc as object)) t.ok(map.default && pkgName in map.default, `pkg-map has a default for ${pkgName}`);
+        for (const section of Object.keys(map))
+          t.ok(['release', 'distro', 'family', 'default'].includes(section), `pkg-map section ${section}`);
+        for (const pkgName of Object.keys(doc as object))
+          t.ok(map.default && pkgName in map.default, `pkg-map has a default for ${pkgName}`);
       }
     }
   });
@@ -218,11 +298,23 @@ for (const element of elements) {
 
 t.test('the environment decides where Node.js comes from', async (t) => {
   const files = envFilesOf('os-config-agent');
-  t.equal(sourceEnv(files).vars.DIB_OS_CONFIG_AGENT_NODE_FROM, 'auto', "default: the distribution's when new enough, else the official binary");
-  t.equal(sourceEnv(files, { DIB_OS_CONFIG_AGENT_NODE_FROM: 'distribution' }).vars.DIB_OS_CONFIG_AGENT_NODE_FROM, 'distribution', 'an override is kept');
+  t.equal(
+    sourceEnv(files).vars.DIB_OS_CONFIG_AGENT_NODE_FROM,
+    'auto',
+    "default: the distribution's when new enough, else the official binary",
+  );
+  t.equal(
+    sourceEnv(files, { DIB_OS_CONFIG_AGENT_NODE_FROM: 'distribution' }).vars.DIB_OS_CONFIG_AGENT_NODE_FROM,
+    'distribution',
+    'an override is kept',
+  );
   t.equal(sourceEnv(files).vars.DIB_OS_CONFIG_AGENT_NODE_REGISTRY, 'https://registry.npmjs.org');
   t.equal(sourceEnv(files).vars.DIB_HEAT_CONFIG_TOOL_PACKAGES, '1');
-  t.equal(sourceEnv(files, { DIB_HEAT_CONFIG_TOOL_PACKAGES: '0' }).vars.DIB_HEAT_CONFIG_TOOL_PACKAGES, '0', 'an override is kept');
+  t.equal(
+    sourceEnv(files, { DIB_HEAT_CONFIG_TOOL_PACKAGES: '0' }).vars.DIB_HEAT_CONFIG_TOOL_PACKAGES,
+    '0',
+    'an override is kept',
+  );
 });
 
 t.test('every element together merges without clashing script names', async (t) => {
@@ -243,36 +335,81 @@ t.test("diskimage-builder's own checks", { skip: !dibInstalled && NO_DIB }, asyn
       encoding: 'utf8',
       timeout: 60_000,
     });
-    t.equal(r.status, 0, r.stdout.split('\n').filter((l) => l.startsWith('ERROR') || l.startsWith(' --')).join('\n'));
+    t.equal(
+      r.status,
+      0,
+      r.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('ERROR') || l.startsWith(' --'))
+        .join('\n'),
+    );
     t.match(r.stdout, /^PASS$/m);
   });
 
   t.test('element dependencies resolve with a distribution element', async (t) => {
-    const r = spawnSync(DIB_PYTHON, ['-c', 'import sys; from diskimage_builder.element_dependencies import main; sys.argv[0] = "element-info"; sys.exit(main())', 'debian-minimal', ...ALL_ELEMENTS], {
-      env: { PATH: '/usr/bin:/bin', ELEMENTS_PATH: `${ELEMENTS_DIR}:${path.join(DIB_DIR, 'elements')}` },
-      encoding: 'utf8',
-    });
+    const r = spawnSync(
+      DIB_PYTHON,
+      [
+        '-c',
+        'import sys; from diskimage_builder.element_dependencies import main; sys.argv[0] = "element-info"; sys.exit(main())',
+        'debian-minimal',
+        ...ALL_ELEMENTS,
+      ],
+      {
+        env: { PATH: '/usr/bin:/bin', ELEMENTS_PATH: `${ELEMENTS_DIR}:${path.join(DIB_DIR, 'elements')}` },
+        encoding: 'utf8',
+      },
+    );
     t.equal(r.status, 0, r.stderr);
-    for (const e of [...ALL_ELEMENTS, 'package-installs', 'pkg-map']) t.match(r.stdout, new RegExp(`(^|\\s)${e}(\\s|$)`), `${e} in the expanded set`);
+    for (const e of [...ALL_ELEMENTS, 'package-installs', 'pkg-map'])
+      t.match(r.stdout, new RegExp(`(^|\\s)${e}(\\s|$)`), `${e} in the expanded set`);
   });
 
   t.test('package-installs-squash: never nodejs (install.d installs it only when new enough)', async (t) => {
     const squash = (from: string) => {
       const out = path.join(t.testdir(), `pi-${from}.json`);
-      const r = spawnSync(DIB_PYTHON, [path.join(DIB_DIR, 'elements/package-installs/bin/package-installs-squash'), `--elements=${ALL_ELEMENTS.join(' ')}`, `--path=${ELEMENTS_DIR}`, out], {
-        env: { PATH: '/usr/bin:/bin', DIB_OS_CONFIG_AGENT_NODE_FROM: from, DIB_HEAT_CONFIG_TOOL_PACKAGES: '1' },
-        encoding: 'utf8',
-      });
+      const r = spawnSync(
+        DIB_PYTHON,
+        [
+          path.join(DIB_DIR, 'elements/package-installs/bin/package-installs-squash'),
+          `--elements=${ALL_ELEMENTS.join(' ')}`,
+          `--path=${ELEMENTS_DIR}`,
+          out,
+        ],
+        {
+          env: { PATH: '/usr/bin:/bin', DIB_OS_CONFIG_AGENT_NODE_FROM: from, DIB_HEAT_CONFIG_TOOL_PACKAGES: '1' },
+          encoding: 'utf8',
+        },
+      );
       t.equal(r.status, 0, r.stderr);
       const parsed = JSON.parse(readFileSync(out, 'utf8')) as { 'install.d': { install: Array<[string, string]> } };
       return parsed['install.d'].install.map(([p]) => p).sort();
     };
-    for (const from of ['auto', 'distribution', 'official']) t.same(squash(from), ['ansible', 'ca-certificates', 'docker-compose', 'git', 'hiera', 'puppet', 'salt-minion'], from);
+    for (const from of ['auto', 'distribution', 'official'])
+      t.same(
+        squash(from),
+        ['ansible', 'ca-certificates', 'docker-compose', 'git', 'hiera', 'puppet', 'salt-minion'],
+        from,
+      );
   });
 
   t.test('pkg-map: tool packages per distribution', async (t) => {
     const map = (element: string, distro: string, name: string) =>
-      spawnSync(DIB_PYTHON, [path.join(DIB_DIR, 'elements/pkg-map/bin/pkg-map'), '--pkg-map', path.join(ELEMENTS_DIR, element, 'pkg-map'), '--distro', distro, '--release', 'any', '--missing-ok', name], { encoding: 'utf8' }).stdout.trim();
+      spawnSync(
+        DIB_PYTHON,
+        [
+          path.join(DIB_DIR, 'elements/pkg-map/bin/pkg-map'),
+          '--pkg-map',
+          path.join(ELEMENTS_DIR, element, 'pkg-map'),
+          '--distro',
+          distro,
+          '--release',
+          'any',
+          '--missing-ok',
+          name,
+        ],
+        { encoding: 'utf8' },
+      ).stdout.trim();
     const table: Array<[string, string, string, string]> = [
       ['heat-config-puppet', 'debian', 'puppet', 'puppet'],
       ['heat-config-puppet', 'ubuntu', 'puppet', 'puppet'],
@@ -289,6 +426,7 @@ t.test("diskimage-builder's own checks", { skip: !dibInstalled && NO_DIB }, asyn
       ['heat-config-docker-compose', 'fedora', 'docker-compose', 'docker-compose'],
       ['heat-config-docker-compose', 'centos', 'docker-compose', ''],
     ];
-    for (const [element, distro, name, expected] of table) t.equal(map(element, distro, name), expected, `${element} on ${distro}: ${name} -> ${expected || '(skipped)'}`);
+    for (const [element, distro, name, expected] of table)
+      t.equal(map(element, distro, name), expected, `${element} on ${distro}: ${name} -> ${expected || '(skipped)'}`);
   });
 });

@@ -38,15 +38,21 @@ const component = {
 };
 
 t.test('component: the first config listing the action decides tool and config', async (t) => {
-  const create = selectComponent(dep({ group: 'component', config: component, inputs: [{ name: 'deploy_action', value: 'UPDATE' }] }));
+  const create = selectComponent(
+    dep({ group: 'component', config: component, inputs: [{ name: 'deploy_action', value: 'UPDATE' }] }),
+  );
   t.ok(create.ok);
   if (create.ok) {
     t.equal(create.deployment.group, 'script');
     t.equal(create.deployment.document.config, '#!/bin/sh\necho create');
   }
-  const del = selectComponent(dep({ group: 'component', config: component, inputs: [{ name: 'deploy_action', value: 'DELETE' }] }));
+  const del = selectComponent(
+    dep({ group: 'component', config: component, inputs: [{ name: 'deploy_action', value: 'DELETE' }] }),
+  );
   t.ok(del.ok && del.deployment.group === 'fake');
-  const suspend = selectComponent(dep({ group: 'component', config: component, inputs: [{ name: 'deploy_action', value: 'SUSPEND' }] }));
+  const suspend = selectComponent(
+    dep({ group: 'component', config: component, inputs: [{ name: 'deploy_action', value: 'SUSPEND' }] }),
+  );
   t.notOk(suspend.ok);
   if (!suspend.ok) t.match(suspend.reason, 'SUSPEND');
 });
@@ -54,7 +60,9 @@ t.test('component: the first config listing the action decides tool and config',
 t.test('component: malformed configs are reported, other groups pass through', async (t) => {
   t.notOk(selectComponent(dep({ group: 'component', config: 'text' })).ok);
   t.notOk(selectComponent(dep({ group: 'component', config: { configs: 'x' } })).ok);
-  const noTool = selectComponent(dep({ group: 'component', config: { configs: [{ actions: ['CREATE'], config: 1 }] } }));
+  const noTool = selectComponent(
+    dep({ group: 'component', config: { configs: [{ actions: ['CREATE'], config: 1 }] } }),
+  );
   t.notOk(noTool.ok);
   if (!noTool.ok) t.match(noTool.reason, 'no tool');
   const plain = dep({ group: 'script', config: 'x' });

@@ -1,5 +1,11 @@
 import t from 'tap';
-import { inputValue, parseDeployment, secretInputTexts, withGroupAndConfig, type Deployment } from '../../src/heat/deployment.js';
+import {
+  inputValue,
+  parseDeployment,
+  secretInputTexts,
+  withGroupAndConfig,
+  type Deployment,
+} from '../../src/heat/deployment.js';
 import { scrubText } from '../../src/log/redact.js';
 import { deployment } from '../helpers/deploy-fixtures.js';
 
@@ -20,15 +26,55 @@ const REAL = {
   config: '#!/bin/sh\necho "hello $who"\n',
   inputs: [
     { name: 'who', description: 'who to greet', type: 'String', default: '', value: 'heat-agent' },
-    { name: 'deploy_server_id', description: 'ID of the server being deployed to', type: 'String', value: '555e17a4-eb05-4646-bf6b-9a1677b88eab' },
-    { name: 'deploy_action', description: 'Name of the current action being deployed', type: 'String', value: 'CREATE' },
-    { name: 'deploy_stack_id', description: 'ID of the stack this deployment belongs to', type: 'String', value: 'demo-heat/d9632b16-5126-4d4c-9d9c-d391c7426313' },
-    { name: 'deploy_resource_name', description: 'Name of this deployment resource in the stack', type: 'String', value: 'deployment' },
-    { name: 'deploy_signal_transport', description: 'How the server should signal to heat with the deployment output values.', type: 'String', value: 'HEAT_SIGNAL' },
-    { name: 'deploy_auth_url', description: 'URL for API authentication', type: 'String', value: 'http://127.0.0.1:5000/v3/' },
-    { name: 'deploy_user_id', description: 'User ID for API authentication', type: 'String', value: 'a056a913d2624c42a4f6380ddd5c933d' },
+    {
+      name: 'deploy_server_id',
+      description: 'ID of the server being deployed to',
+      type: 'String',
+      value: '555e17a4-eb05-4646-bf6b-9a1677b88eab',
+    },
+    {
+      name: 'deploy_action',
+      description: 'Name of the current action being deployed',
+      type: 'String',
+      value: 'CREATE',
+    },
+    {
+      name: 'deploy_stack_id',
+      description: 'ID of the stack this deployment belongs to',
+      type: 'String',
+      value: 'demo-heat/d9632b16-5126-4d4c-9d9c-d391c7426313',
+    },
+    {
+      name: 'deploy_resource_name',
+      description: 'Name of this deployment resource in the stack',
+      type: 'String',
+      value: 'deployment',
+    },
+    {
+      name: 'deploy_signal_transport',
+      description: 'How the server should signal to heat with the deployment output values.',
+      type: 'String',
+      value: 'HEAT_SIGNAL',
+    },
+    {
+      name: 'deploy_auth_url',
+      description: 'URL for API authentication',
+      type: 'String',
+      value: 'http://127.0.0.1:5000/v3/',
+    },
+    {
+      name: 'deploy_user_id',
+      description: 'User ID for API authentication',
+      type: 'String',
+      value: 'a056a913d2624c42a4f6380ddd5c933d',
+    },
     { name: 'deploy_password', description: 'Password for API authentication', type: 'String', value: 'REDACTED' },
-    { name: 'deploy_project_id', description: 'ID of project for API authentication', type: 'String', value: '04aae07202ef42dab78b539d06b64f26' },
+    {
+      name: 'deploy_project_id',
+      description: 'ID of project for API authentication',
+      type: 'String',
+      value: '04aae07202ef42dab78b539d06b64f26',
+    },
   ],
   outputs: [{ name: 'greeting', description: 'written by the script', type: 'String', error_output: false }],
   options: {},
@@ -40,7 +86,10 @@ t.test('a real Heat deployment parses with its name, group, action and outputs',
   t.equal(dep.name, 'hello-deployment');
   t.equal(dep.group, 'script');
   t.equal(dep.action, 'CREATE');
-  t.same(dep.outputs.map((o) => o.name), ['greeting']);
+  t.same(
+    dep.outputs.map((o) => o.name),
+    ['greeting'],
+  );
   t.same(dep.document, REAL, 'the document keeps every field');
 });
 
@@ -49,7 +98,11 @@ t.test('inputs of every JSON type are kept as Heat sent them (upstream stringifi
   const raw = deployment({ inputs: values.map((value, i) => ({ name: `in${i}`, type: 'String', value })) });
   const dep = ok(raw);
   values.forEach((v, i) => t.same(inputValue(dep, `in${i}`), v, `input ${i} keeps ${JSON.stringify(v)}`));
-  t.same((dep.document.inputs as unknown[]).slice(0, values.length), (raw.inputs as unknown[]).slice(0, values.length), 'document inputs unchanged');
+  t.same(
+    (dep.document.inputs as unknown[]).slice(0, values.length),
+    (raw.inputs as unknown[]).slice(0, values.length),
+    'document inputs unchanged',
+  );
   raw.name = 'changed';
   t.not(dep.document.name, 'changed', 'the document is a copy');
 });
@@ -69,10 +122,17 @@ t.test('ids must be safe file names; other fields get defaults', async (t) => {
 });
 
 t.test('malformed inputs and outputs are dropped with a warning; unusual actions are kept', async (t) => {
-  const parsed = parseDeployment({ id: 'x', inputs: [{ name: 'ok', value: 1 }, { value: 2 }, 'junk', { name: 'deploy_action', value: 'REBOOT' }], outputs: 'nope' });
+  const parsed = parseDeployment({
+    id: 'x',
+    inputs: [{ name: 'ok', value: 1 }, { value: 2 }, 'junk', { name: 'deploy_action', value: 'REBOOT' }],
+    outputs: 'nope',
+  });
   t.ok(parsed.ok);
   if (!parsed.ok) return;
-  t.same(parsed.deployment.inputs.map((i) => i.name), ['ok', 'deploy_action']);
+  t.same(
+    parsed.deployment.inputs.map((i) => i.name),
+    ['ok', 'deploy_action'],
+  );
   t.equal(parsed.deployment.action, 'REBOOT');
   t.equal(parsed.warnings.length, 4, 'two dropped inputs, outputs not a list, unknown action');
   const bad = parseDeployment({ id: 'y', inputs: 'nope', outputs: [{ name: 'o' }, { x: 1 }] });
@@ -80,7 +140,13 @@ t.test('malformed inputs and outputs are dropped with a warning; unusual actions
 });
 
 t.test('the last input of a repeated name wins, as upstream builds a dict', async (t) => {
-  const dep = ok({ id: 'x', inputs: [{ name: 'a', value: 1 }, { name: 'a', value: 2 }] });
+  const dep = ok({
+    id: 'x',
+    inputs: [
+      { name: 'a', value: 1 },
+      { name: 'a', value: 2 },
+    ],
+  });
   t.equal(inputValue(dep, 'a'), 2);
   t.equal(inputValue(dep, 'missing'), undefined);
 });
@@ -98,9 +164,19 @@ t.test('options.hook_timeout overrides the configured timeout', async (t) => {
 
 t.test('secret inputs are named for the logger, and parsing alone registers nothing', async (t) => {
   const password = `pw-${Date.now()}-secret`;
-  const dep = ok({ id: 'x', inputs: [{ name: 'deploy_password', value: password }, { name: 'plain', value: 'visible-value' }] });
+  const dep = ok({
+    id: 'x',
+    inputs: [
+      { name: 'deploy_password', value: password },
+      { name: 'plain', value: 'visible-value' },
+    ],
+  });
   t.same(secretInputTexts(dep), [password]);
-  t.match(scrubText(`log line with ${password}`), password, 'whoever holds the deployment registers it (the dispatcher)');
+  t.match(
+    scrubText(`log line with ${password}`),
+    password,
+    'whoever holds the deployment registers it (the dispatcher)',
+  );
 });
 
 t.test('withGroupAndConfig changes the group and config of a copy', async (t) => {

@@ -1,47 +1,114 @@
 import t from 'tap';
 import type { HookResult } from '../../src/hooks/host/external.js';
-import { bodyFromHookResult, failureBody, judgeSignal, SIGNAL_LIMIT_BYTES, signalLimitFor, trimSignalBody, ZAQAR_SIGNAL_LIMIT_BYTES } from '../../src/heat/signal-body.js';
+import {
+  bodyFromHookResult,
+  failureBody,
+  judgeSignal,
+  SIGNAL_LIMIT_BYTES,
+  signalLimitFor,
+  trimSignalBody,
+  ZAQAR_SIGNAL_LIMIT_BYTES,
+} from '../../src/heat/signal-body.js';
 import { pythonJsonDumps } from '../../src/util/python-json.js';
 
 // Hook result -> signal body (upstream rules plus the failures upstream lost), Heat's verdict, and the size cap.
 
 function result(over: Partial<HookResult> = {}): HookResult {
-  return { exitCode: 0, signal: null, timedOut: false, aborted: false, stdout: '', stderr: '', stdoutTruncated: false, stderrTruncated: false, durationMs: 1, ...over };
+  return {
+    exitCode: 0,
+    signal: null,
+    timedOut: false,
+    aborted: false,
+    stdout: '',
+    stderr: '',
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    durationMs: 1,
+    ...over,
+  };
 }
 
 t.test('JSON object on stdout is the signal, whatever the exit code', async (t) => {
   const out = { deploy_stdout: 'o', deploy_stderr: 'e', deploy_status_code: 0, result: 'x' };
   t.same(bodyFromHookResult(result({ stdout: JSON.stringify(out), stderr: 'chatter' }), '/h', 10), out);
-  t.same(bodyFromHookResult(result({ stdout: JSON.stringify(out), exitCode: 3 }), '/h', 10), out, 'an explicit status code is kept');
-  t.same(bodyFromHookResult(result({ stdout: '{"result": 1}', exitCode: 3 }), '/h', 10), { result: 1, deploy_status_code: 3 }, 'a missing status code gets the exit code');
+  t.same(
+    bodyFromHookResult(result({ stdout: JSON.stringify(out), exitCode: 3 }), '/h', 10),
+    out,
+    'an explicit status code is kept',
+  );
+  t.same(
+    bodyFromHookResult(result({ stdout: '{"result": 1}', exitCode: 3 }), '/h', 10),
+    { result: 1, deploy_status_code: 3 },
+    'a missing status code gets the exit code',
+  );
   t.same(bodyFromHookResult(result({ stdout: '{"result": 1}' }), '/h', 10), { result: 1 }, 'exit 0 adds nothing');
 });
 
 t.test('text, non-object JSON or truncated stdout becomes the text triple', async (t) => {
-  t.same(bodyFromHookResult(result({ stdout: 'plain text', stderr: 'err', exitCode: 0 }), '/h', 10), { deploy_stdout: 'plain text', deploy_stderr: 'err', deploy_status_code: 0 });
-  t.same(bodyFromHookResult(result({ stdout: '[1, 2]', exitCode: 2 }), '/h', 10), { deploy_stdout: '[1, 2]', deploy_stderr: '', deploy_status_code: 2 });
-  t.same(bodyFromHookResult(result({ stdout: '{"a": 1}', stdoutTruncated: true }), '/h', 10), { deploy_stdout: '{"a": 1}', deploy_stderr: '', deploy_status_code: 0 });
-  t.same(bodyFromHookResult(result({ stderr: 'Traceback ...', exitCode: 1 }), '/h', 10), { deploy_stdout: '', deploy_stderr: 'Traceback ...', deploy_status_code: 1 });
-  t.same(bodyFromHookResult(result(), '/h', 10), { deploy_stdout: '', deploy_stderr: '', deploy_status_code: 0 }, 'empty success still says so');
+  t.same(bodyFromHookResult(result({ stdout: 'plain text', stderr: 'err', exitCode: 0 }), '/h', 10), {
+    deploy_stdout: 'plain text',
+    deploy_stderr: 'err',
+    deploy_status_code: 0,
+  });
+  t.same(bodyFromHookResult(result({ stdout: '[1, 2]', exitCode: 2 }), '/h', 10), {
+    deploy_stdout: '[1, 2]',
+    deploy_stderr: '',
+    deploy_status_code: 2,
+  });
+  t.same(bodyFromHookResult(result({ stdout: '{"a": 1}', stdoutTruncated: true }), '/h', 10), {
+    deploy_stdout: '{"a": 1}',
+    deploy_stderr: '',
+    deploy_status_code: 0,
+  });
+  t.same(bodyFromHookResult(result({ stderr: 'Traceback ...', exitCode: 1 }), '/h', 10), {
+    deploy_stdout: '',
+    deploy_stderr: 'Traceback ...',
+    deploy_status_code: 1,
+  });
+  t.same(
+    bodyFromHookResult(result(), '/h', 10),
+    { deploy_stdout: '', deploy_stderr: '', deploy_status_code: 0 },
+    'empty success still says so',
+  );
 });
 
 t.test('crash, timeout and spawn failures are failures with a clear deploy_stderr', async (t) => {
-  const crashed = bodyFromHookResult(result({ exitCode: null, signal: 'SIGSEGV', stderr: 'about to crash\n' }), '/hooks/x', 10);
+  const crashed = bodyFromHookResult(
+    result({ exitCode: null, signal: 'SIGSEGV', stderr: 'about to crash\n' }),
+    '/hooks/x',
+    10,
+  );
   t.equal(crashed.deploy_status_code, 139);
   t.match(crashed.deploy_stderr, /^about to crash\nos-config-agent: hook \/hooks\/x was killed by SIGSEGV$/);
-  const timed = bodyFromHookResult(result({ exitCode: null, signal: 'SIGTERM', timedOut: true, stdout: 'partial' }), '/hooks/x', 7);
+  const timed = bodyFromHookResult(
+    result({ exitCode: null, signal: 'SIGTERM', timedOut: true, stdout: 'partial' }),
+    '/hooks/x',
+    7,
+  );
   t.equal(timed.deploy_status_code, 124);
   t.equal(timed.deploy_stdout, 'partial');
   t.match(timed.deploy_stderr, 'did not finish within 7 s; its process group was killed');
-  const enoent = bodyFromHookResult(result({ exitCode: null, spawnError: { code: 'ENOENT', message: 'spawn ENOENT' } }), '/hooks/x', 7);
+  const enoent = bodyFromHookResult(
+    result({ exitCode: null, spawnError: { code: 'ENOENT', message: 'spawn ENOENT' } }),
+    '/hooks/x',
+    7,
+  );
   t.equal(enoent.deploy_status_code, 127);
-  const eacces = bodyFromHookResult(result({ exitCode: null, spawnError: { code: 'EACCES', message: 'spawn EACCES' } }), '/hooks/x', 7);
+  const eacces = bodyFromHookResult(
+    result({ exitCode: null, spawnError: { code: 'EACCES', message: 'spawn EACCES' } }),
+    '/hooks/x',
+    7,
+  );
   t.equal(eacces.deploy_status_code, 126);
   t.match(eacces.deploy_stderr, 'could not be started (EACCES)');
-  t.same(failureBody('m', 5, 'o', 'e'), { deploy_stdout: 'o', deploy_stderr: 'e\nos-config-agent: m', deploy_status_code: 5 });
+  t.same(failureBody('m', 5, 'o', 'e'), {
+    deploy_stdout: 'o',
+    deploy_stderr: 'e\nos-config-agent: m',
+    deploy_status_code: 5,
+  });
 });
 
-t.test("judgeSignal reads a signal as Heat does", async (t) => {
+t.test('judgeSignal reads a signal as Heat does', async (t) => {
   const outputs = [{ name: 'result' }, { name: 'problem', error_output: true }];
   const cases: Array<[Record<string, unknown>, boolean]> = [
     [{}, false],
@@ -87,7 +154,8 @@ t.test('over the limit: stdout and stderr keep their tails, in proportion, with 
   const keptOut = out.deploy_stdout!.length;
   const keptErr = out.deploy_stderr!.length;
   t.ok(Math.abs(keptOut / keptErr - 700 / 500) < 0.05, 'cut in proportion to size');
-  const removed = Number(/(\d+) characters/.exec(out.deploy_stdout!)?.[1]) + Number(/(\d+) characters/.exec(out.deploy_stderr!)?.[1]);
+  const removed =
+    Number(/(\d+) characters/.exec(out.deploy_stdout!)?.[1]) + Number(/(\d+) characters/.exec(out.deploy_stderr!)?.[1]);
   t.equal(removed, trimmed.trimmed);
 });
 

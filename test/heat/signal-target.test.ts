@@ -17,28 +17,94 @@ const ks = [
 ];
 
 t.test('deploy_signal_id: POST (CFN) unless the verb is PUT (TempURL)', async (t) => {
-  t.same(signalTargetFor(dep([{ name: 'deploy_signal_id', value: 'http://h/v1/signal/x?Signature=s' }])), { ok: true, target: { transport: 'CFN_SIGNAL', url: 'http://h/v1/signal/x?Signature=s', verb: 'POST' } });
-  t.same(signalTargetFor(dep([{ name: 'deploy_signal_id', value: 'https://s/o' }, { name: 'deploy_signal_verb', value: 'PUT' }])), { ok: true, target: { transport: 'TEMP_URL_SIGNAL', url: 'https://s/o', verb: 'PUT' } });
-  t.same(signalTargetFor(dep([{ name: 'deploy_signal_id', value: 'http://h/' }, { name: 'deploy_signal_verb', value: 'GET' }])).ok, true);
+  t.same(signalTargetFor(dep([{ name: 'deploy_signal_id', value: 'http://h/v1/signal/x?Signature=s' }])), {
+    ok: true,
+    target: { transport: 'CFN_SIGNAL', url: 'http://h/v1/signal/x?Signature=s', verb: 'POST' },
+  });
+  t.same(
+    signalTargetFor(
+      dep([
+        { name: 'deploy_signal_id', value: 'https://s/o' },
+        { name: 'deploy_signal_verb', value: 'PUT' },
+      ]),
+    ),
+    { ok: true, target: { transport: 'TEMP_URL_SIGNAL', url: 'https://s/o', verb: 'PUT' } },
+  );
+  t.same(
+    signalTargetFor(
+      dep([
+        { name: 'deploy_signal_id', value: 'http://h/' },
+        { name: 'deploy_signal_verb', value: 'GET' },
+      ]),
+    ).ok,
+    true,
+  );
   const noUrl = signalTargetFor(dep([{ name: 'deploy_signal_id', value: 'not a url' }]));
   t.same(noUrl, { ok: false, transport: 'CFN_SIGNAL', reason: 'deploy_signal_id is not a URL' });
-  const file = signalTargetFor(dep([{ name: 'deploy_signal_id', value: 'file:///etc/passwd' }, { name: 'deploy_signal_verb', value: 'PUT' }]));
+  const file = signalTargetFor(
+    dep([
+      { name: 'deploy_signal_id', value: 'file:///etc/passwd' },
+      { name: 'deploy_signal_verb', value: 'PUT' },
+    ]),
+  );
   t.equal(file.ok, false);
   if (!file.ok) t.equal(file.transport, 'TEMP_URL_SIGNAL');
-  t.equal(signalTargetFor(dep([{ name: 'deploy_signal_id', value: 'http://h/' }, ...ks])).ok && 'CFN_SIGNAL', 'CFN_SIGNAL', 'the signal URL wins over credentials');
+  t.equal(
+    signalTargetFor(dep([{ name: 'deploy_signal_id', value: 'http://h/' }, ...ks])).ok && 'CFN_SIGNAL',
+    'CFN_SIGNAL',
+    'the signal URL wins over credentials',
+  );
 });
 
 t.test('deploy_queue_id: Zaqar; deploy_auth_url alone: Heat; nothing: no signal', async (t) => {
-  const zaqar = signalTargetFor(dep([...ks, { name: 'deploy_queue_id', value: 'q1' }, { name: 'deploy_region_name', value: 'R1' }]));
-  t.same(zaqar, { ok: true, target: { transport: 'ZAQAR_SIGNAL', queueId: 'q1', authUrl: 'http://ks/v3', userId: 'u', password: 'secret-pw', projectId: 'p', region: 'R1' } });
-  const heat = signalTargetFor(dep([...ks, { name: 'deploy_stack_id', value: 's/1' }, { name: 'deploy_resource_name', value: 'r' }]));
-  t.same(heat, { ok: true, target: { transport: 'HEAT_SIGNAL', stackId: 's/1', resourceName: 'r', authUrl: 'http://ks/v3', userId: 'u', password: 'secret-pw', projectId: 'p' } });
-  t.same(signalTargetFor(dep([{ name: 'deploy_signal_transport', value: 'NO_SIGNAL' }])), { ok: true, target: { transport: 'NO_SIGNAL' } });
-  t.same(signalTargetFor(dep([{ name: 'deploy_signal_id', value: '' }])), { ok: true, target: { transport: 'NO_SIGNAL' } }, 'an empty signal id is absent');
+  const zaqar = signalTargetFor(
+    dep([...ks, { name: 'deploy_queue_id', value: 'q1' }, { name: 'deploy_region_name', value: 'R1' }]),
+  );
+  t.same(zaqar, {
+    ok: true,
+    target: {
+      transport: 'ZAQAR_SIGNAL',
+      queueId: 'q1',
+      authUrl: 'http://ks/v3',
+      userId: 'u',
+      password: 'secret-pw',
+      projectId: 'p',
+      region: 'R1',
+    },
+  });
+  const heat = signalTargetFor(
+    dep([...ks, { name: 'deploy_stack_id', value: 's/1' }, { name: 'deploy_resource_name', value: 'r' }]),
+  );
+  t.same(heat, {
+    ok: true,
+    target: {
+      transport: 'HEAT_SIGNAL',
+      stackId: 's/1',
+      resourceName: 'r',
+      authUrl: 'http://ks/v3',
+      userId: 'u',
+      password: 'secret-pw',
+      projectId: 'p',
+    },
+  });
+  t.same(signalTargetFor(dep([{ name: 'deploy_signal_transport', value: 'NO_SIGNAL' }])), {
+    ok: true,
+    target: { transport: 'NO_SIGNAL' },
+  });
+  t.same(
+    signalTargetFor(dep([{ name: 'deploy_signal_id', value: '' }])),
+    { ok: true, target: { transport: 'NO_SIGNAL' } },
+    'an empty signal id is absent',
+  );
 });
 
 t.test('missing credentials are named', async (t) => {
-  const heat = signalTargetFor(dep([{ name: 'deploy_auth_url', value: 'http://ks' }, { name: 'deploy_user_id', value: 'u' }]));
+  const heat = signalTargetFor(
+    dep([
+      { name: 'deploy_auth_url', value: 'http://ks' },
+      { name: 'deploy_user_id', value: 'u' },
+    ]),
+  );
   t.equal(heat.ok, false);
   if (!heat.ok) {
     t.equal(heat.transport, 'HEAT_SIGNAL');

@@ -67,6 +67,18 @@ export const noHttp: HttpClient = { request: () => Promise.reject(new Error('no 
  * The dependencies of an Agent over `root` for tests: collect mode, the captured log, no HTTP, no random jitter;
  * `base` (per test file) and then `over` (per test) replace any of them.
  */
-export function agentDeps(root: AgentRoot, log: Logger, base: Partial<AgentDeps> = {}): (over?: Partial<AgentDeps>) => AgentDeps {
-  return (over = {}) => ({ sources: { root: root.root }, log, mode: 'collect', createHttp: () => noHttp, random: () => 0, ...base, ...over });
+export function agentDeps(
+  root: AgentRoot,
+  log: Logger,
+  base: Partial<AgentDeps> = {},
+): (over?: Partial<AgentDeps>) => AgentDeps {
+  return (over = {}) => ({
+    sources: { root: root.root },
+    log,
+    mode: 'collect',
+    createHttp: () => noHttp,
+    random: () => 0,
+    ...base,
+    ...over,
+  });
 }

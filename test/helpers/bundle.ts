@@ -22,7 +22,11 @@ export interface BundleRun {
  * Runs `file` with `args` (stdin closed) and collects its output. Bounded: a process still running after `timeoutMs`
  * is killed (code null), so a command that never exits fails its test instead of hanging it.
  */
-export function runProcess(file: string, args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<BundleRun> {
+export function runProcess(
+  file: string,
+  args: readonly string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<BundleRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], env: options.env ?? process.env });
     let stdout = '';
@@ -39,7 +43,10 @@ export function runProcess(file: string, args: readonly string[], options: { env
 }
 
 /** Runs the bundle with `args` as runProcess does; `entry`: another launcher of the same build (dist/bin/<compat name>). */
-export function runBundle(args: readonly string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; entry?: string } = {}): Promise<BundleRun> {
+export function runBundle(
+  args: readonly string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; entry?: string } = {},
+): Promise<BundleRun> {
   const { entry, ...rest } = options;
   return runProcess(process.execPath, [entry ?? requireBundle(), ...args], rest);
 }
@@ -47,7 +54,8 @@ export function runBundle(args: readonly string[], options: { env?: NodeJS.Proce
 /** The built-in hooks the build made (dist/hooks/<group>, nothing else) installed into a hooks directory, as the elements do. */
 export function installBuiltinHooks(hooksDir: string): void {
   const built = path.join(REPO, 'dist/hooks');
-  if (!existsSync(path.join(built, 'script'))) throw new Error(`${built}/script is missing: run "node scripts/build.mjs" (npm test builds it)`);
+  if (!existsSync(path.join(built, 'script')))
+    throw new Error(`${built}/script is missing: run "node scripts/build.mjs" (npm test builds it)`);
   mkdirSync(hooksDir, { recursive: true });
   for (const name of readdirSync(built)) {
     if (name === 'package.json') continue;

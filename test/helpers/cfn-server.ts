@@ -20,7 +20,9 @@ export interface CfnServer extends TestServer {
   rawXml: string | undefined;
 }
 
-export async function startCfnServer(options: { accessKey?: string; secret?: string; stackName?: string; capBytes?: number } = {}): Promise<CfnServer> {
+export async function startCfnServer(
+  options: { accessKey?: string; secret?: string; stackName?: string; capBytes?: number } = {},
+): Promise<CfnServer> {
   const state = {
     accessKey: options.accessKey ?? 'AKCFNTEST0001',
     secret: options.secret ?? 'cfn-secret-key-0123456789',
@@ -33,7 +35,17 @@ export async function startCfnServer(options: { accessKey?: string; secret?: str
   const server = await startTestServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
     if (state.fault) {
-      return sendFault(state.fault, req, res, { wrongType: xmlFor('"a string, not an object"'), garbage: 'not xml <<< at all', contentType: 'application/xml' }, options.capBytes);
+      return sendFault(
+        state.fault,
+        req,
+        res,
+        {
+          wrongType: xmlFor('"a string, not an object"'),
+          garbage: 'not xml <<< at all',
+          contentType: 'application/xml',
+        },
+        options.capBytes,
+      );
     }
     if (u.pathname !== '/v1/' || req.method !== 'GET') {
       res.writeHead(404);
@@ -45,7 +57,9 @@ export async function startCfnServer(options: { accessKey?: string; secret?: str
     state.verdicts.push(ok);
     if (!ok) {
       res.writeHead(403, { 'content-type': 'application/xml' });
-      return void res.end('<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>User is not authorized to perform action</Message></Error></ErrorResponse>');
+      return void res.end(
+        '<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>User is not authorized to perform action</Message></Error></ErrorResponse>',
+      );
     }
     if (q.Action !== 'DescribeStackResource' || q.StackName !== state.stackName) {
       res.writeHead(400, { 'content-type': 'application/xml' });

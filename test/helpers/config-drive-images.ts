@@ -48,7 +48,8 @@ export function makeVfat(dir: string, files: DriveFiles, label = 'config-2'): st
   const src = stage(dir, files);
   const top = Object.keys(files).map((f) => f.split('/')[0]!);
   const entries = [...new Set(top)].map((e) => path.join(src, e));
-  if (entries.length > 0) execFileSync('mcopy', ['-s', '-i', image, ...entries, '::/'], { env: { ...process.env, MTOOLS_SKIP_CHECK: '1' } });
+  if (entries.length > 0)
+    execFileSync('mcopy', ['-s', '-i', image, ...entries, '::/'], { env: { ...process.env, MTOOLS_SKIP_CHECK: '1' } });
   return image;
 }
 
@@ -69,7 +70,10 @@ export function attach(t: TapTest, image: string, root: string): string {
  * a kernel that can: it copies the drive's files into the mount point with bsdtar or mcopy. `umount` records its
  * arguments and empties the mount point.
  */
-export function fakeMountTools(dir: string, options: { canMount: boolean; onlyTools?: readonly string[] }): { bin: string; calls: () => string[] } {
+export function fakeMountTools(
+  dir: string,
+  options: { canMount: boolean; onlyTools?: readonly string[] },
+): { bin: string; calls: () => string[] } {
   const bin = path.join(dir, 'fake-bin');
   mkdirSync(bin, { recursive: true });
   const calls = path.join(dir, 'calls');
@@ -79,7 +83,10 @@ export function fakeMountTools(dir: string, options: { canMount: boolean; onlyTo
     ? `PATH=${realPath}\necho "mount $*" >> '${calls}'\nbsdtar -xf "$1" -C "$2" 2>/dev/null || MTOOLS_SKIP_CHECK=1 mcopy -s -n -i "$1" '::/*' "$2" 2>/dev/null\n`
     : `echo "mount $*" >> '${calls}'\necho "mount: $2: unknown filesystem type." >&2\nexit 32\n`;
   writeFileSync(path.join(bin, 'mount'), `#!/bin/sh\n${mount}`);
-  writeFileSync(path.join(bin, 'umount'), `#!/bin/sh\nPATH=${realPath}\necho "umount $*" >> '${calls}'\nfind "$2" -mindepth 1 -delete\n`);
+  writeFileSync(
+    path.join(bin, 'umount'),
+    `#!/bin/sh\nPATH=${realPath}\necho "umount $*" >> '${calls}'\nfind "$2" -mindepth 1 -delete\n`,
+  );
   chmodSync(path.join(bin, 'mount'), 0o755);
   chmodSync(path.join(bin, 'umount'), 0o755);
   // With onlyTools, PATH holds nothing else: the named real tools are linked in, every other one is "not installed".
@@ -89,9 +96,6 @@ export function fakeMountTools(dir: string, options: { canMount: boolean; onlyTo
   }
   return {
     bin,
-    calls: () =>
-      readFileSync(calls, 'utf8')
-        .split('\n')
-        .filter(Boolean),
+    calls: () => readFileSync(calls, 'utf8').split('\n').filter(Boolean),
   };
 }

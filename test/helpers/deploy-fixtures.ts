@@ -16,7 +16,10 @@ export const FIXTURE_HOOKS = path.join(REPO, 'test/fixtures/hooks');
 export const HOOKS_DIR = 'var/lib/heat-config/hooks';
 
 /** Copy fixture hooks into <root>/var/lib/heat-config/hooks with explicit modes (git does not keep them all). */
-export function installHooks(root: string, hooks: Record<string, { from?: string; mode?: number }> = { fake: {} }): string {
+export function installHooks(
+  root: string,
+  hooks: Record<string, { from?: string; mode?: number }> = { fake: {} },
+): string {
   const dir = path.join(root, HOOKS_DIR);
   mkdirSync(dir, { recursive: true });
   for (const [name, spec] of Object.entries(hooks)) {
@@ -59,10 +62,30 @@ export function deployment(spec: DeploymentSpec = {}): Record<string, unknown> &
     options: spec.options ?? {},
     inputs: [
       ...(spec.inputs ?? []).map((i) => ({ type: 'String', description: '', ...i })),
-      { name: 'deploy_server_id', description: 'ID of the server being deployed to', type: 'String', value: 'server-0001' },
-      { name: 'deploy_action', description: 'Name of the current action being deployed', type: 'String', value: spec.action ?? 'CREATE' },
-      { name: 'deploy_stack_id', description: 'ID of the stack this deployment belongs to', type: 'String', value: 'demo/8c2e4f1a-0000-4000-8000-000000000001' },
-      { name: 'deploy_resource_name', description: 'Name of this deployment resource in the stack', type: 'String', value: name },
+      {
+        name: 'deploy_server_id',
+        description: 'ID of the server being deployed to',
+        type: 'String',
+        value: 'server-0001',
+      },
+      {
+        name: 'deploy_action',
+        description: 'Name of the current action being deployed',
+        type: 'String',
+        value: spec.action ?? 'CREATE',
+      },
+      {
+        name: 'deploy_stack_id',
+        description: 'ID of the stack this deployment belongs to',
+        type: 'String',
+        value: 'demo/8c2e4f1a-0000-4000-8000-000000000001',
+      },
+      {
+        name: 'deploy_resource_name',
+        description: 'Name of this deployment resource in the stack',
+        type: 'String',
+        value: name,
+      },
       ...(spec.signal ?? [{ name: 'deploy_signal_transport', type: 'String', value: 'NO_SIGNAL' }]),
     ],
     outputs: (spec.outputs ?? []).map((o) => ({ type: 'String', description: '', error_output: false, ...o })),

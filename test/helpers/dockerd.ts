@@ -1,5 +1,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import path from 'node:path';
 
 // A private Debian dockerd for one test file: its own data-root, exec-root, socket and pid file in a fresh /tmp
@@ -22,7 +31,11 @@ const STOP_WAIT_MS = 20_000;
 /** Why the private daemon cannot run here, or false. */
 export function dockerdMissing(): string | false {
   if (process.getuid?.() !== 0) return 'needs root (a private dockerd)';
-  for (const [file, pkg] of [[DOCKERD, 'docker.io'], [DOCKER, 'docker.io'], [BUSYBOX, 'busybox-static']] as const) {
+  for (const [file, pkg] of [
+    [DOCKERD, 'docker.io'],
+    [DOCKER, 'docker.io'],
+    [BUSYBOX, 'busybox-static'],
+  ] as const) {
     if (!existsSync(file)) return `${file} is missing (apt-get install ${pkg}; .ci/run installs it)`;
   }
   return false;
@@ -47,13 +60,28 @@ export async function startDockerd(): Promise<Dockerd> {
   const dir = mkdtempSync('/tmp/oca-dockerd-');
   const host = `unix://${path.join(dir, 'docker.sock')}`;
   const docker = (...args: string[]): DockerResult => {
-    const res = spawnSync(DOCKER, args, { env: { PATH: '/usr/bin:/bin:/usr/sbin:/sbin', DOCKER_HOST: host, HOME: dir }, encoding: 'utf8', timeout: 120_000 });
+    const res = spawnSync(DOCKER, args, {
+      env: { PATH: '/usr/bin:/bin:/usr/sbin:/sbin', DOCKER_HOST: host, HOME: dir },
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     return { status: res.status, stdout: res.stdout ?? '', stderr: res.stderr ?? '' };
   };
   const argv = [
-    DOCKERD, '--data-root', path.join(dir, 'data'), '--exec-root', path.join(dir, 'exec'), '--host', host,
-    '--pidfile', path.join(dir, 'docker.pid'), '--bridge=none', '--iptables=false', '--ip-masq=false',
-    '--storage-driver=overlay2', '--log-level=error',
+    DOCKERD,
+    '--data-root',
+    path.join(dir, 'data'),
+    '--exec-root',
+    path.join(dir, 'exec'),
+    '--host',
+    host,
+    '--pidfile',
+    path.join(dir, 'docker.pid'),
+    '--bridge=none',
+    '--iptables=false',
+    '--ip-masq=false',
+    '--storage-driver=overlay2',
+    '--log-level=error',
   ];
   // Killed with the test process even when that dies without its teardown: setpriv's parent-death signal.
   const child = existsSync(SETPRIV)
@@ -74,7 +102,8 @@ export async function startDockerd(): Promise<Dockerd> {
 
 async function ready(child: ChildProcess, docker: Dockerd['docker'], stderr: () => string): Promise<void> {
   for (let i = 0; i < READY_ATTEMPTS; i++) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`dockerd exited at start: ${stderr().trim()}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`dockerd exited at start: ${stderr().trim()}`);
     if (docker('version', '--format', '{{.Server.Version}}').status === 0) return;
     await new Promise((resolve) => setTimeout(resolve, READY_PAUSE_MS));
   }
@@ -99,7 +128,9 @@ function importImage(dir: string, docker: Dockerd['docker']): void {
 async function stop(child: ChildProcess, dir: string, docker: Dockerd['docker']): Promise<void> {
   try {
     if (child.exitCode === null && child.signalCode === null) {
-      const ids = docker('ps', '-aq').stdout.split(/\s+/).filter((id) => id !== '');
+      const ids = docker('ps', '-aq')
+        .stdout.split(/\s+/)
+        .filter((id) => id !== '');
       if (ids.length > 0) docker('rm', '-f', ...ids);
       const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       child.kill('SIGTERM');
@@ -119,6 +150,9 @@ async function stop(child: ChildProcess, dir: string, docker: Dockerd['docker'])
 
 /** Mounts the daemon left under `dir` (after a SIGKILL), deepest first. */
 function unmountUnder(dir: string): void {
-  const mounts = readFileSync('/proc/self/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(`${dir}/`));
+  const mounts = readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[1] ?? '')
+    .filter((m) => m.startsWith(`${dir}/`));
   for (const m of mounts.sort((a, b) => b.length - a.length)) spawnSync('umount', ['-l', m]);
 }

@@ -38,13 +38,25 @@ export const REALISTIC_TREE: Ec2Tree = {
   'security-groups': 'default',
 };
 
-export async function startEc2Server(options: { tree?: Ec2Tree; imdsv2?: boolean; requireToken?: boolean; capBytes?: number; listenHost?: string } = {}): Promise<Ec2Server> {
+export async function startEc2Server(
+  options: { tree?: Ec2Tree; imdsv2?: boolean; requireToken?: boolean; capBytes?: number; listenHost?: string } = {},
+): Promise<Ec2Server> {
   const tokens = new Set<string>();
-  const state = { tree: options.tree ?? REALISTIC_TREE, fault: undefined as Fault | undefined, faultPath: undefined as RegExp | undefined };
+  const state = {
+    tree: options.tree ?? REALISTIC_TREE,
+    fault: undefined as Fault | undefined,
+    faultPath: undefined as RegExp | undefined,
+  };
   const server = await startTestServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (state.fault && (!state.faultPath || state.faultPath.test(path))) {
-      return sendFault(state.fault, req, res, { wrongType: 'ami-id\n../escape\n', contentType: 'text/plain' }, options.capBytes);
+      return sendFault(
+        state.fault,
+        req,
+        res,
+        { wrongType: 'ami-id\n../escape\n', contentType: 'text/plain' },
+        options.capBytes,
+      );
     }
     if (path === '/latest/api/token') {
       if (req.method !== 'PUT' || options.imdsv2 === false) {
@@ -89,7 +101,11 @@ export async function startEc2Server(options: { tree?: Ec2Tree; imdsv2?: boolean
     res.writeHead(200, { 'content-type': 'text/plain' });
     if (typeof node === 'string') return void res.end(node);
     // Listings end with a newline after the last entry only sometimes; end this one without it.
-    res.end(Object.entries(node).map(([k, v]) => (typeof v === 'string' || k.includes('=') ? k : `${k}/`)).join('\n'));
+    res.end(
+      Object.entries(node)
+        .map(([k, v]) => (typeof v === 'string' || k.includes('=') ? k : `${k}/`))
+        .join('\n'),
+    );
   }, options.listenHost);
   return {
     ...server,

@@ -1,6 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { installBuiltinHooks, requireBundle } from './bundle.js';
@@ -59,11 +70,15 @@ export function bundleSnapshot(): string {
 }
 
 export function startDaemon(root: string, options: StartOptions = {}): Daemon {
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), bundleSnapshot(), 'run', '--root', root, ...(options.args ?? [])], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-    env: { ...process.env, ...options.env },
-  });
+  const child = spawn(
+    process.execPath,
+    [...(options.nodeArgs ?? []), bundleSnapshot(), 'run', '--root', root, ...(options.args ?? [])],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: { ...process.env, ...options.env },
+    },
+  );
   const lines: Array<Record<string, unknown>> = [];
   const raw: string[] = [];
   let buf = '';
@@ -126,7 +141,10 @@ function descendants(pid: number): number[] {
 }
 
 /** SIGTERM, then SIGKILL of the group if it does not stop within `ms`. Returns the exit. */
-export async function stopDaemon(d: Daemon, ms = 10_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+export async function stopDaemon(
+  d: Daemon,
+  ms = 10_000,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   if (!d.alive()) return d.exit;
   d.child.kill('SIGTERM');
   const timer = setTimeout(() => void killTree(d), ms);

@@ -19,7 +19,10 @@ export interface HeatServer extends TestServer {
   served(): number;
 }
 
-export async function startHeatServer(keystone: KeystoneServer, options: { stackName?: string; capBytes?: number } = {}): Promise<HeatServer> {
+export async function startHeatServer(
+  keystone: KeystoneServer,
+  options: { stackName?: string; capBytes?: number } = {},
+): Promise<HeatServer> {
   const stackName = options.stackName ?? 'demo-heat';
   const stackId = randomUUID();
   const resources = new Map<string, unknown>();
@@ -27,21 +30,34 @@ export async function startHeatServer(keystone: KeystoneServer, options: { stack
   const prefix = `/v1/${keystone.projectId}/stacks/`;
 
   const server = await startTestServer((req, res) => {
-    if (state.fault) return sendFault(state.fault, req, res, { wrongType: JSON.stringify({ metadata: ['not', 'an', 'object'] }) }, options.capBytes);
+    if (state.fault)
+      return sendFault(
+        state.fault,
+        req,
+        res,
+        { wrongType: JSON.stringify({ metadata: ['not', 'an', 'object'] }) },
+        options.capBytes,
+      );
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (!keystone.validate(req.headers['x-auth-token'])) {
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': `Keystone uri="${keystone.authUrl}"` });
+      res.writeHead(401, {
+        'content-type': 'application/json',
+        'www-authenticate': `Keystone uri="${keystone.authUrl}"`,
+      });
       return void res.end('{"error":{"code":401,"title":"Unauthorized"}}');
     }
     if (req.method !== 'GET' || !path.startsWith(prefix)) return notFound(res);
     const parts = path.slice(prefix.length).split('/').map(decodeURIComponent);
     // /stacks/<name-or-id>/resources/... -> 302 /stacks/<name>/<id>/resources/...
     if (parts[1] === 'resources' && (parts[0] === stackName || parts[0] === stackId)) {
-      res.writeHead(302, { location: `${prefix}${stackName}/${stackId}/${parts.slice(1).map(encodeURIComponent).join('/')}` });
+      res.writeHead(302, {
+        location: `${prefix}${stackName}/${stackId}/${parts.slice(1).map(encodeURIComponent).join('/')}`,
+      });
       return void res.end();
     }
     const [name, id, r, resource, m] = parts;
-    if (name !== stackName || id !== stackId || r !== 'resources' || m !== 'metadata' || parts.length !== 5) return notFound(res);
+    if (name !== stackName || id !== stackId || r !== 'resources' || m !== 'metadata' || parts.length !== 5)
+      return notFound(res);
     if (!resources.has(resource ?? '')) return notFound(res);
     state.served++;
     res.writeHead(200, { 'content-type': 'application/json' });

@@ -95,7 +95,16 @@ export async function refusedUrl(): Promise<string> {
 }
 
 export type Fault = 'refuse' | '500' | '403' | 'hang' | 'truncate' | 'non-json' | 'wrong-type' | 'oversize';
-export const ALL_FAULTS: readonly Fault[] = ['refuse', '500', '403', 'hang', 'truncate', 'non-json', 'wrong-type', 'oversize'];
+export const ALL_FAULTS: readonly Fault[] = [
+  'refuse',
+  '500',
+  '403',
+  'hang',
+  'truncate',
+  'non-json',
+  'wrong-type',
+  'oversize',
+];
 
 export interface FaultBodies {
   /** Well-formed answer of the wrong type (e.g. a JSON list where an object is due). */
@@ -110,7 +119,13 @@ export interface FaultBodies {
  * refusedUrl(), since a listening server cannot refuse); 'hang' never answers; 'truncate' promises more bytes than
  * it sends; 'oversize' streams more than `capBytes`.
  */
-export function sendFault(fault: Fault, req: IncomingMessage, res: ServerResponse, bodies: FaultBodies, capBytes = 4096): void {
+export function sendFault(
+  fault: Fault,
+  req: IncomingMessage,
+  res: ServerResponse,
+  bodies: FaultBodies,
+  capBytes = 4096,
+): void {
   const type = bodies.contentType ?? 'application/json';
   switch (fault) {
     case 'refuse':
@@ -178,12 +193,25 @@ export function rawLog(level: pino.Level = 'trace'): RawLog {
 export function teeLogger(a: Logger, b: Logger): Logger {
   const relay = (target: Logger) => ({
     write(line: string) {
-      const { level, msg, time: _t, pid: _p, hostname: _h, ...fields } = JSON.parse(line) as Record<string, unknown> & { level: number; msg?: string };
+      const {
+        level,
+        msg,
+        time: _t,
+        pid: _p,
+        hostname: _h,
+        ...fields
+      } = JSON.parse(line) as Record<string, unknown> & { level: number; msg?: string };
       const label = (pino.levels.labels[level] ?? 'info') as 'info';
       target[label](fields, msg ?? '');
     },
   });
-  return pino({ level: 'trace' }, pino.multistream([{ level: 'trace', stream: relay(a) }, { level: 'trace', stream: relay(b) }]));
+  return pino(
+    { level: 'trace' },
+    pino.multistream([
+      { level: 'trace', stream: relay(a) },
+      { level: 'trace', stream: relay(b) },
+    ]),
+  );
 }
 
 export interface ContextOptions {
@@ -200,7 +228,11 @@ export async function collectorContext(name: string, options: ContextOptions): P
   const loaded = await loadConfig({ root: options.root, configFiles: [], cli: options.cli });
   const captured = captureLog('trace');
   const raw = rawLog();
-  const http = createHttpClient({ defaultMaxBytes: options.maxBytes ?? loaded.config.agent.http_max_bytes, defaultRetries: options.retries ?? 0, retryBaseMs: 5 });
+  const http = createHttpClient({
+    defaultMaxBytes: options.maxBytes ?? loaded.config.agent.http_max_bytes,
+    defaultRetries: options.retries ?? 0,
+    retryBaseMs: 5,
+  });
   const log = teeLogger(captured.log, raw.log).child({ collector: name });
   const ctx: CollectContext = {
     config: loaded.config,
@@ -218,12 +250,28 @@ export async function collectorContext(name: string, options: ContextOptions): P
  * One whole collection with `name` (pointed at a failing server by `cli`) listed before heat_local, whose boot data is
  * written here: what every remote collector's "a failing source does not stop the others" test needs.
  */
-export async function collectBesideHeatLocal(name: string, root: string, cli: CliOverrides): Promise<{ outcome: CollectionOutcome; tc: TestContext }> {
+export async function collectBesideHeatLocal(
+  name: string,
+  root: string,
+  cli: CliOverrides,
+): Promise<{ outcome: CollectionOutcome; tc: TestContext }> {
   const file = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, JSON.stringify({ boot: 1 }));
-  const loaded = await loadConfig({ root, configFiles: [], cli: { ...cli, DEFAULT: { collectors: [name, 'heat_local'] } } });
+  const loaded = await loadConfig({
+    root,
+    configFiles: [],
+    cli: { ...cli, DEFAULT: { collectors: [name, 'heat_local'] } },
+  });
   const tc = await collectorContext(name, { root, cli });
-  const deps = { config: loaded.config, paths: loaded.paths, log: tc.ctx.log, http: tc.http, signal: new AbortController().signal, memory: new Map(), failing: new Set<string>() };
+  const deps = {
+    config: loaded.config,
+    paths: loaded.paths,
+    log: tc.ctx.log,
+    http: tc.http,
+    signal: new AbortController().signal,
+    memory: new Map(),
+    failing: new Set<string>(),
+  };
   return { outcome: await collectAll(deps, undefined), tc };
 }

@@ -38,12 +38,22 @@ export interface KeystoneServer extends TestServer {
   expireAll(): void;
 }
 
-export async function startKeystoneServer(options: { userId?: string; password?: string; projectId?: string } = {}): Promise<KeystoneServer> {
+export async function startKeystoneServer(
+  options: { userId?: string; password?: string; projectId?: string } = {},
+): Promise<KeystoneServer> {
   const userId = options.userId ?? `user-${randomUUID().slice(0, 8)}`;
   const password = options.password ?? `pw-${randomUUID()}`;
   const projectId = options.projectId ?? `proj${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const tokens = new Map<string, number>();
-  const state = { catalog: [] as CatalogService[], lifetimeMs: 3600_000, fault: undefined as Fault | undefined, issued: 0, versions: undefined as unknown, versionsStatus: 300, discoveries: 0 };
+  const state = {
+    catalog: [] as CatalogService[],
+    lifetimeMs: 3600_000,
+    fault: undefined as Fault | undefined,
+    issued: 0,
+    versions: undefined as unknown,
+    versionsStatus: 300,
+    discoveries: 0,
+  };
   let base = '';
   const v3 = (): Record<string, unknown> => ({
     id: 'v3.14',
@@ -52,16 +62,26 @@ export async function startKeystoneServer(options: { userId?: string; password?:
     links: [{ rel: 'self', href: `${base}/identity/v3/` }],
     'media-types': [{ base: 'application/json', type: 'application/vnd.openstack.identity-v3+json' }],
   });
-  const v2 = () => ({ id: 'v2.0', status: 'deprecated', updated: '2016-08-04T00:00:00Z', links: [{ rel: 'self', href: `${base}/identity/v2.0/` }] });
+  const v2 = () => ({
+    id: 'v2.0',
+    status: 'deprecated',
+    updated: '2016-08-04T00:00:00Z',
+    links: [{ rel: 'self', href: `${base}/identity/v2.0/` }],
+  });
 
   const server = await startTestServer((req, res, body) => {
     if (state.fault) return sendFault(state.fault, req, res, { wrongType: '[]' });
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     if (req.method === 'GET' && (path === '/identity' || path === '/identity/')) {
       state.discoveries++;
-      const location = state.versions === undefined && state.versionsStatus === 300 ? { location: `${base}/identity/v3/` } : {};
+      const location =
+        state.versions === undefined && state.versionsStatus === 300 ? { location: `${base}/identity/v3/` } : {};
       res.writeHead(state.versionsStatus, { 'content-type': 'application/json', ...location });
-      return void res.end(typeof state.versions === 'string' ? state.versions : JSON.stringify(state.versions ?? { versions: { values: [v3(), v2()] } }));
+      return void res.end(
+        typeof state.versions === 'string'
+          ? state.versions
+          : JSON.stringify(state.versions ?? { versions: { values: [v3(), v2()] } }),
+      );
     }
     if (req.method === 'GET' && (path === '/identity/v3' || path === '/identity/v3/')) {
       state.discoveries++;
@@ -72,7 +92,12 @@ export async function startKeystoneServer(options: { userId?: string; password?:
       res.writeHead(404, { 'content-type': 'application/json' });
       return void res.end('{"error":{"code":404,"message":"not found"}}');
     }
-    let auth: { auth?: { identity?: { methods?: string[]; password?: { user?: { id?: string; password?: string } } }; scope?: { project?: { id?: string } } } };
+    let auth: {
+      auth?: {
+        identity?: { methods?: string[]; password?: { user?: { id?: string; password?: string } } };
+        scope?: { project?: { id?: string } };
+      };
+    };
     try {
       auth = JSON.parse(body) as typeof auth;
     } catch {
@@ -81,10 +106,15 @@ export async function startKeystoneServer(options: { userId?: string; password?:
     }
     const user = auth.auth?.identity?.password?.user;
     const ok =
-      auth.auth?.identity?.methods?.includes('password') === true && user?.id === userId && user?.password === password && auth.auth?.scope?.project?.id === projectId;
+      auth.auth?.identity?.methods?.includes('password') === true &&
+      user?.id === userId &&
+      user?.password === password &&
+      auth.auth?.scope?.project?.id === projectId;
     if (!ok) {
       res.writeHead(401, { 'content-type': 'application/json' });
-      return void res.end('{"error":{"code":401,"title":"Unauthorized","message":"The request you have made requires authentication."}}');
+      return void res.end(
+        '{"error":{"code":401,"title":"Unauthorized","message":"The request you have made requires authentication."}}',
+      );
     }
     const token = `gAAAAA${randomUUID().replace(/-/g, '')}`;
     const expires = Date.now() + state.lifetimeMs;

@@ -30,7 +30,14 @@ export function captureLog(level: pino.Level = 'debug'): CapturedLog {
       cb();
     },
   });
-  const log = pino({ level, hooks: { streamWrite: (s: string) => scrubText(s) }, formatters: { level: (label) => ({ level: label }) } }, stream);
+  const log = pino(
+    {
+      level,
+      hooks: { streamWrite: (s: string) => scrubText(s) },
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    stream,
+  );
   return { log, lines, text: () => raw.join('\n') };
 }
 

@@ -12,4 +12,5 @@ mount --rbind /dev "$S/m/dev"
 mount -t tmpfs scratch "$S/m/tmp"`;
 
 /** A shell function `run` that runs its arguments in the scratch root with a clean environment. */
-export const SCRATCH_ROOT_RUN = 'run() { chroot "$S/m" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }';
+export const SCRATCH_ROOT_RUN =
+  'run() { chroot "$S/m" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }';

@@ -42,7 +42,12 @@ export interface SignalSink {
   answers: number[];
   cfnTtlSeconds: number;
   /** The deploy_* signal inputs Heat would give a deployment with this id and resource name. */
-  inputs(transport: SinkTransport, id: string, resourceName: string, options?: { cfnTimestamp?: Date; tempUrlExpires?: number }): SinkInput[];
+  inputs(
+    transport: SinkTransport,
+    id: string,
+    resourceName: string,
+    options?: { cfnTimestamp?: Date; tempUrlExpires?: number },
+  ): SinkInput[];
   countFor(id: string): number;
   stop(): Promise<void>;
   start(): Promise<void>;
@@ -76,15 +81,36 @@ export async function startSignalSink(): Promise<SignalSink> {
     s.on('close', () => sockets.delete(s));
   });
 
-  function send(res: ServerResponse, transport: SinkTransport, status: number, body = '', headers: Record<string, string> = {}): void {
+  function send(
+    res: ServerResponse,
+    transport: SinkTransport,
+    status: number,
+    body = '',
+    headers: Record<string, string> = {},
+  ): void {
     attempts.push({ transport, status });
     res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(body);
   }
 
-  function accept(res: ServerResponse, id: string, transport: SinkTransport, raw: string, headers: IncomingMessage['headers'], body: unknown, status: number): void {
+  function accept(
+    res: ServerResponse,
+    id: string,
+    transport: SinkTransport,
+    raw: string,
+    headers: IncomingMessage['headers'],
+    body: unknown,
+    status: number,
+  ): void {
     received.push({ id, transport, body: body as Record<string, unknown>, raw, headers });
-    send(res, transport, status, status === 201 && transport === 'ZAQAR_SIGNAL' ? JSON.stringify({ resources: [`/v2/queues/x/messages/${randomUUID()}`] }) : '');
+    send(
+      res,
+      transport,
+      status,
+      status === 201 && transport === 'ZAQAR_SIGNAL'
+        ? JSON.stringify({ resources: [`/v2/queues/x/messages/${randomUUID()}`] })
+        : '',
+    );
   }
 
   function parse(raw: string): unknown {
@@ -113,64 +139,117 @@ export async function startSignalSink(): Promise<SignalSink> {
       return void res.end('not found');
     }
     const forced = state.answers.shift();
-    if (forced !== undefined) return send(res, transport, forced, forced === 429 ? '{"error":"slow down"}' : '{"error":"forced"}', forced === 429 ? { 'retry-after': '30' } : {});
+    if (forced !== undefined)
+      return send(
+        res,
+        transport,
+        forced,
+        forced === 429 ? '{"error":"slow down"}' : '{"error":"forced"}',
+        forced === 429 ? { 'retry-after': '30' } : {},
+      );
 
     if (transport === 'CFN_SIGNAL') {
       const id = decodeURIComponent(p.slice('/v1/signal/'.length));
       const required = ['SignatureMethod', 'SignatureVersion', 'AWSAccessKeyId', 'Timestamp', 'Signature'];
-      if (req.method !== 'POST' || required.some((k) => !q[k]) || q.SignatureVersion !== '2' || q.SignatureMethod !== 'HmacSHA256') return send(res, transport, 400, 'malformed signal URL');
+      if (
+        req.method !== 'POST' ||
+        required.some((k) => !q[k]) ||
+        q.SignatureVersion !== '2' ||
+        q.SignatureMethod !== 'HmacSHA256'
+      )
+        return send(res, transport, 400, 'malformed signal URL');
       const expected = signV2(secret, 'POST', req.headers.host ?? '', p, q);
-      if (q.AWSAccessKeyId !== accessKey || !same(q.Signature ?? '', expected)) return send(res, transport, 403, '{"error":"Signature mismatch"}');
-      if (Date.now() - Date.parse(q.Timestamp ?? '') > state.cfnTtlSeconds * 1000) return send(res, transport, 403, '{"error":"Credential is expired"}');
+      if (q.AWSAccessKeyId !== accessKey || !same(q.Signature ?? '', expected))
+        return send(res, transport, 403, '{"error":"Signature mismatch"}');
+      if (Date.now() - Date.parse(q.Timestamp ?? '') > state.cfnTtlSeconds * 1000)
+        return send(res, transport, 403, '{"error":"Credential is expired"}');
       const body = parse(raw);
-      if (req.headers['content-type'] !== 'application/json' || body === undefined) return send(res, transport, 400, 'body is not JSON');
+      if (req.headers['content-type'] !== 'application/json' || body === undefined)
+        return send(res, transport, 400, 'body is not JSON');
       return accept(res, id, transport, raw, req.headers, body, 200);
     }
     if (transport === 'TEMP_URL_SIGNAL') {
       const expires = Number(q.temp_url_expires);
-      if (req.method !== 'PUT' || !Number.isInteger(expires) || expires < Date.now() / 1000 || !same(q.temp_url_sig ?? '', tempUrlSignature(swiftKey, 'PUT', expires, p))) {
+      if (
+        req.method !== 'PUT' ||
+        !Number.isInteger(expires) ||
+        expires < Date.now() / 1000 ||
+        !same(q.temp_url_sig ?? '', tempUrlSignature(swiftKey, 'PUT', expires, p))
+      ) {
         return send(res, transport, 401, '<html><h1>Unauthorized</h1></html>');
       }
       const body = parse(raw);
       if (body === undefined) return send(res, transport, 400, 'body is not JSON');
-      return accept(res, decodeURIComponent(p.slice('/v1/AUTH_demo/signals/'.length)), transport, raw, req.headers, body, 201);
+      return accept(
+        res,
+        decodeURIComponent(p.slice('/v1/AUTH_demo/signals/'.length)),
+        transport,
+        raw,
+        req.headers,
+        body,
+        201,
+      );
     }
-    if (!keystone.validate(req.headers['x-auth-token'])) return send(res, transport, 401, '{"error":{"code":401,"title":"Unauthorized"}}');
+    if (!keystone.validate(req.headers['x-auth-token']))
+      return send(res, transport, 401, '{"error":{"code":401,"title":"Unauthorized"}}');
     if (transport === 'HEAT_SIGNAL') {
       const prefix = `/heat/v1/${keystone.projectId}/stacks/${stackName}/${stackId}/resources/`;
       const m = p.startsWith(prefix) ? /^([^/]+)\/signal$/.exec(p.slice(prefix.length)) : null;
       if (req.method !== 'POST' || !m) return send(res, transport, 404, '{"code":404,"title":"Not Found"}');
       const id = resources.get(decodeURIComponent(m[1]!));
       const body = parse(raw);
-      if (id === undefined) return send(res, transport, 404, '{"code":404,"title":"Not Found","explanation":"resource not found"}');
+      if (id === undefined)
+        return send(res, transport, 404, '{"code":404,"title":"Not Found","explanation":"resource not found"}');
       if (body === undefined) return send(res, transport, 400, 'body is not JSON');
       return accept(res, id, transport, raw, req.headers, body, 200);
     }
     const m = /^\/zaqar\/v2\/queues\/([^/]+)\/messages$/.exec(p);
     if (req.method !== 'POST' || !m) return send(res, transport, 404, '{"title":"Not found"}');
-    if (!UUID.test(String(req.headers['client-id'] ?? ''))) return send(res, transport, 400, '{"title":"Missing header","description":"The Client-ID header is required."}');
+    if (!UUID.test(String(req.headers['client-id'] ?? '')))
+      return send(res, transport, 400, '{"title":"Missing header","description":"The Client-ID header is required."}');
     if (req.headers['x-project-id'] !== keystone.projectId) return send(res, transport, 400, '{"title":"Bad project"}');
     const doc = parse(raw) as { messages?: Array<{ ttl?: unknown; body?: unknown }> } | undefined;
     const message = doc?.messages?.[0];
-    if (!message || doc?.messages?.length !== 1 || typeof message.ttl !== 'number' || message.ttl < 60 || message.body === undefined) return send(res, transport, 400, '{"title":"Invalid API request"}');
+    if (
+      !message ||
+      doc?.messages?.length !== 1 ||
+      typeof message.ttl !== 'number' ||
+      message.ttl < 60 ||
+      message.body === undefined
+    )
+      return send(res, transport, 400, '{"title":"Invalid API request"}');
     const queue = decodeURIComponent(m[1]!);
     return accept(res, queue.replace(/^queue-/, ''), transport, raw, req.headers, message.body, 201);
   }
 
-  const listen = () => new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
+  const listen = () =>
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
   await listen();
   port = (server.address() as { port: number }).port;
   host = `127.0.0.1:${port}`;
   const url = `http://${host}`;
   keystone.catalog = [
-    { type: 'orchestration', endpoints: [{ interface: 'public', region: 'RegionOne', region_id: 'RegionOne', url: `${url}/heat/v1/${keystone.projectId}` }] },
-    { type: 'messaging', endpoints: [{ interface: 'public', region: 'RegionOne', region_id: 'RegionOne', url: `${url}/zaqar/` }] },
+    {
+      type: 'orchestration',
+      endpoints: [
+        {
+          interface: 'public',
+          region: 'RegionOne',
+          region_id: 'RegionOne',
+          url: `${url}/heat/v1/${keystone.projectId}`,
+        },
+      ],
+    },
+    {
+      type: 'messaging',
+      endpoints: [{ interface: 'public', region: 'RegionOne', region_id: 'RegionOne', url: `${url}/zaqar/` }],
+    },
   ];
 
   const stopListening = async () => {
@@ -201,12 +280,23 @@ export async function startSignalSink(): Promise<SignalSink> {
       if (transport === 'CFN_SIGNAL') {
         const p = `/v1/signal/${encodeURIComponent(id)}`;
         const ts = (options.cfnTimestamp ?? new Date()).toISOString().slice(0, 19) + 'Z';
-        const params: Record<string, string> = { SignatureMethod: 'HmacSHA256', SignatureVersion: '2', AWSAccessKeyId: accessKey, Timestamp: ts };
+        const params: Record<string, string> = {
+          SignatureMethod: 'HmacSHA256',
+          SignatureVersion: '2',
+          AWSAccessKeyId: accessKey,
+          Timestamp: ts,
+        };
         const query = new URLSearchParams({ ...params, Signature: signV2(secret, 'POST', host, p, params) }).toString();
         out.push(input('deploy_signal_id', `${url}${p}?${query}`), input('deploy_signal_verb', 'POST'));
       } else if (transport === 'TEMP_URL_SIGNAL') {
         const expires = options.tempUrlExpires ?? Math.floor(Date.now() / 1000) + 86400;
-        out.push(input('deploy_signal_id', tempUrl(url, swiftKey, 'PUT', `/v1/AUTH_demo/signals/${encodeURIComponent(id)}`, expires)), input('deploy_signal_verb', 'PUT'));
+        out.push(
+          input(
+            'deploy_signal_id',
+            tempUrl(url, swiftKey, 'PUT', `/v1/AUTH_demo/signals/${encodeURIComponent(id)}`, expires),
+          ),
+          input('deploy_signal_verb', 'PUT'),
+        );
       } else {
         resources.set(resourceName, id);
         out.push(

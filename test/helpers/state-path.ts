@@ -25,7 +25,12 @@ export function statePath(from: DeploymentState, to: DeploymentState): Deploymen
 }
 
 /** `record` moved to `to` through allowed transitions; `patch` is written with the last one. */
-export async function moveTo(store: StateStore, record: DeploymentRecord, to: DeploymentState, patch: Partial<DeploymentRecord> = {}): Promise<DeploymentRecord> {
+export async function moveTo(
+  store: StateStore,
+  record: DeploymentRecord,
+  to: DeploymentState,
+  patch: Partial<DeploymentRecord> = {},
+): Promise<DeploymentRecord> {
   const steps = statePath(record.state, to);
   let r = record;
   for (const [i, state] of steps.entries()) r = await store.transition(r, state, i === steps.length - 1 ? patch : {});

@@ -22,7 +22,10 @@ export async function startSwiftServer(options: { key?: string; capBytes?: numbe
   const key = options.key ?? 'swift-account-key-0123';
   const objectPath = '/v1/AUTH_demo/heat-metadata/server-metadata';
   const answers: Record<number, number> = {};
-  const state = { fault: undefined as Fault | undefined, object: undefined as { body: string; etag: string; modified: number } | undefined };
+  const state = {
+    fault: undefined as Fault | undefined,
+    object: undefined as { body: string; etag: string; modified: number } | undefined,
+  };
   const answer = (status: number) => (answers[status] = (answers[status] ?? 0) + 1);
 
   const server = await startTestServer((req, res) => {
@@ -35,7 +38,9 @@ export async function startSwiftServer(options: { key?: string; capBytes?: numbe
     if (!Number.isInteger(expires) || expires < Date.now() / 1000 || !same(sig, expected)) {
       answer(401);
       res.writeHead(401, { 'content-type': 'text/html' });
-      return void res.end('<html><h1>Unauthorized</h1><p>This server could not verify that you are authorized to access the document you requested.</p></html>');
+      return void res.end(
+        '<html><h1>Unauthorized</h1><p>This server could not verify that you are authorized to access the document you requested.</p></html>',
+      );
     }
     const obj = state.object;
     if (u.pathname !== objectPath || !obj || method !== 'GET') {
@@ -47,14 +52,22 @@ export async function startSwiftServer(options: { key?: string; capBytes?: numbe
     const inm = req.headers['if-none-match'];
     const ims = req.headers['if-modified-since'];
     // As Swift: If-None-Match decides when present; otherwise If-Modified-Since at one-second resolution.
-    const notModified = inm !== undefined ? inm === obj.etag : ims !== undefined && Date.parse(ims) >= Math.floor(obj.modified / 1000) * 1000;
+    const notModified =
+      inm !== undefined
+        ? inm === obj.etag
+        : ims !== undefined && Date.parse(ims) >= Math.floor(obj.modified / 1000) * 1000;
     if (notModified) {
       answer(304);
       res.writeHead(304, { etag: obj.etag, 'last-modified': lastModified });
       return void res.end();
     }
     answer(200);
-    res.writeHead(200, { etag: obj.etag, 'last-modified': lastModified, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(obj.body)) });
+    res.writeHead(200, {
+      etag: obj.etag,
+      'last-modified': lastModified,
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(obj.body)),
+    });
     res.end(req.method === 'HEAD' ? undefined : obj.body);
   });
 

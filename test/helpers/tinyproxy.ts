@@ -45,24 +45,29 @@ export async function startTinyproxy(dir: string, options: TinyproxyOptions = {}
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort();
     const conf = path.join(dir, 'tinyproxy.conf');
-    writeFileSync(conf, [
-      `Port ${port}`,
-      'Listen 127.0.0.1',
-      'Timeout 15',
-      `LogFile "${logFile}"`,
-      'LogLevel Connect',
-      `PidFile "${path.join(dir, 'tinyproxy.pid')}"`,
-      'MaxClients 50',
-      'Allow 127.0.0.1',
-      // No ConnectPort line: CONNECT is allowed to any port (the test TLS server's port is random).
-      ...(options.basicAuth ? [`BasicAuth ${options.basicAuth.user} ${options.basicAuth.password}`] : []),
-      '',
-    ].join('\n'));
+    writeFileSync(
+      conf,
+      [
+        `Port ${port}`,
+        'Listen 127.0.0.1',
+        'Timeout 15',
+        `LogFile "${logFile}"`,
+        'LogLevel Connect',
+        `PidFile "${path.join(dir, 'tinyproxy.pid')}"`,
+        'MaxClients 50',
+        'Allow 127.0.0.1',
+        // No ConnectPort line: CONNECT is allowed to any port (the test TLS server's port is random).
+        ...(options.basicAuth ? [`BasicAuth ${options.basicAuth.user} ${options.basicAuth.password}`] : []),
+        '',
+      ].join('\n'),
+    );
     // Killed with the test process even when that dies without its teardown (a tap timeout): setpriv's parent-death
     // signal. tinyproxy keeps the current user (no User line: it warns and goes on), since a change of user would
     // clear that signal.
     const argv = [TINYPROXY, '-d', '-c', conf];
-    const child = existsSync(SETPRIV) ? spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', ...argv], { stdio: ['ignore', 'ignore', 'pipe'] }) : spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = existsSync(SETPRIV)
+      ? spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', ...argv], { stdio: ['ignore', 'ignore', 'pipe'] })
+      : spawn(argv[0] as string, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
     if (await listening(port, child)) {
@@ -70,7 +75,10 @@ export async function startTinyproxy(dir: string, options: TinyproxyOptions = {}
       return {
         port,
         url: `http://${auth}127.0.0.1:${port}`,
-        requests: () => readLog().split('\n').flatMap((l) => /Request \(file descriptor \d+\): (.*)$/.exec(l)?.[1] ?? []),
+        requests: () =>
+          readLog()
+            .split('\n')
+            .flatMap((l) => /Request \(file descriptor \d+\): (.*)$/.exec(l)?.[1] ?? []),
         log: readLog,
         stop: () => stop(child),
       };

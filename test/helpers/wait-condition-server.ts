@@ -72,7 +72,14 @@ export async function startWaitConditionServer(): Promise<WaitConditionServer> {
     s.on('close', () => sockets.delete(s));
   });
 
-  function send(res: ServerResponse, req: IncomingMessage, kind: 'cfn' | 'native', raw: string, status: number, body: string): void {
+  function send(
+    res: ServerResponse,
+    req: IncomingMessage,
+    kind: 'cfn' | 'native',
+    raw: string,
+    status: number,
+    body: string,
+  ): void {
     requests.push({ kind, method: req.method ?? '', status, raw, headers: req.headers });
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(body);
@@ -96,7 +103,11 @@ export async function startWaitConditionServer(): Promise<WaitConditionServer> {
 
   function handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
     const u = new URL(req.url ?? '/', `http://${host}`);
-    const kind = u.pathname.startsWith('/v1/waitcondition/') ? 'cfn' : u.pathname.startsWith('/heat/') ? 'native' : undefined;
+    const kind = u.pathname.startsWith('/v1/waitcondition/')
+      ? 'cfn'
+      : u.pathname.startsWith('/heat/')
+        ? 'native'
+        : undefined;
     if (!kind) {
       res.writeHead(404);
       return void res.end('not found');
@@ -105,12 +116,23 @@ export async function startWaitConditionServer(): Promise<WaitConditionServer> {
     if (forced !== undefined) return send(res, req, kind, raw, forced, '{"error":"forced"}');
     if (kind === 'cfn') {
       const q = Object.fromEntries(u.searchParams);
-      if (req.method !== 'PUT') return send(res, req, kind, raw, 404, '{"error":"no route: the waitcondition path takes PUT"}');
-      if (q.SignatureVersion !== '2' || q.SignatureMethod !== 'HmacSHA256' || !q.Signature || !q.Timestamp) return send(res, req, kind, raw, 400, 'malformed signed URL');
+      if (req.method !== 'PUT')
+        return send(res, req, kind, raw, 404, '{"error":"no route: the waitcondition path takes PUT"}');
+      if (q.SignatureVersion !== '2' || q.SignatureMethod !== 'HmacSHA256' || !q.Signature || !q.Timestamp)
+        return send(res, req, kind, raw, 400, 'malformed signed URL');
       const unquoted = decodeURIComponent(u.pathname);
       const expected = signV2(secret, 'PUT', req.headers.host ?? '', unquoted, q);
-      if (q.AWSAccessKeyId !== accessKey || !same(q.Signature, expected)) return send(res, req, kind, raw, 403, '{"Error":{"Code":"AccessDenied","Message":"User is not authorized to perform action"}}');
-      if (Date.now() - Date.parse(q.Timestamp) > state.ttlSeconds * 1000) return send(res, req, kind, raw, 403, '{"Error":{"Code":"AccessDenied","Message":"Credential is expired"}}');
+      if (q.AWSAccessKeyId !== accessKey || !same(q.Signature, expected))
+        return send(
+          res,
+          req,
+          kind,
+          raw,
+          403,
+          '{"Error":{"Code":"AccessDenied","Message":"User is not authorized to perform action"}}',
+        );
+      if (Date.now() - Date.parse(q.Timestamp) > state.ttlSeconds * 1000)
+        return send(res, req, kind, raw, 403, '{"Error":{"Code":"AccessDenied","Message":"Credential is expired"}}');
       const body = parseObject(raw);
       const name = /resources\/([^/]+)$/.exec(unquoted)?.[1] ?? '?';
       const invalid = '{"Error":{"Code":"InvalidParameterValue","Message":"Metadata format invalid"}}';
@@ -119,29 +141,48 @@ export async function startWaitConditionServer(): Promise<WaitConditionServer> {
         return send(res, req, kind, raw, 200, JSON.stringify({ resource: name, metadata: storeNative(name, body) }));
       }
       const keys = body ? Object.keys(body).sort() : [];
-      if (!body || keys.join() !== CFN_KEYS.join() || !STATUSES.includes(body.Status as string)) return send(res, req, kind, raw, 400, invalid);
+      if (!body || keys.join() !== CFN_KEYS.join() || !STATUSES.includes(body.Status as string))
+        return send(res, req, kind, raw, 400, invalid);
       const { UniqueId, ...rest } = body;
       const metadata = store(name, String(UniqueId), rest);
       return send(res, req, kind, raw, 200, JSON.stringify({ resource: name, metadata }));
     }
     const m = new RegExp(`^/heat/v1/${project}/stacks/${stack}/resources/([^/]+)/signal$`).exec(u.pathname);
     if (req.method !== 'POST' || !m) return send(res, req, kind, raw, 404, '{"code":404,"title":"Not Found"}');
-    if (!same(String(req.headers['x-auth-token'] ?? ''), token)) return send(res, req, kind, raw, 401, '{"error":{"code":401,"title":"Unauthorized"}}');
+    if (!same(String(req.headers['x-auth-token'] ?? ''), token))
+      return send(res, req, kind, raw, 401, '{"error":{"code":401,"title":"Unauthorized"}}');
     const body = parseObject(raw);
-    if (!validNative(body)) return send(res, req, kind, raw, 400, '{"code":400,"title":"Bad Request","explanation":"Metadata format invalid"}');
+    if (!validNative(body))
+      return send(
+        res,
+        req,
+        kind,
+        raw,
+        400,
+        '{"code":400,"title":"Bad Request","explanation":"Metadata format invalid"}',
+      );
     storeNative(decodeURIComponent(m[1]!), body);
     return send(res, req, kind, raw, 200, '');
   }
 
   function validNative(body: Record<string, unknown> | undefined): body is Record<string, unknown> {
-    return body !== undefined && !Object.keys(body).some((k) => !NATIVE_KEYS.includes(k)) && (body.status === undefined || STATUSES.includes(body.status as string));
+    return (
+      body !== undefined &&
+      !Object.keys(body).some((k) => !NATIVE_KEYS.includes(k)) &&
+      (body.status === undefined || STATUSES.includes(body.status as string))
+    );
   }
 
   /** Heat's normalise_signal_data: missing keys get defaults, the id being the signal's number. */
   function storeNative(name: string, body: Record<string, unknown>): Record<string, unknown> {
     const count = handles.get(name)?.size ?? 0;
     const { id, ...rest } = body;
-    return store(name, String(id ?? count + 1), { status: 'SUCCESS', reason: `Signal ${count + 1} received`, data: null, ...rest });
+    return store(name, String(id ?? count + 1), {
+      status: 'SUCCESS',
+      reason: `Signal ${count + 1} received`,
+      data: null,
+      ...rest,
+    });
   }
 
   const listen = () =>

@@ -18,15 +18,31 @@ export interface ZaqarServer extends TestServer {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export async function startZaqarServer(keystone: KeystoneServer, options: { capBytes?: number } = {}): Promise<ZaqarServer> {
+export async function startZaqarServer(
+  keystone: KeystoneServer,
+  options: { capBytes?: number } = {},
+): Promise<ZaqarServer> {
   const queues = new Map<string, unknown[]>();
   const state = { fault: undefined as Fault | undefined };
   const server = await startTestServer((req, res) => {
-    if (state.fault) return sendFault(state.fault, req, res, { wrongType: JSON.stringify({ messages: [{ id: 'm', ttl: 3600, age: 1, body: ['not', 'an', 'object'] }] }) }, options.capBytes);
+    if (state.fault)
+      return sendFault(
+        state.fault,
+        req,
+        res,
+        { wrongType: JSON.stringify({ messages: [{ id: 'm', ttl: 3600, age: 1, body: ['not', 'an', 'object'] }] }) },
+        options.capBytes,
+      );
     const u = new URL(req.url ?? '/', 'http://x');
-    if (!keystone.validate(req.headers['x-auth-token'])) return json(res, 401, { title: 'Unauthorized', description: 'This server could not verify that you are authorized.' });
-    if (!UUID.test(String(req.headers['client-id'] ?? ''))) return json(res, 400, { title: 'Missing header', description: 'The Client-ID header is required.' });
-    if (req.headers['x-project-id'] !== keystone.projectId) return json(res, 400, { title: 'Bad project', description: 'X-Project-ID does not match the token.' });
+    if (!keystone.validate(req.headers['x-auth-token']))
+      return json(res, 401, {
+        title: 'Unauthorized',
+        description: 'This server could not verify that you are authorized.',
+      });
+    if (!UUID.test(String(req.headers['client-id'] ?? '')))
+      return json(res, 400, { title: 'Missing header', description: 'The Client-ID header is required.' });
+    if (req.headers['x-project-id'] !== keystone.projectId)
+      return json(res, 400, { title: 'Bad project', description: 'X-Project-ID does not match the token.' });
     // Queue stats (read-only; what `doctor` asks): counts of the messages waiting.
     const stats = /^\/v2\/queues\/([^/]+)\/stats$/.exec(u.pathname);
     if (stats && req.method === 'GET') {
@@ -35,9 +51,12 @@ export async function startZaqarServer(keystone: KeystoneServer, options: { capB
     }
     const m = /^\/v2\/queues\/([^/]+)\/messages$/.exec(u.pathname);
     const pop = Number(u.searchParams.get('pop'));
-    if (!m || req.method !== 'DELETE' || !Number.isInteger(pop) || pop < 1 || pop > 20) return json(res, 400, { title: 'Invalid API request' });
+    if (!m || req.method !== 'DELETE' || !Number.isInteger(pop) || pop < 1 || pop > 20)
+      return json(res, 400, { title: 'Invalid API request' });
     const queue = queues.get(decodeURIComponent(m[1]!)) ?? [];
-    const popped = queue.splice(0, pop).map((body) => ({ id: randomUUID().replace(/-/g, ''), ttl: 3600, age: 0, body, checksum: 'MD5:x' }));
+    const popped = queue
+      .splice(0, pop)
+      .map((body) => ({ id: randomUUID().replace(/-/g, ''), ttl: 3600, age: 0, body, checksum: 'MD5:x' }));
     json(res, 200, { messages: popped });
   });
   return {

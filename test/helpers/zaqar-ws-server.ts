@@ -79,7 +79,9 @@ export async function startZaqarWsServer(keystone: KeystoneServer): Promise<Zaqa
   const state = { accepted: 0, refuseTokens: false };
 
   const notify = (queue: string, message: Record<string, unknown>) => {
-    for (const c of conns) if (c.subscribed.has(queue)) c.ws.send(JSON.stringify({ ...message, queue_name: queue, Message_Type: 'Notification' }));
+    for (const c of conns)
+      if (c.subscribed.has(queue))
+        c.ws.send(JSON.stringify({ ...message, queue_name: queue, Message_Type: 'Notification' }));
   };
   const enqueue = (queue: string, body: unknown, ttl = 3600) => {
     const message = { id: randomUUID().replace(/-/g, ''), ttl, age: 0, body };
@@ -100,13 +102,25 @@ export async function startZaqarWsServer(keystone: KeystoneServer): Promise<Zaqa
   function answer(conn: Conn, request: Record<string, unknown>, status: number, body: unknown): void {
     const fault = typeof request.action === 'string' ? faults.get(request.action) : undefined;
     if (fault) faults.delete(request.action as string);
-    const frame = JSON.stringify({ request: { action: request.action ?? null, body: request.body ?? {}, headers: request.headers ?? null, api: 'v2' }, body, headers: { status } });
+    const frame = JSON.stringify({
+      request: {
+        action: request.action ?? null,
+        body: request.body ?? {},
+        headers: request.headers ?? null,
+        api: 'v2',
+      },
+      body,
+      headers: { status },
+    });
     if (fault === 'silent') return;
-    if (fault === 'not-json') return void conn.ws.send('{"request": {"action": "message_delete_many"}, "body": {"messages": [');
+    if (fault === 'not-json')
+      return void conn.ws.send('{"request": {"action": "message_delete_many"}, "body": {"messages": [');
     if (fault === 'expire-session') return void conn.ws.close(4003, 'Authentication expired.');
     if (fault === 'drop-mid-answer') {
       // A text frame announcing 1000 bytes, 20 of them sent, then the connection is gone.
-      conn.raw.write(Buffer.concat([Buffer.from([0x81, 126, 0x03, 0xe8]), Buffer.from(frame.padEnd(1000).slice(0, 20))]));
+      conn.raw.write(
+        Buffer.concat([Buffer.from([0x81, 126, 0x03, 0xe8]), Buffer.from(frame.padEnd(1000).slice(0, 20))]),
+      );
       conn.raw.destroy();
       return;
     }
@@ -121,24 +135,37 @@ export async function startZaqarWsServer(keystone: KeystoneServer): Promise<Zaqa
     } catch {
       return answer(conn, {}, 400, { error: "Can't decode text (JSON) request." });
     }
-    if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return answer(conn, {}, 400, { error: 'Unexpected body type. Expected dict or dict like.' });
+    if (typeof payload !== 'object' || payload === null || Array.isArray(payload))
+      return answer(conn, {}, 400, { error: 'Unexpected body type. Expected dict or dict like.' });
     const request = payload as Record<string, unknown>;
     const action = String(request.action);
-    const headers = (typeof request.headers === 'object' && request.headers !== null ? request.headers : {}) as Record<string, unknown>;
-    const body = (typeof request.body === 'object' && request.body !== null && !Array.isArray(request.body) ? request.body : undefined) as Record<string, unknown> | undefined;
+    const headers = (typeof request.headers === 'object' && request.headers !== null ? request.headers : {}) as Record<
+      string,
+      unknown
+    >;
+    const body = (
+      typeof request.body === 'object' && request.body !== null && !Array.isArray(request.body)
+        ? request.body
+        : undefined
+    ) as Record<string, unknown> | undefined;
     frames.push({ connection: conn.id, action, headers, body: request.body });
     const schema = SCHEMA[action];
     if (!schema) return answer(conn, request, 400, { error: `Invalid action: ${action}` });
     const schemaOk =
-      schema.headers.every((h) => typeof headers[h] === 'string') && (!schema.body || (body !== undefined && schema.body.every((f) => body[f] !== undefined)));
+      schema.headers.every((h) => typeof headers[h] === 'string') &&
+      (!schema.body || (body !== undefined && schema.body.every((f) => body[f] !== undefined)));
     if (!schemaOk) return answer(conn, request, 400, { error: 'Schema validation failed.' });
-    if (headers['X-Project-ID'] !== keystone.projectId) return answer(conn, request, 400, { error: 'X-Project-ID does not match the token.' });
+    if (headers['X-Project-ID'] !== keystone.projectId)
+      return answer(conn, request, 400, { error: 'X-Project-ID does not match the token.' });
     if (action === 'authenticate') {
       conn.authed = !state.refuseTokens && keystone.validate(headers['X-Auth-Token'] as string);
-      return conn.authed ? answer(conn, request, 200, { message: 'Authentified.' }) : answer(conn, request, 401, { error: 'Authentication failed.' });
+      return conn.authed
+        ? answer(conn, request, 200, { message: 'Authentified.' })
+        : answer(conn, request, 401, { error: 'Authentication failed.' });
     }
     if (!conn.authed) return answer(conn, request, 403, { error: 'Not authentified.' });
-    if (!UUID.test(String(headers['Client-ID']))) return answer(conn, request, 400, { exception: 'Malformed Client-ID', error: null });
+    if (!UUID.test(String(headers['Client-ID'])))
+      return answer(conn, request, 400, { exception: 'Malformed Client-ID', error: null });
     const queue = String(body!.queue_name);
     switch (action) {
       case 'queue_create': {
@@ -147,14 +174,19 @@ export async function startZaqarWsServer(keystone: KeystoneServer): Promise<Zaqa
         return answer(conn, request, isNew ? 201 : 204, `Queue ${queue} created.`);
       }
       case 'subscription_create': {
-        if (body!.ttl !== undefined && !Number.isInteger(body!.ttl)) return answer(conn, request, 400, { error: 'Schema validation failed.' });
+        if (body!.ttl !== undefined && !Number.isInteger(body!.ttl))
+          return answer(conn, request, 400, { error: 'Schema validation failed.' });
         if (conn.subscribed.has(queue)) return answer(conn, request, 409, `Subscription ${queue} not created.`);
         conn.subscribed.add(queue);
-        return answer(conn, request, 201, { subscription_id: randomUUID().replace(/-/g, ''), message: `Subscription ${queue} created.` });
+        return answer(conn, request, 201, {
+          subscription_id: randomUUID().replace(/-/g, ''),
+          message: `Subscription ${queue} created.`,
+        });
       }
       case 'message_delete_many': {
         const pop = body!.pop;
-        if (!Number.isInteger(pop) || (pop as number) < 1 || (pop as number) > 20) return answer(conn, request, 400, { exception: 'Invalid pop limit', error: null });
+        if (!Number.isInteger(pop) || (pop as number) < 1 || (pop as number) > 20)
+          return answer(conn, request, 400, { exception: 'Invalid pop limit', error: null });
         // A dropped or unanswered pop loses nothing: the fault strikes before the queue is touched.
         if (faults.has(action)) return answer(conn, request, 200, { messages: [] });
         const q = queues.get(queue) ?? [];
@@ -162,7 +194,12 @@ export async function startZaqarWsServer(keystone: KeystoneServer): Promise<Zaqa
       }
       case 'message_post': {
         const messages = body!.messages;
-        const valid = Array.isArray(messages) && messages.length > 0 && messages.every((m) => typeof m === 'object' && m !== null && Number.isInteger((m as { ttl?: unknown }).ttl) && 'body' in m);
+        const valid =
+          Array.isArray(messages) &&
+          messages.length > 0 &&
+          messages.every(
+            (m) => typeof m === 'object' && m !== null && Number.isInteger((m as { ttl?: unknown }).ttl) && 'body' in m,
+          );
         if (!valid) return answer(conn, request, 400, { exception: 'Invalid messages', error: null });
         if (faults.has(action)) return answer(conn, request, 201, { message_ids: [] });
         const ids = (messages as Array<{ ttl: number; body: unknown }>).map((m) => {

@@ -23,10 +23,23 @@ function whyNot(): string | undefined {
   if (!existsSync(HOOK)) return `${HOOK} is missing: npm run build`;
   if (!existsSync('/usr/bin/curl')) return 'heat-cfntools fetches sources with curl: apt-get install curl';
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cfn-init-overlay-probe-'));
-  const probe = spawnSync('unshare', ['--mount', '--fork', 'sh', '-c', 'mount --make-rprivate / && mount -t tmpfs t "$1" && '
-    + 'mkdir "$1/u" "$1/w" "$1/m" && mount -t overlay o -o "lowerdir=/,upperdir=$1/u,workdir=$1/w" "$1/m"', 'probe', dir], { timeout: 20_000 });
+  const probe = spawnSync(
+    'unshare',
+    [
+      '--mount',
+      '--fork',
+      'sh',
+      '-c',
+      'mount --make-rprivate / && mount -t tmpfs t "$1" && ' +
+        'mkdir "$1/u" "$1/w" "$1/m" && mount -t overlay o -o "lowerdir=/,upperdir=$1/u,workdir=$1/w" "$1/m"',
+      'probe',
+      dir,
+    ],
+    { timeout: 20_000 },
+  );
   rmSync(dir, { recursive: true, force: true });
-  if (probe.status !== 0) return `no overlay scratch root here: ${probe.stderr?.toString().trim() || probe.error?.message}`;
+  if (probe.status !== 0)
+    return `no overlay scratch root here: ${probe.stderr?.toString().trim() || probe.error?.message}`;
   return undefined;
 }
 
@@ -61,32 +74,49 @@ find . -path ./tmp -prune -o -type f -exec sha256sum {} + > "$OUT/sums"
 `;
 
 /** Paths whose presence or content differs between any two runs of the same tool (logs, caches, timestamps). */
-const VOLATILE = /^\.\/(var\/log|var\/cache\/(apt|debconf|ldconfig|man)|var\/lib\/(apt|dpkg)|etc\/ld\.so\.cache)(\/|$)|__pycache__|^\.\/var\/cache\/heat-cfntools\/\.|^\.\/(etc\/(g?shadow-?))$/;
+const VOLATILE =
+  /^\.\/(var\/log|var\/cache\/(apt|debconf|ldconfig|man)|var\/lib\/(apt|dpkg)|etc\/ld\.so\.cache)(\/|$)|__pycache__|^\.\/var\/cache\/heat-cfntools\/\.|^\.\/(etc\/(g?shadow-?))$/;
 /** Listed, but their content differs by design: the metadata (JSON spacing), shadow files (change dates). */
 const CONTENT_DIFFERS = /^\.\/(var\/cache\/heat-cfntools\/last_metadata|etc\/g?shadow-?)$/;
 
 function readSide(out: string) {
-  const listing = readFileSync(path.join(out, 'listing'), 'utf8').split('\n').filter((l) => l && !VOLATILE.test(l.split('\t')[0] ?? ''));
-  const sums = readFileSync(path.join(out, 'sums'), 'utf8').split('\n').filter(Boolean).map((l) => {
-    const [sum, file] = l.split(/ {2}/) as [string, string];
-    return `${file} ${sum}`;
-  }).filter((l) => {
-    const file = l.slice(0, l.lastIndexOf(' '));
-    return !VOLATILE.test(file) && !CONTENT_DIFFERS.test(file);
-  });
+  const listing = readFileSync(path.join(out, 'listing'), 'utf8')
+    .split('\n')
+    .filter((l) => l && !VOLATILE.test(l.split('\t')[0] ?? ''));
+  const sums = readFileSync(path.join(out, 'sums'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [sum, file] = l.split(/ {2}/) as [string, string];
+      return `${file} ${sum}`;
+    })
+    .filter((l) => {
+      const file = l.slice(0, l.lastIndexOf(' '));
+      return !VOLATILE.test(file) && !CONTENT_DIFFERS.test(file);
+    });
   const read = (f: string) => (existsSync(path.join(out, f)) ? readFileSync(path.join(out, f), 'utf8') : '');
   return {
-    status: read('status').trim(), listing: listing.sort(), sums: sums.sort(), order: read('order.log'), package: read('package'),
-    passwd: read('passwd'), group: read('group'),
+    status: read('status').trim(),
+    listing: listing.sort(),
+    sums: sums.sort(),
+    order: read('order.log'),
+    package: read('package'),
+    passwd: read('passwd'),
+    group: read('group'),
   };
 }
 
 /** Runs a command without blocking this process (its HTTP server must answer meanwhile); killed after timeoutMs. */
 function run(file: string, args: string[], timeoutMs: number): Promise<{ status: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(file, args, { env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(file, args, {
+      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
-    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('close', (status) => {
       clearTimeout(timer);
@@ -96,90 +126,129 @@ function run(file: string, args: string[], timeoutMs: number): Promise<{ status:
 }
 
 const skip = whyNot();
-t.test('the same metadata through heat-cfntools\' cfn-init and through ours, in scratch roots: same result', { skip: skip ?? false, timeout: 240_000 }, async (t) => {
-  const dir = t.testdir();
-  const share = path.join(dir, 'share');
-  mkdirSync(share);
-  writeFileSync(path.join(share, 'cfn-init'), readFileSync(HOOK), { mode: 0o755 });
+t.test(
+  "the same metadata through heat-cfntools' cfn-init and through ours, in scratch roots: same result",
+  { skip: skip ?? false, timeout: 240_000 },
+  async (t) => {
+    const dir = t.testdir();
+    const share = path.join(dir, 'share');
+    mkdirSync(share);
+    writeFileSync(path.join(share, 'cfn-init'), readFileSync(HOOK), { mode: 0o755 });
 
-  // The package comes from Debian's archive once, then from apt's cache in each root; no archive, no package part.
-  const download = spawnSync('apt-get', ['download', PACKAGE], { cwd: share, timeout: 60_000, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-  const havePackage = download.status === 0 && readdirSync(share).some((f) => f.endsWith('.deb'));
-  if (!havePackage) t.comment(`the package part is skipped: "apt-get download ${PACKAGE}" failed (archive unreachable?): ${download.stderr?.toString().trim()}`);
+    // The package comes from Debian's archive once, then from apt's cache in each root; no archive, no package part.
+    const download = spawnSync('apt-get', ['download', PACKAGE], {
+      cwd: share,
+      timeout: 60_000,
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+    const havePackage = download.status === 0 && readdirSync(share).some((f) => f.endsWith('.deb'));
+    if (!havePackage)
+      t.comment(
+        `the package part is skipped: "apt-get download ${PACKAGE}" failed (archive unreachable?): ${download.stderr?.toString().trim()}`,
+      );
 
-  const tarball = path.join(dir, 'src.tar.gz');
-  const tree = path.join(dir, 'tree');
-  mkdirSync(path.join(tree, 'bin'), { recursive: true });
-  writeFileSync(path.join(tree, 'app.txt'), 'from a source\n');
-  writeFileSync(path.join(tree, 'bin/run.sh'), '#!/bin/sh\n', { mode: 0o755 });
-  spawnSync('tar', ['-czf', tarball, '--owner=0', '--group=0', '-C', tree, '.']);
-  const served: Record<string, Buffer> = { '/src.tar.gz': readFileSync(tarball), '/motd': Buffer.from('fetched\n') };
-  const server = await startTestServer((req, res) => {
-    const body = served[req.url ?? ''];
-    if (!body) res.writeHead(404).end();
-    else res.writeHead(200, { 'content-length': body.length }).end(body);
-  });
-  t.teardown(() => server.close());
+    const tarball = path.join(dir, 'src.tar.gz');
+    const tree = path.join(dir, 'tree');
+    mkdirSync(path.join(tree, 'bin'), { recursive: true });
+    writeFileSync(path.join(tree, 'app.txt'), 'from a source\n');
+    writeFileSync(path.join(tree, 'bin/run.sh'), '#!/bin/sh\n', { mode: 0o755 });
+    spawnSync('tar', ['-czf', tarball, '--owner=0', '--group=0', '-C', tree, '.']);
+    const served: Record<string, Buffer> = { '/src.tar.gz': readFileSync(tarball), '/motd': Buffer.from('fetched\n') };
+    const server = await startTestServer((req, res) => {
+      const body = served[req.url ?? ''];
+      if (!body) res.writeHead(404).end();
+      else res.writeHead(200, { 'content-length': body.length }).end(body);
+    });
+    t.teardown(() => server.close());
 
-  const log = '/root/cfn-order.log';
-  const init = {
-    configSets: { default: ['base', 'app'] },
-    base: {
-      ...(havePackage ? { packages: { apt: { [PACKAGE]: [] } } } : {}),
-      groups: { cfngrp: { gid: '4242' }, cfnother: {} },
-      users: { cfnuser: { uid: '4243', groups: ['cfngrp'], homeDir: '/srv/cfnuser' } },
-    },
-    app: {
-      sources: { '/opt/cfn-src': `${server.url}/src.tar.gz` },
-      files: {
-        '/etc/cfn-cmp/plain.conf': { content: 'a = 1\n', mode: '000640', owner: 'cfnuser', group: 'cfngrp' },
-        '/etc/cfn-cmp/default-mode': { content: 'no mode given' },
-        '/etc/cfn-cmp/deep/er/run.sh': { content: '#!/bin/sh\necho hi\n', mode: '000755' },
-        '/etc/cfn-cmp/owner-only': { content: 'y', owner: 'cfnuser' },
-        '/etc/cfn-cmp/from-url': { source: `${server.url}/motd`, mode: '000600' },
-        '/srv/cfn-setuid': { content: 'z', mode: '004750', group: 'cfnother' },
+    const log = '/root/cfn-order.log';
+    const init = {
+      configSets: { default: ['base', 'app'] },
+      base: {
+        ...(havePackage ? { packages: { apt: { [PACKAGE]: [] } } } : {}),
+        groups: { cfngrp: { gid: '4242' }, cfnother: {} },
+        users: { cfnuser: { uid: '4243', groups: ['cfngrp'], homeDir: '/srv/cfnuser' } },
       },
-      commands: {
-        '10-b': { command: `echo 10-b >> ${log}` },
-        '02-a': { command: `echo "02-a $PWD" >> ${log}`, cwd: '/opt/cfn-src' },
-        'B-upper': { command: ['/bin/sh', '-c', `echo B-upper >> ${log}`] },
-        'a-lower': { command: `echo "a-lower $GREETING \${PATH:-nopath}" >> ${log}`, env: { GREETING: 'hi' } },
-        'c-skip': { command: `echo c-skip >> ${log}`, test: 'false' },
-        'd-fails': { command: `echo d-fails >> ${log}; exit 2`, ignoreErrors: true },
-        'e-test-true': { command: `echo e >> ${log}`, test: 'test -e /etc/cfn-cmp/plain.conf' },
+      app: {
+        sources: { '/opt/cfn-src': `${server.url}/src.tar.gz` },
+        files: {
+          '/etc/cfn-cmp/plain.conf': { content: 'a = 1\n', mode: '000640', owner: 'cfnuser', group: 'cfngrp' },
+          '/etc/cfn-cmp/default-mode': { content: 'no mode given' },
+          '/etc/cfn-cmp/deep/er/run.sh': { content: '#!/bin/sh\necho hi\n', mode: '000755' },
+          '/etc/cfn-cmp/owner-only': { content: 'y', owner: 'cfnuser' },
+          '/etc/cfn-cmp/from-url': { source: `${server.url}/motd`, mode: '000600' },
+          '/srv/cfn-setuid': { content: 'z', mode: '004750', group: 'cfnother' },
+        },
+        commands: {
+          '10-b': { command: `echo 10-b >> ${log}` },
+          '02-a': { command: `echo "02-a $PWD" >> ${log}`, cwd: '/opt/cfn-src' },
+          'B-upper': { command: ['/bin/sh', '-c', `echo B-upper >> ${log}`] },
+          'a-lower': { command: `echo "a-lower $GREETING \${PATH:-nopath}" >> ${log}`, env: { GREETING: 'hi' } },
+          'c-skip': { command: `echo c-skip >> ${log}`, test: 'false' },
+          'd-fails': { command: `echo d-fails >> ${log}; exit 2`, ignoreErrors: true },
+          'e-test-true': { command: `echo e >> ${log}`, test: 'test -e /etc/cfn-cmp/plain.conf' },
+        },
       },
-    },
-  };
-  writeFileSync(path.join(share, 'deployment.json'), JSON.stringify({ id: 'cmp-1', name: 'cmp', group: 'cfn-init', inputs: [], outputs: [], options: {}, config: init }));
-  writeFileSync(path.join(share, 'metadata.json'), JSON.stringify({ 'AWS::CloudFormation::Init': init }));
+    };
+    writeFileSync(
+      path.join(share, 'deployment.json'),
+      JSON.stringify({
+        id: 'cmp-1',
+        name: 'cmp',
+        group: 'cfn-init',
+        inputs: [],
+        outputs: [],
+        options: {},
+        config: init,
+      }),
+    );
+    writeFileSync(path.join(share, 'metadata.json'), JSON.stringify({ 'AWS::CloudFormation::Init': init }));
 
-  const sides: Record<string, ReturnType<typeof readSide>> = {};
-  for (const side of ['theirs', 'ours']) {
-    const scratch = path.join(dir, `scratch-${side}`);
-    const out = path.join(dir, `out-${side}`);
-    mkdirSync(scratch);
-    mkdirSync(out);
-    const started = Date.now();
-    const res = await run('unshare', ['--mount', '--fork', 'bash', '-c', SCRATCH, 'scratch', scratch, side, share, out, process.execPath], 120_000);
-    t.equal(res.status, 0, `${side}: the scratch root was made and listed`, { stderr: res.stderr });
-    t.comment(`${side}: ${Date.now() - started} ms`);
-    sides[side] = readSide(out);
-    const shown = { stderr: existsSync(path.join(out, 'stderr')) ? readFileSync(path.join(out, 'stderr'), 'utf8').slice(-3000) : '' };
-    t.equal(sides[side].status, '0', `${side}: exit status 0`, shown);
-  }
-  const theirs = sides.theirs!;
-  const ours = sides.ours!;
-  t.equal(theirs.order, '02-a /opt/cfn-src\n10-b\nB-upper\na-lower hi /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nd-fails\ne\n', 'heat-cfntools ran the commands in this order (the fixture is what we think it is; with "env" the shell has only its own default PATH)');
-  t.equal(ours.order, theirs.order, 'the same commands ran in the same order, with the same cwd and environment');
-  t.same(ours.listing, theirs.listing, 'the same files, types, modes, owners, groups and link targets');
-  t.same(ours.sums, theirs.sums, 'the same file contents');
-  t.equal(ours.passwd, theirs.passwd, 'the same /etc/passwd');
-  t.equal(ours.group, theirs.group, 'the same /etc/group');
-  t.match(theirs.passwd, /^cfnuser:x:4243:\d+::\/srv\/cfnuser:\/sbin\/nologin$/m, 'the user is there (the fixture worked)');
-  t.match(theirs.group, /^cfngrp:x:4242:cfnuser$/m);
-  t.ok(theirs.listing.some((l) => l.startsWith('./etc/cfn-cmp/plain.conf\tf\t640\t4243\t4242')), 'the owned file is there');
-  if (havePackage) {
-    t.equal(theirs.package, 'install ok installed', `heat-cfntools installed ${PACKAGE}`);
-    t.equal(ours.package, 'install ok installed', `we installed ${PACKAGE}`);
-  }
-});
+    const sides: Record<string, ReturnType<typeof readSide>> = {};
+    for (const side of ['theirs', 'ours']) {
+      const scratch = path.join(dir, `scratch-${side}`);
+      const out = path.join(dir, `out-${side}`);
+      mkdirSync(scratch);
+      mkdirSync(out);
+      const started = Date.now();
+      const res = await run(
+        'unshare',
+        ['--mount', '--fork', 'bash', '-c', SCRATCH, 'scratch', scratch, side, share, out, process.execPath],
+        120_000,
+      );
+      t.equal(res.status, 0, `${side}: the scratch root was made and listed`, { stderr: res.stderr });
+      t.comment(`${side}: ${Date.now() - started} ms`);
+      sides[side] = readSide(out);
+      const shown = {
+        stderr: existsSync(path.join(out, 'stderr')) ? readFileSync(path.join(out, 'stderr'), 'utf8').slice(-3000) : '',
+      };
+      t.equal(sides[side].status, '0', `${side}: exit status 0`, shown);
+    }
+    const theirs = sides.theirs!;
+    const ours = sides.ours!;
+    t.equal(
+      theirs.order,
+      '02-a /opt/cfn-src\n10-b\nB-upper\na-lower hi /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nd-fails\ne\n',
+      'heat-cfntools ran the commands in this order (the fixture is what we think it is; with "env" the shell has only its own default PATH)',
+    );
+    t.equal(ours.order, theirs.order, 'the same commands ran in the same order, with the same cwd and environment');
+    t.same(ours.listing, theirs.listing, 'the same files, types, modes, owners, groups and link targets');
+    t.same(ours.sums, theirs.sums, 'the same file contents');
+    t.equal(ours.passwd, theirs.passwd, 'the same /etc/passwd');
+    t.equal(ours.group, theirs.group, 'the same /etc/group');
+    t.match(
+      theirs.passwd,
+      /^cfnuser:x:4243:\d+::\/srv\/cfnuser:\/sbin\/nologin$/m,
+      'the user is there (the fixture worked)',
+    );
+    t.match(theirs.group, /^cfngrp:x:4242:cfnuser$/m);
+    t.ok(
+      theirs.listing.some((l) => l.startsWith('./etc/cfn-cmp/plain.conf\tf\t640\t4243\t4242')),
+      'the owned file is there',
+    );
+    if (havePackage) {
+      t.equal(theirs.package, 'install ok installed', `heat-cfntools installed ${PACKAGE}`);
+      t.equal(ours.package, 'install ok installed', `we installed ${PACKAGE}`);
+    }
+  },
+);

@@ -75,7 +75,11 @@ export async function runHookInProcess(group: string, stdin: unknown, options: R
   const parsed = parseDeployment(typeof stdin === 'string' ? JSON.parse(stdin) : stdin);
   if (!parsed.ok) throw new Error(`not a deployment the agent would run: ${parsed.reason}`);
   const res = await runInProcess({
-    hook, deployment: parsed.deployment, env: options.env ?? {}, log: captureLog().log, timeoutMs: options.timeoutMs ?? 60_000,
+    hook,
+    deployment: parsed.deployment,
+    env: options.env ?? {},
+    log: captureLog().log,
+    timeoutMs: options.timeoutMs ?? 60_000,
     ...(options.started ? { onSpawn: options.started } : {}),
   });
   let result: HookResult = {};
@@ -84,7 +88,14 @@ export async function runHookInProcess(group: string, stdin: unknown, options: R
   } catch {
     // Left empty, as for the executable.
   }
-  return { code: res.exitCode, signal: res.signal as NodeJS.Signals | null, stdout: res.stdout, stderr: res.stderr, result, pid: 0 };
+  return {
+    code: res.exitCode,
+    signal: res.signal as NodeJS.Signals | null,
+    stdout: res.stdout,
+    stderr: res.stderr,
+    result,
+    pid: 0,
+  };
 }
 
 export type HookRunFn = (group: string, stdin: unknown, options?: RunOptions) => Promise<HookRun>;
@@ -100,7 +111,12 @@ export function hookDirs(t: TapTest, group: string): { dir: string; working: str
   const dir = t.testdir();
   const home = path.join(dir, 'home');
   mkdirSync(home);
-  return { dir, working: path.join(dir, 'lib', `heat-config-${group}`), outputs: path.join(dir, 'run', `heat-config-${group}`), home };
+  return {
+    dir,
+    working: path.join(dir, 'lib', `heat-config-${group}`),
+    outputs: path.join(dir, 'run', `heat-config-${group}`),
+    home,
+  };
 }
 
 /** Secret inputs every test deployment carries: their values must never reach a hook's log. */
@@ -141,7 +157,10 @@ export interface ToolRecord {
 /** The invocations a recording fake tool made (test/fixtures/fake-tools/record.mjs). */
 export function readRecords(file: string): ToolRecord[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as ToolRecord);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as ToolRecord);
 }
 
 /** Permission bits of a path, as an octal string. */

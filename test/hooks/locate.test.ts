@@ -48,12 +48,19 @@ t.test('a non-executable file, a directory or a dangling link are reported or sk
   t.equal((await findHook('good', [dir])).found?.runnable, true);
 });
 
-t.test('hookDirs: $HEAT_CONFIG_HOOKS (under --root) first, then [deploy] hooks_dir (upstream\'s order by default)', async (t) => {
-  const root = t.testdir();
-  const loaded = await deployConfig(root);
-  const dirs = hookDirs(loaded.config, loaded.paths, { HEAT_CONFIG_HOOKS: '/opt/hooks' });
-  t.same(dirs, [path.join(root, 'opt/hooks'), path.join(root, 'usr/libexec/heat-config/hooks'), path.join(root, 'var/lib/heat-config/hooks')]);
-  t.same(hookDirs(loaded.config, loaded.paths, {}), dirs.slice(1));
-  const dup = hookDirs(loaded.config, loaded.paths, { HEAT_CONFIG_HOOKS: '/var/lib/heat-config/hooks' });
-  t.equal(dup.length, 2, 'a directory is listed once');
-});
+t.test(
+  "hookDirs: $HEAT_CONFIG_HOOKS (under --root) first, then [deploy] hooks_dir (upstream's order by default)",
+  async (t) => {
+    const root = t.testdir();
+    const loaded = await deployConfig(root);
+    const dirs = hookDirs(loaded.config, loaded.paths, { HEAT_CONFIG_HOOKS: '/opt/hooks' });
+    t.same(dirs, [
+      path.join(root, 'opt/hooks'),
+      path.join(root, 'usr/libexec/heat-config/hooks'),
+      path.join(root, 'var/lib/heat-config/hooks'),
+    ]);
+    t.same(hookDirs(loaded.config, loaded.paths, {}), dirs.slice(1));
+    const dup = hookDirs(loaded.config, loaded.paths, { HEAT_CONFIG_HOOKS: '/var/lib/heat-config/hooks' });
+    t.equal(dup.length, 2, 'a directory is listed once');
+  },
+);

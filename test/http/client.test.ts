@@ -12,7 +12,8 @@ import { failure } from '../helpers/assertions.js';
 // The one HTTP client, against real loopback servers: retries (and their absence), timeouts, the size cap, abort,
 // TLS CA handling, redaction.
 
-const client = (over: Partial<Parameters<typeof createHttpClient>[0]> = {}) => createHttpClient({ defaultMaxBytes: 4096, defaultRetries: 2, retryBaseMs: 5, ...over });
+const client = (over: Partial<Parameters<typeof createHttpClient>[0]> = {}) =>
+  createHttpClient({ defaultMaxBytes: 4096, defaultRetries: 2, retryBaseMs: 5, ...over });
 
 /** The HttpError a request rejects with. */
 const rejection = (p: Promise<unknown>) => failure<HttpError>(p);
@@ -24,7 +25,10 @@ t.test('retryDelayMs: exponential, capped, jittered into [0.5, 1) of the step', 
   t.equal(retryDelayMs(3, 500, 0.5), 1500);
   t.equal(retryDelayMs(20, 500, 1), 5000, 'capped at 5 s');
   t.equal(retryDelayMs(1, 500, 7), 500, 'random is clamped');
-  t.notOk(RETRY_STATUS_CODES.some((c) => c < 500), 'no 4xx is ever retried');
+  t.notOk(
+    RETRY_STATUS_CODES.some((c) => c < 500),
+    'no 4xx is ever retried',
+  );
 });
 
 t.test('a 200 body, headers and final URL come back; methods and bodies are sent', async (t) => {
@@ -41,7 +45,10 @@ t.test('a 200 body, headers and final URL come back; methods and bodies are sent
   t.equal(res.redactedUrl, `${server.url}/x`);
   t.equal(server.requests[0]?.headers['x-test'], '1');
   t.equal(server.requests[0]?.headers['user-agent'], 'os-config-agent');
-  t.notOk(server.requests[0]?.headers['accept-encoding']?.includes('gzip'), 'no compression asked for (it would defeat the size cap)');
+  t.notOk(
+    server.requests[0]?.headers['accept-encoding']?.includes('gzip'),
+    'no compression asked for (it would defeat the size cap)',
+  );
   const bin = await http.request({ url: `${server.url}/y`, method: 'POST', body: new Uint8Array([104, 105]) });
   t.same(JSON.parse(bin.body.toString()), { method: 'POST', body: 'hi' });
 });
@@ -53,7 +60,9 @@ t.test('5xx is retried up to the limit, then the last answer is returned', async
   });
   t.teardown(() => server.close());
   const captured = captureLog();
-  const res = await client({ log: captured.log }).request({ url: `${server.url}/?temp_url_sig=abcdef0123&temp_url_expires=1` });
+  const res = await client({ log: captured.log }).request({
+    url: `${server.url}/?temp_url_sig=abcdef0123&temp_url_expires=1`,
+  });
   t.equal(res.statusCode, 503);
   t.equal(server.requests.length, 3, 'one try and two retries');
   const retries = captured.lines.filter((l) => l.msg === 'retrying request');
@@ -172,7 +181,9 @@ t.test('abort: a hanging request and a retry wait both end at once; an aborted s
   const before = hang.requests.length;
   const ac3 = new AbortController();
   ac3.abort();
-  t.match(await rejection(client().request({ url: hang.url, signal: ac3.signal })), { message: /not sent: shutting down/ });
+  t.match(await rejection(client().request({ url: hang.url, signal: ac3.signal })), {
+    message: /not sent: shutting down/,
+  });
   t.equal(hang.requests.length, before);
 });
 
@@ -197,18 +208,47 @@ try {
   openssl = false;
 }
 
-t.test('TLS: a private CA is refused by default, accepted with caFile, skipped with insecure', { skip: !openssl && 'openssl is not installed' }, async (t) => {
-  const dir = t.testdir();
-  const key = path.join(dir, 'key.pem');
-  const cert = path.join(dir, 'cert.pem');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-  const server = createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, (_req, res) => res.end('secure'));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-  const http = client({ defaultRetries: 0 });
-  t.match(await rejection(http.request({ url })), { code: 'ERR_HTTP', message: /TLS verification failed/ });
-  t.equal((await http.request({ url, caFile: cert })).body.toString(), 'secure');
-  t.equal((await http.request({ url, insecure: true })).body.toString(), 'secure');
-  t.match(await rejection(http.request({ url, caFile: path.join(dir, 'missing.pem') })), { code: 'ERR_HTTP', message: /cannot read CA file .*missing\.pem: ENOENT/ });
-});
+t.test(
+  'TLS: a private CA is refused by default, accepted with caFile, skipped with insecure',
+  { skip: !openssl && 'openssl is not installed' },
+  async (t) => {
+    const dir = t.testdir();
+    const key = path.join(dir, 'key.pem');
+    const cert = path.join(dir, 'cert.pem');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
+    const server = createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, (_req, res) =>
+      res.end('secure'),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const http = client({ defaultRetries: 0 });
+    t.match(await rejection(http.request({ url })), { code: 'ERR_HTTP', message: /TLS verification failed/ });
+    t.equal((await http.request({ url, caFile: cert })).body.toString(), 'secure');
+    t.equal((await http.request({ url, insecure: true })).body.toString(), 'secure');
+    t.match(await rejection(http.request({ url, caFile: path.join(dir, 'missing.pem') })), {
+      code: 'ERR_HTTP',
+      message: /cannot read CA file .*missing\.pem: ENOENT/,
+    });
+  },
+);

@@ -14,9 +14,18 @@ t.test('parseIp: IPv4, IPv6 in every written form, zone ids, brackets; anything 
   t.equal(hex('1::'), '00010000000000000000000000000000');
   t.equal(hex('1:2:3:4:5:6:7:8'), '00010002000300040005000600070008');
   t.equal(hex('::1.2.3.4'), '00000000000000000000000001020304', 'dotted tail without the mapped prefix stays IPv6');
-  t.same(parseIp('::ffff:169.254.169.254'), { version: 4, bytes: Uint8Array.from([169, 254, 169, 254]) }, 'IPv4-mapped: the IPv4 address');
-  t.same(parseIp('[::ffff:a9fe:a9fe]'), { version: 4, bytes: Uint8Array.from([169, 254, 169, 254]) }, 'as the URL parser writes it');
-  for (const bad of ['', 'example.com', '1.2.3', '256.1.1.1', '1.2.3.4.5', 'fe80:::1', '[1.2.3.4]x', 'g::1']) t.equal(parseIp(bad), undefined, bad);
+  t.same(
+    parseIp('::ffff:169.254.169.254'),
+    { version: 4, bytes: Uint8Array.from([169, 254, 169, 254]) },
+    'IPv4-mapped: the IPv4 address',
+  );
+  t.same(
+    parseIp('[::ffff:a9fe:a9fe]'),
+    { version: 4, bytes: Uint8Array.from([169, 254, 169, 254]) },
+    'as the URL parser writes it',
+  );
+  for (const bad of ['', 'example.com', '1.2.3', '256.1.1.1', '1.2.3.4.5', 'fe80:::1', '[1.2.3.4]x', 'g::1'])
+    t.equal(parseIp(bad), undefined, bad);
 });
 
 t.test('parseCidr and inRange: prefix bounds, families kept apart, bits inside a byte', async (t) => {
@@ -31,8 +40,20 @@ t.test('parseCidr and inRange: prefix bounds, families kept apart, bits inside a
   t.ok(inRange(parseIp('10.1.2.3')!, parseCidr('0.0.0.0/0')!));
   t.ok(inRange(parseIp('192.168.7.9')!, parseCidr('192.168.7.9/32')!));
   t.notOk(inRange(parseIp('192.168.7.8')!, parseCidr('192.168.7.9/32')!));
-  t.ok(inRange(parseIp('10.0.0.1')!, parseCidr('::ffff:10.0.0.0/104')!), 'a mapped range covers the IPv4 range it maps');
-  for (const bad of ['10.0.0.0/33', 'fe80::/129', '10.0.0.0/', '10.0.0.0/x', 'example.com/8', '10.0.0.0', '::ffff:10.0.0.0/95']) t.equal(parseCidr(bad), undefined, bad);
+  t.ok(
+    inRange(parseIp('10.0.0.1')!, parseCidr('::ffff:10.0.0.0/104')!),
+    'a mapped range covers the IPv4 range it maps',
+  );
+  for (const bad of [
+    '10.0.0.0/33',
+    'fe80::/129',
+    '10.0.0.0/',
+    '10.0.0.0/x',
+    'example.com/8',
+    '10.0.0.0',
+    '::ffff:10.0.0.0/95',
+  ])
+    t.equal(parseCidr(bad), undefined, bad);
 });
 
 t.test('sameIp compares addresses, not spellings', async (t) => {

@@ -4,7 +4,8 @@ import { bypassesProxy, isMetadataAddress, parseNoProxy } from '../../src/http/n
 // no_proxy as curl reads it, and the metadata addresses that never go through a proxy. URL hostnames arrive as
 // URL.hostname gives them: lower case, IPv6 in brackets.
 
-const bypass = (noProxy: string, hostname: string, port: number) => bypassesProxy(parseNoProxy(noProxy).rules, hostname, port);
+const bypass = (noProxy: string, hostname: string, port: number) =>
+  bypassesProxy(parseNoProxy(noProxy).rules, hostname, port);
 
 t.test('host names: the name and its subdomains, with or without a leading dot, case-insensitive', async (t) => {
   for (const list of ['example.com', '.example.com', 'EXAMPLE.com', 'example.com.']) {
@@ -53,7 +54,9 @@ t.test('host:port entries match that port only (the URL default port when it has
 });
 
 t.test('separators and malformed entries: commas and white space; bad entries skipped, the rest kept', async (t) => {
-  const list = parseNoProxy(' a.test,b.test  c.test,,\t10.0.0.0/33, host:0, host:99999, :80, exa mple, -bad.test, bad..test, http://x.test, 10.1.0.0/16 ');
+  const list = parseNoProxy(
+    ' a.test,b.test  c.test,,\t10.0.0.0/33, host:0, host:99999, :80, exa mple, -bad.test, bad..test, http://x.test, 10.1.0.0/16 ',
+  );
   t.same(list.malformed, ['10.0.0.0/33', 'host:0', 'host:99999', ':80', '-bad.test', 'bad..test', 'http://x.test']);
   t.equal(list.rules.length, 6, 'a.test, b.test, c.test, exa, mple (white space separates) and 10.1.0.0/16 kept');
   t.ok(bypassesProxy(list.rules, 'c.test', 80));
@@ -62,11 +65,31 @@ t.test('separators and malformed entries: commas and white space; bad entries sk
   t.same(parseNoProxy(' , ').malformed, []);
 });
 
-t.test('metadata addresses: 169.254.0.0/16, fe80::/10 (any zone), fd00:ec2::254, also IPv4-mapped; nothing else', async (t) => {
-  for (const host of ['169.254.169.254', '169.254.0.1', '[fe80::a9fe:a9fe]', 'fe80::1%eth0', '[febf::1]', '[fd00:ec2::254]', '[::ffff:a9fe:a9fe]']) {
-    t.ok(isMetadataAddress(host), host);
-  }
-  for (const host of ['169.255.0.1', '127.0.0.1', '[::1]', '[fec0::1]', '[fd00:ec2::255]', 'metadata.google.internal', 'instance-data', '10.0.0.1']) {
-    t.notOk(isMetadataAddress(host), host);
-  }
-});
+t.test(
+  'metadata addresses: 169.254.0.0/16, fe80::/10 (any zone), fd00:ec2::254, also IPv4-mapped; nothing else',
+  async (t) => {
+    for (const host of [
+      '169.254.169.254',
+      '169.254.0.1',
+      '[fe80::a9fe:a9fe]',
+      'fe80::1%eth0',
+      '[febf::1]',
+      '[fd00:ec2::254]',
+      '[::ffff:a9fe:a9fe]',
+    ]) {
+      t.ok(isMetadataAddress(host), host);
+    }
+    for (const host of [
+      '169.255.0.1',
+      '127.0.0.1',
+      '[::1]',
+      '[fec0::1]',
+      '[fd00:ec2::255]',
+      'metadata.google.internal',
+      'instance-data',
+      '10.0.0.1',
+    ]) {
+      t.notOk(isMetadataAddress(host), host);
+    }
+  },
+);

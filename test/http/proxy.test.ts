@@ -30,7 +30,16 @@ function hasOpenssl(): boolean {
 type Config = { http_proxy?: string; https_proxy?: string; no_proxy?: string };
 
 function client(config: Config, env: Record<string, string> = {}, log = captureLog()) {
-  return { http: createHttpClient({ defaultMaxBytes: 65536, defaultRetries: 0, retryBaseMs: 5, proxy: { config, env }, log: log.log }), log };
+  return {
+    http: createHttpClient({
+      defaultMaxBytes: 65536,
+      defaultRetries: 0,
+      retryBaseMs: 5,
+      proxy: { config, env },
+      log: log.log,
+    }),
+    log,
+  };
 }
 
 /** The HttpError a request rejects with. */
@@ -61,20 +70,51 @@ function makeCerts(dir: string, names: string): { ca: string; key: string; cert:
   const file = (n: string) => path.join(dir, n);
   const run = (...args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  run('req', '-x509', ...ec, '-keyout', file('ca.key'), '-out', file('ca.pem'), '-days', '1', '-subj', '/CN=os-config-agent test CA');
+  run(
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    file('ca.key'),
+    '-out',
+    file('ca.pem'),
+    '-days',
+    '1',
+    '-subj',
+    '/CN=os-config-agent test CA',
+  );
   run('req', ...ec, '-keyout', file('server.key'), '-out', file('server.csr'), '-subj', '/CN=test server');
   writeFileSync(file('ext.cnf'), `subjectAltName=${names}\n`);
-  run('x509', '-req', '-in', file('server.csr'), '-CA', file('ca.pem'), '-CAkey', file('ca.key'), '-CAcreateserial', '-out', file('server.pem'), '-days', '1', '-extfile', file('ext.cnf'));
+  run(
+    'x509',
+    '-req',
+    '-in',
+    file('server.csr'),
+    '-CA',
+    file('ca.pem'),
+    '-CAkey',
+    file('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    file('server.pem'),
+    '-days',
+    '1',
+    '-extfile',
+    file('ext.cnf'),
+  );
   return { ca: file('ca.pem'), key: file('server.key'), cert: file('server.pem') };
 }
 
 async function tlsServer(t: TapTest, names: string): Promise<{ port: number; ca: string; requests: string[] }> {
   const certs = makeCerts(scratch(t), names);
   const requests: string[] = [];
-  const server: HttpsServer = createHttpsServer({ key: readFileSync(certs.key), cert: readFileSync(certs.cert) }, (req, res) => {
-    requests.push(`${req.method} ${req.url}`);
-    res.end(`secure ${req.url}`);
-  });
+  const server: HttpsServer = createHttpsServer(
+    { key: readFileSync(certs.key), cert: readFileSync(certs.cert) },
+    (req, res) => {
+      requests.push(`${req.method} ${req.url}`);
+      res.end(`secure ${req.url}`);
+    },
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.teardown(() => {
     server.closeAllConnections();
@@ -98,11 +138,20 @@ t.test('http: every request is forwarded through the proxy (absolute URL, no CON
     t.equal(res.statusCode, 200);
     t.equal(res.body.toString(), `origin saw /doc/${i} proxy-auth=none`);
   }
-  t.same(p.requests(), [0, 1, 2, 3, 4].map((i) => `GET ${origin.url}/doc/${i} HTTP/1.1`), 'tinyproxy handled each request, in order');
+  t.same(
+    p.requests(),
+    [0, 1, 2, 3, 4].map((i) => `GET ${origin.url}/doc/${i} HTTP/1.1`),
+    'tinyproxy handled each request, in order',
+  );
   t.equal(origin.requests.length, 5);
   // tinyproxy closes after every answer without saying so: the second request found its kept-alive connection
   // closed, was sent again on a new one, and the pool for this proxy stopped keeping connections.
-  t.same(log.lines.filter((l) => l.msg === 'proxy closes connections after each answer: not keeping them open').map((l) => l.proxy), [p.url]);
+  t.same(
+    log.lines
+      .filter((l) => l.msg === 'proxy closes connections after each answer: not keeping them open')
+      .map((l) => l.proxy),
+    [p.url],
+  );
 });
 
 t.test('no_proxy: a matching host goes direct; the others still go through the proxy', { skip }, async (t) => {
@@ -114,8 +163,15 @@ t.test('no_proxy: a matching host goes direct; the others still go through the p
   t.equal((await http.request({ url: `${origin.url}/direct` })).statusCode, 200);
   t.equal((await http.request({ url: `${other.url}/proxied` })).statusCode, 200);
   t.same(p.requests(), [`GET ${other.url}/proxied HTTP/1.1`], 'only the request to the other port reached tinyproxy');
-  t.same(origin.requests.map((r) => r.url), ['/direct'], 'the exempt request reached its server directly (origin-form path)');
-  t.same(other.requests.map((r) => r.url), ['/proxied']);
+  t.same(
+    origin.requests.map((r) => r.url),
+    ['/direct'],
+    'the exempt request reached its server directly (origin-form path)',
+  );
+  t.same(
+    other.requests.map((r) => r.url),
+    ['/proxied'],
+  );
   const warning = log.lines.find((l) => l.msg === 'ignoring malformed no_proxy entries');
   t.same(warning?.entries, ['bad/entry']);
   t.equal(warning?.source, 'the no_proxy environment variable');
@@ -123,7 +179,10 @@ t.test('no_proxy: a matching host goes direct; the others still go through the p
   // A host name and its subdomains, written with a leading dot.
   const byName = client({}, { http_proxy: p.url, no_proxy: '.localhost' }).http;
   t.equal((await byName.request({ url: `http://localhost:${origin.port}/by-name` })).statusCode, 200);
-  t.same(origin.requests.map((r) => r.url), ['/direct', '/by-name']);
+  t.same(
+    origin.requests.map((r) => r.url),
+    ['/direct', '/by-name'],
+  );
   t.equal(p.requests().length, 1, 'still only the one proxied request');
 });
 
@@ -146,24 +205,39 @@ t.test('the [agent] options replace the environment, and an empty one turns the 
   const lowerEmpty = client({}, { http_proxy: '', HTTP_PROXY: p.url }).http;
   t.equal((await lowerEmpty.request({ url: `${origin.url}/e` })).statusCode, 200);
   t.equal(p.requests().length, 2, 'an empty http_proxy hides HTTP_PROXY');
-  t.same(origin.requests.map((r) => r.url), ['/a', '/b', '/c', '/d', '/e']);
+  t.same(
+    origin.requests.map((r) => r.url),
+    ['/a', '/b', '/c', '/d', '/e'],
+  );
 });
 
-t.test('https: CONNECT tunnel, TLS checked end to end against the origin name and the configured CA', { skip }, async (t) => {
-  const tls = await tlsServer(t, 'DNS:localhost,IP:127.0.0.1');
-  const p = await proxy(t);
-  const { http } = client({}, { https_proxy: p.url, http_proxy: 'http://127.0.0.1:9' });
-  const url = `https://localhost:${tls.port}/secret-path`;
-  const res = await http.request({ url, caFile: tls.ca });
-  t.equal(res.body.toString(), 'secure /secret-path');
-  const byIp = await http.request({ url: `https://127.0.0.1:${tls.port}/by-ip`, caFile: tls.ca });
-  t.equal(byIp.body.toString(), 'secure /by-ip', 'an IP origin is checked against its IP SAN');
-  t.same(p.requests(), [`CONNECT localhost:${tls.port} HTTP/1.1`, `CONNECT 127.0.0.1:${tls.port} HTTP/1.1`], 'only CONNECT lines: the proxy never saw the path');
-  t.same(tls.requests, ['GET /secret-path', 'GET /by-ip']);
+t.test(
+  'https: CONNECT tunnel, TLS checked end to end against the origin name and the configured CA',
+  { skip },
+  async (t) => {
+    const tls = await tlsServer(t, 'DNS:localhost,IP:127.0.0.1');
+    const p = await proxy(t);
+    const { http } = client({}, { https_proxy: p.url, http_proxy: 'http://127.0.0.1:9' });
+    const url = `https://localhost:${tls.port}/secret-path`;
+    const res = await http.request({ url, caFile: tls.ca });
+    t.equal(res.body.toString(), 'secure /secret-path');
+    const byIp = await http.request({ url: `https://127.0.0.1:${tls.port}/by-ip`, caFile: tls.ca });
+    t.equal(byIp.body.toString(), 'secure /by-ip', 'an IP origin is checked against its IP SAN');
+    t.same(
+      p.requests(),
+      [`CONNECT localhost:${tls.port} HTTP/1.1`, `CONNECT 127.0.0.1:${tls.port} HTTP/1.1`],
+      'only CONNECT lines: the proxy never saw the path',
+    );
+    t.same(tls.requests, ['GET /secret-path', 'GET /by-ip']);
 
-  const untrusted = await rejection(http.request({ url }));
-  t.match(untrusted, { code: 'ERR_HTTP', message: /through proxy http:\/\/127\.0\.0\.1:\d+: TLS verification failed/ }, 'without the CA the origin is refused');
-});
+    const untrusted = await rejection(http.request({ url }));
+    t.match(
+      untrusted,
+      { code: 'ERR_HTTP', message: /through proxy http:\/\/127\.0\.0\.1:\d+: TLS verification failed/ },
+      'without the CA the origin is refused',
+    );
+  },
+);
 
 t.test('https: a certificate for another name is refused through the tunnel', { skip }, async (t) => {
   const tls = await tlsServer(t, 'DNS:metadata.other.test');
@@ -175,104 +249,203 @@ t.test('https: a certificate for another name is refused through the tunnel', { 
   t.equal(p.requests().length, 1, 'the tunnel was made');
 });
 
-t.test('proxy credentials: sent as Proxy-Authorization, a 407 names what to fix, the password is never shown', { skip }, async (t) => {
-  const origin = await echoServer(t);
-  const tls = await tlsServer(t, 'DNS:localhost');
-  const password = 'pr0xy-Pa55word';
-  const p = await proxy(t, { basicAuth: { user: 'agent', password } });
-  const { http, log } = client({ http_proxy: p.url, https_proxy: p.url });
-  const ok = await http.request({ url: `${origin.url}/with-auth` });
-  t.equal(ok.body.toString(), 'origin saw /with-auth proxy-auth=none', 'tinyproxy accepted the credentials and did not pass them on');
-  t.equal((await http.request({ url: `https://localhost:${tls.port}/tunnel`, caFile: tls.ca })).body.toString(), 'secure /tunnel');
+t.test(
+  'proxy credentials: sent as Proxy-Authorization, a 407 names what to fix, the password is never shown',
+  { skip },
+  async (t) => {
+    const origin = await echoServer(t);
+    const tls = await tlsServer(t, 'DNS:localhost');
+    const password = 'pr0xy-Pa55word';
+    const p = await proxy(t, { basicAuth: { user: 'agent', password } });
+    const { http, log } = client({ http_proxy: p.url, https_proxy: p.url });
+    const ok = await http.request({ url: `${origin.url}/with-auth` });
+    t.equal(
+      ok.body.toString(),
+      'origin saw /with-auth proxy-auth=none',
+      'tinyproxy accepted the credentials and did not pass them on',
+    );
+    t.equal(
+      (await http.request({ url: `https://localhost:${tls.port}/tunnel`, caFile: tls.ca })).body.toString(),
+      'secure /tunnel',
+    );
 
-  const anonymousUrl = p.url.replace(/\/\/[^@]*@/, '//');
-  const anonymous = client({ http_proxy: anonymousUrl, https_proxy: anonymousUrl }).http;
-  for (const url of [`${origin.url}/no-auth`, `https://localhost:${tls.port}/no-auth`]) {
-    const err = await rejection(anonymous.request({ url, caFile: tls.ca }));
-    t.match(err, { code: 'ERR_HTTP', message: /proxy http:\/\/127\.0\.0\.1:\d+ requires a user and password \(407 Proxy Authentication Required\); put them in the \[agent\] https?_proxy option/ }, url);
-  }
-  // tinyproxy answers wrong credentials with 401 rather than 407: the caller gets that status as it is.
-  const wrong = client({ http_proxy: p.url.replace(password, 'wrong-pa55') }, {}, log).http;
-  t.equal((await wrong.request({ url: `${origin.url}/wrong` })).statusCode, 401);
-  t.equal(origin.requests.length, 1, 'only the authenticated request reached the origin');
-  log.log.info({ proxy: p.url, headers: { 'proxy-authorization': `Basic ${Buffer.from(`agent:${password}`).toString('base64')}` } }, 'audit line');
-  const text = log.text();
-  t.notOk(text.includes(password), 'the password is in no log line');
-  t.notOk(text.includes(Buffer.from(`agent:${password}`).toString('base64')), 'nor its Basic form');
-  t.notOk(p.log().includes(password), 'tinyproxy did not log it either');
-});
+    const anonymousUrl = p.url.replace(/\/\/[^@]*@/, '//');
+    const anonymous = client({ http_proxy: anonymousUrl, https_proxy: anonymousUrl }).http;
+    for (const url of [`${origin.url}/no-auth`, `https://localhost:${tls.port}/no-auth`]) {
+      const err = await rejection(anonymous.request({ url, caFile: tls.ca }));
+      t.match(
+        err,
+        {
+          code: 'ERR_HTTP',
+          message:
+            /proxy http:\/\/127\.0\.0\.1:\d+ requires a user and password \(407 Proxy Authentication Required\); put them in the \[agent\] https?_proxy option/,
+        },
+        url,
+      );
+    }
+    // tinyproxy answers wrong credentials with 401 rather than 407: the caller gets that status as it is.
+    const wrong = client({ http_proxy: p.url.replace(password, 'wrong-pa55') }, {}, log).http;
+    t.equal((await wrong.request({ url: `${origin.url}/wrong` })).statusCode, 401);
+    t.equal(origin.requests.length, 1, 'only the authenticated request reached the origin');
+    log.log.info(
+      {
+        proxy: p.url,
+        headers: { 'proxy-authorization': `Basic ${Buffer.from(`agent:${password}`).toString('base64')}` },
+      },
+      'audit line',
+    );
+    const text = log.text();
+    t.notOk(text.includes(password), 'the password is in no log line');
+    t.notOk(text.includes(Buffer.from(`agent:${password}`).toString('base64')), 'nor its Basic form');
+    t.notOk(p.log().includes(password), 'tinyproxy did not log it either');
+  },
+);
 
-t.test('a proxy answering 407 to credentials it refuses: the error says to fix them, for forward and CONNECT', { skip }, async (t) => {
-  // A minimal proxy that refuses every credential with 407, as squid does (tinyproxy says 401).
-  const refusing = await startTestServer((_req, res) => {
-    res.writeHead(407, { 'proxy-authenticate': 'Basic realm="test"' });
-    res.end();
-  });
-  t.teardown(() => refusing.close());
-  const refusingTunnels = new Set<Socket>();
-  const rawServer = createTcpServer((s) => {
-    refusingTunnels.add(s);
-    s.once('data', () => s.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="test"\r\nContent-Length: 0\r\n\r\n'));
-  });
-  await new Promise<void>((resolve) => rawServer.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => {
-    for (const s of refusingTunnels) s.destroy();
-    return new Promise<void>((resolve) => rawServer.close(() => resolve()));
-  });
-  const creds = 'agent:not-this-one';
-  const { http, log } = client({}, { http_proxy: `http://${creds}@127.0.0.1:${refusing.port}`, https_proxy: `${creds}@127.0.0.1:${(rawServer.address() as AddressInfo).port}` });
-  const forward = await rejection(http.request({ url: 'http://127.0.0.1:9/x' }));
-  t.match(forward, { code: 'ERR_HTTP', statusCode: 407, message: /proxy http:\/\/127\.0\.0\.1:\d+ refused the user and password given in the http_proxy environment variable \(407 Proxy Authentication Required\); fix them/ });
-  t.match(refusing.requests[0], { url: 'http://127.0.0.1:9/x', headers: { 'proxy-authorization': `Basic ${Buffer.from(creds).toString('base64')}` } }, 'the credentials were sent as Proxy-Authorization');
-  const tunnel = await rejection(http.request({ url: 'https://localhost:9/x' }));
-  t.match(tunnel.message, /refused the user and password given in the https_proxy environment variable \(407/, 'a scheme-less proxy value means http://');
-  log.log.warn({ err: tunnel }, 'source unavailable');
-  t.notOk(log.text().includes('not-this-one'));
-});
+t.test(
+  'a proxy answering 407 to credentials it refuses: the error says to fix them, for forward and CONNECT',
+  { skip },
+  async (t) => {
+    // A minimal proxy that refuses every credential with 407, as squid does (tinyproxy says 401).
+    const refusing = await startTestServer((_req, res) => {
+      res.writeHead(407, { 'proxy-authenticate': 'Basic realm="test"' });
+      res.end();
+    });
+    t.teardown(() => refusing.close());
+    const refusingTunnels = new Set<Socket>();
+    const rawServer = createTcpServer((s) => {
+      refusingTunnels.add(s);
+      s.once('data', () =>
+        s.end(
+          'HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="test"\r\nContent-Length: 0\r\n\r\n',
+        ),
+      );
+    });
+    await new Promise<void>((resolve) => rawServer.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => {
+      for (const s of refusingTunnels) s.destroy();
+      return new Promise<void>((resolve) => rawServer.close(() => resolve()));
+    });
+    const creds = 'agent:not-this-one';
+    const { http, log } = client(
+      {},
+      {
+        http_proxy: `http://${creds}@127.0.0.1:${refusing.port}`,
+        https_proxy: `${creds}@127.0.0.1:${(rawServer.address() as AddressInfo).port}`,
+      },
+    );
+    const forward = await rejection(http.request({ url: 'http://127.0.0.1:9/x' }));
+    t.match(forward, {
+      code: 'ERR_HTTP',
+      statusCode: 407,
+      message:
+        /proxy http:\/\/127\.0\.0\.1:\d+ refused the user and password given in the http_proxy environment variable \(407 Proxy Authentication Required\); fix them/,
+    });
+    t.match(
+      refusing.requests[0],
+      {
+        url: 'http://127.0.0.1:9/x',
+        headers: { 'proxy-authorization': `Basic ${Buffer.from(creds).toString('base64')}` },
+      },
+      'the credentials were sent as Proxy-Authorization',
+    );
+    const tunnel = await rejection(http.request({ url: 'https://localhost:9/x' }));
+    t.match(
+      tunnel.message,
+      /refused the user and password given in the https_proxy environment variable \(407/,
+      'a scheme-less proxy value means http://',
+    );
+    log.log.warn({ err: tunnel }, 'source unavailable');
+    t.notOk(log.text().includes('not-this-one'));
+  },
+);
 
-t.test('a proxy that refuses connections: a clear error naming the proxy (without its credentials)', { skip }, async (t) => {
-  const dead = (await refusedUrl()).replace('http://', 'http://someone:hunter2-secret@');
-  const { http, log } = client({}, { http_proxy: dead, https_proxy: dead });
-  for (const url of ['http://127.0.0.1:9/x', 'https://localhost:9/x']) {
-    const err = await rejection(http.request({ url }));
-    t.match(err, { code: 'ERR_HTTP', message: /^request to \S+ failed: proxy http:\/\/127\.0\.0\.1:\d+ refused the connection; check that it runs, or fix or unset the https?_proxy environment variable$/ }, url);
-    t.notMatch(err.message, /hunter2|someone/);
-    log.log.warn({ err }, 'source unavailable');
-  }
-  t.notOk(log.text().includes('hunter2-secret'), 'no log line holds the password');
-});
+t.test(
+  'a proxy that refuses connections: a clear error naming the proxy (without its credentials)',
+  { skip },
+  async (t) => {
+    const dead = (await refusedUrl()).replace('http://', 'http://someone:hunter2-secret@');
+    const { http, log } = client({}, { http_proxy: dead, https_proxy: dead });
+    for (const url of ['http://127.0.0.1:9/x', 'https://localhost:9/x']) {
+      const err = await rejection(http.request({ url }));
+      t.match(
+        err,
+        {
+          code: 'ERR_HTTP',
+          message:
+            /^request to \S+ failed: proxy http:\/\/127\.0\.0\.1:\d+ refused the connection; check that it runs, or fix or unset the https?_proxy environment variable$/,
+        },
+        url,
+      );
+      t.notMatch(err.message, /hunter2|someone/);
+      log.log.warn({ err }, 'source unavailable');
+    }
+    t.notOk(log.text().includes('hunter2-secret'), 'no log line holds the password');
+  },
+);
 
-t.test('a proxy that accepts and never answers: bounded by the request timeout (plain and CONNECT)', { skip }, async (t) => {
-  const held = new Set<Socket>();
-  const silent = createTcpServer((s) => held.add(s));
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => {
-    for (const s of held) s.destroy();
-    return new Promise<void>((resolve) => silent.close(() => resolve()));
-  });
-  const hanging = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
-  const { http } = client({ http_proxy: hanging, https_proxy: hanging });
-  for (const url of ['http://127.0.0.1:9/x', 'https://localhost:9/x']) {
-    const err = await rejection(http.request({ url, timeoutSeconds: 0.3 }));
-    t.match(err, { code: 'ERR_HTTP', message: /through proxy http:\/\/127\.0\.0\.1:\d+: no answer within 0\.3 s .*check the proxy, or fix or unset the \[agent\] https?_proxy option/ }, url);
-  }
-});
+t.test(
+  'a proxy that accepts and never answers: bounded by the request timeout (plain and CONNECT)',
+  { skip },
+  async (t) => {
+    const held = new Set<Socket>();
+    const silent = createTcpServer((s) => held.add(s));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => {
+      for (const s of held) s.destroy();
+      return new Promise<void>((resolve) => silent.close(() => resolve()));
+    });
+    const hanging = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const { http } = client({ http_proxy: hanging, https_proxy: hanging });
+    for (const url of ['http://127.0.0.1:9/x', 'https://localhost:9/x']) {
+      const err = await rejection(http.request({ url, timeoutSeconds: 0.3 }));
+      t.match(
+        err,
+        {
+          code: 'ERR_HTTP',
+          message:
+            /through proxy http:\/\/127\.0\.0\.1:\d+: no answer within 0\.3 s .*check the proxy, or fix or unset the \[agent\] https?_proxy option/,
+        },
+        url,
+      );
+    }
+  },
+);
 
-t.test('a malformed proxy setting: every request it would carry fails with a clear error, others go direct', { skip }, async (t) => {
-  const origin = await echoServer(t);
-  const captured = captureLog();
-  const { http } = client({ https_proxy: 'http://user:pa55w0rd@[not-a-host' }, { http_proxy: 'socks5://127.0.0.1:1080' }, captured);
-  const err = await rejection(http.request({ url: 'https://localhost:9/x' }));
-  t.match(err, { code: 'ERR_HTTP', message: /not sent: the \[agent\] https_proxy option is not a valid proxy URL \(expected http:\/\/\[user:password@\]host\[:port\]\); fix or unset it/ });
-  t.notMatch(err.message, /pa55w0rd/);
-  const socks = await rejection(http.request({ url: `${origin.url}/x` }));
-  t.match(socks.message, /the http_proxy environment variable names a socks5 proxy, which is not supported/);
-  t.equal(origin.requests.length, 0, 'nothing was sent around the unusable proxy');
-  t.equal(captured.lines.filter((l) => l.msg === 'proxy setting unusable').length, 2, 'each unusable setting is reported once when the client is made');
-  t.notOk(captured.text().includes('pa55w0rd'));
-  const direct = client({ http_proxy: 'http://user:pa55w0rd@[not-a-host', no_proxy: '127.0.0.1' }).http;
-  t.equal((await direct.request({ url: `${origin.url}/exempt` })).statusCode, 200, 'a no_proxy host does not need the proxy at all');
-});
+t.test(
+  'a malformed proxy setting: every request it would carry fails with a clear error, others go direct',
+  { skip },
+  async (t) => {
+    const origin = await echoServer(t);
+    const captured = captureLog();
+    const { http } = client(
+      { https_proxy: 'http://user:pa55w0rd@[not-a-host' },
+      { http_proxy: 'socks5://127.0.0.1:1080' },
+      captured,
+    );
+    const err = await rejection(http.request({ url: 'https://localhost:9/x' }));
+    t.match(err, {
+      code: 'ERR_HTTP',
+      message:
+        /not sent: the \[agent\] https_proxy option is not a valid proxy URL \(expected http:\/\/\[user:password@\]host\[:port\]\); fix or unset it/,
+    });
+    t.notMatch(err.message, /pa55w0rd/);
+    const socks = await rejection(http.request({ url: `${origin.url}/x` }));
+    t.match(socks.message, /the http_proxy environment variable names a socks5 proxy, which is not supported/);
+    t.equal(origin.requests.length, 0, 'nothing was sent around the unusable proxy');
+    t.equal(
+      captured.lines.filter((l) => l.msg === 'proxy setting unusable').length,
+      2,
+      'each unusable setting is reported once when the client is made',
+    );
+    t.notOk(captured.text().includes('pa55w0rd'));
+    const direct = client({ http_proxy: 'http://user:pa55w0rd@[not-a-host', no_proxy: '127.0.0.1' }).http;
+    t.equal(
+      (await direct.request({ url: `${origin.url}/exempt` })).statusCode,
+      200,
+      'a no_proxy host does not need the proxy at all',
+    );
+  },
+);
 
 t.test('a redirect to a no_proxy host leaves the proxy for the next hop', { skip }, async (t) => {
   const target = await echoServer(t);

@@ -17,7 +17,11 @@ import { startService, waitUntil, type Service } from '../integration/heat/proce
 const run = promisify(execFile);
 /** systemd-nspawn's exit status when the system inside rebooted (a poweroff is 0). */
 export const NSPAWN_REBOOT_STATUS = 133;
-const INSIDE_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8', SYSTEMD_PAGER: '' };
+const INSIDE_ENV = {
+  PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+  LANG: 'C.UTF-8',
+  SYSTEMD_PAGER: '',
+};
 
 export interface BootOptions {
   readonly tree: string;
@@ -44,12 +48,26 @@ export interface Container {
 export function bootContainer(opts: BootOptions): Container {
   // CAP_SYS_RESOURCE, which nspawn drops by default, as a VM's systemd has it: without it the unit's negative
   // OOMScoreAdjust= cannot be applied (lowering an oom_score_adj needs it).
-  const args = ['-q', '--register=no', '--keep-unit', '--volatile=no', '--capability=CAP_SYS_RESOURCE', '-D', opts.tree];
+  const args = [
+    '-q',
+    '--register=no',
+    '--keep-unit',
+    '--volatile=no',
+    '--capability=CAP_SYS_RESOURCE',
+    '-D',
+    opts.tree,
+  ];
   if (opts.hostname) args.push(`--hostname=${opts.hostname}`);
   for (const [from, to] of Object.entries(opts.bindRo ?? {})) args.push(`--bind-ro=${from}:${to}`);
   args.push('-b');
   const startedAt = Date.now();
-  const service = startService({ name: 'systemd-nspawn', command: 'systemd-nspawn', args, logFile: opts.consoleLog, env: { PATH: INSIDE_ENV.PATH, LANG: 'C.UTF-8' } });
+  const service = startService({
+    name: 'systemd-nspawn',
+    command: 'systemd-nspawn',
+    args,
+    logFile: opts.consoleLog,
+    env: { PATH: INSIDE_ENV.PATH, LANG: 'C.UTF-8' },
+  });
   let leaderPid: number | undefined;
   let leaderStart: string | undefined;
   const leader = (): number => {
@@ -79,11 +97,27 @@ export function bootContainer(opts: BootOptions): Container {
     // `env -i` inside: tap's process tracking adds NODE_OPTIONS to every child's environment, which must not reach
     // the Node.js programs of the image.
     const clean = Object.entries(INSIDE_ENV).map(([k, v]) => `${k}=${v}`);
-    const { stdout } = await run('nsenter', ['--target', String(leader()), '--mount', '--uts', '--ipc', '--pid', '--', '/usr/bin/env', '-i', ...clean, ...argv], {
-      env: INSIDE_ENV,
-      timeout: timeoutMs,
-      maxBuffer: 16 * 1024 * 1024,
-    });
+    const { stdout } = await run(
+      'nsenter',
+      [
+        '--target',
+        String(leader()),
+        '--mount',
+        '--uts',
+        '--ipc',
+        '--pid',
+        '--',
+        '/usr/bin/env',
+        '-i',
+        ...clean,
+        ...argv,
+      ],
+      {
+        env: INSIDE_ENV,
+        timeout: timeoutMs,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+    );
     return stdout;
   };
   return {
@@ -97,7 +131,9 @@ export function bootContainer(opts: BootOptions): Container {
         'the container to finish booting',
         async () => {
           // is-system-running exits non-zero for "degraded" and "starting"; its output is what counts.
-          state = (await exec(['systemctl', 'is-system-running']).catch((err: { stdout?: string }) => err.stdout ?? '')).trim();
+          state = (
+            await exec(['systemctl', 'is-system-running']).catch((err: { stdout?: string }) => err.stdout ?? '')
+          ).trim();
           return state === 'running' || state === 'degraded';
         },
         timeoutMs,
@@ -140,7 +176,10 @@ function startTime(stat: string): string | undefined {
 
 function isNamespaceInit(pid: number): boolean {
   try {
-    const ns = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]?.trim().split(/\s+/);
+    const ns = /^NSpid:\s+(.*)$/m
+      .exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+      ?.trim()
+      .split(/\s+/);
     return ns !== undefined && ns.length > 1 && ns.at(-1) === '1';
   } catch {
     return false;
@@ -153,11 +192,13 @@ export async function settleStack(client: HeatClient, stack: string, c: Containe
   void c.service.exited.then((r) => (exited = r));
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (exited !== undefined) throw new Error(`the container exited (${exited}) before the stack completed; console: ${c.service.logFile}`);
+    if (exited !== undefined)
+      throw new Error(`the container exited (${exited}) before the stack completed; console: ${c.service.logFile}`);
     const s = await client.stack(stack);
     if (!s) throw new Error(`stack ${stack} disappeared`);
     if (/^CREATE_(COMPLETE|FAILED)$/.test(s.stack_status)) return s;
-    if (Date.now() > deadline) throw new Error(`stack ${stack} still ${s.stack_status} after ${timeoutMs} ms; console: ${c.service.logFile}`);
+    if (Date.now() > deadline)
+      throw new Error(`stack ${stack} still ${s.stack_status} after ${timeoutMs} ms; console: ${c.service.logFile}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }

@@ -8,7 +8,15 @@ import { HeatClient, outputsOf, type Stack } from '../integration/heat/heat-clie
 import type { RealHeat } from '../integration/heat/harness.js';
 import { startHeatSession, stopHeatSession } from '../integration/heat/heat-session.js';
 import { waitUntil } from '../integration/heat/processes.js';
-import { agentLines, bootContainer, NSPAWN_REBOOT_STATUS, settleStack, unitNumber, type Container, type JournalLine } from './container.js';
+import {
+  agentLines,
+  bootContainer,
+  NSPAWN_REBOOT_STATUS,
+  settleStack,
+  unitNumber,
+  type Container,
+  type JournalLine,
+} from './container.js';
 import { scopeCommand } from '../../src/util/systemd-scope.js';
 
 // A real image against real Heat: the tree test/image/build-image.sh built with cloud-init (NoCloud) and the agent's
@@ -50,15 +58,36 @@ let heat: RealHeat | undefined;
 let client: HeatClient;
 let container: Container | undefined;
 /** Filled by the boots in turn, read by the later ones. */
-const boots = { rebooted: false, done: false, firstBootId: '', runs: '', bridgeCalls: 0, binds: {} as Record<string, string>, ids: { first: '', second: '', reboot: '', cfn: '' } };
+const boots = {
+  rebooted: false,
+  done: false,
+  firstBootId: '',
+  runs: '',
+  bridgeCalls: 0,
+  binds: {} as Record<string, string>,
+  ids: { first: '', second: '', reboot: '', cfn: '' },
+};
 
 t.before(async () => {
   if (process.getuid?.() !== 0) throw new Error('run as root (systemd-nspawn, nsenter)');
-  for (const tool of ['/usr/bin/systemd-nspawn', '/usr/bin/nsenter', '/usr/bin/heat-all', '/usr/bin/keystone-wsgi-public']) {
-    if (!existsSync(tool)) throw new Error(`${tool} is missing: apt-get install -y systemd-container util-linux, and run "sudo bash test/integration/heat/install.sh"`);
+  for (const tool of [
+    '/usr/bin/systemd-nspawn',
+    '/usr/bin/nsenter',
+    '/usr/bin/heat-all',
+    '/usr/bin/keystone-wsgi-public',
+  ]) {
+    if (!existsSync(tool))
+      throw new Error(
+        `${tool} is missing: apt-get install -y systemd-container util-linux, and run "sudo bash test/integration/heat/install.sh"`,
+      );
   }
-  if (!existsSync(path.join(TREE, 'usr/bin/cloud-init')) || !existsSync(path.join(TREE, 'opt/os-config-agent/bin/os-config-agent'))) {
-    throw new Error(`no tree with cloud-init and the agent in ${TREE}: run "OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS='heat-config-script heat-config-cfn-init' test/image/build-image.sh ${WORK}" first`);
+  if (
+    !existsSync(path.join(TREE, 'usr/bin/cloud-init')) ||
+    !existsSync(path.join(TREE, 'opt/os-config-agent/bin/os-config-agent'))
+  ) {
+    throw new Error(
+      `no tree with cloud-init and the agent in ${TREE}: run "OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS='heat-config-script heat-config-cfn-init' test/image/build-image.sh ${WORK}" first`,
+    );
   }
   ({ heat, client } = await startHeatSession(t));
 });
@@ -78,7 +107,10 @@ function prepareBoot(metadata: unknown, instanceId: string): Record<string, stri
   // An empty [ec2] metadata_url leaves that collector unconfigured (skipped); the collector list stays the image's.
   // hook_memory_max puts every deployment's processes in a transient scope (docs/systemd.md); the first script reports
   // the scope it ran in.
-  writeFileSync(path.join(BOOT, 'occ.conf.d/boot-test.conf'), `[ec2]\nmetadata_url =\n\n[deploy]\nhook_memory_max = ${HOOK_MEMORY_MAX}\n`);
+  writeFileSync(
+    path.join(BOOT, 'occ.conf.d/boot-test.conf'),
+    `[ec2]\nmetadata_url =\n\n[deploy]\nhook_memory_max = ${HOOK_MEMORY_MAX}\n`,
+  );
   writeFileSync(path.join(BOOT, 'cloud-no-network.cfg'), 'network: {config: disabled}\n');
   writeFileSync(path.join(BOOT, 'journald/console.conf'), '[Journal]\nForwardToConsole=yes\nMaxLevelConsole=info\n');
   return {
@@ -102,8 +134,14 @@ async function selfExit(c: Container): Promise<number | string> {
   for (;;) {
     if (exited !== undefined) return exited;
     const s = await client.stack(STACK);
-    if (s && /^CREATE_(COMPLETE|FAILED)$/.test(s.stack_status)) throw new Error(`stack ${STACK} reached ${s.stack_status} (${s.stack_status_reason}) while the container should have rebooted; console: ${c.service.logFile}`);
-    if (Date.now() > deadline) throw new Error(`the container did not go down within ${CREATE_TIMEOUT_MS} ms (stack ${s?.stack_status ?? 'gone'}); console: ${c.service.logFile}`);
+    if (s && /^CREATE_(COMPLETE|FAILED)$/.test(s.stack_status))
+      throw new Error(
+        `stack ${STACK} reached ${s.stack_status} (${s.stack_status_reason}) while the container should have rebooted; console: ${c.service.logFile}`,
+      );
+    if (Date.now() > deadline)
+      throw new Error(
+        `the container did not go down within ${CREATE_TIMEOUT_MS} ms (stack ${s?.stack_status ?? 'gone'}); console: ${c.service.logFile}`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -111,8 +149,6 @@ async function selfExit(c: Container): Promise<number | string> {
 async function signalEvents(resource: string): Promise<number> {
   return (await client.events(STACK, resource)).filter((e) => e.resource_status.startsWith('SIGNAL')).length;
 }
-
-
 
 /** The agent's lines of `journalctl -o json`, each with the id of the boot that logged it (dashes removed). */
 function parseJournalJson(lines: string): Array<JournalLine & { journalBootId: string }> {
@@ -140,245 +176,513 @@ function secretsOf(metadata: Record<string, unknown>): string[] {
   return out;
 }
 
-t.test('first boot: cloud-init hands over Heat\'s data, the agent runs the deployments until one asks for a reboot, the system reboots', { timeout: 420_000 }, async (t) => {
-  await client.createStack(STACK, readFileSync(path.join(HERE, 'templates/boot.yaml'), 'utf8'), { greeting: GREETING });
-  await client.waitResource(STACK, 'server', 60_000);
-  const metadata = await client.resourceMetadata(STACK, 'server');
-  const occ = metadata['os-collect-config'] as { collectors: string[] };
-  t.same(occ.collectors, ['cfn', 'local'], 'Heat gives the server the CFN transport');
-  const binds = prepareBoot(metadata, await client.resourceId(STACK, 'server'));
-  const { stdout: userData } = await run('/usr/bin/python3', [path.join(HERE, 'heat-userdata.py'), path.join(BOOT, 'server-metadata.json')], { timeout: 60_000 });
-  t.match(userData, /Content-Type: text\/part-handler/, 'the user-data carries Heat\'s part-handler');
-  t.match(userData, /Content-Type: text\/x-cfninitdata[^]*filename="cfn-init-data"/, 'and the cfn-init-data part');
-  writeFileSync(path.join(BOOT, 'seed/user-data'), userData, { mode: 0o600 });
+t.test(
+  "first boot: cloud-init hands over Heat's data, the agent runs the deployments until one asks for a reboot, the system reboots",
+  { timeout: 420_000 },
+  async (t) => {
+    await client.createStack(STACK, readFileSync(path.join(HERE, 'templates/boot.yaml'), 'utf8'), {
+      greeting: GREETING,
+    });
+    await client.waitResource(STACK, 'server', 60_000);
+    const metadata = await client.resourceMetadata(STACK, 'server');
+    const occ = metadata['os-collect-config'] as { collectors: string[] };
+    t.same(occ.collectors, ['cfn', 'local'], 'Heat gives the server the CFN transport');
+    const binds = prepareBoot(metadata, await client.resourceId(STACK, 'server'));
+    const { stdout: userData } = await run(
+      '/usr/bin/python3',
+      [path.join(HERE, 'heat-userdata.py'), path.join(BOOT, 'server-metadata.json')],
+      { timeout: 60_000 },
+    );
+    t.match(userData, /Content-Type: text\/part-handler/, "the user-data carries Heat's part-handler");
+    t.match(userData, /Content-Type: text\/x-cfninitdata[^]*filename="cfn-init-data"/, 'and the cfn-init-data part');
+    writeFileSync(path.join(BOOT, 'seed/user-data'), userData, { mode: 0o600 });
 
-  // A fresh copy of the built tree: the later boots boot this copy again, the built tree stays as built.
-  rmSync(ROOT, { recursive: true, force: true });
-  const copyStart = Date.now();
-  await run('cp', ['-a', '--reflink=auto', TREE, ROOT], { timeout: 300_000 });
-  t.comment(`tree copied in ${((Date.now() - copyStart) / 1000).toFixed(1)} s`);
+    // A fresh copy of the built tree: the later boots boot this copy again, the built tree stays as built.
+    rmSync(ROOT, { recursive: true, force: true });
+    const copyStart = Date.now();
+    await run('cp', ['-a', '--reflink=auto', TREE, ROOT], { timeout: 300_000 });
+    t.comment(`tree copied in ${((Date.now() - copyStart) / 1000).toFixed(1)} s`);
 
-  const c = bootContainer({ tree: ROOT, consoleLog: path.join(BOOT, 'console-1.log'), bindRo: binds, hostname: HOSTNAME });
-  container = c;
-  // The agent's `systemctl reboot` inside: systemd shuts the system down and nspawn exits with its reboot status.
-  const status = await selfExit(c);
-  const seconds = (Date.now() - c.startedAt) / 1000;
-  container = undefined;
-  await c.stop();
-  t.equal(status, NSPAWN_REBOOT_STATUS, `the system inside rebooted: systemd-nspawn exited ${String(status)} (133: reboot) ${seconds.toFixed(1)} s after its start`);
-  // The tree is the container's root file system (--volatile=no): what the scripts recorded is readable from here.
-  const runs = readFileSync(path.join(ROOT, 'var/lib/boot-test/runs'), 'utf8');
-  const asked = /^first CREATE\nsecond CREATE\nreboot CREATE 0 ([0-9a-f-]{36})\n$/.exec(runs);
-  t.ok(asked, `first, second, then the deployment asking for the reboot, without OS_CONFIG_AGENT_REBOOTED; nothing after it ran:\n${runs}`);
-  boots.firstBootId = asked?.[1] ?? '(none recorded)';
-  t.not(boots.firstBootId, readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(), 'the container has a boot id of its own, not this machine\'s');
-  t.equal(await signalEvents('first'), 1, 'first deployment signalled once');
-  t.equal(await signalEvents('second'), 1, 'second deployment signalled once');
-  t.equal(await signalEvents('reboot'), 0, 'the deployment that asked for the reboot is not signalled before it');
-  t.equal((await client.stack(STACK))?.stack_status, 'CREATE_IN_PROGRESS', 'the stack waits for it');
-  boots.binds = binds;
-  boots.rebooted = true;
-});
+    const c = bootContainer({
+      tree: ROOT,
+      consoleLog: path.join(BOOT, 'console-1.log'),
+      bindRo: binds,
+      hostname: HOSTNAME,
+    });
+    container = c;
+    // The agent's `systemctl reboot` inside: systemd shuts the system down and nspawn exits with its reboot status.
+    const status = await selfExit(c);
+    const seconds = (Date.now() - c.startedAt) / 1000;
+    container = undefined;
+    await c.stop();
+    t.equal(
+      status,
+      NSPAWN_REBOOT_STATUS,
+      `the system inside rebooted: systemd-nspawn exited ${String(status)} (133: reboot) ${seconds.toFixed(1)} s after its start`,
+    );
+    // The tree is the container's root file system (--volatile=no): what the scripts recorded is readable from here.
+    const runs = readFileSync(path.join(ROOT, 'var/lib/boot-test/runs'), 'utf8');
+    const asked = /^first CREATE\nsecond CREATE\nreboot CREATE 0 ([0-9a-f-]{36})\n$/.exec(runs);
+    t.ok(
+      asked,
+      `first, second, then the deployment asking for the reboot, without OS_CONFIG_AGENT_REBOOTED; nothing after it ran:\n${runs}`,
+    );
+    boots.firstBootId = asked?.[1] ?? '(none recorded)';
+    t.not(
+      boots.firstBootId,
+      readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(),
+      "the container has a boot id of its own, not this machine's",
+    );
+    t.equal(await signalEvents('first'), 1, 'first deployment signalled once');
+    t.equal(await signalEvents('second'), 1, 'second deployment signalled once');
+    t.equal(await signalEvents('reboot'), 0, 'the deployment that asked for the reboot is not signalled before it');
+    t.equal((await client.stack(STACK))?.stack_status, 'CREATE_IN_PROGRESS', 'the stack waits for it');
+    boots.binds = binds;
+    boots.rebooted = true;
+  },
+);
 
-t.test('after the reboot: the deployment runs once more and is signalled once, the stack completes', { timeout: 300_000 }, async (t) => {
-  if (!boots.rebooted) throw new Error('the first boot did not end in a reboot');
-  // What systemd-nspawn@.service does on exit status 133 (RestartForceExitStatus=133): the same tree, booted again.
-  const c = bootContainer({ tree: ROOT, consoleLog: path.join(BOOT, 'console-2.log'), bindRo: boots.binds, hostname: HOSTNAME });
-  container = c;
-  const done = await settle(c);
-  const seconds = (Date.now() - c.startedAt) / 1000;
-  t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
-  const out = outputsOf(done);
-  t.equal(out.echoed, `first says ${GREETING}`, 'the first deployment\'s output');
-  t.equal(out.seen, `second saw [first says ${GREETING}]`, 'the second deployment got the first\'s output as input');
-  t.equal(out.hostname, HOSTNAME, 'the script ran inside the booted system');
-  t.equal(out.first_status, 0, 'deploy_status_code');
-  t.equal(out.first_stdout, 'first deployment ran\n', 'deploy_stdout');
-  t.equal(out.after_reboot, 'rebooted=1 runs=2', 'the deployment that asked for the reboot: its output from the run after it');
-  t.equal(out.reboot_status, 0, 'and that run\'s status');
-  t.equal(out.reboot_stdout, 'carried on after the reboot\n', 'and that run\'s stdout (not the first run\'s)');
-  t.equal(await signalEvents('first'), 1, 'first deployment signalled once');
-  t.equal(await signalEvents('second'), 1, 'second deployment signalled once');
-  t.equal(await signalEvents('reboot'), 1, 'the deployment that asked for the reboot signalled once');
-  t.equal(out.cfn_status, 0, 'the cfn-init deployment succeeded');
-  t.equal(await signalEvents('cfn'), 1, 'cfn-init deployment signalled once');
-  t.comment(`second boot's start -> CREATE_COMPLETE: ${seconds.toFixed(1)} s`);
-  writeFileSync(path.join(BOOT, 'create-seconds'), `${seconds.toFixed(1)}\n`);
+t.test(
+  'after the reboot: the deployment runs once more and is signalled once, the stack completes',
+  { timeout: 300_000 },
+  async (t) => {
+    if (!boots.rebooted) throw new Error('the first boot did not end in a reboot');
+    // What systemd-nspawn@.service does on exit status 133 (RestartForceExitStatus=133): the same tree, booted again.
+    const c = bootContainer({
+      tree: ROOT,
+      consoleLog: path.join(BOOT, 'console-2.log'),
+      bindRo: boots.binds,
+      hostname: HOSTNAME,
+    });
+    container = c;
+    const done = await settle(c);
+    const seconds = (Date.now() - c.startedAt) / 1000;
+    t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+    const out = outputsOf(done);
+    t.equal(out.echoed, `first says ${GREETING}`, "the first deployment's output");
+    t.equal(out.seen, `second saw [first says ${GREETING}]`, "the second deployment got the first's output as input");
+    t.equal(out.hostname, HOSTNAME, 'the script ran inside the booted system');
+    t.equal(out.first_status, 0, 'deploy_status_code');
+    t.equal(out.first_stdout, 'first deployment ran\n', 'deploy_stdout');
+    t.equal(
+      out.after_reboot,
+      'rebooted=1 runs=2',
+      'the deployment that asked for the reboot: its output from the run after it',
+    );
+    t.equal(out.reboot_status, 0, "and that run's status");
+    t.equal(out.reboot_stdout, 'carried on after the reboot\n', "and that run's stdout (not the first run's)");
+    t.equal(await signalEvents('first'), 1, 'first deployment signalled once');
+    t.equal(await signalEvents('second'), 1, 'second deployment signalled once');
+    t.equal(await signalEvents('reboot'), 1, 'the deployment that asked for the reboot signalled once');
+    t.equal(out.cfn_status, 0, 'the cfn-init deployment succeeded');
+    t.equal(await signalEvents('cfn'), 1, 'cfn-init deployment signalled once');
+    t.comment(`second boot's start -> CREATE_COMPLETE: ${seconds.toFixed(1)} s`);
+    writeFileSync(path.join(BOOT, 'create-seconds'), `${seconds.toFixed(1)}\n`);
 
-  // Each boot has its own id (nspawn mounts a new random /proc/sys/kernel/random/boot_id for each): the agent told
-  // the boots apart by it.
-  const bootId = (await c.exec(['cat', '/proc/sys/kernel/random/boot_id'])).trim();
-  t.not(bootId, boots.firstBootId, `a new boot id: ${boots.firstBootId} -> ${bootId}`);
-  boots.runs = await c.exec(['cat', '/var/lib/boot-test/runs']);
-  t.equal(
-    boots.runs,
-    `first CREATE\nsecond CREATE\nreboot CREATE 0 ${boots.firstBootId}\nreboot CREATE 1 ${bootId}\ncfn-init\n`,
-    'the deployment that asked ran twice, the second time in the new boot with OS_CONFIG_AGENT_REBOOTED=1; the others once',
-  );
+    // Each boot has its own id (nspawn mounts a new random /proc/sys/kernel/random/boot_id for each): the agent told
+    // the boots apart by it.
+    const bootId = (await c.exec(['cat', '/proc/sys/kernel/random/boot_id'])).trim();
+    t.not(bootId, boots.firstBootId, `a new boot id: ${boots.firstBootId} -> ${bootId}`);
+    boots.runs = await c.exec(['cat', '/var/lib/boot-test/runs']);
+    t.equal(
+      boots.runs,
+      `first CREATE\nsecond CREATE\nreboot CREATE 0 ${boots.firstBootId}\nreboot CREATE 1 ${bootId}\ncfn-init\n`,
+      'the deployment that asked ran twice, the second time in the new boot with OS_CONFIG_AGENT_REBOOTED=1; the others once',
+    );
 
-  // cfn-init, native, with systemd as PID 1: the unit it wrote is enabled and running, its files have their modes.
-  t.equal((await c.exec(['systemctl', 'is-active', 'boot-test-web.service']).catch((e: { stdout?: string }) => e.stdout ?? '')).trim(), 'active', 'cfn-init started the service');
-  t.equal((await c.exec(['systemctl', 'is-enabled', 'boot-test-web.service']).catch((e: { stdout?: string }) => e.stdout ?? '')).trim(), 'enabled', 'and enabled it');
-  t.equal(await c.exec(['cat', '/etc/boot-test/cfn.conf']), 'written by cfn-init\n');
-  t.equal((await c.exec(['stat', '-c', '%a', '/etc/boot-test/cfn.conf'])).trim(), '600', 'with its mode');
-  t.notOk((await c.exec(['sh', '-c', 'command -v cfn-init || true'])).trim(), 'without heat-cfntools in the image (cloud-init brings Python; the hook needs none)');
+    // cfn-init, native, with systemd as PID 1: the unit it wrote is enabled and running, its files have their modes.
+    t.equal(
+      (
+        await c
+          .exec(['systemctl', 'is-active', 'boot-test-web.service'])
+          .catch((e: { stdout?: string }) => e.stdout ?? '')
+      ).trim(),
+      'active',
+      'cfn-init started the service',
+    );
+    t.equal(
+      (
+        await c
+          .exec(['systemctl', 'is-enabled', 'boot-test-web.service'])
+          .catch((e: { stdout?: string }) => e.stdout ?? '')
+      ).trim(),
+      'enabled',
+      'and enabled it',
+    );
+    t.equal(await c.exec(['cat', '/etc/boot-test/cfn.conf']), 'written by cfn-init\n');
+    t.equal((await c.exec(['stat', '-c', '%a', '/etc/boot-test/cfn.conf'])).trim(), '600', 'with its mode');
+    t.notOk(
+      (await c.exec(['sh', '-c', 'command -v cfn-init || true'])).trim(),
+      'without heat-cfntools in the image (cloud-init brings Python; the hook needs none)',
+    );
 
-  // What cloud-init and the part-handler did (in the first boot; the same instance id, so not again).
-  const metadata = await client.resourceMetadata(STACK, 'server');
-  const cfnInit = await c.exec(['cat', '/var/lib/heat-cfntools/cfn-init-data']);
-  t.same(JSON.parse(cfnInit), JSON.parse(readFileSync(path.join(BOOT, 'server-metadata.json'), 'utf8')), 'the part-handler wrote the server metadata to /var/lib/heat-cfntools/cfn-init-data');
-  t.match(await c.exec(['cat', '/var/log/part-handler.log']), /filename:cfn-init-data, ctype:text\/x-cfninitdata/, 'Heat\'s part-handler ran');
-  t.equal((await c.exec(['stat', '-c', '%a', '/var/lib/heat-cfntools'])).trim(), '700', 'its directory is 0700');
-  t.equal((await c.exec(['cloud-init', 'status'], 60_000).catch((e: { stdout?: string }) => e.stdout ?? '')).trim(), 'status: done', 'cloud-init finished');
+    // What cloud-init and the part-handler did (in the first boot; the same instance id, so not again).
+    const metadata = await client.resourceMetadata(STACK, 'server');
+    const cfnInit = await c.exec(['cat', '/var/lib/heat-cfntools/cfn-init-data']);
+    t.same(
+      JSON.parse(cfnInit),
+      JSON.parse(readFileSync(path.join(BOOT, 'server-metadata.json'), 'utf8')),
+      'the part-handler wrote the server metadata to /var/lib/heat-cfntools/cfn-init-data',
+    );
+    t.match(
+      await c.exec(['cat', '/var/log/part-handler.log']),
+      /filename:cfn-init-data, ctype:text\/x-cfninitdata/,
+      "Heat's part-handler ran",
+    );
+    t.equal((await c.exec(['stat', '-c', '%a', '/var/lib/heat-cfntools'])).trim(), '700', 'its directory is 0700');
+    t.equal(
+      (await c.exec(['cloud-init', 'status'], 60_000).catch((e: { stdout?: string }) => e.stdout ?? '')).trim(),
+      'status: done',
+      'cloud-init finished',
+    );
 
-  // The unit: started once, after cloud-init's last stage.
-  const agentStart = await unitNumber(c, 'os-config-agent.service', 'ExecMainStartTimestampMonotonic');
-  const finalDone = await unitNumber(c, 'cloud-final.service', 'ActiveEnterTimestampMonotonic');
-  const initDone = await unitNumber(c, 'cloud-init.service', 'ActiveEnterTimestampMonotonic');
-  t.ok(initDone > 0 && finalDone > 0 && agentStart >= finalDone, `the agent started after cloud-init (${initDone}) and cloud-final (${finalDone}): ${agentStart}`);
-  t.equal((await c.exec(['systemctl', 'show', '-p', 'NRestarts', '--value', 'os-config-agent.service'])).trim(), '0', 'the agent was never restarted');
-  // systemd: Type=notify (active means READY=1 arrived), the watchdog armed (its feeding: the third boot), the agent
-  // below the OOM killer's neutral value and its deployment's processes back at it (docs/systemd.md).
-  const shown = await c.exec(['systemctl', 'show', '-p', 'Type', '-p', 'ActiveState', '-p', 'SubState', '-p', 'WatchdogUSec', '-p', 'MainPID', 'os-config-agent.service']);
-  t.comment(`systemctl show os-config-agent.service:\n${shown}`);
-  const prop = (name: string) => new RegExp(`^${name}=(.*)$`, 'm').exec(shown)?.[1] ?? '';
-  t.equal(prop('Type'), 'notify');
-  t.equal(`${prop('ActiveState')}/${prop('SubState')}`, 'active/running', 'READY=1 was received');
-  t.equal(prop('WatchdogUSec'), '2min', 'the watchdog is armed');
-  t.equal((await c.exec(['systemctl', 'show', '-p', 'OOMScoreAdjust', '--value', 'os-config-agent.service'])).trim(), '-500', 'OOMScoreAdjust=-500');
-  // Lowering an oom_score_adj needs CAP_SYS_RESOURCE, which some build machines (containers themselves) lack; nspawn
-  // is given it where the host has it (container.ts), and then the agent must run at -500.
-  const capBnd = /^CapBnd:\s+([0-9a-f]+)$/m.exec(await c.exec(['cat', '/proc/1/status']))?.[1] ?? '0';
-  const agentAdj = (await c.exec(['cat', `/proc/${prop('MainPID')}/oom_score_adj`])).trim();
-  if (((BigInt(`0x${capBnd}`) >> 24n) & 1n) === 1n) t.equal(agentAdj, '-500', 'the agent runs at -500');
-  else t.comment(`no CAP_SYS_RESOURCE on this machine: systemd could not lower the agent's oom_score_adj (${agentAdj})`);
-  t.equal(await c.exec(['cat', '/var/lib/boot-test/oom-first']), '0\n', 'a deployment\'s script runs at 0: the kernel kills it first');
-  // [deploy] hook_memory_max: the first script ran in a transient scope of its own holding the limit.
-  const [scopeUnit, scopeMemoryMax, kernelMemoryMax] = (await c.exec(['cat', '/var/lib/boot-test/scope-first'])).split('\n');
-  t.match(scopeUnit, /^run-\w+\.scope$/, `the deployment ran in a transient scope (${scopeUnit})`);
-  t.equal(scopeMemoryMax, HOOK_MEMORY_MAX_BYTES, `with MemoryMax=${HOOK_MEMORY_MAX} from hook_memory_max`);
-  if (kernelMemoryMax !== 'unavailable') t.equal(kernelMemoryMax, HOOK_MEMORY_MAX_BYTES, 'and the kernel applied it to the scope\'s cgroup (memory.max)');
-  else t.comment('no cgroup v2 memory controller in the container (a cgroup v1 host): systemd holds the scope\'s MemoryMax=, the kernel does not apply it here');
-  const conf = await c.exec(['cat', '/etc/os-collect-config.conf']);
-  t.match(conf, /collectors = cfn/, 'the agent configured itself from cfn-init-data');
-  t.equal((await c.exec(['stat', '-c', '%a', '/etc/os-collect-config.conf'])).trim(), '600', 'the rewritten configuration is 0600');
+    // The unit: started once, after cloud-init's last stage.
+    const agentStart = await unitNumber(c, 'os-config-agent.service', 'ExecMainStartTimestampMonotonic');
+    const finalDone = await unitNumber(c, 'cloud-final.service', 'ActiveEnterTimestampMonotonic');
+    const initDone = await unitNumber(c, 'cloud-init.service', 'ActiveEnterTimestampMonotonic');
+    t.ok(
+      initDone > 0 && finalDone > 0 && agentStart >= finalDone,
+      `the agent started after cloud-init (${initDone}) and cloud-final (${finalDone}): ${agentStart}`,
+    );
+    t.equal(
+      (await c.exec(['systemctl', 'show', '-p', 'NRestarts', '--value', 'os-config-agent.service'])).trim(),
+      '0',
+      'the agent was never restarted',
+    );
+    // systemd: Type=notify (active means READY=1 arrived), the watchdog armed (its feeding: the third boot), the agent
+    // below the OOM killer's neutral value and its deployment's processes back at it (docs/systemd.md).
+    const shown = await c.exec([
+      'systemctl',
+      'show',
+      '-p',
+      'Type',
+      '-p',
+      'ActiveState',
+      '-p',
+      'SubState',
+      '-p',
+      'WatchdogUSec',
+      '-p',
+      'MainPID',
+      'os-config-agent.service',
+    ]);
+    t.comment(`systemctl show os-config-agent.service:\n${shown}`);
+    const prop = (name: string) => new RegExp(`^${name}=(.*)$`, 'm').exec(shown)?.[1] ?? '';
+    t.equal(prop('Type'), 'notify');
+    t.equal(`${prop('ActiveState')}/${prop('SubState')}`, 'active/running', 'READY=1 was received');
+    t.equal(prop('WatchdogUSec'), '2min', 'the watchdog is armed');
+    t.equal(
+      (await c.exec(['systemctl', 'show', '-p', 'OOMScoreAdjust', '--value', 'os-config-agent.service'])).trim(),
+      '-500',
+      'OOMScoreAdjust=-500',
+    );
+    // Lowering an oom_score_adj needs CAP_SYS_RESOURCE, which some build machines (containers themselves) lack; nspawn
+    // is given it where the host has it (container.ts), and then the agent must run at -500.
+    const capBnd = /^CapBnd:\s+([0-9a-f]+)$/m.exec(await c.exec(['cat', '/proc/1/status']))?.[1] ?? '0';
+    const agentAdj = (await c.exec(['cat', `/proc/${prop('MainPID')}/oom_score_adj`])).trim();
+    if (((BigInt(`0x${capBnd}`) >> 24n) & 1n) === 1n) t.equal(agentAdj, '-500', 'the agent runs at -500');
+    else
+      t.comment(`no CAP_SYS_RESOURCE on this machine: systemd could not lower the agent's oom_score_adj (${agentAdj})`);
+    t.equal(
+      await c.exec(['cat', '/var/lib/boot-test/oom-first']),
+      '0\n',
+      "a deployment's script runs at 0: the kernel kills it first",
+    );
+    // [deploy] hook_memory_max: the first script ran in a transient scope of its own holding the limit.
+    const [scopeUnit, scopeMemoryMax, kernelMemoryMax] = (
+      await c.exec(['cat', '/var/lib/boot-test/scope-first'])
+    ).split('\n');
+    t.match(scopeUnit, /^run-\w+\.scope$/, `the deployment ran in a transient scope (${scopeUnit})`);
+    t.equal(scopeMemoryMax, HOOK_MEMORY_MAX_BYTES, `with MemoryMax=${HOOK_MEMORY_MAX} from hook_memory_max`);
+    if (kernelMemoryMax !== 'unavailable')
+      t.equal(kernelMemoryMax, HOOK_MEMORY_MAX_BYTES, "and the kernel applied it to the scope's cgroup (memory.max)");
+    else
+      t.comment(
+        "no cgroup v2 memory controller in the container (a cgroup v1 host): systemd holds the scope's MemoryMax=, the kernel does not apply it here",
+      );
+    const conf = await c.exec(['cat', '/etc/os-collect-config.conf']);
+    t.match(conf, /collectors = cfn/, 'the agent configured itself from cfn-init-data');
+    t.equal(
+      (await c.exec(['stat', '-c', '%a', '/etc/os-collect-config.conf'])).trim(),
+      '600',
+      'the rewritten configuration is 0600',
+    );
 
-  // The operator's view, both boots.
-  writeFileSync(path.join(BOOT, 'journal-1.txt'), await c.exec(['journalctl', '--no-pager', '-b', '-1', '-u', 'os-config-agent', '-o', 'short-iso']));
-  const journalText = await c.exec(['journalctl', '--no-pager', '-b', '0', '-u', 'os-config-agent', '-o', 'short-iso']);
-  writeFileSync(path.join(BOOT, 'journal-2.txt'), journalText);
-  const journal = parseJournalJson(await c.exec(['journalctl', '--no-pager', '-u', 'os-config-agent', '-o', 'json']));
-  const bootOf = (l: { journalBootId: string }) => (l.journalBootId === bare(boots.firstBootId) ? 'boot 1' : l.journalBootId === bare(bootId) ? 'boot 2' : `boot ${l.journalBootId}`);
-  // Deployments are known to the server by the id of their derived config, under the config's name.
-  const listed = (metadata.deployments ?? []) as Array<{ id: string; name: string }>;
-  const idOf = (config: string) => listed.find((d) => d.name.startsWith(`${STACK}-${config}-`))?.id ?? `(no ${config} in the metadata)`;
-  const ids = { first: idOf('first_config'), second: idOf('second_config'), reboot: idOf('reboot_config'), cfn: idOf('cfn_config') };
-  const changesOf = (id: string) => journal.filter((l) => l.msg === 'deployment state changed' && l.deploymentId === id).map((l) => `${l.from ?? 'new'}>${l.to} (${bootOf(l)})`);
-  for (const [name, bootName] of [['first', 'boot 1'], ['second', 'boot 1'], ['cfn', 'boot 2']] as const) {
-    const changes = changesOf(ids[name]);
-    t.ok(changes.length >= 3, `${name}: one line per state change (${changes.join(', ')})`);
-    t.equal(new Set(changes).size, changes.length, `${name}: no state change logged twice`);
-    t.equal(changes.at(-1)?.startsWith('done>signalled'), true, `${name}: the last state change is to signalled`);
-    t.ok(changes.every((x) => x.endsWith(`(${bootName})`)), `${name}: all in ${bootName}`);
-  }
-  t.same(
-    changesOf(ids.reboot),
-    ['new>pending (boot 1)', 'pending>running (boot 1)', 'running>awaiting-reboot (boot 1)', 'awaiting-reboot>running (boot 2)', 'running>done (boot 2)', 'done>signalled (boot 2)'],
-    'reboot: awaiting-reboot in the first boot\'s journal, run again, done and signalled in the second',
-  );
-  const hookRuns = (id: string) => journal.filter((l) => l.msg === 'hook finished' && l.deploymentId === id).length;
-  t.same([hookRuns(ids.first), hookRuns(ids.second), hookRuns(ids.reboot), hookRuns(ids.cfn)], [1, 1, 2, 1], 'hooks run: once each, twice for the deployment that asked for the reboot');
-  t.same(journal.filter((l) => l.msg === 'rebooting the machine: a deployment asked for it').map(bootOf), ['boot 1'], 'the reboot command ran once, in the first boot');
-  t.same(journal.filter((l) => l.msg === 'machine rebooted as the deployment asked; running it again').map(bootOf), ['boot 2'], 'the rebooted agent took the deployment up once');
-  const secrets = secretsOf(metadata);
-  t.ok(secrets.length >= 5, 'the secret key and the signal signatures are known to the test');
-  t.notOk(secrets.some((s) => journalText.includes(s)), 'no secret in the agent\'s journal');
-  const whole = await c.exec(['journalctl', '--no-pager', '-o', 'cat']);
-  t.notOk(secrets.some((s) => whole.includes(s)), 'no secret anywhere in the journal (both boots)');
-  const table = await c.exec(['os-config-agent', 'status']);
-  writeFileSync(path.join(BOOT, 'status-1.txt'), table);
-  t.comment(`os-config-agent status:\n${table}`);
-  const report = JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as { version: number; agent: { running: boolean }; deployments: Array<{ id: string; state: string; hookStarts: number; reboots?: number; signal: { state: string } }>; result: { exitCode: number } };
-  t.equal(report.version, 1, 'status --json: version 1');
-  t.ok(report.agent.running, 'status: the agent is running');
-  t.equal(report.result.exitCode, 0, 'status: all done and signalled');
-  t.same(
-    report.deployments.map((s) => [s.id, s.state, s.signal.state, s.hookStarts, s.reboots ?? 0]).sort(),
-    [[ids.first, 'signalled', 'sent', 1, 0], [ids.second, 'signalled', 'sent', 1, 0], [ids.reboot, 'signalled', 'sent', 1, 1], [ids.cfn, 'signalled', 'sent', 1, 0]].sort(),
-    'status lists the four deployments as signalled, one reboot for the one that asked',
-  );
-  for (const id of Object.values(ids)) t.match(table, new RegExp(`^${id}\\s.*signalled.*sent CFN_SIGNAL`, 'm'), `the status table shows ${id} signalled`);
-  boots.ids = ids;
+    // The operator's view, both boots.
+    writeFileSync(
+      path.join(BOOT, 'journal-1.txt'),
+      await c.exec(['journalctl', '--no-pager', '-b', '-1', '-u', 'os-config-agent', '-o', 'short-iso']),
+    );
+    const journalText = await c.exec([
+      'journalctl',
+      '--no-pager',
+      '-b',
+      '0',
+      '-u',
+      'os-config-agent',
+      '-o',
+      'short-iso',
+    ]);
+    writeFileSync(path.join(BOOT, 'journal-2.txt'), journalText);
+    const journal = parseJournalJson(await c.exec(['journalctl', '--no-pager', '-u', 'os-config-agent', '-o', 'json']));
+    const bootOf = (l: { journalBootId: string }) =>
+      l.journalBootId === bare(boots.firstBootId)
+        ? 'boot 1'
+        : l.journalBootId === bare(bootId)
+          ? 'boot 2'
+          : `boot ${l.journalBootId}`;
+    // Deployments are known to the server by the id of their derived config, under the config's name.
+    const listed = (metadata.deployments ?? []) as Array<{ id: string; name: string }>;
+    const idOf = (config: string) =>
+      listed.find((d) => d.name.startsWith(`${STACK}-${config}-`))?.id ?? `(no ${config} in the metadata)`;
+    const ids = {
+      first: idOf('first_config'),
+      second: idOf('second_config'),
+      reboot: idOf('reboot_config'),
+      cfn: idOf('cfn_config'),
+    };
+    const changesOf = (id: string) =>
+      journal
+        .filter((l) => l.msg === 'deployment state changed' && l.deploymentId === id)
+        .map((l) => `${l.from ?? 'new'}>${l.to} (${bootOf(l)})`);
+    for (const [name, bootName] of [
+      ['first', 'boot 1'],
+      ['second', 'boot 1'],
+      ['cfn', 'boot 2'],
+    ] as const) {
+      const changes = changesOf(ids[name]);
+      t.ok(changes.length >= 3, `${name}: one line per state change (${changes.join(', ')})`);
+      t.equal(new Set(changes).size, changes.length, `${name}: no state change logged twice`);
+      t.equal(changes.at(-1)?.startsWith('done>signalled'), true, `${name}: the last state change is to signalled`);
+      t.ok(
+        changes.every((x) => x.endsWith(`(${bootName})`)),
+        `${name}: all in ${bootName}`,
+      );
+    }
+    t.same(
+      changesOf(ids.reboot),
+      [
+        'new>pending (boot 1)',
+        'pending>running (boot 1)',
+        'running>awaiting-reboot (boot 1)',
+        'awaiting-reboot>running (boot 2)',
+        'running>done (boot 2)',
+        'done>signalled (boot 2)',
+      ],
+      "reboot: awaiting-reboot in the first boot's journal, run again, done and signalled in the second",
+    );
+    const hookRuns = (id: string) => journal.filter((l) => l.msg === 'hook finished' && l.deploymentId === id).length;
+    t.same(
+      [hookRuns(ids.first), hookRuns(ids.second), hookRuns(ids.reboot), hookRuns(ids.cfn)],
+      [1, 1, 2, 1],
+      'hooks run: once each, twice for the deployment that asked for the reboot',
+    );
+    t.same(
+      journal.filter((l) => l.msg === 'rebooting the machine: a deployment asked for it').map(bootOf),
+      ['boot 1'],
+      'the reboot command ran once, in the first boot',
+    );
+    t.same(
+      journal.filter((l) => l.msg === 'machine rebooted as the deployment asked; running it again').map(bootOf),
+      ['boot 2'],
+      'the rebooted agent took the deployment up once',
+    );
+    const secrets = secretsOf(metadata);
+    t.ok(secrets.length >= 5, 'the secret key and the signal signatures are known to the test');
+    t.notOk(
+      secrets.some((s) => journalText.includes(s)),
+      "no secret in the agent's journal",
+    );
+    const whole = await c.exec(['journalctl', '--no-pager', '-o', 'cat']);
+    t.notOk(
+      secrets.some((s) => whole.includes(s)),
+      'no secret anywhere in the journal (both boots)',
+    );
+    const table = await c.exec(['os-config-agent', 'status']);
+    writeFileSync(path.join(BOOT, 'status-1.txt'), table);
+    t.comment(`os-config-agent status:\n${table}`);
+    const report = JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as {
+      version: number;
+      agent: { running: boolean };
+      deployments: Array<{
+        id: string;
+        state: string;
+        hookStarts: number;
+        reboots?: number;
+        signal: { state: string };
+      }>;
+      result: { exitCode: number };
+    };
+    t.equal(report.version, 1, 'status --json: version 1');
+    t.ok(report.agent.running, 'status: the agent is running');
+    t.equal(report.result.exitCode, 0, 'status: all done and signalled');
+    t.same(
+      report.deployments.map((s) => [s.id, s.state, s.signal.state, s.hookStarts, s.reboots ?? 0]).sort(),
+      [
+        [ids.first, 'signalled', 'sent', 1, 0],
+        [ids.second, 'signalled', 'sent', 1, 0],
+        [ids.reboot, 'signalled', 'sent', 1, 1],
+        [ids.cfn, 'signalled', 'sent', 1, 0],
+      ].sort(),
+      'status lists the four deployments as signalled, one reboot for the one that asked',
+    );
+    for (const id of Object.values(ids))
+      t.match(
+        table,
+        new RegExp(`^${id}\\s.*signalled.*sent CFN_SIGNAL`, 'm'),
+        `the status table shows ${id} signalled`,
+      );
+    boots.ids = ids;
 
-  // The command line the agent uses for [deploy] hook_* limits, run by the image's systemd: the tool is in a transient
-  // scope of its own, under the limit.
-  // systemd's own view of the tool's unit (the cgroup paths under nspawn are the host's).
-  const scoped = scopeCommand('/bin/sh', ['-c', 'unit=$(grep -o "run-[^/]*[.]scope" /proc/self/cgroup | head -n 1); echo "$unit"; systemctl show -p TasksMax "$unit"'], ['TasksMax=64']);
-  const inScope = await c.exec([scoped.file, ...scoped.args]).catch((e: { stderr?: string; message?: string }) => `failed: ${e.stderr ?? e.message ?? ''}`);
-  t.match(inScope, /^run-\w+\.scope\nTasksMax=64\n$/, `systemd-run --scope runs a deployment's tool in a scope with its limits: ${inScope}`);
-  const stopStart = Date.now();
-  await c.stop();
-  container = undefined;
-  t.equal(await c.service.exited, 0, `clean poweroff in ${((Date.now() - stopStart) / 1000).toFixed(1)} s`);
-  boots.bridgeCalls = heat!.ec2Bridge.forwarded();
-  boots.done = true;
-});
+    // The command line the agent uses for [deploy] hook_* limits, run by the image's systemd: the tool is in a transient
+    // scope of its own, under the limit.
+    // systemd's own view of the tool's unit (the cgroup paths under nspawn are the host's).
+    const scoped = scopeCommand(
+      '/bin/sh',
+      [
+        '-c',
+        'unit=$(grep -o "run-[^/]*[.]scope" /proc/self/cgroup | head -n 1); echo "$unit"; systemctl show -p TasksMax "$unit"',
+      ],
+      ['TasksMax=64'],
+    );
+    const inScope = await c
+      .exec([scoped.file, ...scoped.args])
+      .catch((e: { stderr?: string; message?: string }) => `failed: ${e.stderr ?? e.message ?? ''}`);
+    t.match(
+      inScope,
+      /^run-\w+\.scope\nTasksMax=64\n$/,
+      `systemd-run --scope runs a deployment's tool in a scope with its limits: ${inScope}`,
+    );
+    const stopStart = Date.now();
+    await c.stop();
+    container = undefined;
+    t.equal(await c.service.exited, 0, `clean poweroff in ${((Date.now() - stopStart) / 1000).toFixed(1)} s`);
+    boots.bridgeCalls = heat!.ec2Bridge.forwarded();
+    boots.done = true;
+  },
+);
 
-t.test('poweroff and boot again: nothing runs again, nothing is signalled twice, the watchdog is fed', { timeout: 240_000 }, async (t) => {
-  if (!boots.done) throw new Error('the stack did not complete in the second boot');
-  // A watchdog of a few seconds for this boot: the agent must feed it several times over, or systemd restarts it.
-  const dropIn = path.join(BOOT, 'watchdog.conf');
-  writeFileSync(dropIn, `[Service]\nWatchdogSec=${SHORT_WATCHDOG_SEC}s\n`);
-  const binds = { ...boots.binds, [dropIn]: '/etc/systemd/system/os-config-agent.service.d/boot-test-watchdog.conf' };
-  const c = bootContainer({ tree: ROOT, consoleLog: path.join(BOOT, 'console-3.log'), bindRo: binds, hostname: HOSTNAME });
-  container = c;
-  t.comment(`third boot: ${await c.booted(120_000)}`);
-  // Every CFN poll is a signed request Keystone checks through the ec2tokens bridge: three more of them mean the
-  // agent has polled Heat three times since the boot.
-  await waitUntil('three CFN polls by the rebooted agent', async () => heat!.ec2Bridge.forwarded() >= boots.bridgeCalls + 3, 90_000, c.service);
-  t.pass('the rebooted agent polls Heat again');
-  t.equal(await c.exec(['cat', '/var/lib/boot-test/runs']), boots.runs, 'no script ran again');
-  t.equal(await signalEvents('first'), 1, 'first deployment still signalled once');
-  t.equal(await signalEvents('second'), 1, 'second deployment still signalled once');
-  t.equal(await signalEvents('reboot'), 1, 'the deployment that asked for the reboot still signalled once');
-  t.equal(await signalEvents('cfn'), 1, 'cfn-init deployment still signalled once');
-  t.equal((await c.exec(['systemctl', 'is-active', 'boot-test-web.service']).catch((e: { stdout?: string }) => e.stdout ?? '')).trim(), 'active', 'the service cfn-init enabled is started at boot');
-  const s = await client.stack(STACK);
-  t.equal(s?.stack_status, 'CREATE_COMPLETE', 'the stack is untouched');
+t.test(
+  'poweroff and boot again: nothing runs again, nothing is signalled twice, the watchdog is fed',
+  { timeout: 240_000 },
+  async (t) => {
+    if (!boots.done) throw new Error('the stack did not complete in the second boot');
+    // A watchdog of a few seconds for this boot: the agent must feed it several times over, or systemd restarts it.
+    const dropIn = path.join(BOOT, 'watchdog.conf');
+    writeFileSync(dropIn, `[Service]\nWatchdogSec=${SHORT_WATCHDOG_SEC}s\n`);
+    const binds = { ...boots.binds, [dropIn]: '/etc/systemd/system/os-config-agent.service.d/boot-test-watchdog.conf' };
+    const c = bootContainer({
+      tree: ROOT,
+      consoleLog: path.join(BOOT, 'console-3.log'),
+      bindRo: binds,
+      hostname: HOSTNAME,
+    });
+    container = c;
+    t.comment(`third boot: ${await c.booted(120_000)}`);
+    // Every CFN poll is a signed request Keystone checks through the ec2tokens bridge: three more of them mean the
+    // agent has polled Heat three times since the boot.
+    await waitUntil(
+      'three CFN polls by the rebooted agent',
+      async () => heat!.ec2Bridge.forwarded() >= boots.bridgeCalls + 3,
+      90_000,
+      c.service,
+    );
+    t.pass('the rebooted agent polls Heat again');
+    t.equal(await c.exec(['cat', '/var/lib/boot-test/runs']), boots.runs, 'no script ran again');
+    t.equal(await signalEvents('first'), 1, 'first deployment still signalled once');
+    t.equal(await signalEvents('second'), 1, 'second deployment still signalled once');
+    t.equal(await signalEvents('reboot'), 1, 'the deployment that asked for the reboot still signalled once');
+    t.equal(await signalEvents('cfn'), 1, 'cfn-init deployment still signalled once');
+    t.equal(
+      (
+        await c
+          .exec(['systemctl', 'is-active', 'boot-test-web.service'])
+          .catch((e: { stdout?: string }) => e.stdout ?? '')
+      ).trim(),
+      'active',
+      'the service cfn-init enabled is started at boot',
+    );
+    const s = await client.stack(STACK);
+    t.equal(s?.stack_status, 'CREATE_COMPLETE', 'the stack is untouched');
 
-  // The watchdog: systemd stamps WatchdogTimestamp at READY=1 and at each WATCHDOG=1 after it. A stamp more than one
-  // WatchdogSec after READY=1, with the same main process and no restart, means the agent fed it all along.
-  t.equal((await c.exec(['systemctl', 'show', '-p', 'WatchdogUSec', '--value', 'os-config-agent.service'])).trim(), `${SHORT_WATCHDOG_SEC}s`, 'the drop-in\'s watchdog is armed');
-  const ready = await unitNumber(c, 'os-config-agent.service', 'ActiveEnterTimestampMonotonic');
-  const mainPid = (await c.exec(['systemctl', 'show', '-p', 'MainPID', '--value', 'os-config-agent.service'])).trim();
-  let fed = 0;
-  await waitUntil(
-    `a watchdog feed more than ${SHORT_WATCHDOG_SEC} s after READY=1`,
-    async () => {
-      fed = await unitNumber(c, 'os-config-agent.service', 'WatchdogTimestampMonotonic');
-      return fed - ready > SHORT_WATCHDOG_SEC * 1_000_000;
-    },
-    SHORT_WATCHDOG_SEC * 5 * 1000,
-    c.service,
-  );
-  t.pass(`the agent fed the watchdog ${((fed - ready) / 1e6).toFixed(1)} s after READY=1`);
-  t.equal((await c.exec(['systemctl', 'show', '-p', 'MainPID', '--value', 'os-config-agent.service'])).trim(), mainPid, 'the same agent process all along');
-  t.equal((await c.exec(['systemctl', 'show', '-p', 'NRestarts', '--value', 'os-config-agent.service'])).trim(), '0', 'never restarted by the watchdog');
+    // The watchdog: systemd stamps WatchdogTimestamp at READY=1 and at each WATCHDOG=1 after it. A stamp more than one
+    // WatchdogSec after READY=1, with the same main process and no restart, means the agent fed it all along.
+    t.equal(
+      (await c.exec(['systemctl', 'show', '-p', 'WatchdogUSec', '--value', 'os-config-agent.service'])).trim(),
+      `${SHORT_WATCHDOG_SEC}s`,
+      "the drop-in's watchdog is armed",
+    );
+    const ready = await unitNumber(c, 'os-config-agent.service', 'ActiveEnterTimestampMonotonic');
+    const mainPid = (await c.exec(['systemctl', 'show', '-p', 'MainPID', '--value', 'os-config-agent.service'])).trim();
+    let fed = 0;
+    await waitUntil(
+      `a watchdog feed more than ${SHORT_WATCHDOG_SEC} s after READY=1`,
+      async () => {
+        fed = await unitNumber(c, 'os-config-agent.service', 'WatchdogTimestampMonotonic');
+        return fed - ready > SHORT_WATCHDOG_SEC * 1_000_000;
+      },
+      SHORT_WATCHDOG_SEC * 5 * 1000,
+      c.service,
+    );
+    t.pass(`the agent fed the watchdog ${((fed - ready) / 1e6).toFixed(1)} s after READY=1`);
+    t.equal(
+      (await c.exec(['systemctl', 'show', '-p', 'MainPID', '--value', 'os-config-agent.service'])).trim(),
+      mainPid,
+      'the same agent process all along',
+    );
+    t.equal(
+      (await c.exec(['systemctl', 'show', '-p', 'NRestarts', '--value', 'os-config-agent.service'])).trim(),
+      '0',
+      'never restarted by the watchdog',
+    );
 
-  const journalText = await c.exec(['journalctl', '--no-pager', '-b', '0', '-u', 'os-config-agent', '-o', 'short-iso']);
-  writeFileSync(path.join(BOOT, 'journal-3.txt'), journalText);
-  t.notMatch(journalText, /[Ww]atchdog timeout/, 'no watchdog timeout in the journal');
-  const journal = agentLines(await c.exec(['journalctl', '--no-pager', '-b', '0', '-u', 'os-config-agent', '-o', 'cat']));
-  t.ok(journal.some((l) => l.msg === 'agent starting'), 'the agent started again at boot');
-  t.same(journal.filter((l) => l.msg === 'deployment state changed' || l.msg === 'hook finished'), [], 'no deployment state changed and no hook ran in this boot');
-  const status = (JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as { deployments: Array<{ id: string; state: string; hookStarts: number; signal: { state: string; attempts: number } }> }).deployments;
-  t.same(
-    status.map((d) => [d.id, d.state, d.hookStarts, d.signal.state]).sort(),
-    [[boots.ids.first, 'signalled', 1, 'sent'], [boots.ids.second, 'signalled', 1, 'sent'], [boots.ids.reboot, 'signalled', 1, 'sent'], [boots.ids.cfn, 'signalled', 1, 'sent']].sort(),
-    'status: all four still signalled, each hook started once since its last reboot',
-  );
-  t.comment(`journalctl --list-boots:\n${await c.exec(['journalctl', '--no-pager', '--list-boots'])}`);
-  await c.stop();
-  container = undefined;
-  t.equal(await c.service.exited, 0, 'clean poweroff');
-});
+    const journalText = await c.exec([
+      'journalctl',
+      '--no-pager',
+      '-b',
+      '0',
+      '-u',
+      'os-config-agent',
+      '-o',
+      'short-iso',
+    ]);
+    writeFileSync(path.join(BOOT, 'journal-3.txt'), journalText);
+    t.notMatch(journalText, /[Ww]atchdog timeout/, 'no watchdog timeout in the journal');
+    const journal = agentLines(
+      await c.exec(['journalctl', '--no-pager', '-b', '0', '-u', 'os-config-agent', '-o', 'cat']),
+    );
+    t.ok(
+      journal.some((l) => l.msg === 'agent starting'),
+      'the agent started again at boot',
+    );
+    t.same(
+      journal.filter((l) => l.msg === 'deployment state changed' || l.msg === 'hook finished'),
+      [],
+      'no deployment state changed and no hook ran in this boot',
+    );
+    const status = (
+      JSON.parse(await c.exec(['os-config-agent', 'status', '--json'])) as {
+        deployments: Array<{
+          id: string;
+          state: string;
+          hookStarts: number;
+          signal: { state: string; attempts: number };
+        }>;
+      }
+    ).deployments;
+    t.same(
+      status.map((d) => [d.id, d.state, d.hookStarts, d.signal.state]).sort(),
+      [
+        [boots.ids.first, 'signalled', 1, 'sent'],
+        [boots.ids.second, 'signalled', 1, 'sent'],
+        [boots.ids.reboot, 'signalled', 1, 'sent'],
+        [boots.ids.cfn, 'signalled', 1, 'sent'],
+      ].sort(),
+      'status: all four still signalled, each hook started once since its last reboot',
+    );
+    t.comment(`journalctl --list-boots:\n${await c.exec(['journalctl', '--no-pager', '--list-boots'])}`);
+    await c.stop();
+    container = undefined;
+    t.equal(await c.service.exited, 0, 'clean poweroff');
+  },
+);

@@ -12,7 +12,8 @@ import type { Container } from './container.js';
 export const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(HERE, '../..');
 export const WORK = process.env.OCA_PRISTINE_WORK ?? '/var/tmp/oca-pristine';
-export const VERSION = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
+export const VERSION = (JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string })
+  .version;
 
 const run = promisify(execFile);
 
@@ -30,7 +31,9 @@ export function missingForBoot(): string | undefined {
 export function debPackage(): string | undefined {
   if (process.env.OCA_PRISTINE_DEB) return process.env.OCA_PRISTINE_DEB;
   const dir = path.join(WORK, 'deb');
-  const found = existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith(`os-config-agent_${VERSION}-`) && f.endsWith('.deb')) : [];
+  const found = existsSync(dir)
+    ? readdirSync(dir).filter((f) => f.startsWith(`os-config-agent_${VERSION}-`) && f.endsWith('.deb'))
+    : [];
   return found.length === 1 ? path.join(dir, found[0] as string) : undefined;
 }
 
@@ -38,8 +41,14 @@ export function debPackage(): string | undefined {
 export async function freshTree(dest: string): Promise<number> {
   const started = Date.now();
   await run('bash', [path.join(HERE, 'debootstrap-tree.sh'), '--unpack', WORK, dest], { timeout: 300_000 });
-  for (const gone of ['opt/os-config-agent', 'usr/lib/os-config-agent', 'usr/bin/os-collect-config', 'lib/systemd/system/os-config-agent.service']) {
-    if (existsSync(path.join(dest, gone))) throw new Error(`the stock tree already holds ${gone}: it must have nothing of the agent`);
+  for (const gone of [
+    'opt/os-config-agent',
+    'usr/lib/os-config-agent',
+    'usr/bin/os-collect-config',
+    'lib/systemd/system/os-config-agent.service',
+  ]) {
+    if (existsSync(path.join(dest, gone)))
+      throw new Error(`the stock tree already holds ${gone}: it must have nothing of the agent`);
   }
   return (Date.now() - started) / 1000;
 }

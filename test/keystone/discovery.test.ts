@@ -12,7 +12,10 @@ import { failure } from '../helpers/assertions.js';
 
 const http = () => createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0, retryBaseMs: 5 });
 
-async function versionServer(t: TapTest, answer: (path: string) => { status: number; body: string; headers?: Record<string, string> }) {
+async function versionServer(
+  t: TapTest,
+  answer: (path: string) => { status: number; body: string; headers?: Record<string, string> },
+) {
   const server = await startTestServer((req, res) => {
     const { status, body, headers } = answer(new URL(req.url ?? '/', 'http://x').pathname);
     res.writeHead(status, { 'content-type': 'application/json', ...headers });
@@ -22,16 +25,19 @@ async function versionServer(t: TapTest, answer: (path: string) => { status: num
   return server;
 }
 
-t.test('versionedV3Url: /v3 kept, /v2.0 becomes /v3 (the client\'s behaviour before discovery), anything else is unversioned', async (t) => {
-  t.equal(versionedV3Url('http://k:5000/v3/'), 'http://k:5000/v3');
-  t.equal(versionedV3Url('http://k:5000/v3'), 'http://k:5000/v3');
-  t.equal(versionedV3Url('http://k:5000/v2.0'), 'http://k:5000/v3');
-  t.equal(versionedV3Url('http://k:5000/v2.0/'), 'http://k:5000/v3');
-  t.equal(versionedV3Url('http://k:5000'), undefined);
-  t.equal(versionedV3Url('http://k:5000/'), undefined);
-  t.equal(versionedV3Url('http://k/identity/'), undefined);
-  t.equal(versionedV3Url('http://k/v3x'), undefined);
-});
+t.test(
+  "versionedV3Url: /v3 kept, /v2.0 becomes /v3 (the client's behaviour before discovery), anything else is unversioned",
+  async (t) => {
+    t.equal(versionedV3Url('http://k:5000/v3/'), 'http://k:5000/v3');
+    t.equal(versionedV3Url('http://k:5000/v3'), 'http://k:5000/v3');
+    t.equal(versionedV3Url('http://k:5000/v2.0'), 'http://k:5000/v3');
+    t.equal(versionedV3Url('http://k:5000/v2.0/'), 'http://k:5000/v3');
+    t.equal(versionedV3Url('http://k:5000'), undefined);
+    t.equal(versionedV3Url('http://k:5000/'), undefined);
+    t.equal(versionedV3Url('http://k/identity/'), undefined);
+    t.equal(versionedV3Url('http://k/v3x'), undefined);
+  },
+);
 
 t.test('a versioned auth_url makes no request', async (t) => {
   const ks = await startKeystoneServer();
@@ -41,51 +47,85 @@ t.test('a versioned auth_url makes no request', async (t) => {
   t.equal(ks.requests.length, 0);
 });
 
-t.test('unversioned auth_url: GET with Accept JSON, 300 (with Keystone\'s Location, followed to the v3 document), v3 taken from its self link; once per auth_url', async (t) => {
-  const ks = await startKeystoneServer();
-  t.teardown(() => ks.close());
-  const client = http();
-  const [a, b] = await Promise.all([identityV3Url(client, ks.rootUrl, { timeoutSeconds: 1 }), identityV3Url(client, `${ks.rootUrl}/`, { timeoutSeconds: 1 })]);
-  t.equal(a, `${ks.url}/identity/v3`, 'the self href, without its trailing slash');
-  t.equal(b, a, 'a trailing slash is the same auth_url');
-  t.equal(await identityV3Url(http(), `${ks.rootUrl}/`, { timeoutSeconds: 1 }), a, 'remembered for the process, across clients');
-  t.same(
-    ks.requests.map((r) => `${r.method} ${r.url} ${r.headers.accept}`),
-    ['GET /identity application/json', 'GET /identity/v3/ application/json'],
-    'one discovery (the root, and the redirect Keystone\'s 300 carries) for concurrent and later callers',
-  );
-});
+t.test(
+  "unversioned auth_url: GET with Accept JSON, 300 (with Keystone's Location, followed to the v3 document), v3 taken from its self link; once per auth_url",
+  async (t) => {
+    const ks = await startKeystoneServer();
+    t.teardown(() => ks.close());
+    const client = http();
+    const [a, b] = await Promise.all([
+      identityV3Url(client, ks.rootUrl, { timeoutSeconds: 1 }),
+      identityV3Url(client, `${ks.rootUrl}/`, { timeoutSeconds: 1 }),
+    ]);
+    t.equal(a, `${ks.url}/identity/v3`, 'the self href, without its trailing slash');
+    t.equal(b, a, 'a trailing slash is the same auth_url');
+    t.equal(
+      await identityV3Url(http(), `${ks.rootUrl}/`, { timeoutSeconds: 1 }),
+      a,
+      'remembered for the process, across clients',
+    );
+    t.same(
+      ks.requests.map((r) => `${r.method} ${r.url} ${r.headers.accept}`),
+      ['GET /identity application/json', 'GET /identity/v3/ application/json'],
+      "one discovery (the root, and the redirect Keystone's 300 carries) for concurrent and later callers",
+    );
+  },
+);
 
 t.test('200 with a single version document; a 300 carrying Location is followed to it', async (t) => {
-  const single = { version: { id: 'v3.10', status: 'CURRENT', links: [{ rel: 'self', href: 'https://keystone.example/v3/' }] } };
+  const single = {
+    version: { id: 'v3.10', status: 'CURRENT', links: [{ rel: 'self', href: 'https://keystone.example/v3/' }] },
+  };
   const server = await versionServer(t, (path) =>
-    path === '/one' ? { status: 200, body: JSON.stringify(single) } : path === '/moved' ? { status: 300, body: '{}', headers: { location: '/one' } } : { status: 404, body: '{}' },
+    path === '/one'
+      ? { status: 200, body: JSON.stringify(single) }
+      : path === '/moved'
+        ? { status: 300, body: '{}', headers: { location: '/one' } }
+        : { status: 404, body: '{}' },
   );
   t.equal(await identityV3Url(http(), `${server.url}/one`, { timeoutSeconds: 1 }), 'https://keystone.example/v3');
   t.equal(await identityV3Url(http(), `${server.url}/moved`, { timeoutSeconds: 1 }), 'https://keystone.example/v3');
 });
 
-t.test('the highest usable 3.x wins; experimental, unknown and other majors are skipped; a relative self link is resolved', async (t) => {
-  const doc = {
-    versions: [
-      { id: 'v3.4', status: 'stable', links: [{ rel: 'self', href: '/old-v3/' }] },
-      { id: 'v3.99', status: 'experimental', links: [{ rel: 'self', href: '/experimental/' }] },
-      { id: 'v3.50', status: 'mystery', links: [{ rel: 'self', href: '/unknown/' }] },
-      { id: 'v4.0', status: 'stable', links: [{ rel: 'self', href: '/v4/' }] },
-      { id: 'v3.8', status: 'deprecated', links: [{ rel: 'describedby', href: '/docs' }, { rel: 'SELF', href: 'rel-v3/' }] },
-      { id: 'v3.9', status: 'stable', links: [{ rel: 'self', href: 'javascript:alert(1)' }] },
-      { id: 'v3.12', status: 'stable' },
-      'garbage',
-    ],
-  };
-  const server = await versionServer(t, () => ({ status: 300, body: JSON.stringify(doc) }));
-  t.equal(await identityV3Url(http(), `${server.url}/base/`, { timeoutSeconds: 1 }), `${server.url}/base/rel-v3`, 'v3.8 (deprecated still counts, as in keystoneauth)');
-});
+t.test(
+  'the highest usable 3.x wins; experimental, unknown and other majors are skipped; a relative self link is resolved',
+  async (t) => {
+    const doc = {
+      versions: [
+        { id: 'v3.4', status: 'stable', links: [{ rel: 'self', href: '/old-v3/' }] },
+        { id: 'v3.99', status: 'experimental', links: [{ rel: 'self', href: '/experimental/' }] },
+        { id: 'v3.50', status: 'mystery', links: [{ rel: 'self', href: '/unknown/' }] },
+        { id: 'v4.0', status: 'stable', links: [{ rel: 'self', href: '/v4/' }] },
+        {
+          id: 'v3.8',
+          status: 'deprecated',
+          links: [
+            { rel: 'describedby', href: '/docs' },
+            { rel: 'SELF', href: 'rel-v3/' },
+          ],
+        },
+        { id: 'v3.9', status: 'stable', links: [{ rel: 'self', href: 'javascript:alert(1)' }] },
+        { id: 'v3.12', status: 'stable' },
+        'garbage',
+      ],
+    };
+    const server = await versionServer(t, () => ({ status: 300, body: JSON.stringify(doc) }));
+    t.equal(
+      await identityV3Url(http(), `${server.url}/base/`, { timeoutSeconds: 1 }),
+      `${server.url}/base/rel-v3`,
+      'v3.8 (deprecated still counts, as in keystoneauth)',
+    );
+  },
+);
 
 t.test('a document without v3 is an error naming the URL and what to set, and is not remembered', async (t) => {
   const ks = await startKeystoneServer();
   t.teardown(() => ks.close());
-  ks.versionsDocument = { versions: { values: [{ id: 'v2.0', status: 'stable', links: [{ rel: 'self', href: `${ks.url}/identity/v2.0/` }] }] } };
+  ks.versionsDocument = {
+    versions: {
+      values: [{ id: 'v2.0', status: 'stable', links: [{ rel: 'self', href: `${ks.url}/identity/v2.0/` }] }],
+    },
+  };
   const err = await failure(identityV3Url(http(), ks.rootUrl, { timeoutSeconds: 1 }));
   t.type(err, KeystoneError);
   t.equal((err as KeystoneError).code, 'ERR_HTTP');
@@ -94,28 +134,42 @@ t.test('a document without v3 is an error naming the URL and what to set, and is
     `the Keystone version document at ${ks.rootUrl} offers no usable Identity v3 (versions: v2.0 (stable)); set auth_url to Keystone's v3 endpoint, for example ${ks.rootUrl}/v3`,
   );
   ks.versionsDocument = undefined;
-  t.equal(await identityV3Url(http(), ks.rootUrl, { timeoutSeconds: 1 }), `${ks.url}/identity/v3`, 'asked again once the server offers v3');
+  t.equal(
+    await identityV3Url(http(), ks.rootUrl, { timeoutSeconds: 1 }),
+    `${ks.url}/identity/v3`,
+    'asked again once the server offers v3',
+  );
   t.equal(ks.discoveries(), 3, 'one GET for the failed discovery, two (root and redirect) for the next');
 });
 
-t.test('no version document at all (404, HTML, JSON of another shape): /v3 appended as before discovery existed, with one warning', async (t) => {
-  for (const [status, body] of [
-    [404, '{"error":"not found"}'],
-    [200, '<html>welcome</html>'],
-    [300, '{"links":[]}'],
-    [403, 'forbidden'],
-  ] as const) {
-    const server = await versionServer(t, () => ({ status, body }));
-    const captured = captureLog();
-    t.equal(await identityV3Url(http(), `${server.url}/identity`, { timeoutSeconds: 1, log: captured.log }), `${server.url}/identity/v3`, `${status} ${body}`);
-    t.equal(await identityV3Url(http(), `${server.url}/identity`, { timeoutSeconds: 1, log: captured.log }), `${server.url}/identity/v3`);
-    t.equal(server.requests.length, 1, 'remembered');
-    t.same(
-      captured.lines.map((l) => [l.level, l.msg, l.status]),
-      [['warn', 'no Keystone version document at auth_url; appending /v3', status]],
-    );
-  }
-});
+t.test(
+  'no version document at all (404, HTML, JSON of another shape): /v3 appended as before discovery existed, with one warning',
+  async (t) => {
+    for (const [status, body] of [
+      [404, '{"error":"not found"}'],
+      [200, '<html>welcome</html>'],
+      [300, '{"links":[]}'],
+      [403, 'forbidden'],
+    ] as const) {
+      const server = await versionServer(t, () => ({ status, body }));
+      const captured = captureLog();
+      t.equal(
+        await identityV3Url(http(), `${server.url}/identity`, { timeoutSeconds: 1, log: captured.log }),
+        `${server.url}/identity/v3`,
+        `${status} ${body}`,
+      );
+      t.equal(
+        await identityV3Url(http(), `${server.url}/identity`, { timeoutSeconds: 1, log: captured.log }),
+        `${server.url}/identity/v3`,
+      );
+      t.equal(server.requests.length, 1, 'remembered');
+      t.same(
+        captured.lines.map((l) => [l.level, l.msg, l.status]),
+        [['warn', 'no Keystone version document at auth_url; appending /v3', status]],
+      );
+    }
+  },
+);
 
 t.test('server errors, hangs and refused connections are errors that are tried again next time', async (t) => {
   let mode: 'fail' | 'hang' | 'ok' = 'fail';
@@ -126,11 +180,20 @@ t.test('server errors, hangs and refused connections are errors that are tried a
       return void res.end('busy');
     }
     res.writeHead(300, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ versions: { values: [{ id: 'v3.14', status: 'stable', links: [{ rel: 'self', href: 'http://127.0.0.1:9/v3/' }] }] } }));
+    res.end(
+      JSON.stringify({
+        versions: {
+          values: [{ id: 'v3.14', status: 'stable', links: [{ rel: 'self', href: 'http://127.0.0.1:9/v3/' }] }],
+        },
+      }),
+    );
   });
   t.teardown(() => server.close());
   const url = `${server.url}/`;
-  t.match(await failure(identityV3Url(http(), url, { timeoutSeconds: 1 })), { message: /^Keystone version discovery at .* answered 503; check auth_url, or set it to the v3 endpoint/, statusCode: 503 });
+  t.match(await failure(identityV3Url(http(), url, { timeoutSeconds: 1 })), {
+    message: /^Keystone version discovery at .* answered 503; check auth_url, or set it to the v3 endpoint/,
+    statusCode: 503,
+  });
   mode = 'hang';
   const hung = await failure(identityV3Url(http(), url, { timeoutSeconds: 0.2 }));
   t.match(hung, { message: /^Keystone version discovery at .* failed: .*no answer within 0.2 s.*; check auth_url$/ });
@@ -144,6 +207,11 @@ t.test('server errors, hangs and refused connections are errors that are tried a
 });
 
 t.test('an oversized document is refused, not parsed', async (t) => {
-  const server = await versionServer(t, () => ({ status: 300, body: JSON.stringify({ versions: { values: [], pad: 'x'.repeat(300 * 1024) } }) }));
-  t.match(await failure(identityV3Url(http(), server.url, { timeoutSeconds: 1 })), { message: /over the 262144-byte limit/ });
+  const server = await versionServer(t, () => ({
+    status: 300,
+    body: JSON.stringify({ versions: { values: [], pad: 'x'.repeat(300 * 1024) } }),
+  }));
+  t.match(await failure(identityV3Url(http(), server.url, { timeoutSeconds: 1 })), {
+    message: /over the 262144-byte limit/,
+  });
 });

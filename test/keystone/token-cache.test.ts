@@ -1,4 +1,15 @@
-import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { KeystoneToken } from '../../src/keystone/catalog.js';
@@ -14,7 +25,9 @@ const NOW = Date.parse('2026-01-01T00:00:00Z');
 const TOKEN: KeystoneToken = {
   token: 'gAAAAAtoken-for-the-cache-test-0123456789',
   expiresAt: NOW + 3600_000,
-  catalog: [{ type: 'orchestration', endpoints: [{ interface: 'public', region: 'R1', url: 'http://heat.test/v1/p-1' }] }],
+  catalog: [
+    { type: 'orchestration', endpoints: [{ interface: 'public', region: 'R1', url: 'http://heat.test/v1/p-1' }] },
+  ],
 };
 
 function cacheIn(t: TapTest, ttlSeconds = 1800) {
@@ -43,7 +56,11 @@ t.test('save writes one 0600 file per key into a 0700 directory; load returns th
     catalog: TOKEN.catalog,
   });
   const loaded = await cache.load({ ...ID, authUrl: 'http://keystone.test:5000' }, NOW + 1000);
-  t.same(loaded, { token: TOKEN, reuseUntil: NOW + 1800_000 }, 'the same key without the trailing slash; reused until cache_ttl');
+  t.same(
+    loaded,
+    { token: TOKEN, reuseUntil: NOW + 1800_000 },
+    'the same key without the trailing slash; reused until cache_ttl',
+  );
   t.equal(captured.lines.length, 0, 'nothing logged on the normal path');
   t.not(cache.fileFor({ ...ID, userId: 'u-2' }), file, 'another user, another file');
   t.not(cache.fileFor({ ...ID, projectId: 'p-2' }), file, 'another project, another file');
@@ -56,26 +73,33 @@ t.test('a missing file is no token and no log line', async (t) => {
   t.equal(captured.lines.length, 0);
 });
 
-t.test('reuse stops at the safety margin before expiry or at cache_ttl, whichever comes first, with one info line', async (t) => {
-  const { cache, captured } = cacheIn(t, 1800);
-  await cache.save(ID, TOKEN, NOW);
-  t.ok(await cache.load(ID, NOW + 1799_000), 'inside cache_ttl');
-  t.equal(await cache.load(ID, NOW + 1800_000), undefined, 'cache_ttl reached');
-  const long = cacheIn(t, 86_400);
-  await long.cache.save(ID, TOKEN, NOW);
-  t.same((await long.cache.load(ID, NOW))?.reuseUntil, NOW + 3600_000 - 60_000, 'a long ttl is bounded by the token\'s expiry less the margin');
-  t.equal(await long.cache.load(ID, NOW + 3600_000 - 60_000), undefined, 'inside the margin');
-  t.same(
-    [...captured.lines, ...long.captured.lines].map((l) => [l.level, l.msg]),
-    [
-      ['info', 'cached Keystone token expired; logging in'],
-      ['info', 'cached Keystone token expired; logging in'],
-    ],
-  );
-  const zero = cacheIn(t, 0);
-  await zero.cache.save(ID, TOKEN, NOW);
-  t.equal(await zero.cache.load(ID, NOW), undefined, 'cache_ttl = 0 never reuses');
-});
+t.test(
+  'reuse stops at the safety margin before expiry or at cache_ttl, whichever comes first, with one info line',
+  async (t) => {
+    const { cache, captured } = cacheIn(t, 1800);
+    await cache.save(ID, TOKEN, NOW);
+    t.ok(await cache.load(ID, NOW + 1799_000), 'inside cache_ttl');
+    t.equal(await cache.load(ID, NOW + 1800_000), undefined, 'cache_ttl reached');
+    const long = cacheIn(t, 86_400);
+    await long.cache.save(ID, TOKEN, NOW);
+    t.same(
+      (await long.cache.load(ID, NOW))?.reuseUntil,
+      NOW + 3600_000 - 60_000,
+      "a long ttl is bounded by the token's expiry less the margin",
+    );
+    t.equal(await long.cache.load(ID, NOW + 3600_000 - 60_000), undefined, 'inside the margin');
+    t.same(
+      [...captured.lines, ...long.captured.lines].map((l) => [l.level, l.msg]),
+      [
+        ['info', 'cached Keystone token expired; logging in'],
+        ['info', 'cached Keystone token expired; logging in'],
+      ],
+    );
+    const zero = cacheIn(t, 0);
+    await zero.cache.save(ID, TOKEN, NOW);
+    t.equal(await zero.cache.load(ID, NOW), undefined, 'cache_ttl = 0 never reuses');
+  },
+);
 
 t.test('corrupt, foreign or unsafe files are ignored with one warning each, never with the token in it', async (t) => {
   const { cache, captured } = cacheIn(t);
@@ -86,10 +110,26 @@ t.test('corrupt, foreign or unsafe files are ignored with one warning each, neve
     ['not JSON', () => writeFileSync(file, '{"format":1,"tok', { mode: 0o600 }), /^not JSON$/],
     ['empty', () => writeFileSync(file, '', { mode: 0o600 }), /^not JSON$/],
     ['a list', () => writeFileSync(file, '[]', { mode: 0o600 }), /unknown format/],
-    ['another format', () => writeFileSync(file, JSON.stringify({ ...good, format: 2 }), { mode: 0o600 }), /unknown format/],
-    ['another user\'s entry', () => writeFileSync(file, JSON.stringify({ ...good, user_id: 'someone-else' }), { mode: 0o600 }), /another auth_url, user or project/],
-    ['a token with a line break', () => writeFileSync(file, JSON.stringify({ ...good, token: 'abc\r\nX-Evil: 1' }), { mode: 0o600 }), /no usable token/],
-    ['no expiry', () => writeFileSync(file, JSON.stringify({ ...good, expires_at: 'soon' }), { mode: 0o600 }), /no readable expires_at/],
+    [
+      'another format',
+      () => writeFileSync(file, JSON.stringify({ ...good, format: 2 }), { mode: 0o600 }),
+      /unknown format/,
+    ],
+    [
+      "another user's entry",
+      () => writeFileSync(file, JSON.stringify({ ...good, user_id: 'someone-else' }), { mode: 0o600 }),
+      /another auth_url, user or project/,
+    ],
+    [
+      'a token with a line break',
+      () => writeFileSync(file, JSON.stringify({ ...good, token: 'abc\r\nX-Evil: 1' }), { mode: 0o600 }),
+      /no usable token/,
+    ],
+    [
+      'no expiry',
+      () => writeFileSync(file, JSON.stringify({ ...good, expires_at: 'soon' }), { mode: 0o600 }),
+      /no readable expires_at/,
+    ],
     ['no catalog', () => writeFileSync(file, JSON.stringify({ ...good, catalog: {} }), { mode: 0o600 }), /no catalog/],
     [
       'readable by others',
@@ -130,13 +170,17 @@ t.test('corrupt, foreign or unsafe files are ignored with one warning each, neve
   t.match(String(captured.lines[0]?.reason), /not a regular file/);
 });
 
-t.test('a file owned by another user is not trusted (its catalog would decide where the token goes)', { skip: process.getuid?.() === 0 ? false : 'needs root to chown' }, async (t) => {
-  const { cache, captured } = cacheIn(t);
-  await cache.save(ID, TOKEN, NOW);
-  chownSync(cache.fileFor(ID), 65534, 65534);
-  t.equal(await cache.load(ID, NOW), undefined);
-  t.match(String(captured.lines[0]?.reason), /^owned by uid 65534, not 0$/);
-});
+t.test(
+  'a file owned by another user is not trusted (its catalog would decide where the token goes)',
+  { skip: process.getuid?.() === 0 ? false : 'needs root to chown' },
+  async (t) => {
+    const { cache, captured } = cacheIn(t);
+    await cache.save(ID, TOKEN, NOW);
+    chownSync(cache.fileFor(ID), 65534, 65534);
+    t.equal(await cache.load(ID, NOW), undefined);
+    t.match(String(captured.lines[0]?.reason), /^owned by uid 65534, not 0$/);
+  },
+);
 
 t.test('the next save replaces an ignored file', async (t) => {
   const { cache } = cacheIn(t);
@@ -159,7 +203,12 @@ t.test('a token read back is a registered secret (a restarted process never logg
 t.test('write and remove failures are logged, not thrown', async (t) => {
   const base = t.testdir({ blocker: 'a file where the directory should be' });
   const captured = captureLog();
-  const cache = new TokenCache({ dir: path.join(base, 'blocker', 'keystone'), ttlSeconds: 1800, marginMs: 60_000, log: captured.log });
+  const cache = new TokenCache({
+    dir: path.join(base, 'blocker', 'keystone'),
+    ttlSeconds: 1800,
+    marginMs: 60_000,
+    log: captured.log,
+  });
   await cache.save(ID, TOKEN, NOW);
   t.same(
     captured.lines.map((l) => [l.level, l.msg, l.error]),

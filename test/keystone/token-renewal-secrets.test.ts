@@ -14,7 +14,13 @@ import { startKeystoneServer } from '../helpers/keystone-server.js';
 t.afterEach(() => clearRegisteredSecrets());
 
 /** Renew `renewals` times and check the list and the per-line cost stay where they were after the first token. */
-async function renewalsKeepListBounded(t: Test, session: KeystoneSession, clock: { now: number }, renewals: number, password: string): Promise<void> {
+async function renewalsKeepListBounded(
+  t: Test,
+  session: KeystoneSession,
+  clock: { now: number },
+  renewals: number,
+  password: string,
+): Promise<void> {
   const captured = captureLog('info');
   const lineCost = (line: string): number => {
     const before = secretComparisons();
@@ -37,9 +43,15 @@ async function renewalsKeepListBounded(t: Test, session: KeystoneSession, clock:
     largest = Math.max(largest, secrets.size);
   }
   t.equal(new Set(seen).size, renewals + 1, 'every round was a renewal');
-  t.ok(largest <= firstSize * 3, `the list never grew past the password and two tokens (largest ${largest}, first ${firstSize})`);
+  t.ok(
+    largest <= firstSize * 3,
+    `the list never grew past the password and two tokens (largest ${largest}, first ${firstSize})`,
+  );
   const lastCost = lineCost(`${current.token} ${seen.at(-2)} ${password}`);
-  t.ok(lastCost <= firstSize * 3, `a line after ${renewals} renewals costs ${lastCost} comparisons (after the first: ${firstCost})`);
+  t.ok(
+    lastCost <= firstSize * 3,
+    `a line after ${renewals} renewals costs ${lastCost} comparisons (after the first: ${firstCost})`,
+  );
   const text = captured.text();
   t.notOk(text.includes(current.token), 'the current token is scrubbed');
   t.notOk(text.includes(seen.at(-2)!), 'the token it replaced, not yet expired, is scrubbed');
@@ -53,38 +65,62 @@ async function renewalsKeepListBounded(t: Test, session: KeystoneSession, clock:
   t.equal(secrets.size, 0, 'a closed session leaves nothing on the list');
 }
 
-t.test('10,000 token renewals keep the secret list, and the work per log line, bounded (Keystone is an in-process fake HttpClient: 10,000 loopback logins take minutes here)', async (t) => {
-  let issued = 0;
-  const password = 'fake-keystone-password';
-  const fake: HttpClient = {
-    async request(req) {
-      // What Keystone checks of a password login, then a fresh token for an hour.
-      const auth = JSON.parse(String(req.body)) as { auth: { identity: { password: { user: { password: string } } } } };
-      if (req.method !== 'POST' || !req.url.endsWith('/v3/auth/tokens') || auth.auth.identity.password.user.password !== password) {
-        return { statusCode: 401, headers: {}, body: Buffer.from('{}'), redactedUrl: req.url };
-      }
-      issued++;
-      const body = JSON.stringify({ token: { expires_at: new Date(clock.now + 3600_000).toISOString(), catalog: [] } });
-      return { statusCode: 201, headers: { 'x-subject-token': `gAAAAAfake${issued}-${randomUUID()}` }, body: Buffer.from(body), redactedUrl: req.url };
-    },
-  };
-  const clock = { now: Date.now() };
-  const session = new KeystoneSession(fake, { authUrl: 'http://keystone.test/v3', userId: 'u', password, projectId: 'p' }, { timeoutSeconds: 5, now: () => clock.now });
-  await renewalsKeepListBounded(t, session, clock, 10_000, password);
-  t.equal(issued, 10_001);
-});
+t.test(
+  '10,000 token renewals keep the secret list, and the work per log line, bounded (Keystone is an in-process fake HttpClient: 10,000 loopback logins take minutes here)',
+  async (t) => {
+    let issued = 0;
+    const password = 'fake-keystone-password';
+    const fake: HttpClient = {
+      async request(req) {
+        // What Keystone checks of a password login, then a fresh token for an hour.
+        const auth = JSON.parse(String(req.body)) as {
+          auth: { identity: { password: { user: { password: string } } } };
+        };
+        if (
+          req.method !== 'POST' ||
+          !req.url.endsWith('/v3/auth/tokens') ||
+          auth.auth.identity.password.user.password !== password
+        ) {
+          return { statusCode: 401, headers: {}, body: Buffer.from('{}'), redactedUrl: req.url };
+        }
+        issued++;
+        const body = JSON.stringify({
+          token: { expires_at: new Date(clock.now + 3600_000).toISOString(), catalog: [] },
+        });
+        return {
+          statusCode: 201,
+          headers: { 'x-subject-token': `gAAAAAfake${issued}-${randomUUID()}` },
+          body: Buffer.from(body),
+          redactedUrl: req.url,
+        };
+      },
+    };
+    const clock = { now: Date.now() };
+    const session = new KeystoneSession(
+      fake,
+      { authUrl: 'http://keystone.test/v3', userId: 'u', password, projectId: 'p' },
+      { timeoutSeconds: 5, now: () => clock.now },
+    );
+    await renewalsKeepListBounded(t, session, clock, 10_000, password);
+    t.equal(issued, 10_001);
+  },
+);
 
 t.test('token renewals against a real Keystone server: the same bound', async (t) => {
   const ks = await startKeystoneServer();
   t.teardown(() => ks.close());
   const http = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 });
   const clock = { now: Date.now() };
-  const session = new KeystoneSession(http, { authUrl: ks.authUrl, userId: ks.userId, password: ks.password, projectId: ks.projectId }, { timeoutSeconds: 5, now: () => clock.now });
+  const session = new KeystoneSession(
+    http,
+    { authUrl: ks.authUrl, userId: ks.userId, password: ks.password, projectId: ks.projectId },
+    { timeoutSeconds: 5, now: () => clock.now },
+  );
   await renewalsKeepListBounded(t, session, clock, 100, ks.password);
   t.equal(ks.tokensIssued(), 101);
 });
 
-t.test('a reconfigured source: the session made for new credentials releases the old one\'s password', async (t) => {
+t.test("a reconfigured source: the session made for new credentials releases the old one's password", async (t) => {
   const ks = await startKeystoneServer();
   t.teardown(() => ks.close());
   const http = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 });

@@ -13,7 +13,8 @@ import { REPO, requireBundle } from '../helpers/bundle.js';
 const dist = () => path.dirname(requireBundle());
 // tap adds loader hooks to every child it sees start (NODE_OPTIONS, put back into any env given to spawn); they cannot
 // load the extensionless launchers, so the launchers are started through env(1) without them.
-const run = (file: string, args: string[]) => spawnSync('/usr/bin/env', ['-u', 'NODE_OPTIONS', file, ...args], { encoding: 'utf8', timeout: 60_000 });
+const run = (file: string, args: string[]) =>
+  spawnSync('/usr/bin/env', ['-u', 'NODE_OPTIONS', file, ...args], { encoding: 'utf8', timeout: 60_000 });
 
 t.test('the CLI takes its command from the name it was started by, for every listed name', async (t) => {
   for (const name of COMMAND_NAMES) {
@@ -21,12 +22,16 @@ t.test('the CLI takes its command from the name it was started by, for every lis
     t.equal(programNameFrom(name), name);
   }
   t.equal(programNameFrom('/opt/os-config-agent/lib/os-config-agent.mjs'), AGENT_COMMAND);
-  t.equal(programNameFrom('/usr/bin/os-apply-config.js'), 'os-apply-config', 'a script extension is not part of the name');
+  t.equal(
+    programNameFrom('/usr/bin/os-apply-config.js'),
+    'os-apply-config',
+    'a script extension is not part of the name',
+  );
   t.equal(programNameFrom('/usr/bin/something-else'), AGENT_COMMAND, 'an unknown name runs the agent');
   t.equal(programNameFrom(undefined), AGENT_COMMAND);
 });
 
-t.test('package.json names the same commands, each at the build\'s launcher', async (t) => {
+t.test("package.json names the same commands, each at the build's launcher", async (t) => {
   t.same(Object.keys(pkg.bin).sort(), [...COMMAND_NAMES].sort());
   const bin = pkg.bin as Record<string, string>;
   t.equal(bin[AGENT_COMMAND], `dist/${AGENT_COMMAND}.mjs`);
@@ -34,14 +39,32 @@ t.test('package.json names the same commands, each at the build\'s launcher', as
 });
 
 t.test('the build writes the list for the element and the Debian package', async (t) => {
-  t.equal(readFileSync(path.join(dist(), 'command-names'), 'utf8'), `${COMMAND_NAMES.join('\n')}\n`, 'one per line, the agent first');
-  t.same(JSON.parse(readFileSync(path.join(dist(), 'command-names.json'), 'utf8')), { agent: AGENT_COMMAND, compat: COMPAT_COMMANDS });
-  const element = readFileSync(path.join(REPO, 'elements/os-config-agent/install.d/20-os-config-agent-install'), 'utf8');
+  t.equal(
+    readFileSync(path.join(dist(), 'command-names'), 'utf8'),
+    `${COMMAND_NAMES.join('\n')}\n`,
+    'one per line, the agent first',
+  );
+  t.same(JSON.parse(readFileSync(path.join(dist(), 'command-names.json'), 'utf8')), {
+    agent: AGENT_COMMAND,
+    compat: COMPAT_COMMANDS,
+  });
+  const element = readFileSync(
+    path.join(REPO, 'elements/os-config-agent/install.d/20-os-config-agent-install'),
+    'utf8',
+  );
   t.match(element, 'mapfile -t commands < "${stage}/dist/command-names"');
   const deb = readFileSync(path.join(REPO, 'scripts/package-deb.mjs'), 'utf8');
   t.match(deb, "readFileSync(path.join(dist, 'command-names.json')");
-  for (const [file, text] of [['element', element], ['package-deb', deb], ['build', readFileSync(path.join(REPO, 'scripts/build.mjs'), 'utf8')]]) {
-    t.notMatch(text, /['"]os-apply-config['"],\s*['"]os-refresh-config['"]|os-apply-config os-refresh-config/, `${file}: no list of names of its own`);
+  for (const [file, text] of [
+    ['element', element],
+    ['package-deb', deb],
+    ['build', readFileSync(path.join(REPO, 'scripts/build.mjs'), 'utf8')],
+  ]) {
+    t.notMatch(
+      text,
+      /['"]os-apply-config['"],\s*['"]os-refresh-config['"]|os-apply-config os-refresh-config/,
+      `${file}: no list of names of its own`,
+    );
   }
 });
 
@@ -70,10 +93,17 @@ t.test('each compatibility launcher is a small file that runs the one bundle und
 
 t.test('one bundle format: ES modules only, no code cache files, no V8 flags or stand-ins at run time', async (t) => {
   const files = readdirSync(dist(), { recursive: true, encoding: 'utf8' }).filter((f) => !f.startsWith('hooks'));
-  t.same(files.filter((f) => /\.(cjs|cache)$/.test(f)), [], 'no CommonJS bundle, no code cache beside one');
-  const code = files.filter((f) => f.endsWith('.mjs')).map((f) => readFileSync(path.join(dist(), f), 'utf8')).join('\n');
+  t.same(
+    files.filter((f) => /\.(cjs|cache)$/.test(f)),
+    [],
+    'no CommonJS bundle, no code cache beside one',
+  );
+  const code = files
+    .filter((f) => f.endsWith('.mjs'))
+    .map((f) => readFileSync(path.join(dist(), f), 'utf8'))
+    .join('\n');
   t.notMatch(code, /setFlagsFromString/, 'V8 flags come from the command line');
   t.notMatch(code, /cachedData|runInThisContext/, 'no vm.Script code cache');
   t.notMatch(code, /lazy-builtin|standIn/, 'no stand-ins for Node builtins');
-  t.match(code, /enableCompileCache/, 'Node\'s own compile cache where Node has it');
+  t.match(code, /enableCompileCache/, "Node's own compile cache where Node has it");
 });

@@ -9,7 +9,10 @@ const repo = fileURLToPath(new URL('../..', import.meta.url));
 const eslint = new ESLint({ cwd: repo });
 const RULE = 'layers/imports';
 const graphFile = new URL('../../eslint.layers.js', import.meta.url).href;
-const { LAYERS, TYPE_ONLY } = (await import(graphFile)) as { LAYERS: Record<string, readonly string[]>; TYPE_ONLY: Record<string, readonly string[] | undefined> };
+const { LAYERS, TYPE_ONLY } = (await import(graphFile)) as {
+  LAYERS: Record<string, readonly string[]>;
+  TYPE_ONLY: Record<string, readonly string[] | undefined>;
+};
 
 async function layerErrors(file: string, source: string): Promise<string[]> {
   const [result] = await eslint.lintText(source, { filePath: `${repo}/${file}` });
@@ -54,23 +57,59 @@ t.test('the rules that keep the architecture', async (t) => {
     ['src/self-config/probe.ts', 'daemon/agent.js', 'self-config may not import daemon'],
   ];
   for (const [file, target, message] of refused) {
-    t.same(await layerErrors(file, valueImport(file, target)), [`${message} (the layer graph in eslint.layers.js): move what is needed down, or declare an interface here`], `${file} -> ${target}`);
-    t.equal((await layerErrors(file, typeImport(file, target))).length, 1, `${file} -> ${target}, types only, is refused too`);
+    t.same(
+      await layerErrors(file, valueImport(file, target)),
+      [`${message} (the layer graph in eslint.layers.js): move what is needed down, or declare an interface here`],
+      `${file} -> ${target}`,
+    );
+    t.equal(
+      (await layerErrors(file, typeImport(file, target))).length,
+      1,
+      `${file} -> ${target}, types only, is refused too`,
+    );
   }
 });
 
-t.test('the idle daemon: deploy, signals, apply, refresh and hooks only as types (their code is loaded with import())', async (t) => {
-  for (const target of ['deploy/deploy-step.js', 'signals/cfn-signal-queue.js', 'apply/apply-templates.js', 'refresh/run-refresh.js', 'hooks/registry.js']) {
-    const errors = await layerErrors('src/daemon/probe.ts', valueImport('src/daemon/probe.ts', target));
-    t.equal(errors.length, 1, `a value from ${target} is refused`);
-    t.match(errors[0] ?? '', /only as types, and load it with import\(\)/);
-    t.same(await layerErrors('src/daemon/probe.ts', typeImport('src/daemon/probe.ts', target)), [], `a type from ${target} passes`);
-    const mixed = `import { type X, y } from '../${target}';\nexport type Z = X;\nexport const w = y;\n`;
-    t.equal((await layerErrors('src/daemon/probe.ts', mixed)).length, 1, `a value beside a type from ${target} is refused`);
-  }
-  t.same(await layerErrors('src/daemon/probe.ts', "export async function f() {\n  return (await import('../deploy/deploy-step.js')).deployFromPairs;\n}\n"), [], 'import() passes');
-  t.equal((await layerErrors('src/daemon/probe.ts', "export { flushOutbox } from '../signals/outbox.js';\n")).length, 1, 'a re-export counts as an import');
-});
+t.test(
+  'the idle daemon: deploy, signals, apply, refresh and hooks only as types (their code is loaded with import())',
+  async (t) => {
+    for (const target of [
+      'deploy/deploy-step.js',
+      'signals/cfn-signal-queue.js',
+      'apply/apply-templates.js',
+      'refresh/run-refresh.js',
+      'hooks/registry.js',
+    ]) {
+      const errors = await layerErrors('src/daemon/probe.ts', valueImport('src/daemon/probe.ts', target));
+      t.equal(errors.length, 1, `a value from ${target} is refused`);
+      t.match(errors[0] ?? '', /only as types, and load it with import\(\)/);
+      t.same(
+        await layerErrors('src/daemon/probe.ts', typeImport('src/daemon/probe.ts', target)),
+        [],
+        `a type from ${target} passes`,
+      );
+      const mixed = `import { type X, y } from '../${target}';\nexport type Z = X;\nexport const w = y;\n`;
+      t.equal(
+        (await layerErrors('src/daemon/probe.ts', mixed)).length,
+        1,
+        `a value beside a type from ${target} is refused`,
+      );
+    }
+    t.same(
+      await layerErrors(
+        'src/daemon/probe.ts',
+        "export async function f() {\n  return (await import('../deploy/deploy-step.js')).deployFromPairs;\n}\n",
+      ),
+      [],
+      'import() passes',
+    );
+    t.equal(
+      (await layerErrors('src/daemon/probe.ts', "export { flushOutbox } from '../signals/outbox.js';\n")).length,
+      1,
+      'a re-export counts as an import',
+    );
+  },
+);
 
 t.test('imports within a folder, downwards and from the entry points pass', async (t) => {
   const cases: Array<[string, string]> = [
@@ -84,29 +123,40 @@ t.test('imports within a folder, downwards and from the entry points pass', asyn
     ['src/bin.ts', 'cli/main.js'],
     ['src/errors.ts', 'errors.js'],
   ];
-  for (const [file, target] of cases) t.same(await layerErrors(file, valueImport(file, target)), [], `${file} -> ${target}`);
+  for (const [file, target] of cases)
+    t.same(await layerErrors(file, valueImport(file, target)), [], `${file} -> ${target}`);
 });
 
 t.test('every pair of folders is judged as the graph says, from any depth', async (t) => {
   const layers = LAYERS;
   const typeOnly = TYPE_ONLY;
   const names = Object.keys(layers);
-  const folderOf = (name: string, depth: number) => (name.endsWith('.ts') ? `src/${name}` : `src/${name}/${'sub/'.repeat(depth)}probe.ts`);
+  const folderOf = (name: string, depth: number) =>
+    name.endsWith('.ts') ? `src/${name}` : `src/${name}/${'sub/'.repeat(depth)}probe.ts`;
   const targetOf = (name: string) => (name.endsWith('.ts') ? name.replace(/\.ts$/, '.js') : `${name}/probe.js`);
   let checked = 0;
   for (const from of names) {
     const allowed = layers[from] ?? [];
     const file = folderOf(from, checked % 2);
-    const source = names.map((to, i) => valueImport(file, targetOf(to)).replace(/\bx\b/g, `x${i}`).replace(/\by\b/g, `y${i}`)).join('');
+    const source = names
+      .map((to, i) => valueImport(file, targetOf(to)).replace(/\bx\b/g, `x${i}`).replace(/\by\b/g, `y${i}`))
+      .join('');
     const errors = await layerErrors(file, source);
     const expected = names.filter((to) => to !== from && !allowed.includes('*') && !allowed.includes(to));
     t.equal(errors.length, expected.length, `${from}: refused ${expected.join(', ') || 'nothing'}`);
     for (const to of expected) {
       t.ok(
-        errors.some((e) => e.startsWith(`${from} may import ${to} only as types`) || e.startsWith(`${from} may not import ${to} `)),
+        errors.some(
+          (e) =>
+            e.startsWith(`${from} may import ${to} only as types`) || e.startsWith(`${from} may not import ${to} `),
+        ),
         `${from} -> ${to} refused`,
       );
-      if ((typeOnly[from] ?? []).includes(to)) t.ok(errors.some((e) => e.startsWith(`${from} may import ${to} only as types`)), `${from} -> ${to}: types only`);
+      if ((typeOnly[from] ?? []).includes(to))
+        t.ok(
+          errors.some((e) => e.startsWith(`${from} may import ${to} only as types`)),
+          `${from} -> ${to}: types only`,
+        );
     }
     checked++;
   }

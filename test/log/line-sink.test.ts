@@ -18,19 +18,25 @@ t.test('not held: each line is written at once, as it comes', async (t) => {
   t.same(writes, [line(1), line(2)]);
 });
 
-t.test('held: lines are gathered into blocks of about 8 KB; release writes the rest; order and bytes kept', async (t) => {
-  const { sink, writes } = recorded();
-  const release = sink.hold();
-  const lines = Array.from({ length: 1000 }, (_, i) => line(i));
-  for (const l of lines) sink.write(l);
-  const total = lines.join('').length;
-  t.ok(writes.length >= Math.floor(total / 8192) - 1 && writes.length <= Math.ceil(total / 8192), `${writes.length} writes for ${total} characters`);
-  for (const w of writes) t.ok(w.length >= 8192 && w.length < 8192 + 100, 'a full block');
-  release();
-  t.equal(writes.join(''), lines.join(''), 'every line, in order, after the release');
-  sink.write(line(5000));
-  t.equal(writes.at(-1), line(5000), 'after the release, lines go out one by one again');
-});
+t.test(
+  'held: lines are gathered into blocks of about 8 KB; release writes the rest; order and bytes kept',
+  async (t) => {
+    const { sink, writes } = recorded();
+    const release = sink.hold();
+    const lines = Array.from({ length: 1000 }, (_, i) => line(i));
+    for (const l of lines) sink.write(l);
+    const total = lines.join('').length;
+    t.ok(
+      writes.length >= Math.floor(total / 8192) - 1 && writes.length <= Math.ceil(total / 8192),
+      `${writes.length} writes for ${total} characters`,
+    );
+    for (const w of writes) t.ok(w.length >= 8192 && w.length < 8192 + 100, 'a full block');
+    release();
+    t.equal(writes.join(''), lines.join(''), 'every line, in order, after the release');
+    sink.write(line(5000));
+    t.equal(writes.at(-1), line(5000), 'after the release, lines go out one by one again');
+  },
+);
 
 t.test('holds nest: lines go out when the last is released; a release called twice counts once', async (t) => {
   const { sink, writes } = recorded();
@@ -70,7 +76,9 @@ t.test('lines held when the process exits are written (process.exit inside a hol
     for (let i = 0; i < 50; i++) sink.write('line ' + i + '\\n');
     process.exit(4);`;
   const tsLoader = process.execArgv.filter((a) => a.includes('@tapjs/typescript'));
-  const child = spawn(process.execPath, [...tsLoader, '--input-type=module', '-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...tsLoader, '--input-type=module', '-e', script], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const code = await new Promise((resolve) => child.on('close', resolve));

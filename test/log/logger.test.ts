@@ -21,7 +21,9 @@ t.afterEach(() => clearRegisteredSecrets());
 
 t.test('lines are JSON with level label, name, ISO time, message and fields', async (t) => {
   const { log, lines } = capture();
-  log.child({ component: 'collector', collector: 'local' }).info({ dir: '/x' }, 'local data directory not found; skipping');
+  log
+    .child({ component: 'collector', collector: 'local' })
+    .info({ dir: '/x' }, 'local data directory not found; skipping');
   const [line] = lines();
   t.match(line, {
     level: 'info',
@@ -38,10 +40,16 @@ t.test('level filtering: info by default, debug when asked', async (t) => {
   const info = capture();
   info.log.debug('hidden');
   info.log.info('shown');
-  t.same(info.lines().map((l) => l.msg), ['shown']);
+  t.same(
+    info.lines().map((l) => l.msg),
+    ['shown'],
+  );
   const debug = capture('debug');
   debug.log.debug('now shown');
-  t.same(debug.lines().map((l) => l.msg), ['now shown']);
+  t.same(
+    debug.lines().map((l) => l.msg),
+    ['now shown'],
+  );
 });
 
 t.test('a registered secret never reaches a line: message, field, nested field, URL, Error', async (t) => {
@@ -66,7 +74,16 @@ t.test('a registered secret never reaches a line: message, field, nested field, 
 
 t.test('credential fields are redacted by name even when not registered', async (t) => {
   const { log, lines } = capture();
-  log.info({ password: 'p1', heat: { password: 'p2' }, cfn: { secret_access_key: 'k1' }, token: 't1', headers: { authorization: 'Bearer x', 'x-auth-token': 'tok' } }, 'creds');
+  log.info(
+    {
+      password: 'p1',
+      heat: { password: 'p2' },
+      cfn: { secret_access_key: 'k1' },
+      token: 't1',
+      headers: { authorization: 'Bearer x', 'x-auth-token': 'tok' },
+    },
+    'creds',
+  );
   const [line] = lines() as Array<Record<string, never>>;
   t.equal(line?.password, '[REDACTED]');
   t.same(line?.heat, { password: '[REDACTED]' });
@@ -105,7 +122,9 @@ t.test('parseLogLevel', async (t) => {
   t.equal(parseLogLevel('warning'), 'warn', 'Python logging spelling');
   t.equal(parseLogLevel('WARNING'), 'warn');
   t.equal(parseLogLevel('critical'), 'fatal');
-  t.throws(() => parseLogLevel('verbose'), { message: /unknown log level "verbose": use one of fatal, error, warn, info, debug, trace, silent/ });
+  t.throws(() => parseLogLevel('verbose'), {
+    message: /unknown log level "verbose": use one of fatal, error, warn, info, debug, trace, silent/,
+  });
   t.throws(() => parseLogLevel(''), /unknown log level/);
   t.throws(() => parseLogLevel('constructor'), /unknown log level/);
 });
@@ -118,7 +137,10 @@ const childArgs = [...process.execArgv.filter((a) => a.includes('@tapjs/typescri
 t.test('buffered logger: every line is written by the time the process exits, process.exit included', async (t) => {
   const res = spawnSync(process.execPath, [...childArgs, 'exit'], { encoding: 'utf8', timeout: 30_000 });
   t.equal(res.status, 3);
-  const lines = res.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { path: string });
+  const lines = res.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { path: string });
   t.equal(lines.length, 300);
   t.equal(lines[299]?.path, '/etc/app/file-299.conf');
 });
@@ -129,23 +151,35 @@ async function messagesBeforeKill(mode: string): Promise<string[]> {
   let stderr = '';
   proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const killer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
-  await new Promise<void>((resolve) => proc.stdout.on('data', (c: Buffer) => c.toString().includes('waiting') && resolve()));
+  await new Promise<void>((resolve) =>
+    proc.stdout.on('data', (c: Buffer) => c.toString().includes('waiting') && resolve()),
+  );
   // Whatever the child wrote before it said "waiting" is in the pipe; give the reader a moment to drain it.
   await new Promise((r) => setTimeout(r, 200));
   proc.kill('SIGKILL');
   await new Promise((r) => proc.on('close', r));
   clearTimeout(killer);
-  return stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { msg: string }).msg);
+  return stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => (JSON.parse(l) as { msg: string }).msg);
 }
 
 t.test('buffered logger: flush() writes at once; lines after it wait for the next flush or exit', async (t) => {
-  t.same(await messagesBeforeKill('flush-then-hang'), Array(5).fill('before the wait'), 'the flushed lines, and not the line still buffered when it was killed');
+  t.same(
+    await messagesBeforeKill('flush-then-hang'),
+    Array(5).fill('before the wait'),
+    'the flushed lines, and not the line still buffered when it was killed',
+  );
 });
 
-t.test('holdLogLines: a held logger writes nothing until released; then the held lines, and each later line at once', async (t) => {
-  t.same(await messagesBeforeKill('hold-then-hang'), [], 'held lines are not written yet');
-  t.same(await messagesBeforeKill('hold-release-then-hang'), [...Array(5).fill('held'), 'after the release']);
-});
+t.test(
+  'holdLogLines: a held logger writes nothing until released; then the held lines, and each later line at once',
+  async (t) => {
+    t.same(await messagesBeforeKill('hold-then-hang'), [], 'held lines are not written yet');
+    t.same(await messagesBeforeKill('hold-release-then-hang'), [...Array(5).fill('held'), 'after the release']);
+  },
+);
 
 t.test('holdLogLines on a logger with a stream of its own: nothing is held', async (t) => {
   const { log, lines } = capture();

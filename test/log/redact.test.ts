@@ -1,5 +1,13 @@
 import t from 'tap';
-import { clearRegisteredSecrets, redactFields, redactUrl, registerSecret, scrubText, setSecrets, urlCredentialSecrets } from '../../src/log/redact.js';
+import {
+  clearRegisteredSecrets,
+  redactFields,
+  redactUrl,
+  registerSecret,
+  scrubText,
+  setSecrets,
+  urlCredentialSecrets,
+} from '../../src/log/redact.js';
 
 t.afterEach(() => clearRegisteredSecrets());
 
@@ -46,29 +54,56 @@ t.test('clearRegisteredSecrets forgets everything', async (t) => {
 
 t.test('signature-like query parameters are scrubbed without registration', async (t) => {
   t.equal(
-    scrubText('GET http://h:8000/v1/signal/arn?Timestamp=1&SignatureMethod=HmacSHA256&AWSAccessKeyId=AK&SignatureVersion=2&Signature=abc%2Bdef%3D'),
+    scrubText(
+      'GET http://h:8000/v1/signal/arn?Timestamp=1&SignatureMethod=HmacSHA256&AWSAccessKeyId=AK&SignatureVersion=2&Signature=abc%2Bdef%3D',
+    ),
     'GET http://h:8000/v1/signal/arn?Timestamp=1&SignatureMethod=HmacSHA256&AWSAccessKeyId=AK&SignatureVersion=2&Signature=[REDACTED]',
   );
   t.equal(
     scrubText('https://swift/v1/AUTH_x/c/o?temp_url_sig=0123456789abcdef&temp_url_expires=2000000000'),
     'https://swift/v1/AUTH_x/c/o?temp_url_sig=[REDACTED]&temp_url_expires=2000000000',
   );
-  t.equal(scrubText('"url":"https://s3/o?X-Amz-Signature=ff00&X-Amz-Security-Token=tok"'), '"url":"https://s3/o?X-Amz-Signature=[REDACTED]&X-Amz-Security-Token=[REDACTED]"');
-  t.equal(scrubText('http://h/?token=t1&password=p1&secret_access_key=k1'), 'http://h/?token=[REDACTED]&password=[REDACTED]&secret_access_key=[REDACTED]');
+  t.equal(
+    scrubText('"url":"https://s3/o?X-Amz-Signature=ff00&X-Amz-Security-Token=tok"'),
+    '"url":"https://s3/o?X-Amz-Signature=[REDACTED]&X-Amz-Security-Token=[REDACTED]"',
+  );
+  t.equal(
+    scrubText('http://h/?token=t1&password=p1&secret_access_key=k1'),
+    'http://h/?token=[REDACTED]&password=[REDACTED]&secret_access_key=[REDACTED]',
+  );
   t.equal(scrubText('http://h/?SIGNATURE=zz'), 'http://h/?SIGNATURE=[REDACTED]', 'parameter names match in any case');
-  t.equal(scrubText('http://h/?SignatureMethod=HmacSHA256'), 'http://h/?SignatureMethod=HmacSHA256', 'only the exact parameter name');
+  t.equal(
+    scrubText('http://h/?SignatureMethod=HmacSHA256'),
+    'http://h/?SignatureMethod=HmacSHA256',
+    'only the exact parameter name',
+  );
 });
 
 t.test('credential-named JSON fields are scrubbed at any depth', async (t) => {
-  const line = JSON.stringify({ a: { b: { password: 'pw "q"', secret_access_key: 'sk', deploy_signal_id: 'http://x?y', keep: 'visible' } }, token: 't' });
+  const line = JSON.stringify({
+    a: { b: { password: 'pw "q"', secret_access_key: 'sk', deploy_signal_id: 'http://x?y', keep: 'visible' } },
+    token: 't',
+  });
   const out = JSON.parse(scrubText(line)) as { a: { b: Record<string, string> }; token: string };
-  t.same(out.a.b, { password: '[REDACTED]', secret_access_key: '[REDACTED]', deploy_signal_id: '[REDACTED]', keep: 'visible' });
+  t.same(out.a.b, {
+    password: '[REDACTED]',
+    secret_access_key: '[REDACTED]',
+    deploy_signal_id: '[REDACTED]',
+    keep: 'visible',
+  });
   t.equal(out.token, '[REDACTED]');
-  t.equal(scrubText('{"password":"[REDACTED]"}'), '{"password":"[REDACTED]"}', 'already redacted fields are left as they are');
+  t.equal(
+    scrubText('{"password":"[REDACTED]"}'),
+    '{"password":"[REDACTED]"}',
+    'already redacted fields are left as they are',
+  );
 });
 
 t.test('userinfo in URLs is scrubbed', async (t) => {
-  t.equal(scrubText('fetching https://user:pa55@example.com/path now'), 'fetching https://[REDACTED]@example.com/path now');
+  t.equal(
+    scrubText('fetching https://user:pa55@example.com/path now'),
+    'fetching https://[REDACTED]@example.com/path now',
+  );
   t.equal(scrubText('"http://admin@h:5000/v3"'), '"http://[REDACTED]@h:5000/v3"');
   t.equal(scrubText('http://h/path?mail=a@b.c'), 'http://h/path?mail=a@b.c', 'an @ after the host is not userinfo');
   t.equal(scrubText('mail me at a@b.c'), 'mail me at a@b.c');
@@ -76,10 +111,20 @@ t.test('userinfo in URLs is scrubbed', async (t) => {
 
 t.test('redactUrl', async (t) => {
   t.equal(redactUrl('https://user:pw@example.com:8080/a/b?x=1'), 'https://example.com:8080/a/b?x=1');
-  t.equal(redactUrl('http://h/o?temp_url_sig=abc&temp_url_expires=9'), 'http://h/o?temp_url_sig=[REDACTED]&temp_url_expires=9');
-  t.equal(redactUrl('http://h/s?Signature=a%2Bb&SignatureMethod=HmacSHA256'), 'http://h/s?Signature=[REDACTED]&SignatureMethod=HmacSHA256');
+  t.equal(
+    redactUrl('http://h/o?temp_url_sig=abc&temp_url_expires=9'),
+    'http://h/o?temp_url_sig=[REDACTED]&temp_url_expires=9',
+  );
+  t.equal(
+    redactUrl('http://h/s?Signature=a%2Bb&SignatureMethod=HmacSHA256'),
+    'http://h/s?Signature=[REDACTED]&SignatureMethod=HmacSHA256',
+  );
   t.equal(redactUrl('http://h/s?signature=1&TOKEN=2'), 'http://h/s?signature=[REDACTED]&TOKEN=[REDACTED]');
-  t.equal(redactUrl('http://169.254.169.254/latest/meta-data'), 'http://169.254.169.254/latest/meta-data', 'an ordinary URL is unchanged');
+  t.equal(
+    redactUrl('http://169.254.169.254/latest/meta-data'),
+    'http://169.254.169.254/latest/meta-data',
+    'an ordinary URL is unchanged',
+  );
   t.notOk(redactUrl('http://h/o?temp_url_sig=abc').includes('abc'));
 });
 
@@ -95,7 +140,14 @@ t.test('redactUrl on something that is not a URL falls back to text scrubbing', 
 });
 
 t.test('redactFields: credential names at the top level, one level down and in headers; any value type', async (t) => {
-  const fields = { password: 12345, heat: { password: { nested: 'p' }, user: 'u' }, cfn: { secret_access_key: 'k' }, token: ['t'], headers: { authorization: 'Bearer x', 'x-auth-token': 'tok', accept: 'json' }, path: '/etc/x' };
+  const fields = {
+    password: 12345,
+    heat: { password: { nested: 'p' }, user: 'u' },
+    cfn: { secret_access_key: 'k' },
+    token: ['t'],
+    headers: { authorization: 'Bearer x', 'x-auth-token': 'tok', accept: 'json' },
+    path: '/etc/x',
+  };
   const before = JSON.stringify(fields);
   t.same(redactFields(fields), {
     password: '[REDACTED]',
@@ -105,7 +157,7 @@ t.test('redactFields: credential names at the top level, one level down and in h
     headers: { authorization: '[REDACTED]', 'x-auth-token': '[REDACTED]', accept: 'json' },
     path: '/etc/x',
   });
-  t.equal(JSON.stringify(fields), before, 'the caller\'s object is not changed');
+  t.equal(JSON.stringify(fields), before, "the caller's object is not changed");
 });
 
 t.test('redactFields: nothing to redact gives the same object back (no copy); non-objects pass through', async (t) => {
@@ -127,17 +179,32 @@ t.test('redactFields: an Error that carries a credential keeps its message and s
   t.equal(err.password, 'pw', 'the original is untouched');
 });
 
-t.test('urlCredentialSecrets: the password of a proxy URL, with or without a scheme, raw, decoded and as Basic', async (t) => {
-  const urls = ['proxy-user:pa%24%24word@proxy.test:3128', 'https://other:second-pw@[fd00::1]:3128/', 'http://proxy.test:3128', undefined, 'http://only-user@proxy.test'];
-  setSecrets('proxy settings', urls.flatMap(urlCredentialSecrets));
-  t.equal(scrubText('a pa%24%24word b pa$$word c second-pw'), 'a [REDACTED] b [REDACTED] c [REDACTED]');
-  t.equal(scrubText(Buffer.from('proxy-user:pa$$word').toString('base64')), '[REDACTED]');
-  t.equal(scrubText('proxy.test:3128 only-user'), 'proxy.test:3128 only-user', 'no password: nothing registered');
-});
+t.test(
+  'urlCredentialSecrets: the password of a proxy URL, with or without a scheme, raw, decoded and as Basic',
+  async (t) => {
+    const urls = [
+      'proxy-user:pa%24%24word@proxy.test:3128',
+      'https://other:second-pw@[fd00::1]:3128/',
+      'http://proxy.test:3128',
+      undefined,
+      'http://only-user@proxy.test',
+    ];
+    setSecrets('proxy settings', urls.flatMap(urlCredentialSecrets));
+    t.equal(scrubText('a pa%24%24word b pa$$word c second-pw'), 'a [REDACTED] b [REDACTED] c [REDACTED]');
+    t.equal(scrubText(Buffer.from('proxy-user:pa$$word').toString('base64')), '[REDACTED]');
+    t.equal(scrubText('proxy.test:3128 only-user'), 'proxy.test:3128 only-user', 'no password: nothing registered');
+  },
+);
 
 t.test('Authorization and Proxy-Authorization headers are scrubbed as text and as fields', async (t) => {
-  t.equal(scrubText('sent Proxy-Authorization: Basic dXNlcjpwYXNz to the proxy'), 'sent Proxy-Authorization: [REDACTED] to the proxy');
-  t.equal(scrubText('{"proxy-authorization":"Basic dXNlcjpwYXNz","x":1}'), '{"proxy-authorization":"[REDACTED]","x":1}');
+  t.equal(
+    scrubText('sent Proxy-Authorization: Basic dXNlcjpwYXNz to the proxy'),
+    'sent Proxy-Authorization: [REDACTED] to the proxy',
+  );
+  t.equal(
+    scrubText('{"proxy-authorization":"Basic dXNlcjpwYXNz","x":1}'),
+    '{"proxy-authorization":"[REDACTED]","x":1}',
+  );
   t.equal(scrubText('authorization=Bearer abc.def'), 'authorization=[REDACTED]');
   t.equal(scrubText('the authorization failed'), 'the authorization failed', 'prose is left alone');
   const fields = redactFields({ headers: { 'proxy-authorization': 'Basic dXNlcjpwYXNz', accept: 'x' } });

@@ -3,7 +3,7 @@ import { SecretRegistry, urlCredentialSecrets } from '../../src/log/secret-regis
 
 // The logger's registry of secrets by owner: replaced, added to, released; a value two owners hold stays until both let go.
 
-t.test('set replaces the owner\'s values; release drops them', async (t) => {
+t.test("set replaces the owner's values; release drops them", async (t) => {
   const r = new SecretRegistry();
   r.set('session-1', ['password-1', 'token-aaaa']);
   t.same([...r.forms()].sort(), ['password-1', 'token-aaaa']);
@@ -18,7 +18,10 @@ t.test('set replaces the owner\'s values; release drops them', async (t) => {
 t.test('every encoded form is registered; too-short values are not', async (t) => {
   const r = new SecretRegistry();
   r.set('o', ['p@ss "w/rd"', 'abc', undefined, null]);
-  t.same([...r.forms()].sort(), ['p%40ss+%22w%2Frd%22', 'p%40ss%20%22w%2Frd%22', 'p@ss "w/rd"', 'p@ss \\"w/rd\\"'].sort());
+  t.same(
+    [...r.forms()].sort(),
+    ['p%40ss+%22w%2Frd%22', 'p%40ss%20%22w%2Frd%22', 'p@ss "w/rd"', 'p@ss \\"w/rd\\"'].sort(),
+  );
 });
 
 t.test('a value held by two owners stays until both release it', async (t) => {
@@ -42,7 +45,10 @@ t.test('add accumulates without re-encoding what is there; the order is longest 
   r.add('process', ['abcdefghij']);
   t.equal(r.size, 4, 'a b c d raw, URL-encoded and form-encoded (its JSON form is the raw one), abcdefghij once');
   const lengths = r.forms().map((f) => f.length);
-  t.same(lengths, [...lengths].sort((x, y) => y - x));
+  t.same(
+    lengths,
+    [...lengths].sort((x, y) => y - x),
+  );
 });
 
 t.test('many owners coming and going leave only the live ones', async (t) => {
@@ -55,9 +61,16 @@ t.test('many owners coming and going leave only the live ones', async (t) => {
   t.ok(r.size <= 20, `${r.size} forms`);
 });
 
-t.test('urlCredentialSecrets: the password of a proxy URL raw, decoded and as Basic; nothing without one', async (t) => {
-  t.same(urlCredentialSecrets('u:pa%24%24word@proxy.test:3128'), ['pa%24%24word', 'pa$$word', Buffer.from('u:pa$$word').toString('base64')]);
-  t.same(urlCredentialSecrets('http://proxy.test:3128'), []);
-  t.same(urlCredentialSecrets('http://only-user@proxy.test'), []);
-  t.same(urlCredentialSecrets(undefined), []);
-});
+t.test(
+  'urlCredentialSecrets: the password of a proxy URL raw, decoded and as Basic; nothing without one',
+  async (t) => {
+    t.same(urlCredentialSecrets('u:pa%24%24word@proxy.test:3128'), [
+      'pa%24%24word',
+      'pa$$word',
+      Buffer.from('u:pa$$word').toString('base64'),
+    ]);
+    t.same(urlCredentialSecrets('http://proxy.test:3128'), []);
+    t.same(urlCredentialSecrets('http://only-user@proxy.test'), []);
+    t.same(urlCredentialSecrets(undefined), []);
+  },
+);

@@ -15,7 +15,14 @@ import { SCRATCH_ROOT_MOUNTS, SCRATCH_ROOT_RUN } from '../helpers/scratch-root.j
 
 const tools = ['dpkg-deb', 'lintian', 'strip', 'unshare', 'apt-get'];
 const missing = tools.find((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
-const skip = process.getuid?.() !== 0 ? 'needs root (mount namespaces, apt in a scratch root)' : missing ? `needs ${missing}` : !existsSync(path.join(REPO, 'dist/hooks/script')) ? 'needs the build (npm run build)' : false;
+const skip =
+  process.getuid?.() !== 0
+    ? 'needs root (mount namespaces, apt in a scratch root)'
+    : missing
+      ? `needs ${missing}`
+      : !existsSync(path.join(REPO, 'dist/hooks/script'))
+        ? 'needs the build (npm run build)'
+        : false;
 
 const { version } = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
 const out = mkdtempSync(path.join(os.tmpdir(), 'oca-deb-test-'));
@@ -25,45 +32,84 @@ let deb = '';
 t.before(() => {
   if (skip) return;
   // gzip: xz of the Node.js runtime would add a minute to every test run; the contents are the same.
-  const res = spawnSync(process.execPath, [path.join(REPO, 'scripts/package-deb.mjs'), '--out', out, '--compress', 'gzip'], { encoding: 'utf8', timeout: 600_000 });
+  const res = spawnSync(
+    process.execPath,
+    [path.join(REPO, 'scripts/package-deb.mjs'), '--out', out, '--compress', 'gzip'],
+    { encoding: 'utf8', timeout: 600_000 },
+  );
   if (res.status !== 0) throw new Error(`package-deb failed: ${res.stderr}${res.stdout}`);
   deb = path.join(out, `os-config-agent_${version}-1_amd64.deb`);
 });
 
-const dpkgDeb = (...args: string[]) => spawnSync('dpkg-deb', [...args, deb], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).stdout;
+const dpkgDeb = (...args: string[]) =>
+  spawnSync('dpkg-deb', [...args, deb], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).stdout;
 
 t.test('control fields: version, architecture, the Python commands taken over', { skip }, async (t) => {
-  const field = (name: string) => dpkgDeb('-f').split('\n').find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+  const field = (name: string) =>
+    dpkgDeb('-f')
+      .split('\n')
+      .find((l) => l.startsWith(`${name}:`))
+      ?.slice(name.length + 1)
+      .trim();
   t.equal(field('Package'), 'os-config-agent');
   t.equal(field('Version'), `${version}-1`);
   t.equal(field('Architecture'), 'amd64');
-  for (const f of ['Conflicts', 'Replaces']) t.equal(field(f), 'python3-os-collect-config, python3-os-apply-config, python3-os-refresh-config', f);
+  for (const f of ['Conflicts', 'Replaces'])
+    t.equal(field(f), 'python3-os-collect-config, python3-os-apply-config, python3-os-refresh-config', f);
   t.equal(dpkgDeb('--ctrl-tarfile').length > 0, true);
 });
 
-t.test('contents: launchers on PATH, every hook, the unit with the package\'s paths, the conffile, the runtime', { skip }, async (t) => {
-  const listing = dpkgDeb('-c');
-  for (const name of ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config']) {
-    t.match(listing, new RegExp(`\\./usr/bin/${name} -> \\.\\./lib/os-config-agent/bin/${name}\\n`), `/usr/bin/${name}`);
-  }
-  t.notMatch(listing, /\.\/usr\/bin\/cfn-signal/, 'cfn-signal is not put on PATH (heat-cfntools\' stays)');
-  for (const group of BUILTIN_HOOK_GROUPS) t.match(listing, new RegExp(`^-rwxr-xr-x root/root .* \\./usr/libexec/heat-config/hooks/${group}$`, 'm'), `hook ${group}`);
-  t.match(listing, /^-rw------- root\/root .* \.\/etc\/os-collect-config\.conf$/m, 'the configuration, 0600');
-  t.match(listing, /\.\/usr\/lib\/os-config-agent\/node\/bin\/node$/m, 'a Node.js runtime');
+t.test(
+  "contents: launchers on PATH, every hook, the unit with the package's paths, the conffile, the runtime",
+  { skip },
+  async (t) => {
+    const listing = dpkgDeb('-c');
+    for (const name of ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config']) {
+      t.match(
+        listing,
+        new RegExp(`\\./usr/bin/${name} -> \\.\\./lib/os-config-agent/bin/${name}\\n`),
+        `/usr/bin/${name}`,
+      );
+    }
+    t.notMatch(listing, /\.\/usr\/bin\/cfn-signal/, "cfn-signal is not put on PATH (heat-cfntools' stays)");
+    for (const group of BUILTIN_HOOK_GROUPS)
+      t.match(
+        listing,
+        new RegExp(`^-rwxr-xr-x root/root .* \\./usr/libexec/heat-config/hooks/${group}$`, 'm'),
+        `hook ${group}`,
+      );
+    t.match(listing, /^-rw------- root\/root .* \.\/etc\/os-collect-config\.conf$/m, 'the configuration, 0600');
+    t.match(listing, /\.\/usr\/lib\/os-config-agent\/node\/bin\/node$/m, 'a Node.js runtime');
 
-  const tree = path.join(out, 'tree');
-  mkdirSync(tree, { recursive: true });
-  spawnSync('dpkg-deb', ['-x', deb, tree]);
-  const unit = readFileSync(path.join(tree, 'lib/systemd/system/os-config-agent.service'), 'utf8');
-  t.match(unit, /^ExecStart=\/usr\/lib\/os-config-agent\/bin\/node --lite-mode --v8-pool-size=0 \/usr\/lib\/os-config-agent\/lib\/os-config-agent\.mjs run$/m);
-  t.notMatch(unit, /\/opt\//, 'no /opt path left');
-  const node = spawnSync(path.join(tree, 'usr/lib/os-config-agent/node/bin/node'), [path.join(tree, 'usr/lib/os-config-agent/lib/os-config-agent.mjs'), '--version'], { encoding: 'utf8' });
-  t.equal(node.stdout.trim(), version, 'the bundled runtime runs the bundle');
-  t.equal(spawnSync('dpkg-deb', ['-I', deb, 'conffiles'], { encoding: 'utf8' }).stdout, '/etc/os-collect-config.conf\n', 'a conffile');
-});
+    const tree = path.join(out, 'tree');
+    mkdirSync(tree, { recursive: true });
+    spawnSync('dpkg-deb', ['-x', deb, tree]);
+    const unit = readFileSync(path.join(tree, 'lib/systemd/system/os-config-agent.service'), 'utf8');
+    t.match(
+      unit,
+      /^ExecStart=\/usr\/lib\/os-config-agent\/bin\/node --lite-mode --v8-pool-size=0 \/usr\/lib\/os-config-agent\/lib\/os-config-agent\.mjs run$/m,
+    );
+    t.notMatch(unit, /\/opt\//, 'no /opt path left');
+    const node = spawnSync(
+      path.join(tree, 'usr/lib/os-config-agent/node/bin/node'),
+      [path.join(tree, 'usr/lib/os-config-agent/lib/os-config-agent.mjs'), '--version'],
+      { encoding: 'utf8' },
+    );
+    t.equal(node.stdout.trim(), version, 'the bundled runtime runs the bundle');
+    t.equal(
+      spawnSync('dpkg-deb', ['-I', deb, 'conffiles'], { encoding: 'utf8' }).stdout,
+      '/etc/os-collect-config.conf\n',
+      'a conffile',
+    );
+  },
+);
 
 t.test('lintian: no errors', { skip, timeout: 300_000 }, async (t) => {
-  const res = spawnSync('lintian', ['--tag-display-limit', '0', deb], { encoding: 'utf8', timeout: 280_000, maxBuffer: 16 * 1024 * 1024 });
+  const res = spawnSync('lintian', ['--tag-display-limit', '0', deb], {
+    encoding: 'utf8',
+    timeout: 280_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
   const errors = res.stdout.split('\n').filter((l) => l.startsWith('E:'));
   t.same(errors, [], 'no E: tags');
   t.comment(`lintian warnings: ${res.stdout.split('\n').filter((l) => l.startsWith('W:')).length}`);
@@ -98,28 +144,44 @@ echo "state-after-purge=$([ -e "$S/m/var/lib/os-config-agent" ] && echo kept || 
 echo "conf-after-purge=$([ -e "$S/m/etc/os-collect-config.conf" ] && echo kept || echo gone)" >> "$OUT/facts"
 `;
 
-t.test('apt install into a scratch root: takes the commands over, enabled, not started while not booted; remove keeps state; purge removes it', { skip, timeout: 300_000 }, async (t) => {
-  const scratch = path.join(out, 'scratch');
-  const facts = path.join(out, 'facts-dir');
-  mkdirSync(scratch);
-  mkdirSync(facts);
-  const res = spawnSync('unshare', ['--mount', '--fork', 'bash', '-c', SCRATCH, 'scratch', scratch, deb, facts], { encoding: 'utf8', timeout: 280_000 });
-  const read = (f: string) => (existsSync(path.join(facts, f)) ? readFileSync(path.join(facts, f), 'utf8') : '');
-  t.equal(res.status, 0, 'the scratch install ran', { stderr: res.stderr, install: read('install.log').slice(-2000) });
-  const got = Object.fromEntries(read('facts').trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-  t.equal(got.installed, 'ii');
-  if (got.before?.startsWith('ii')) t.not(got['python3-os-collect-config'], 'ii', 'Debian\'s python3-os-collect-config made way');
-  t.equal(got.version, version, 'os-collect-config is ours');
-  t.equal(got.enabled, '/lib/systemd/system/os-config-agent.service', 'the unit is enabled');
-  t.equal(got.statedir, '700', 'state directory 0700');
-  t.equal(got.removed, 'rc', 'removed, configuration kept');
-  t.equal(got['state-after-remove'], 'kept', 'remove leaves /var/lib state');
-  t.equal(got['conf-after-remove'], 'kept', 'and the conffile');
-  t.equal(got['command-after-remove'], 'gone');
-  t.equal(got.purged, 'absent', 'purged');
-  t.equal(got['state-after-purge'], 'gone', 'purge removes the agent\'s state');
-  t.equal(got['conf-after-purge'], 'gone', 'and the conffile');
-});
+t.test(
+  'apt install into a scratch root: takes the commands over, enabled, not started while not booted; remove keeps state; purge removes it',
+  { skip, timeout: 300_000 },
+  async (t) => {
+    const scratch = path.join(out, 'scratch');
+    const facts = path.join(out, 'facts-dir');
+    mkdirSync(scratch);
+    mkdirSync(facts);
+    const res = spawnSync('unshare', ['--mount', '--fork', 'bash', '-c', SCRATCH, 'scratch', scratch, deb, facts], {
+      encoding: 'utf8',
+      timeout: 280_000,
+    });
+    const read = (f: string) => (existsSync(path.join(facts, f)) ? readFileSync(path.join(facts, f), 'utf8') : '');
+    t.equal(res.status, 0, 'the scratch install ran', {
+      stderr: res.stderr,
+      install: read('install.log').slice(-2000),
+    });
+    const got = Object.fromEntries(
+      read('facts')
+        .trim()
+        .split('\n')
+        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+    );
+    t.equal(got.installed, 'ii');
+    if (got.before?.startsWith('ii'))
+      t.not(got['python3-os-collect-config'], 'ii', "Debian's python3-os-collect-config made way");
+    t.equal(got.version, version, 'os-collect-config is ours');
+    t.equal(got.enabled, '/lib/systemd/system/os-config-agent.service', 'the unit is enabled');
+    t.equal(got.statedir, '700', 'state directory 0700');
+    t.equal(got.removed, 'rc', 'removed, configuration kept');
+    t.equal(got['state-after-remove'], 'kept', 'remove leaves /var/lib state');
+    t.equal(got['conf-after-remove'], 'kept', 'and the conffile');
+    t.equal(got['command-after-remove'], 'gone');
+    t.equal(got.purged, 'absent', 'purged');
+    t.equal(got['state-after-purge'], 'gone', "purge removes the agent's state");
+    t.equal(got['conf-after-purge'], 'gone', 'and the conffile');
+  },
+);
 
 // The postinst's restart decision on a "running" system, as the package ships it: run in a scratch root (overlay over
 // /, private mount namespace) with /run/systemd/system present, no policy-rc.d, and recording fakes of systemctl,
@@ -143,41 +205,74 @@ chroot "$S/m" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr
 cp "$S/m/tmp/calls" "$OUT/calls"
 `;
 
-t.test('postinst on a running system: an upgrade from inside the agent\'s own deployment leaves the agent to restart itself', { skip, timeout: 120_000 }, async (t) => {
-  const ctrl = path.join(out, 'control');
-  mkdirSync(ctrl, { recursive: true });
-  t.equal(spawnSync('dpkg-deb', ['-e', deb, ctrl]).status, 0, 'control scripts extracted');
-  // A pid no process can have (pids are below pid_max): a variable left over from an agent that is gone.
-  const deadPid = readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim();
-  let n = 0;
-  const postinst = (old: string, env: Record<string, string> = {}) => {
-    const dir = path.join(out, `postinst-${++n}`);
-    mkdirSync(path.join(dir, 'scratch'), { recursive: true });
-    const assignments = Object.entries(env).map(([k, v]) => `${k}=${v}`);
-    const res = spawnSync('unshare', ['--mount', '--fork', 'bash', '-c', POSTINST, 'postinst', path.join(dir, 'scratch'), ctrl, dir, old, ...assignments], { encoding: 'utf8', timeout: 60_000 });
-    const read = (f: string) => (existsSync(path.join(dir, f)) ? readFileSync(path.join(dir, f), 'utf8') : '');
-    t.equal(res.status, 0, `postinst configure '${old}' ${assignments.join(' ')} exits 0`, { stderr: res.stderr + read('stderr') });
-    return { stdout: read('stdout'), calls: read('calls').trim().split('\n') };
-  };
-  const RESTART = 'systemctl --system --no-block try-restart os-config-agent.service';
-  const START = 'systemctl --system --no-block start os-config-agent.service';
-  const SELF = /^os-config-agent: upgraded by one of the agent's own deployments; the agent \(process (\d+)\) will restart itself once its current cycle is over$/;
+t.test(
+  "postinst on a running system: an upgrade from inside the agent's own deployment leaves the agent to restart itself",
+  { skip, timeout: 120_000 },
+  async (t) => {
+    const ctrl = path.join(out, 'control');
+    mkdirSync(ctrl, { recursive: true });
+    t.equal(spawnSync('dpkg-deb', ['-e', deb, ctrl]).status, 0, 'control scripts extracted');
+    // A pid no process can have (pids are below pid_max): a variable left over from an agent that is gone.
+    const deadPid = readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim();
+    let n = 0;
+    const postinst = (old: string, env: Record<string, string> = {}) => {
+      const dir = path.join(out, `postinst-${++n}`);
+      mkdirSync(path.join(dir, 'scratch'), { recursive: true });
+      const assignments = Object.entries(env).map(([k, v]) => `${k}=${v}`);
+      const res = spawnSync(
+        'unshare',
+        [
+          '--mount',
+          '--fork',
+          'bash',
+          '-c',
+          POSTINST,
+          'postinst',
+          path.join(dir, 'scratch'),
+          ctrl,
+          dir,
+          old,
+          ...assignments,
+        ],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
+      const read = (f: string) => (existsSync(path.join(dir, f)) ? readFileSync(path.join(dir, f), 'utf8') : '');
+      t.equal(res.status, 0, `postinst configure '${old}' ${assignments.join(' ')} exits 0`, {
+        stderr: res.stderr + read('stderr'),
+      });
+      return { stdout: read('stdout'), calls: read('calls').trim().split('\n') };
+    };
+    const RESTART = 'systemctl --system --no-block try-restart os-config-agent.service';
+    const START = 'systemctl --system --no-block start os-config-agent.service';
+    const SELF =
+      /^os-config-agent: upgraded by one of the agent's own deployments; the agent \(process (\d+)\) will restart itself once its current cycle is over$/;
 
-  // This test's own process stands for the agent: alive, in the same pid namespace.
-  const inside = postinst('0.0.9-1', { OS_CONFIG_AGENT_PID: String(process.pid) });
-  t.notOk(inside.calls.some((c) => / (try-restart|restart|stop|start) /.test(c)), 'the unit is neither restarted nor stopped', { calls: inside.calls });
-  t.ok(inside.calls.includes('systemctl --system daemon-reload'), 'systemd still reloads the new unit file');
-  t.equal(inside.stdout.trim().split('\n').length, 1, 'one line', { stdout: inside.stdout });
-  t.equal(SELF.exec(inside.stdout.trim())?.[1], String(process.pid), 'saying the agent restarts itself');
+    // This test's own process stands for the agent: alive, in the same pid namespace.
+    const inside = postinst('0.0.9-1', { OS_CONFIG_AGENT_PID: String(process.pid) });
+    t.notOk(
+      inside.calls.some((c) => / (try-restart|restart|stop|start) /.test(c)),
+      'the unit is neither restarted nor stopped',
+      { calls: inside.calls },
+    );
+    t.ok(inside.calls.includes('systemctl --system daemon-reload'), 'systemd still reloads the new unit file');
+    t.equal(inside.stdout.trim().split('\n').length, 1, 'one line', { stdout: inside.stdout });
+    t.equal(SELF.exec(inside.stdout.trim())?.[1], String(process.pid), 'saying the agent restarts itself');
 
-  const fromShell = postinst('0.0.9-1');
-  t.ok(fromShell.calls.includes(RESTART), 'an upgrade from a shell restarts the unit, as before', { calls: fromShell.calls });
-  t.equal(fromShell.stdout, '');
-  for (const stale of [deadPid, '0', '-1', '1x', ' ']) {
-    const r = postinst('0.0.9-1', { OS_CONFIG_AGENT_PID: stale });
-    t.ok(r.calls.includes(RESTART), `OS_CONFIG_AGENT_PID='${stale}' names no live agent: restarted`, { calls: r.calls });
-    t.notMatch(r.stdout, /restart itself/);
-  }
-  const fresh = postinst('', { OS_CONFIG_AGENT_PID: String(process.pid) });
-  t.ok(fresh.calls.includes(START), 'a fresh install starts the unit whatever the environment', { calls: fresh.calls });
-});
+    const fromShell = postinst('0.0.9-1');
+    t.ok(fromShell.calls.includes(RESTART), 'an upgrade from a shell restarts the unit, as before', {
+      calls: fromShell.calls,
+    });
+    t.equal(fromShell.stdout, '');
+    for (const stale of [deadPid, '0', '-1', '1x', ' ']) {
+      const r = postinst('0.0.9-1', { OS_CONFIG_AGENT_PID: stale });
+      t.ok(r.calls.includes(RESTART), `OS_CONFIG_AGENT_PID='${stale}' names no live agent: restarted`, {
+        calls: r.calls,
+      });
+      t.notMatch(r.stdout, /restart itself/);
+    }
+    const fresh = postinst('', { OS_CONFIG_AGENT_PID: String(process.pid) });
+    t.ok(fresh.calls.includes(START), 'a fresh install starts the unit whatever the environment', {
+      calls: fresh.calls,
+    });
+  },
+);

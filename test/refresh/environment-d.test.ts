@@ -1,7 +1,12 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { environmentFiles, EnvironmentSourceError, parseEnvZero, sourceEnvironment } from '../../src/refresh/environment-d.js';
+import {
+  environmentFiles,
+  EnvironmentSourceError,
+  parseEnvZero,
+  sourceEnvironment,
+} from '../../src/refresh/environment-d.js';
 
 const BASE = { PATH: process.env.PATH ?? '/usr/bin:/bin', KEEP: 'kept' };
 
@@ -16,19 +21,22 @@ t.test('files: depth 1, regular files or links to them, dots allowed, byte order
   t.same(await environmentFiles(path.join(dir, 'nope')), []);
 });
 
-t.test('sourcing: exported values reach the result, plain assignments do not, later files see earlier ones', async (t) => {
-  const dir = t.testdir({
-    '10-first': 'export FIRST=one\nUNEXPORTED=hidden\nexport KEEP="$KEEP-more"\necho "printed by an env file"\n',
-    '20-second': 'export SECOND="$FIRST two"\nexport MULTI="line1\nline2"\nnot_executable_is_fine=1\n',
-  });
-  const env = await sourceEnvironment(await environmentFiles(dir), BASE, { stderr: 'ignore' });
-  t.equal(env.FIRST, 'one');
-  t.equal(env.SECOND, 'one two');
-  t.equal(env.MULTI, 'line1\nline2');
-  t.equal(env.KEEP, 'kept-more');
-  t.notOk('UNEXPORTED' in env);
-  t.notOk('__oca_env_file' in env, 'the loop variable does not leak');
-});
+t.test(
+  'sourcing: exported values reach the result, plain assignments do not, later files see earlier ones',
+  async (t) => {
+    const dir = t.testdir({
+      '10-first': 'export FIRST=one\nUNEXPORTED=hidden\nexport KEEP="$KEEP-more"\necho "printed by an env file"\n',
+      '20-second': 'export SECOND="$FIRST two"\nexport MULTI="line1\nline2"\nnot_executable_is_fine=1\n',
+    });
+    const env = await sourceEnvironment(await environmentFiles(dir), BASE, { stderr: 'ignore' });
+    t.equal(env.FIRST, 'one');
+    t.equal(env.SECOND, 'one two');
+    t.equal(env.MULTI, 'line1\nline2');
+    t.equal(env.KEEP, 'kept-more');
+    t.notOk('UNEXPORTED' in env);
+    t.notOk('__oca_env_file' in env, 'the loop variable does not leak');
+  },
+);
 
 t.test('no files: the environment is returned unchanged without starting bash', async (t) => {
   const env = await sourceEnvironment([], { ...BASE, PATH: '/nonexistent' });
@@ -38,7 +46,9 @@ t.test('no files: the environment is returned unchanged without starting bash', 
 t.test('a failing file (set -eu) rejects with its exit status', async (t) => {
   const dir = t.testdir({ '10-unset': 'echo "$NOT_SET_ANYWHERE"\n', '20-false': 'false\n' });
   await t.rejects(sourceEnvironment([path.join(dir, '10-unset')], BASE, { stderr: 'ignore' }), EnvironmentSourceError);
-  const err = await sourceEnvironment([path.join(dir, '20-false')], BASE, { stderr: 'ignore' }).catch((e: unknown) => e);
+  const err = await sourceEnvironment([path.join(dir, '20-false')], BASE, { stderr: 'ignore' }).catch(
+    (e: unknown) => e,
+  );
   t.ok(err instanceof EnvironmentSourceError);
   t.equal((err as EnvironmentSourceError).exitCode, 1);
 });
@@ -52,5 +62,8 @@ t.test('exported bash functions survive for bash scripts', async (t) => {
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, '10-fn'), 'greet() { echo hi; }\nexport -f greet\n');
   const env = await sourceEnvironment([path.join(dir, '10-fn')], BASE, { stderr: 'ignore' });
-  t.ok(Object.keys(env).some((k) => k.includes('greet')), 'BASH_FUNC_greet%% is present');
+  t.ok(
+    Object.keys(env).some((k) => k.includes('greet')),
+    'BASH_FUNC_greet%% is present',
+  );
 });

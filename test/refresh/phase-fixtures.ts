@@ -16,5 +16,9 @@ export function writeScript(file: string, body: string, mode = 0o755): void {
 }
 
 export function readTrace(trace: string): string[] {
-  return existsSync(trace) ? readFileSync(trace, 'utf8').split('\n').filter((l) => l !== '') : [];
+  return existsSync(trace)
+    ? readFileSync(trace, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+    : [];
 }

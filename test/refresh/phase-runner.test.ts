@@ -31,12 +31,21 @@ function setup(t: TapTest) {
 t.test('scripts run in dib-run-parts order; skipped names and non-executables never run', async (t) => {
   const { base, trace, captured, opts } = setup(t);
   const dir = path.join(base, 'configure.d');
-  for (const name of ['20-b', '10-a', 'zz', 'foo.sh', 'foo.bak', 'foo~', '09-x']) writeScript(path.join(dir, name), traceScript(trace));
+  for (const name of ['20-b', '10-a', 'zz', 'foo.sh', 'foo.bak', 'foo~', '09-x'])
+    writeScript(path.join(dir, name), traceScript(trace));
   writeScript(path.join(dir, '15-noexec'), traceScript(trace), 0o644);
   t.equal(await runPhase(opts()), true);
   t.same(readTrace(trace), ['configure.d/zz', 'configure.d/09-x', 'configure.d/10-a', 'configure.d/20-b']);
   const finished = captured.lines.filter((l) => l.msg === 'script finished');
-  t.same(finished.map((l) => [l.phase, l.script, l.exitCode]), [['configure', 'zz', 0], ['configure', '09-x', 0], ['configure', '10-a', 0], ['configure', '20-b', 0]]);
+  t.same(
+    finished.map((l) => [l.phase, l.script, l.exitCode]),
+    [
+      ['configure', 'zz', 0],
+      ['configure', '09-x', 0],
+      ['configure', '10-a', 0],
+      ['configure', '20-b', 0],
+    ],
+  );
   t.ok(finished.every((l) => typeof l.seconds === 'number'));
 });
 
@@ -84,21 +93,42 @@ t.test('a failing environment.d file fails the phase before any script', async (
 t.test('in-process steps take their place by name and replace a same-name file', async (t) => {
   const { base, trace, captured, opts } = setup(t);
   const dir = path.join(base, 'configure.d');
-  for (const name of ['10-before', '20-os-apply-config', '60-after', 'aaa']) writeScript(path.join(dir, name), traceScript(trace));
+  for (const name of ['10-before', '20-os-apply-config', '60-after', 'aaa'])
+    writeScript(path.join(dir, name), traceScript(trace));
   const steps: InProcessStep[] = [
-    { phase: 'configure', name: '55-heat-config', run: async () => writeFileSync(trace, 'step/55-heat-config\n', { flag: 'a' }) },
-    { phase: 'configure', name: '20-os-apply-config', run: async () => writeFileSync(trace, 'step/20-os-apply-config\n', { flag: 'a' }) },
+    {
+      phase: 'configure',
+      name: '55-heat-config',
+      run: async () => writeFileSync(trace, 'step/55-heat-config\n', { flag: 'a' }),
+    },
+    {
+      phase: 'configure',
+      name: '20-os-apply-config',
+      run: async () => writeFileSync(trace, 'step/20-os-apply-config\n', { flag: 'a' }),
+    },
   ];
   await runPhase(opts({ steps }));
-  t.same(readTrace(trace), ['configure.d/aaa', 'configure.d/10-before', 'step/20-os-apply-config', 'step/55-heat-config', 'configure.d/60-after']);
+  t.same(readTrace(trace), [
+    'configure.d/aaa',
+    'configure.d/10-before',
+    'step/20-os-apply-config',
+    'step/55-heat-config',
+    'configure.d/60-after',
+  ]);
   const replaced = captured.lines.filter((l) => l.msg === 'in-process step replaces script');
-  t.same(replaced.map((l) => [l.level, l.path]), [['info', path.join(dir, '20-os-apply-config')]]);
+  t.same(
+    replaced.map((l) => [l.level, l.path]),
+    [['info', path.join(dir, '20-os-apply-config')]],
+  );
 });
 
 t.test('steps run even when the phase directory is missing', async (t) => {
   const { opts } = setup(t);
   let ran = false;
-  t.equal(await runPhase(opts({ steps: [{ phase: 'configure', name: '20-x', run: async () => void (ran = true) }] })), true);
+  t.equal(
+    await runPhase(opts({ steps: [{ phase: 'configure', name: '20-x', run: async () => void (ran = true) }] })),
+    true,
+  );
   t.ok(ran);
 });
 
@@ -106,7 +136,9 @@ t.test('a failing step fails the phase and later scripts do not run', async (t) 
   const { base, trace, opts } = setup(t);
   writeScript(path.join(base, 'configure.d', '90-later'), traceScript(trace));
   const boom = new Error('render failed');
-  const err = await runPhase(opts({ steps: [{ phase: 'configure', name: '20-os-apply-config', run: async () => Promise.reject(boom) }] })).catch((e: unknown) => e);
+  const err = await runPhase(
+    opts({ steps: [{ phase: 'configure', name: '20-os-apply-config', run: async () => Promise.reject(boom) }] }),
+  ).catch((e: unknown) => e);
   t.ok(err instanceof PhaseFailedError);
   t.equal((err as PhaseFailedError).cause, boom);
   t.match((err as PhaseFailedError).message, /20-os-apply-config failed: render failed/);
@@ -118,7 +150,13 @@ t.test('the deadline aborts an in-process step', async (t) => {
   const step: InProcessStep = {
     phase: 'configure',
     name: '55-heat-config',
-    run: (_env, signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true })),
+    run: (_env, signal) =>
+      new Promise((_resolve, reject) =>
+        signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true }),
+      ),
   };
-  await t.rejects(runPhase(opts({ steps: [step], deadline: Date.now() + 100 })), { code: 'ERR_PHASE_FAILED', details: { timedOut: true } });
+  await t.rejects(runPhase(opts({ steps: [step], deadline: Date.now() + 100 })), {
+    code: 'ERR_PHASE_FAILED',
+    details: { timedOut: true },
+  });
 });

@@ -23,14 +23,26 @@ t.test('os-config-agent refresh: base dir and lock under --root, [refresh] optio
   const conf = path.join(root, 'agent.conf');
   writeFileSync(conf, '[refresh]\nbase_dir = /srv/orc\n');
   writeScript(path.join(root, 'srv/orc/configure.d/10-a'), traceScript(trace, { extra: 'echo to-stdout' }));
-  const r = spawnSync(process.execPath, [BUNDLE, 'refresh', '--root', root, '--config-file', '/agent.conf'], { env: ENV, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [BUNDLE, 'refresh', '--root', root, '--config-file', '/agent.conf'], {
+    env: ENV,
+    encoding: 'utf8',
+  });
   t.equal(r.status, 0, r.stderr);
   t.same(readFileSync(trace, 'utf8').trim().split('\n'), ['configure.d/10-a']);
   t.ok(existsSync(path.join(root, 'var/run/os-refresh-config.lock')), 'lock file mapped under the root');
-  const logs = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-  t.ok(logs.some((l) => l.msg === 'script finished' && l.script === '10-a' && l.phase === 'configure' && l.exitCode === 0));
+  const logs = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.ok(
+    logs.some((l) => l.msg === 'script finished' && l.script === '10-a' && l.phase === 'configure' && l.exitCode === 0),
+  );
   t.match(r.stderr, /to-stdout/, 'script output goes to stderr');
-  const base = spawnSync(process.execPath, [BUNDLE, 'refresh', '--root', root, '--config-file', '/agent.conf', '--print-base'], { env: ENV, encoding: 'utf8' });
+  const base = spawnSync(
+    process.execPath,
+    [BUNDLE, 'refresh', '--root', root, '--config-file', '/agent.conf', '--print-base'],
+    { env: ENV, encoding: 'utf8' },
+  );
   t.equal(base.stdout, `${path.join(root, 'srv/orc')}\n`);
 });
 

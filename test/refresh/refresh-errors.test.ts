@@ -1,9 +1,18 @@
 import t from 'tap';
 import { AgentError } from '../../src/errors.js';
-import { LOCKED_EXIT_CODE, PhaseFailedError, RefreshLockError, RefreshLockedError } from '../../src/refresh/refresh-errors.js';
+import {
+  LOCKED_EXIT_CODE,
+  PhaseFailedError,
+  RefreshLockError,
+  RefreshLockedError,
+} from '../../src/refresh/refresh-errors.js';
 
 t.test('codes and exit statuses as upstream', async (t) => {
-  const phase = new PhaseFailedError('phase configure: x exited with status 3', { phase: 'configure', script: 'x', scriptExitCode: 3 });
+  const phase = new PhaseFailedError('phase configure: x exited with status 3', {
+    phase: 'configure',
+    script: 'x',
+    scriptExitCode: 3,
+  });
   t.ok(phase instanceof AgentError);
   t.equal(phase.code, 'ERR_PHASE_FAILED');
   t.equal(phase.exitCode, 1, 'child statuses are flattened to 1');

@@ -25,7 +25,10 @@ t.test('excludes, and is excluded by, another process holding flock on the file'
   const dir = t.testdir({});
   const file = path.join(dir, 'lock');
   // flock(1) holding the lock, as upstream's fcntl.flock would.
-  const holder = spawn('flock', ['--nonblock', file, 'sh', '-c', 'echo held; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  const holder = spawn('flock', ['--nonblock', file, 'sh', '-c', 'echo held; exec sleep 30'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+    detached: true,
+  });
   await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
   await t.rejects(acquireRefreshLock(file), { code: 'ERR_LOCKED', exitCode: 11 });
   const exited = new Promise((r) => holder.once('exit', r));
@@ -48,5 +51,9 @@ t.test('excludes, and is excluded by, another process holding flock on the file'
 
 t.test('an unusable path is reported as ERR_LOCKED with exit code 1', async (t) => {
   const dir = t.testdir({ file: 'x' });
-  await t.rejects(acquireRefreshLock(path.join(dir, 'file', 'lock')), { code: 'ERR_LOCKED', exitCode: 1, message: /cannot open the lock file/ });
+  await t.rejects(acquireRefreshLock(path.join(dir, 'file', 'lock')), {
+    code: 'ERR_LOCKED',
+    exitCode: 1,
+    message: /cannot open the lock file/,
+  });
 });

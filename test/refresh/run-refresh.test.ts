@@ -26,7 +26,8 @@ function setup(t: TapTest) {
     scriptOutput: 'ignore',
     ...extra,
   });
-  const script = (rel: string, o: Parameters<typeof traceScript>[1] = {}) => writeScript(path.join(base, rel), traceScript(trace, o));
+  const script = (rel: string, o: Parameters<typeof traceScript>[1] = {}) =>
+    writeScript(path.join(base, rel), traceScript(trace, o));
   return { root, base, trace, captured, opts, script };
 }
 
@@ -69,14 +70,25 @@ t.test('a failure runs error.d with environment.d, skips later phases, throws ex
   t.match((err as PhaseFailedError).details, { phase: 'configure', script: '10-fail', scriptExitCode: 5 });
   t.same(readTrace(trace), ['configure.d/10-fail', 'error.d/10-handler ORC_TEST=from-env', 'error.d/20-handler-fails']);
   const msgs = captured.lines.map((l) => l.msg);
-  t.ok(msgs.includes('phase failed') && msgs.includes('calling error handlers') && msgs.includes('error handler failed') && msgs.includes('aborting refresh'));
+  t.ok(
+    msgs.includes('phase failed') &&
+      msgs.includes('calling error handlers') &&
+      msgs.includes('error handler failed') &&
+      msgs.includes('aborting refresh'),
+  );
 });
 
 t.test('a failing in-process step runs error.d too', async (t) => {
   const { trace, opts, script } = setup(t);
   script('error.d/10-handler');
   await t.rejects(
-    runRefresh(opts({ inProcessSteps: [{ phase: 'configure', name: '55-heat-config', run: async () => Promise.reject(new Error('deploy failed')) }] })),
+    runRefresh(
+      opts({
+        inProcessSteps: [
+          { phase: 'configure', name: '55-heat-config', run: async () => Promise.reject(new Error('deploy failed')) },
+        ],
+      }),
+    ),
     { code: 'ERR_PHASE_FAILED' },
   );
   t.same(readTrace(trace), ['error.d/10-handler']);
@@ -91,7 +103,11 @@ t.test('in-process steps see environment.d and replace same-name files in config
   script('configure.d/55-heat-config');
   script('configure.d/90-z');
   const seen: string[] = [];
-  const step = (name: string) => ({ phase: 'configure' as const, name, run: async (env: Readonly<Record<string, string>>) => void seen.push(`${name}:${env.ORC_TEST}`) });
+  const step = (name: string) => ({
+    phase: 'configure' as const,
+    name,
+    run: async (env: Readonly<Record<string, string>>) => void seen.push(`${name}:${env.ORC_TEST}`),
+  });
   await runRefresh(opts({ inProcessSteps: [step('55-heat-config'), step('20-os-apply-config')] }));
   t.same(readTrace(trace), ['configure.d/10-a', 'configure.d/90-z']);
   t.same(seen, ['20-os-apply-config:visible', '55-heat-config:visible']);
@@ -102,7 +118,10 @@ t.test('lock contention throws RefreshLockedError (exit 11) and runs nothing', a
   script('configure.d/10-c');
   const lockfile = path.join(root, 'held.lock');
   writeFileSync(lockfile, '');
-  const holder = spawn('flock', ['--nonblock', '--close', lockfile, 'sh', '-c', 'echo held; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  const holder = spawn('flock', ['--nonblock', '--close', lockfile, 'sh', '-c', 'echo held; exec sleep 30'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+    detached: true,
+  });
   t.teardown(() => {
     try {
       process.kill(-holder.pid!, 'SIGKILL');
@@ -123,7 +142,10 @@ t.test('timeout kills the running script with its background child, then error.d
   script('configure.d/10-hang', { extra: `sleep 300 &\necho $! > '${pidFile}'\nsleep 300` });
   script('configure.d/20-never');
   script('error.d/10-handler');
-  await t.rejects(runRefresh(opts({ timeoutSeconds: 1 })), { code: 'ERR_PHASE_FAILED', details: { timedOut: true, script: '10-hang' } });
+  await t.rejects(runRefresh(opts({ timeoutSeconds: 1 })), {
+    code: 'ERR_PHASE_FAILED',
+    details: { timedOut: true, script: '10-hang' },
+  });
   t.same(readTrace(trace), ['configure.d/10-hang', 'error.d/10-handler']);
   t.ok(existsSync(pidFile));
   const bg = Number(readFileSync(pidFile, 'utf8'));

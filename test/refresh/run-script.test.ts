@@ -59,7 +59,10 @@ t.test('the deadline kills the whole process group, background children included
 t.test('abort sends SIGTERM to the group', async (t) => {
   const dir = t.testdir({});
   const ready = path.join(dir, 'ready');
-  writeScript(path.join(dir, 's'), `#!/bin/bash\ntrap 'exit 42' TERM\ntouch '${ready}'\nwhile true; do sleep 0.05; done\n`);
+  writeScript(
+    path.join(dir, 's'),
+    `#!/bin/bash\ntrap 'exit 42' TERM\ntouch '${ready}'\nwhile true; do sleep 0.05; done\n`,
+  );
   const controller = new AbortController();
   const p = runScript({ file: path.join(dir, 's'), env: ENV, signal: controller.signal, output: 'ignore' });
   for (let i = 0; i < 200 && !existsSync(ready); i++) await new Promise((r) => setTimeout(r, 25));

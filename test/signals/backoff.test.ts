@@ -1,5 +1,10 @@
 import t from 'tap';
-import { classifySignalStatus, parseRetryAfter, SIGNAL_BACKOFF_BASE_MS, signalRetryDelayMs } from '../../src/signals/backoff.js';
+import {
+  classifySignalStatus,
+  parseRetryAfter,
+  SIGNAL_BACKOFF_BASE_MS,
+  signalRetryDelayMs,
+} from '../../src/signals/backoff.js';
 
 // The outbox's retry policy, without timers.
 
@@ -28,7 +33,11 @@ t.test('doubling from the base, capped, with jitter in [0.5, 1]', async (t) => {
 
 t.test('Retry-After is honoured when longer, within the cap', async (t) => {
   t.equal(signalRetryDelayMs(1, 300_000, 1, 30), 30_000);
-  t.equal(signalRetryDelayMs(1, 300_000, 1, 1), SIGNAL_BACKOFF_BASE_MS, 'a shorter Retry-After does not shorten the backoff');
+  t.equal(
+    signalRetryDelayMs(1, 300_000, 1, 1),
+    SIGNAL_BACKOFF_BASE_MS,
+    'a shorter Retry-After does not shorten the backoff',
+  );
   t.equal(signalRetryDelayMs(1, 60_000, 1, 3600), 60_000, 'capped');
   t.equal(signalRetryDelayMs(1, 60_000, 1, Number.NaN), SIGNAL_BACKOFF_BASE_MS);
   const now = Date.parse('2026-01-01T00:00:00Z');

@@ -1,7 +1,15 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import t from 'tap';
-import { attemptSignal, flushDue, flushOutbox, isDue, pendingSummary, queuedSignal, type OutboxDeps } from '../../src/signals/outbox.js';
+import {
+  attemptSignal,
+  flushDue,
+  flushOutbox,
+  isDue,
+  pendingSummary,
+  queuedSignal,
+  type OutboxDeps,
+} from '../../src/signals/outbox.js';
 import { parseDeployment } from '../../src/heat/deployment.js';
 import { signalTargetFor, type SignalTarget } from '../../src/heat/signal-target.js';
 import { deployLockFile, storeFor, type DeploymentRecord } from '../../src/state/store.js';
@@ -44,7 +52,12 @@ function targetFor(sink: SignalSink, transport: SinkTransport, id: string): Sign
   return choice.target;
 }
 
-async function doneRecord(store: OutboxDeps['store'], id: string, target: SignalTarget, text = '{"deploy_status_code": 0}'): Promise<DeploymentRecord> {
+async function doneRecord(
+  store: OutboxDeps['store'],
+  id: string,
+  target: SignalTarget,
+  text = '{"deploy_status_code": 0}',
+): Promise<DeploymentRecord> {
   const r = await store.create({ id, name: `res-${id}`, group: 'fake', action: 'CREATE' });
   return store.transition(r, 'done', { exitCode: 0, signal: queuedSignal(target, text) });
 }
@@ -71,7 +84,11 @@ t.test('server down, then back: retried with growing backoff, delivered exactly 
   await sink.stop();
   const first = await flushDue(deps);
   t.same(first, { attempted: 1, sent: 0, failed: 0, pending: 1, nextDueAt: deps.now() + 2000 });
-  t.same(await flushDue(deps), { attempted: 0, sent: 0, failed: 0, pending: 1, nextDueAt: deps.now() + 2000 }, 'not due yet: nothing sent');
+  t.same(
+    await flushDue(deps),
+    { attempted: 0, sent: 0, failed: 0, pending: 1, nextDueAt: deps.now() + 2000 },
+    'not due yet: nothing sent',
+  );
   advance(2000);
   const second = await flushDue(deps);
   t.equal(second.attempted, 1);
@@ -123,7 +140,7 @@ t.test('the last allowed attempt settles the signal as failed', async (t) => {
   t.match(r?.lastError, 'gave up after 2 attempts');
 });
 
-t.test("Retry-After from a throttling server is honoured", async (t) => {
+t.test('Retry-After from a throttling server is honoured', async (t) => {
   const { sink, store, deps } = await setup(t);
   await doneRecord(store, 'd1', targetFor(sink, 'CFN_SIGNAL', 'd1'));
   sink.answers = [429];
@@ -136,7 +153,9 @@ t.test("Retry-After from a throttling server is honoured", async (t) => {
 t.test('a pending signal without its target in the record fails clearly', async (t) => {
   const { store, deps } = await setup(t);
   const r = await store.create({ id: 'odd', name: 'odd', group: 'g', action: 'CREATE' });
-  const done = await store.transition(r, 'done', { signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 0 } });
+  const done = await store.transition(r, 'done', {
+    signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 0 },
+  });
   const next = await attemptSignal(done, deps);
   t.equal(next.signal.state, 'failed');
   t.match(next.lastError, 'no target or body');
@@ -150,16 +169,39 @@ t.test('a shutdown during an attempt does not count it', async (t) => {
   const next = await attemptSignal(r, { ...deps, signal: controller.signal });
   t.equal(next, r, 'unchanged');
   t.equal((await store.read('d1'))?.signal.attempts, 0);
-  t.same(await flushDue({ ...deps, signal: controller.signal }), { attempted: 0, sent: 0, failed: 0, pending: 1, nextDueAt: 0 }, 'an aborted flush attempts nothing');
+  t.same(
+    await flushDue({ ...deps, signal: controller.signal }),
+    { attempted: 0, sent: 0, failed: 0, pending: 1, nextDueAt: 0 },
+    'an aborted flush attempts nothing',
+  );
 });
 
 t.test('pendingSummary and isDue', async (t) => {
-  const base = { version: 1, id: 'x', name: 'x', group: 'g', action: 'CREATE', hookStarts: 1, firstSeenAt: '', updatedAt: '' } as const;
-  const pending = { ...base, state: 'done', signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 1, nextAttemptAt: '2026-01-01T00:00:10.000Z' } } as const;
+  const base = {
+    version: 1,
+    id: 'x',
+    name: 'x',
+    group: 'g',
+    action: 'CREATE',
+    hookStarts: 1,
+    firstSeenAt: '',
+    updatedAt: '',
+  } as const;
+  const pending = {
+    ...base,
+    state: 'done',
+    signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 1, nextAttemptAt: '2026-01-01T00:00:10.000Z' },
+  } as const;
   t.notOk(isDue(pending, Date.parse('2026-01-01T00:00:09Z')));
   t.ok(isDue(pending, Date.parse('2026-01-01T00:00:10Z')));
   t.notOk(isDue({ ...pending, state: 'removed' }, Date.parse('2027-01-01T00:00:00Z')));
-  t.same(pendingSummary([pending, { ...base, state: 'signalled', signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } }]), { pending: 1, nextDueAt: Date.parse('2026-01-01T00:00:10Z') });
+  t.same(
+    pendingSummary([
+      pending,
+      { ...base, state: 'signalled', signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } },
+    ]),
+    { pending: 1, nextDueAt: Date.parse('2026-01-01T00:00:10Z') },
+  );
   t.same(pendingSummary([]), { pending: 0 });
 });
 
@@ -183,5 +225,7 @@ t.test('flushOutbox takes the deployment lock; another process holding it means 
 t.test('flushOutbox rethrows local failures', async (t) => {
   const root = t.testdir({ var: { lib: { 'os-config-agent': 'not a directory' } } });
   const loaded = await deployConfig(root);
-  await t.rejects(flushOutbox(loaded, captureLog().log, createHttpClient({ defaultMaxBytes: 1, defaultRetries: 0 })), { code: 'ERR_DEPLOYMENT_STATE' });
+  await t.rejects(flushOutbox(loaded, captureLog().log, createHttpClient({ defaultMaxBytes: 1, defaultRetries: 0 })), {
+    code: 'ERR_DEPLOYMENT_STATE',
+  });
 });

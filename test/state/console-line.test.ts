@@ -16,7 +16,13 @@ t.test('one line per state change, with the status code once known; no inputs or
   const sink = await startSignalSink();
   t.teardown(() => sink.close());
   const h = await deployHarness(root, { agent: { console: '/console.log' } });
-  const d = deployment({ id: 'c1', name: 'web', config: { exit: 2 }, inputs: [{ name: 'db_password', value: 'hunter2-secret' }], signal: sink.inputs('CFN_SIGNAL', 'c1', 'web') });
+  const d = deployment({
+    id: 'c1',
+    name: 'web',
+    config: { exit: 2 },
+    inputs: [{ name: 'db_password', value: 'hunter2-secret' }],
+    signal: sink.inputs('CFN_SIGNAL', 'c1', 'web'),
+  });
   await runDeployments(h.ctx([d]));
   const text = readFileSync(path.join(root, 'console.log'), 'utf8');
   t.equal(
@@ -41,14 +47,25 @@ t.test('a console that cannot be opened: the pass goes on, logged once', async (
   execFileSync('mkfifo', [fifo]);
   for (const consolePath of ['/ro/missing-dir/console', '/fifo']) {
     const h = await deployHarness(root, { agent: { console: consolePath } });
-    const report = await runDeployments(h.ctx([deployment({ id: `x${consolePath.length}` }), deployment({ id: `y${consolePath.length}` })]));
+    const report = await runDeployments(
+      h.ctx([deployment({ id: `x${consolePath.length}` }), deployment({ id: `y${consolePath.length}` })]),
+    );
     t.equal(report.ran.length, 2, `${consolePath}: both deployments ran`);
-    const warnings = h.captured.lines.filter((l) => l.msg === 'console line not written; later failures are not logged');
+    const warnings = h.captured.lines.filter(
+      (l) => l.msg === 'console line not written; later failures are not logged',
+    );
     t.equal(warnings.length, 1, `${consolePath}: logged once`);
   }
 });
 
 t.test('control characters in a name cannot forge a second line', async (t) => {
-  const record = { id: 'i', name: 'evil\nos-config-agent: deployment fake', state: 'running' } as unknown as DeploymentRecord;
-  t.equal(consoleLine(record, 'pending'), 'os-config-agent: deployment evil?os-config-agent: deployment fake (i) pending -> running');
+  const record = {
+    id: 'i',
+    name: 'evil\nos-config-agent: deployment fake',
+    state: 'running',
+  } as unknown as DeploymentRecord;
+  t.equal(
+    consoleLine(record, 'pending'),
+    'os-config-agent: deployment evil?os-config-agent: deployment fake (i) pending -> running',
+  );
 });

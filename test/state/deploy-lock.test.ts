@@ -26,7 +26,10 @@ t.test('callers in one process run one after another', async (t) => {
 
 t.test('a failing caller releases the lock', async (t) => {
   const file = path.join(t.testdir(), 'deploy.lock');
-  await t.rejects(withDeployLock(file, async () => Promise.reject(new Error('boom'))), /boom/);
+  await t.rejects(
+    withDeployLock(file, async () => Promise.reject(new Error('boom'))),
+    /boom/,
+  );
   t.notOk(existsSync(file));
   t.equal(await withDeployLock(file, async () => 7), 7);
 });
@@ -36,7 +39,10 @@ t.test('a live process holding the lock is refused with ERR_LOCKED', async (t) =
   const child = spawn('sleep', ['30'], { stdio: 'ignore' });
   t.teardown(() => void child.kill('SIGKILL'));
   writeFileSync(file, `${child.pid}\n`);
-  await t.rejects(withDeployLock(file, async () => 1), { code: 'ERR_LOCKED', holderPid: child.pid, message: new RegExp(`process ${child.pid}`) });
+  await t.rejects(
+    withDeployLock(file, async () => 1),
+    { code: 'ERR_LOCKED', holderPid: child.pid, message: new RegExp(`process ${child.pid}`) },
+  );
   t.ok(existsSync(file), 'the other process keeps its lock');
 });
 
@@ -55,5 +61,8 @@ t.test('a lock left by a dead process, or unreadable, is taken over', async (t) 
 
 t.test('a lock directory that cannot be created is a state error', async (t) => {
   const dir = t.testdir({ blocker: 'file' });
-  await t.rejects(withDeployLock(path.join(dir, 'blocker', 'deploy.lock'), async () => 1), { code: 'ERR_DEPLOYMENT_STATE' });
+  await t.rejects(
+    withDeployLock(path.join(dir, 'blocker', 'deploy.lock'), async () => 1),
+    { code: 'ERR_DEPLOYMENT_STATE' },
+  );
 });

@@ -9,7 +9,7 @@ t.test('codes, names and causes', async (t) => {
   const state = stateError('write', '/var/lib/x.json', cause);
   t.ok(state instanceof DeploymentStateError && state instanceof AgentError);
   t.equal(state.code, 'ERR_DEPLOYMENT_STATE');
-  t.equal(state.message, 'cannot write /var/lib/x.json: ENOSPC; check the disk and the directory\'s permissions');
+  t.equal(state.message, "cannot write /var/lib/x.json: ENOSPC; check the disk and the directory's permissions");
   t.equal(state.cause, cause);
   t.equal(stateError('read', 'f', 'odd').message, "cannot read f: odd; check the disk and the directory's permissions");
   const locked = new DeployLockedError('busy', 42);

@@ -18,7 +18,7 @@ t.test('announced, found, withdrawn', async (t) => {
   t.notOk(existsSync(file));
 });
 
-t.test('a dead pid, a reused pid, garbage: no daemon; withdrawing leaves another daemon\'s line', async (t) => {
+t.test("a dead pid, a reused pid, garbage: no daemon; withdrawing leaves another daemon's line", async (t) => {
   const file = path.join(t.testdir(), 'daemon.pid');
   const child = spawn('sleep', ['30'], { stdio: 'ignore' });
   t.teardown(() => child.kill('SIGKILL'));

@@ -30,7 +30,12 @@ async function fixture(t: Test) {
       attempts: 2,
       sentAt: '2026-02-01T10:00:09.000Z',
       history: [
-        { at: '2026-02-01T10:00:04.000Z', outcome: 'retry', status: 503, error: 'HTTP 503 from http://u:topsecret@heat/' },
+        {
+          at: '2026-02-01T10:00:04.000Z',
+          outcome: 'retry',
+          status: 503,
+          error: 'HTTP 503 from http://u:topsecret@heat/',
+        },
         { at: '2026-02-01T10:00:09.000Z', outcome: 'sent', status: 200 },
       ],
     },
@@ -49,7 +54,12 @@ async function fixture(t: Test) {
     config: 'echo hi',
   });
   const stdout = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
-  await store.writeNotify('a-id', { deploy_stdout: stdout, deploy_stderr: 'warn\n', deploy_status_code: 0, result: 'ok' });
+  await store.writeNotify('a-id', {
+    deploy_stdout: stdout,
+    deploy_stderr: 'warn\n',
+    deploy_status_code: 0,
+    result: 'ok',
+  });
   return { loaded, store, detail: (key: string) => readDetail(loaded.config, captureLog().log, key) };
 }
 
@@ -60,14 +70,24 @@ t.test('by id and by name: inputs masked, options, timings, tails, outputs, atte
   t.same(byName, found);
   if (!found.ok) throw new Error(found.message);
   const d = found.detail;
-  t.same(d.inputs.slice(0, 3), [{ name: 'greeting', value: 'hello' }, { name: 'deploy_signal_id', value: MASK }, { name: 'db_password', value: MASK }]);
+  t.same(d.inputs.slice(0, 3), [
+    { name: 'greeting', value: 'hello' },
+    { name: 'deploy_signal_id', value: MASK },
+    { name: 'db_password', value: MASK },
+  ]);
   t.match(d.inputs[3]?.value, /^x{2000}… \(5000 characters\)$/, 'long values are cut');
   t.same(d.options, { timeout: 60 });
   t.equal(d.durationSeconds, 2.5);
   t.equal(d.stdoutTail, Array.from({ length: 20 }, (_, i) => `line ${i + 11}`).join('\n') + '\n', 'the last 20 lines');
   t.equal(d.stderrTail, 'warn\n');
   t.same(d.outputs, { result: 'ok' });
-  t.same(d.signalAttempts.map((a) => [a.outcome, a.status]), [['retry', 503], ['sent', 200]]);
+  t.same(
+    d.signalAttempts.map((a) => [a.outcome, a.status]),
+    [
+      ['retry', 503],
+      ['sent', 200],
+    ],
+  );
   const text = formatDetail(d);
   const json = JSON.stringify(d);
   for (const secret of ['hunter2', 'sig-value', 'topsecret']) {
@@ -86,9 +106,16 @@ t.test('unknown, ambiguous, unsafe keys and a corrupt record: a clear message, n
   t.match(await detail('nope'), { ok: false, message: /no deployment with id or name "nope" is known/ });
   t.match(await detail('../../etc/passwd'), { ok: false, message: /no deployment with id or name/ });
   await store.create({ id: 'b-id', name: 'web', group: 'script', action: 'CREATE' });
-  t.match(await detail('web'), { ok: false, message: /2 deployments are named "web": (a-id, b-id|b-id, a-id); give the id/ });
+  t.match(await detail('web'), {
+    ok: false,
+    message: /2 deployments are named "web": (a-id, b-id|b-id, a-id); give the id/,
+  });
   const file = store.recordPath('b-id');
   writeFileSync(file, '{"version": 0, "id": "b-id"}');
-  t.match(await detail('b-id'), { ok: false, message: /record of deployment b-id .* cannot be used: it has version 0, and this agent reads version 1 .*deploy --forget b-id/ });
+  t.match(await detail('b-id'), {
+    ok: false,
+    message:
+      /record of deployment b-id .* cannot be used: it has version 0, and this agent reads version 1 .*deploy --forget b-id/,
+  });
   t.equal(readFileSync(file, 'utf8'), '{"version": 0, "id": "b-id"}', 'left as it was');
 });

@@ -19,7 +19,15 @@ import { captureLog } from '../helpers/log-capture.js';
 type Test = Parameters<Parameters<typeof import('tap').test>[0]>[0];
 const f = (id: string, name: string) => ({ id, name, group: 'script', action: 'CREATE' });
 const sent = { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1, sentAt: '2026-02-01T10:00:03.000Z' } as const;
-const target = { transport: 'HEAT_SIGNAL', authUrl: 'http://ks/v3', userId: 'u', password: 'hunter2-secret', projectId: 'p', stackId: 's/1', resourceName: 'r' } as const;
+const target = {
+  transport: 'HEAT_SIGNAL',
+  authUrl: 'http://ks/v3',
+  userId: 'u',
+  password: 'hunter2-secret',
+  projectId: 'p',
+  stackId: 's/1',
+  resourceName: 'r',
+} as const;
 
 async function fixture(t: Test) {
   const root = t.testdir();
@@ -50,7 +58,10 @@ t.test('each in-progress state keeps the verdict at waiting (3), and says which'
   await store.transition(b, 'done', { failed: false, signal: queuedSignal(target, '{"deploy_stdout": "body"}') });
   const r = await report();
   t.equal(verdictOf(r).exitCode, 3, 'done but its signal pending: still waiting');
-  t.same(r.signals.map((s) => [s.kind, s.id, s.state, s.to]), [['deployment', 'b', 'pending', 'HEAT_SIGNAL']]);
+  t.same(
+    r.signals.map((s) => [s.kind, s.id, s.state, s.to]),
+    [['deployment', 'b', 'pending', 'HEAT_SIGNAL']],
+  );
   t.notMatch(JSON.stringify(r), /hunter2-secret|"body"/, 'neither the signal target nor its body');
 });
 
@@ -65,12 +76,19 @@ t.test('finished: 0 when all signalled, 1 when one failed, 2 when a signal faile
   t.equal(failed.exitCode, 1);
   t.same(failed.reasons, ['deployment b (beta) failed with status 3']);
   const c = await store.create(f('c', 'gamma'));
-  await store.transition(c, 'done', { failed: false, lastError: 'HTTP 403 from Heat; the answer is final, not retried', signal: { state: 'failed', transport: 'HEAT_SIGNAL', attempts: 1, lastStatus: 403 } });
+  await store.transition(c, 'done', {
+    failed: false,
+    lastError: 'HTTP 403 from Heat; the answer is final, not retried',
+    signal: { state: 'failed', transport: 'HEAT_SIGNAL', attempts: 1, lastStatus: 403 },
+  });
   const r = await report();
   const v = verdictOf(r);
   t.equal(v.exitCode, 2, 'an undelivered signal outranks a failed deployment');
   t.match(v.reasons[0], /deployment signal c failed for good: HTTP 403/);
-  t.same(r.signals.map((s) => [s.id, s.state, s.lastStatus]), [['c', 'failed', 403]]);
+  t.same(
+    r.signals.map((s) => [s.id, s.state, s.lastStatus]),
+    [['c', 'failed', 403]],
+  );
   const text = formatReport(r, v);
   t.match(text, /^AGENT: not running$/m);
   t.match(text, /^UNDELIVERED SIGNALS\nKIND\s+ID\s+NAME\s+STATE/m);
@@ -81,19 +99,42 @@ t.test('finished: 0 when all signalled, 1 when one failed, 2 when a signal faile
   t.equal(verdictOf(await report()).exitCode, 2, 'a removed deployment changes nothing');
 });
 
-t.test('one deployment (status <id>): its own signal counts — pending is waiting (3), failed for good is an error (2)', async (t) => {
-  const { store, report } = await fixture(t);
-  const a = await store.create(f('a', 'alpha'));
-  const done = await store.transition(await store.transition(a, 'running', { hookStarts: 1 }), 'done', { failed: false, exitCode: 0, signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 1 } });
-  const one = (await report()).deployments[0]!;
-  t.equal(one.state, 'done');
-  t.match(verdictOfDeployment(one), { exitCode: EXIT.waiting, reasons: [/deployment signal a is not delivered yet \(1 attempts\)/] }, 'finished but not signalled: still waiting');
-  await store.save({ ...done, signal: { state: 'failed', transport: 'CFN_SIGNAL', attempts: 2, lastStatus: 403 }, lastError: 'HTTP 403 from Heat' });
-  t.equal(verdictOfDeployment((await report()).deployments[0]!).exitCode, EXIT.agentOrSignalError, 'its signal failed for good');
-  const b = await store.create(f('b', 'beta'));
-  await moveTo(store, b, 'signalled', { failed: true, exitCode: 3, statusCode: '3', signal: sent });
-  t.equal(verdictOfDeployment((await report()).deployments.find((d) => d.id === 'b')!).exitCode, EXIT.deploymentFailed, 'signalled, failed: 1, whatever the others');
-});
+t.test(
+  'one deployment (status <id>): its own signal counts — pending is waiting (3), failed for good is an error (2)',
+  async (t) => {
+    const { store, report } = await fixture(t);
+    const a = await store.create(f('a', 'alpha'));
+    const done = await store.transition(await store.transition(a, 'running', { hookStarts: 1 }), 'done', {
+      failed: false,
+      exitCode: 0,
+      signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 1 },
+    });
+    const one = (await report()).deployments[0]!;
+    t.equal(one.state, 'done');
+    t.match(
+      verdictOfDeployment(one),
+      { exitCode: EXIT.waiting, reasons: [/deployment signal a is not delivered yet \(1 attempts\)/] },
+      'finished but not signalled: still waiting',
+    );
+    await store.save({
+      ...done,
+      signal: { state: 'failed', transport: 'CFN_SIGNAL', attempts: 2, lastStatus: 403 },
+      lastError: 'HTTP 403 from Heat',
+    });
+    t.equal(
+      verdictOfDeployment((await report()).deployments[0]!).exitCode,
+      EXIT.agentOrSignalError,
+      'its signal failed for good',
+    );
+    const b = await store.create(f('b', 'beta'));
+    await moveTo(store, b, 'signalled', { failed: true, exitCode: 3, statusCode: '3', signal: sent });
+    t.equal(
+      verdictOfDeployment((await report()).deployments.find((d) => d.id === 'b')!).exitCode,
+      EXIT.deploymentFailed,
+      'signalled, failed: 1, whatever the others',
+    );
+  },
+);
 
 t.test('cfn-signal queue entries: pending waits, failed is an error, sent is history; no URL secrets', async (t) => {
   const { loaded, report } = await fixture(t);
@@ -102,14 +143,34 @@ t.test('cfn-signal queue entries: pending waits, failed is an error, sent is his
   const entry = await enqueueSignal(dir, { kind: 'cfn', url, text: '{"Status":"SUCCESS"}' }, Date.now());
   let r = await report();
   t.equal(verdictOf(r).exitCode, 3);
-  t.same(r.signals.map((s) => [s.kind, s.id, s.state]), [['cfn-signal', entry.id, 'pending']]);
+  t.same(
+    r.signals.map((s) => [s.kind, s.id, s.state]),
+    [['cfn-signal', entry.id, 'pending']],
+  );
   t.notMatch(JSON.stringify(r), 's3cr3t-sig');
   const file = path.join(dir, `${entry.id}.json`);
-  const settle = (state: string) => writeFileSync(file, JSON.stringify({ version: 1, id: entry.id, kind: 'cfn', state, shownUrl: entry.shownUrl, createdAt: entry.createdAt, updatedAt: entry.createdAt, attempts: 5, lastError: 'HTTP 500' }));
+  const settle = (state: string) =>
+    writeFileSync(
+      file,
+      JSON.stringify({
+        version: 1,
+        id: entry.id,
+        kind: 'cfn',
+        state,
+        shownUrl: entry.shownUrl,
+        createdAt: entry.createdAt,
+        updatedAt: entry.createdAt,
+        attempts: 5,
+        lastError: 'HTTP 500',
+      }),
+    );
   settle('failed');
   r = await report();
   t.equal(verdictOf(r).exitCode, 2);
-  t.same(r.signals.map((s) => [s.state, s.attempts, s.lastError]), [['failed', 5, 'HTTP 500']]);
+  t.same(
+    r.signals.map((s) => [s.state, s.attempts, s.lastError]),
+    [['failed', 5, 'HTTP 500']],
+  );
   settle('sent');
   r = await report();
   t.same(r.signals, []);
@@ -125,10 +186,23 @@ t.test('the agent: running by its pid file, its published facts, and an agent er
     pid: process.pid,
     startedAt: '2026-02-01T10:00:00.000Z',
     mode: 'run',
-    lastCycle: { startedAt: '2026-02-01T10:01:00.000Z', endedAt: '2026-02-01T10:01:01.000Z', result: 'failed', exitCode: 1 },
+    lastCycle: {
+      startedAt: '2026-02-01T10:01:00.000Z',
+      endedAt: '2026-02-01T10:01:01.000Z',
+      result: 'failed',
+      exitCode: 1,
+    },
     nextPollAt: new Date(Date.now() + 3_600_000).toISOString(),
     pollingIntervalSeconds: 30,
-    sources: [{ name: 'heat', lastErrorAt: '2026-02-01T10:01:00.500Z', lastErrorCode: 'ERR_SOURCE_UNAVAILABLE', lastError: 'connection refused', consecutiveFailures: 4 }],
+    sources: [
+      {
+        name: 'heat',
+        lastErrorAt: '2026-02-01T10:01:00.500Z',
+        lastErrorCode: 'ERR_SOURCE_UNAVAILABLE',
+        lastError: 'connection refused',
+        consecutiveFailures: 4,
+      },
+    ],
   };
   const file = agentStatusPath(loaded.paths);
   mkdirSync(path.dirname(file), { recursive: true });
@@ -143,11 +217,23 @@ t.test('the agent: running by its pid file, its published facts, and an agent er
   writeFileSync(file, JSON.stringify({ ...facts, pid: 1 }));
   r = await report();
   t.equal(r.agent.running, true);
-  t.notOk(r.agent.lastCycle, 'facts of another process are not the running daemon\'s');
-  t.same(verdictOf(r), { exitCode: 3, reasons: ['the agent has not finished its first cycle yet'] }, 'a daemon before its first cycle: waiting');
+  t.notOk(r.agent.lastCycle, "facts of another process are not the running daemon's");
+  t.same(
+    verdictOf(r),
+    { exitCode: 3, reasons: ['the agent has not finished its first cycle yet'] },
+    'a daemon before its first cycle: waiting',
+  );
   writeFileSync(file, JSON.stringify(facts));
   r = await report();
-  t.same(r.agent, { running: true, pid: process.pid, startedAt: facts.startedAt, mode: 'run', lastCycle: facts.lastCycle, nextPollAt: facts.nextPollAt, pollingIntervalSeconds: 30 });
+  t.same(r.agent, {
+    running: true,
+    pid: process.pid,
+    startedAt: facts.startedAt,
+    mode: 'run',
+    lastCycle: facts.lastCycle,
+    nextPollAt: facts.nextPollAt,
+    pollingIntervalSeconds: 30,
+  });
   t.same(r.sources, facts.sources);
   const v = verdictOf(r);
   t.equal(v.exitCode, 2);

@@ -55,12 +55,16 @@ t.test('uid and gid are applied (running as root)', { skip: process.getuid?.() !
   t.equal(statSync(file).gid, 0);
 });
 
-t.test('setuid and setgid bits survive a change of owner (chown clears them: it goes before chmod)', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
-  const file = path.join(t.testdir(), 'setuid');
-  await writeFileAtomic(file, 'x', { mode: 0o6750, uid: 1, gid: 1 });
-  t.equal(modeOf(file), 0o6750);
-  t.equal(statSync(file).uid, 1);
-});
+t.test(
+  'setuid and setgid bits survive a change of owner (chown clears them: it goes before chmod)',
+  { skip: process.getuid?.() !== 0 && 'needs root' },
+  async (t) => {
+    const file = path.join(t.testdir(), 'setuid');
+    await writeFileAtomic(file, 'x', { mode: 0o6750, uid: 1, gid: 1 });
+    t.equal(modeOf(file), 0o6750);
+    t.equal(statSync(file).uid, 1);
+  },
+);
 
 t.test('a missing directory fails without creating anything, unless mkdirMode is given', async (t) => {
   const dir = t.testdir();

@@ -3,7 +3,11 @@ import { deepClone, deepMerge, isJsonObject, shallowMerge } from '../../src/util
 
 // Parsed JSON may carry "__proto__" / "constructor" / "prototype" keys as plain data (JSON.parse makes them own
 // properties). A merge must keep them as data and never touch an object's prototype.
-const hostile = () => JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}, "ok": 1}') as Record<string, unknown>;
+const hostile = () =>
+  JSON.parse('{"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}, "ok": 1}') as Record<
+    string,
+    unknown
+  >;
 
 t.test('isJsonObject', async (t) => {
   t.ok(isJsonObject({}));
@@ -36,7 +40,13 @@ t.test('shallowMerge keeps __proto__ and constructor as plain data', async (t) =
 
 t.test('deepMerge: objects merge recursively, anything else replaces; inputs untouched', async (t) => {
   const base = { a: { b: 1, c: [1, 2], d: { e: 1 } }, list: [1], scalar: 's', gone: { x: 1 } };
-  const incoming = { a: { c: [3], d: { f: 2 } }, list: { now: 'object' }, scalar: null, gone: 'string', fresh: { y: 1 } };
+  const incoming = {
+    a: { c: [3], d: { f: 2 } },
+    list: { now: 'object' },
+    scalar: null,
+    gone: 'string',
+    fresh: { y: 1 },
+  };
   const baseCopy = JSON.parse(JSON.stringify(base));
   const incomingCopy = JSON.parse(JSON.stringify(incoming));
   const out = deepMerge(base, incoming);

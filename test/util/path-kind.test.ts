@@ -21,12 +21,16 @@ t.test('regular files and directories, links followed; anything else, missing or
   t.equal(isDirectory(at('file/below')), false, 'ENOTDIR is false, not an error');
 });
 
-t.test('a path that cannot be looked at is false, not an error', { skip: process.getuid?.() === 0 ? 'root looks everywhere' : false }, async (t) => {
-  const dir = t.testdir({});
-  mkdirSync(path.join(dir, 'locked'));
-  writeFileSync(path.join(dir, 'locked/file'), 'x');
-  chmodSync(path.join(dir, 'locked'), 0o000);
-  t.teardown(() => chmodSync(path.join(dir, 'locked'), 0o700));
-  t.equal(isRegularFile(path.join(dir, 'locked/file')), false);
-  t.equal(isDirectory(path.join(dir, 'locked')), true, 'the locked directory itself is still a directory');
-});
+t.test(
+  'a path that cannot be looked at is false, not an error',
+  { skip: process.getuid?.() === 0 ? 'root looks everywhere' : false },
+  async (t) => {
+    const dir = t.testdir({});
+    mkdirSync(path.join(dir, 'locked'));
+    writeFileSync(path.join(dir, 'locked/file'), 'x');
+    chmodSync(path.join(dir, 'locked'), 0o000);
+    t.teardown(() => chmodSync(path.join(dir, 'locked'), 0o700));
+    t.equal(isRegularFile(path.join(dir, 'locked/file')), false);
+    t.equal(isDirectory(path.join(dir, 'locked')), true, 'the locked directory itself is still a directory');
+  },
+);

@@ -75,26 +75,34 @@ sys.stdout.write(json.dumps(out))
 `;
 
 function runPython(): string[][] | undefined {
-  const res = spawnSync('python3', ['-c', PY_SCRIPT], { input: JSON.stringify(CASES), encoding: 'utf8', timeout: 30_000 });
+  const res = spawnSync('python3', ['-c', PY_SCRIPT], {
+    input: JSON.stringify(CASES),
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   if (res.error || res.status !== 0) return undefined;
   return JSON.parse(res.stdout) as string[][];
 }
 
 const expected = runPython();
 
-t.test('matches python3 json.dumps for every case and variant', { skip: expected ? false : 'python3 is not available' }, async (t) => {
-  if (!expected) return;
-  t.equal(expected.length, CASES.length);
-  CASES.forEach((source, i) => {
-    VARIANTS.forEach((variant, j) => {
-      const options = {
-        ...(variant.indent === undefined ? {} : { indent: variant.indent }),
-        ...(variant.ensureAscii === undefined ? {} : { ensureAscii: variant.ensureAscii }),
-      };
-      t.equal(pythonJsonDumps(JSON.parse(source), options), expected[i]?.[j], `${variant.label}: ${source}`);
+t.test(
+  'matches python3 json.dumps for every case and variant',
+  { skip: expected ? false : 'python3 is not available' },
+  async (t) => {
+    if (!expected) return;
+    t.equal(expected.length, CASES.length);
+    CASES.forEach((source, i) => {
+      VARIANTS.forEach((variant, j) => {
+        const options = {
+          ...(variant.indent === undefined ? {} : { indent: variant.indent }),
+          ...(variant.ensureAscii === undefined ? {} : { ensureAscii: variant.ensureAscii }),
+        };
+        t.equal(pythonJsonDumps(JSON.parse(source), options), expected[i]?.[j], `${variant.label}: ${source}`);
+      });
     });
-  });
-});
+  },
+);
 
 // Fixed expectations (from upstream's observed cache files, reference §10.2), so these hold without python3 too.
 t.test('cache-file form: 1-space indent, no trailing newline', async (t) => {
@@ -134,7 +142,10 @@ t.test('documented limits: zero-fraction floats print as integers, -0 as 0', asy
 t.test('non-JSON values (undefined, functions) print null', async (t) => {
   t.equal(pythonJsonDumps(undefined), 'null');
   t.equal(pythonJsonDumps([undefined, 1]), '[null, 1]');
-  t.equal(pythonJsonDumps(() => 1), 'null');
+  t.equal(
+    pythonJsonDumps(() => 1),
+    'null',
+  );
 });
 
 t.test('key order is kept as given, not sorted', async (t) => {

@@ -50,8 +50,16 @@ t.test('invalid JSON names the parse error', async (t) => {
   const dir = t.testdir({ bad: '{"a": ', empty: '', bom: '\ufeff{}' });
   const bad = await readJsonFile(path.join(dir, 'bad'), 100);
   t.match(bad, { ok: false, reason: 'invalid-json', detail: /JSON/ });
-  t.match(await readJsonFile(path.join(dir, 'empty'), 100), { ok: false, reason: 'invalid-json' }, 'an empty file is invalid JSON');
-  t.match(await readJsonFile(path.join(dir, 'bom'), 100), { ok: false, reason: 'invalid-json' }, 'a BOM is invalid, as in Python');
+  t.match(
+    await readJsonFile(path.join(dir, 'empty'), 100),
+    { ok: false, reason: 'invalid-json' },
+    'an empty file is invalid JSON',
+  );
+  t.match(
+    await readJsonFile(path.join(dir, 'bom'), 100),
+    { ok: false, reason: 'invalid-json' },
+    'a BOM is invalid, as in Python',
+  );
 });
 
 t.test('size cap: exactly the cap is read, one byte over is refused', async (t) => {
@@ -67,7 +75,11 @@ t.test('size cap: exactly the cap is read, one byte over is refused', async (t) 
 });
 
 t.test('a file read through a symlink works; a dangling symlink is missing', async (t) => {
-  const dir = t.testdir({ real: '{"r": 1}', link: t.fixture('symlink', 'real'), dangling: t.fixture('symlink', 'nowhere') });
+  const dir = t.testdir({
+    real: '{"r": 1}',
+    link: t.fixture('symlink', 'real'),
+    dangling: t.fixture('symlink', 'nowhere'),
+  });
   t.match(await readJsonFile(path.join(dir, 'link'), 100), { ok: true, value: { r: 1 } });
   t.match(await readJsonFile(path.join(dir, 'dangling'), 100), { ok: false, reason: 'missing' });
 });

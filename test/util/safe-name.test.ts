@@ -3,16 +3,47 @@ import { UnsafeNameError } from '../../src/errors.js';
 import { checkFileName, isSafeFileName } from '../../src/util/safe-name.js';
 
 t.test('ordinary names pass through unchanged', async (t) => {
-  for (const name of ['ec2', 'heat_local', '10-base.json', 'dep-oac', 'a b', 'ключ', 'x'.repeat(255), 'a..b', 'trailing.']) {
+  for (const name of [
+    'ec2',
+    'heat_local',
+    '10-base.json',
+    'dep-oac',
+    'a b',
+    'ключ',
+    'x'.repeat(255),
+    'a..b',
+    'trailing.',
+  ]) {
     t.equal(checkFileName('cache key', name), name, name.slice(0, 20));
     t.ok(isSafeFileName(name));
   }
 });
 
 t.test('unsafe names are rejected with UnsafeNameError (B7)', async (t) => {
-  const bad: unknown[] = ['', '.', '..', '../escaped', 'a/b', '/abs', 'a\\b', 'nul\0byte', '.hidden', 'x'.repeat(256), 'é'.repeat(128), 5, null, undefined, {}, ['a']];
+  const bad: unknown[] = [
+    '',
+    '.',
+    '..',
+    '../escaped',
+    'a/b',
+    '/abs',
+    'a\\b',
+    'nul\0byte',
+    '.hidden',
+    'x'.repeat(256),
+    'é'.repeat(128),
+    5,
+    null,
+    undefined,
+    {},
+    ['a'],
+  ];
   for (const name of bad) {
-    t.throws(() => checkFileName('deployment name', name), UnsafeNameError, JSON.stringify(name)?.slice(0, 30) ?? String(name));
+    t.throws(
+      () => checkFileName('deployment name', name),
+      UnsafeNameError,
+      JSON.stringify(name)?.slice(0, 30) ?? String(name),
+    );
     t.notOk(isSafeFileName(name));
   }
 });
@@ -26,7 +57,10 @@ t.test('the error says what and why, with a stable code', async (t) => {
     t.equal((err as UnsafeNameError).code, 'ERR_UNSAFE_NAME');
     t.match((err as Error).message, /^deployment name "\.\.\/escaped" cannot be used as a file name/);
   }
-  t.throws(() => checkFileName('cache key', ''), { message: 'cache key must be a non-empty string', code: 'ERR_UNSAFE_NAME' });
+  t.throws(() => checkFileName('cache key', ''), {
+    message: 'cache key must be a non-empty string',
+    code: 'ERR_UNSAFE_NAME',
+  });
   try {
     checkFileName('k', 'y'.repeat(300));
   } catch (err) {

@@ -44,44 +44,55 @@ t.test('abort removes every temp file and replaces nothing', async (t) => {
   t.throws(() => batch.stage(path.join(dir, 'c'), bytes('c'), { mode: 0o644 }), /already committed or aborted/);
 });
 
-t.test('a stage that fails (directory not writable) leaves earlier temp files for abort to remove', { skip: process.getuid?.() === 0 && 'root ignores directory permissions' }, async (t) => {
-  const dir = t.testdir({ ok: {}, locked: {} });
-  chmodSync(path.join(dir, 'locked'), 0o555);
-  t.teardown(() => chmodSync(path.join(dir, 'locked'), 0o755));
-  const batch = new WriteBatch();
-  batch.stage(path.join(dir, 'ok/f'), bytes('x'), { mode: 0o644 });
-  t.throws(() => batch.stage(path.join(dir, 'locked/f'), bytes('x'), { mode: 0o644 }), { code: 'EACCES' });
-  batch.abort();
-  t.same(readdirSync(path.join(dir, 'ok')), []);
-});
+t.test(
+  'a stage that fails (directory not writable) leaves earlier temp files for abort to remove',
+  { skip: process.getuid?.() === 0 && 'root ignores directory permissions' },
+  async (t) => {
+    const dir = t.testdir({ ok: {}, locked: {} });
+    chmodSync(path.join(dir, 'locked'), 0o555);
+    t.teardown(() => chmodSync(path.join(dir, 'locked'), 0o755));
+    const batch = new WriteBatch();
+    batch.stage(path.join(dir, 'ok/f'), bytes('x'), { mode: 0o644 });
+    t.throws(() => batch.stage(path.join(dir, 'locked/f'), bytes('x'), { mode: 0o644 }), { code: 'EACCES' });
+    batch.abort();
+    t.same(readdirSync(path.join(dir, 'ok')), []);
+  },
+);
 
-t.test('setuid and setgid bits survive a change of owner (chown clears them; chmod comes after)', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
-  const dir = t.testdir({});
-  const batch = new WriteBatch();
-  batch.stage(path.join(dir, 'tool'), bytes('#!/bin/sh\n'), { mode: 0o6755, uid: 65534, gid: 65534 });
-  await batch.commit();
-  t.match(statSync(path.join(dir, 'tool')), { uid: 65534, gid: 65534 });
-  t.equal(modeOf(path.join(dir, 'tool')), 0o6755);
-});
+t.test(
+  'setuid and setgid bits survive a change of owner (chown clears them; chmod comes after)',
+  { skip: process.getuid?.() !== 0 && 'needs root' },
+  async (t) => {
+    const dir = t.testdir({});
+    const batch = new WriteBatch();
+    batch.stage(path.join(dir, 'tool'), bytes('#!/bin/sh\n'), { mode: 0o6755, uid: 65534, gid: 65534 });
+    await batch.commit();
+    t.match(statSync(path.join(dir, 'tool')), { uid: 65534, gid: 65534 });
+    t.equal(modeOf(path.join(dir, 'tool')), 0o6755);
+  },
+);
 
-t.test('small batches fsync file by file; large ones call syncfs once before the renames; directories are fsynced', async (t) => {
-  const dir = t.testdir({});
-  const small = recordingSyncfs(true);
-  const few = new WriteBatch(small.run);
-  for (let i = 0; i < SYNCFS_MIN_FILES - 1; i++) few.stage(path.join(dir, `s${i}`), bytes('x'), { mode: 0o644 });
-  t.same(await few.commit(), { files: 'fsync', directories: 'fsync' });
-  t.same(small.calls, [], 'no syncfs for a small batch');
+t.test(
+  'small batches fsync file by file; large ones call syncfs once before the renames; directories are fsynced',
+  async (t) => {
+    const dir = t.testdir({});
+    const small = recordingSyncfs(true);
+    const few = new WriteBatch(small.run);
+    for (let i = 0; i < SYNCFS_MIN_FILES - 1; i++) few.stage(path.join(dir, `s${i}`), bytes('x'), { mode: 0o644 });
+    t.same(await few.commit(), { files: 'fsync', directories: 'fsync' });
+    t.same(small.calls, [], 'no syncfs for a small batch');
 
-  const large = recordingSyncfs(true);
-  const many = new WriteBatch(large.run);
-  for (let d = 0; d < SYNCFS_MIN_FILES; d++) {
-    mkdirSync(path.join(dir, `d${d}`));
-    many.stage(path.join(dir, `d${d}`, 'f'), bytes(`file ${d}`), { mode: 0o644 });
-  }
-  t.same(await many.commit(), { files: 'syncfs', directories: 'fsync' });
-  t.same(large.calls, [[path.join(dir, 'd0')]], 'one directory per filesystem, once, before the renames');
-  t.equal(readFileSync(path.join(dir, 'd15/f'), 'utf8'), 'file 15');
-});
+    const large = recordingSyncfs(true);
+    const many = new WriteBatch(large.run);
+    for (let d = 0; d < SYNCFS_MIN_FILES; d++) {
+      mkdirSync(path.join(dir, `d${d}`));
+      many.stage(path.join(dir, `d${d}`, 'f'), bytes(`file ${d}`), { mode: 0o644 });
+    }
+    t.same(await many.commit(), { files: 'syncfs', directories: 'fsync' });
+    t.same(large.calls, [[path.join(dir, 'd0')]], 'one directory per filesystem, once, before the renames');
+    t.equal(readFileSync(path.join(dir, 'd15/f'), 'utf8'), 'file 15');
+  },
+);
 
 t.test('the mode is exact whatever the umask: open() modes the umask cut down are set again', async (t) => {
   const dir = t.testdir({});
@@ -93,27 +104,45 @@ t.test('the mode is exact whatever the umask: open() modes the umask cut down ar
   batch.stage(path.join(dir, 'c'), bytes('c'), { mode: 0o600 });
   batch.stage(path.join(dir, 'd'), bytes('d'), { mode: 0o1755 });
   await batch.commit();
-  t.same(['a', 'b', 'c', 'd'].map((f) => modeOf(path.join(dir, f))), [0o644, 0o644, 0o600, 0o1755]);
+  t.same(
+    ['a', 'b', 'c', 'd'].map((f) => modeOf(path.join(dir, f))),
+    [0o644, 0o644, 0o600, 0o1755],
+  );
   process.umask(0o022);
   const second = new WriteBatch();
   second.stage(path.join(dir, 'e'), bytes('e'), { mode: 0o664 });
   second.stage(path.join(dir, 'f'), bytes('f'), { mode: 0o664 });
   await second.commit();
-  t.same(['e', 'f'].map((f) => modeOf(path.join(dir, f))), [0o664, 0o664], 'group write bit the umask removes');
+  t.same(
+    ['e', 'f'].map((f) => modeOf(path.join(dir, f))),
+    [0o664, 0o664],
+    'group write bit the umask removes',
+  );
 });
 
-t.test('after the first file of a mode, the rest of that mode take the one-call write; contents and modes are exact', async (t) => {
-  const dir = t.testdir({ old: 'old' });
-  const previous = process.umask(0o022);
-  t.teardown(() => void process.umask(previous));
-  const batch = new WriteBatch();
-  const names = ['a', 'b', 'c', 'old'];
-  names.forEach((n, i) => batch.stage(path.join(dir, n), i % 2 ? bytes(`bytes ${n}`) : `text ${n} \u00e9`, { mode: 0o640 }));
-  t.equal(allNames(dir).filter((n) => n.startsWith('.')).length, 4, 'four temp files');
-  await batch.commit();
-  t.same(names.map((n) => readFileSync(path.join(dir, n), 'utf8')), ['text a \u00e9', 'bytes b', 'text c \u00e9', 'bytes old']);
-  t.same(names.map((n) => modeOf(path.join(dir, n))), [0o640, 0o640, 0o640, 0o640]);
-});
+t.test(
+  'after the first file of a mode, the rest of that mode take the one-call write; contents and modes are exact',
+  async (t) => {
+    const dir = t.testdir({ old: 'old' });
+    const previous = process.umask(0o022);
+    t.teardown(() => void process.umask(previous));
+    const batch = new WriteBatch();
+    const names = ['a', 'b', 'c', 'old'];
+    names.forEach((n, i) =>
+      batch.stage(path.join(dir, n), i % 2 ? bytes(`bytes ${n}`) : `text ${n} \u00e9`, { mode: 0o640 }),
+    );
+    t.equal(allNames(dir).filter((n) => n.startsWith('.')).length, 4, 'four temp files');
+    await batch.commit();
+    t.same(
+      names.map((n) => readFileSync(path.join(dir, n), 'utf8')),
+      ['text a \u00e9', 'bytes b', 'text c \u00e9', 'bytes old'],
+    );
+    t.same(
+      names.map((n) => modeOf(path.join(dir, n))),
+      [0o640, 0o640, 0o640, 0o640],
+    );
+  },
+);
 
 t.test('when syncfs is not available (old coreutils, no sync binary) the batch falls back to fsync', async (t) => {
   const dir = t.testdir({});
@@ -128,7 +157,8 @@ t.test('when syncfs is not available (old coreutils, no sync binary) the batch f
 t.test('the real `sync -f` runs (a large batch, no runner injected)', async (t) => {
   const dir = t.testdir({});
   const batch = new WriteBatch();
-  for (let i = 0; i < SYNCFS_MIN_FILES * 2; i++) batch.stage(path.join(dir, `f${i}`), bytes(`body ${i}`), { mode: 0o644 });
+  for (let i = 0; i < SYNCFS_MIN_FILES * 2; i++)
+    batch.stage(path.join(dir, `f${i}`), bytes(`body ${i}`), { mode: 0o644 });
   const report = await batch.commit();
   t.equal(report.files, 'syncfs', 'coreutils sync -f succeeded');
   t.equal(readFileSync(path.join(dir, 'f31'), 'utf8'), 'body 31');
@@ -142,31 +172,41 @@ t.test('a rename that fails removes the remaining temp files and reports the err
   batch.stage(path.join(dir, 'blocker'), bytes('2'), { mode: 0o644 });
   batch.stage(path.join(dir, 'third'), bytes('3'), { mode: 0o644 });
   await t.rejects(batch.commit(), { code: /EISDIR|ENOTEMPTY|EEXIST/ });
-  t.same(allNames(dir), ['blocker', 'blocker/inside', 'first'], 'renames before the failure stay; no temp file is left');
+  t.same(
+    allNames(dir),
+    ['blocker', 'blocker/inside', 'first'],
+    'renames before the failure stay; no temp file is left',
+  );
 });
 
-t.test('a commit that fails before its first rename removes the directories the batch made, and one after keeps them', async (t) => {
-  const dir = t.testdir({ blocker: { inside: 'x' } });
-  // fsync of a temp file that is gone fails (ENOENT): the flush, before any rename.
-  const early = new WriteBatch();
-  early.ensureDirectory(path.join(dir, 'new/deeper'));
-  early.stage(path.join(dir, 'new/deeper/f'), bytes('x'), { mode: 0o644 });
-  for (const name of readdirSync(path.join(dir, 'new/deeper'))) unlinkSync(path.join(dir, 'new/deeper', name));
-  await t.rejects(early.commit(), { code: 'ENOENT' });
-  t.notOk(existsSync(path.join(dir, 'new')), 'no directory left behind');
-  // A rename that fails after another succeeded: the renamed file needs its directory.
-  const late = new WriteBatch();
-  late.ensureDirectory(path.join(dir, 'made'));
-  late.stage(path.join(dir, 'made/first'), bytes('1'), { mode: 0o644 });
-  late.stage(path.join(dir, 'blocker'), bytes('2'), { mode: 0o644 });
-  await t.rejects(late.commit(), { code: /EISDIR|ENOTEMPTY|EEXIST/ });
-  t.equal(readFileSync(path.join(dir, 'made/first'), 'utf8'), '1');
-});
+t.test(
+  'a commit that fails before its first rename removes the directories the batch made, and one after keeps them',
+  async (t) => {
+    const dir = t.testdir({ blocker: { inside: 'x' } });
+    // fsync of a temp file that is gone fails (ENOENT): the flush, before any rename.
+    const early = new WriteBatch();
+    early.ensureDirectory(path.join(dir, 'new/deeper'));
+    early.stage(path.join(dir, 'new/deeper/f'), bytes('x'), { mode: 0o644 });
+    for (const name of readdirSync(path.join(dir, 'new/deeper'))) unlinkSync(path.join(dir, 'new/deeper', name));
+    await t.rejects(early.commit(), { code: 'ENOENT' });
+    t.notOk(existsSync(path.join(dir, 'new')), 'no directory left behind');
+    // A rename that fails after another succeeded: the renamed file needs its directory.
+    const late = new WriteBatch();
+    late.ensureDirectory(path.join(dir, 'made'));
+    late.stage(path.join(dir, 'made/first'), bytes('1'), { mode: 0o644 });
+    late.stage(path.join(dir, 'blocker'), bytes('2'), { mode: 0o644 });
+    await t.rejects(late.commit(), { code: /EISDIR|ENOTEMPTY|EEXIST/ });
+    t.equal(readFileSync(path.join(dir, 'made/first'), 'utf8'), '1');
+  },
+);
 
 t.test('onePerFilesystem keeps one directory per device', async (t) => {
   const dir = t.testdir({ a: {}, b: {} });
   t.same(onePerFilesystem([path.join(dir, 'a'), path.join(dir, 'b')]), [path.join(dir, 'a')]);
   const other = ['/proc', '/dev/shm'].filter((p) => existsSync(p) && statSync(p).dev !== statSync(dir).dev);
-  t.equal(onePerFilesystem([path.join(dir, 'a'), ...other]).length, 1 + new Set(other.map((p) => statSync(p).dev)).size);
+  t.equal(
+    onePerFilesystem([path.join(dir, 'a'), ...other]).length,
+    1 + new Set(other.map((p) => statSync(p).dev)).size,
+  );
   t.same(onePerFilesystem([path.join(dir, 'missing')]), [], 'a vanished directory is skipped');
 });

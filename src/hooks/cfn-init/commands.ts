@@ -15,8 +15,12 @@ export async function applyCommands(run: InitRun, config: string, commands: read
     const env = cmd.env ? { ...cmd.env } : run.ctx.env;
     let cwd: string | undefined;
     if (cmd.cwd !== undefined) {
-      const expanded = cmd.cwd === '~' || cmd.cwd.startsWith('~/') ? `${run.ctx.env.HOME ?? os.homedir()}${cmd.cwd.slice(1)}` : cmd.cwd;
-      if (!expanded.startsWith('/')) throw new HookFailure(`cfn-init: ${resource}: cwd ${JSON.stringify(cmd.cwd)} is not an absolute path`);
+      const expanded =
+        cmd.cwd === '~' || cmd.cwd.startsWith('~/')
+          ? `${run.ctx.env.HOME ?? os.homedir()}${cmd.cwd.slice(1)}`
+          : cmd.cwd;
+      if (!expanded.startsWith('/'))
+        throw new HookFailure(`cfn-init: ${resource}: cwd ${JSON.stringify(cmd.cwd)} is not an absolute path`);
       cwd = await hostPath(run, expanded, resource);
       try {
         await access(cwd);
@@ -36,9 +40,10 @@ export async function applyCommands(run: InitRun, config: string, commands: read
         continue;
       }
     }
-    const spec: ToolRun = typeof cmd.command === 'string'
-      ? { file: '/bin/sh', args: ['-c', cmd.command], ...where }
-      : { file: cmd.command[0] ?? '', args: cmd.command.slice(1), ...where };
+    const spec: ToolRun =
+      typeof cmd.command === 'string'
+        ? { file: '/bin/sh', args: ['-c', cmd.command], ...where }
+        : { file: cmd.command[0] ?? '', args: cmd.command.slice(1), ...where };
     run.ctx.log.info('running command', { command: cmd.name });
     const res = await tool(run, spec);
     run.stdout.push(res.stdout);
@@ -50,7 +55,9 @@ export async function applyCommands(run: InitRun, config: string, commands: read
       run.ctx.log.warn('command failed; ignoreErrors is set', { command: cmd.name, status: res.status });
     } else {
       run.ctx.log.error('command failed', { command: cmd.name, status: res.status });
-      throw new HookFailure(`cfn-init: ${resource} failed with status ${res.status}; the commands after it and the services were not run`);
+      throw new HookFailure(
+        `cfn-init: ${resource} failed with status ${res.status}; the commands after it and the services were not run`,
+      );
     }
   }
 }

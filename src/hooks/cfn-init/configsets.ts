@@ -22,7 +22,8 @@ export function selectConfigs(init: Json, selected?: string): string[] {
         continue;
       }
       const keys = Object.keys(item);
-      if (keys.length !== 1 || keys[0] !== 'ConfigSet') fail(where, 'an entry that is an object must be {"ConfigSet": name}');
+      if (keys.length !== 1 || keys[0] !== 'ConfigSet')
+        fail(where, 'an entry that is an object must be {"ConfigSet": name}');
       const ref = text(item.ConfigSet, `${where}.ConfigSet`);
       if (!Object.hasOwn(table, ref)) fail('configSets', `undefined ConfigSet "${ref}" referenced`);
       if (trail.includes(ref)) fail('configSets', `ConfigSet "${ref}" includes itself`);
@@ -30,7 +31,8 @@ export function selectConfigs(init: Json, selected?: string): string[] {
     }
   };
   for (const name of wanted) {
-    if (!Object.hasOwn(table, name)) fail('configSets', `requested configSet "${name}" is not in the configSets section`);
+    if (!Object.hasOwn(table, name))
+      fail('configSets', `requested configSet "${name}" is not in the configSets section`);
     expand(table[name], [name]);
   }
   if (names.length === 0) fail('configSets', `requested configSet "${wanted.join(',')}" is empty`);

@@ -18,16 +18,27 @@ export async function download(run: InitRun, url: string, resource: string): Pro
   } catch {
     throw new HookFailure(`cfn-init: ${resource}: ${JSON.stringify(shown)} is not a URL`);
   }
-  if (scheme !== 'http:' && scheme !== 'https:') throw new HookFailure(`cfn-init: ${resource}: only http and https URLs can be fetched, not ${shown}`);
+  if (scheme !== 'http:' && scheme !== 'https:')
+    throw new HookFailure(`cfn-init: ${resource}: only http and https URLs can be fetched, not ${shown}`);
   run.ctx.log.info('downloading', { resource, url: shown });
   let res;
   try {
-    res = await (await run.http()).request({ url, timeoutSeconds: run.fetchTimeoutSeconds, retries: 2, maxBytes: MAX_DOWNLOAD_BYTES, signal: run.ctx.signal });
+    res = await (
+      await run.http()
+    ).request({
+      url,
+      timeoutSeconds: run.fetchTimeoutSeconds,
+      retries: 2,
+      maxBytes: MAX_DOWNLOAD_BYTES,
+      signal: run.ctx.signal,
+    });
   } catch (err) {
     throw new HookFailure(`cfn-init: ${resource}: could not download ${shown}: ${errorMessage(err)}`);
   }
   if (res.statusCode < 200 || res.statusCode > 299) {
-    throw new HookFailure(`cfn-init: ${resource}: could not download ${shown}: the server answered HTTP ${res.statusCode}`);
+    throw new HookFailure(
+      `cfn-init: ${resource}: could not download ${shown}: the server answered HTTP ${res.statusCode}`,
+    );
   }
   return res.body;
 }

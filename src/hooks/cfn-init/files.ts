@@ -27,16 +27,27 @@ async function applyFile(run: InitRun, file: FileEntry, resource: string): Promi
   await mkdir(path.dirname(dest), { recursive: true, mode: 0o755 });
   const uid = file.owner !== undefined ? await idFor(run, 'passwd', file.owner, resource) : undefined;
   const gid = file.group !== undefined ? await idFor(run, 'group', file.group, resource) : undefined;
-  const changed = file.mode !== undefined && (file.mode & SYMLINK_TYPE) === SYMLINK_TYPE
-    ? await writeLink(dest, (file.content ?? Buffer.alloc(0)).toString('utf8'), uid, gid)
-    : await writeRegular(dest, file.content ?? await download(run, file.source ?? '', resource), file.mode, uid, gid, resource);
+  const changed =
+    file.mode !== undefined && (file.mode & SYMLINK_TYPE) === SYMLINK_TYPE
+      ? await writeLink(dest, (file.content ?? Buffer.alloc(0)).toString('utf8'), uid, gid)
+      : await writeRegular(
+          dest,
+          file.content ?? (await download(run, file.source ?? '', resource)),
+          file.mode,
+          uid,
+          gid,
+          resource,
+        );
   if (changed) run.changed.add(`file:${file.path}`);
   run.ctx.log.info(changed ? 'file written' : 'file unchanged', { file: file.path });
 }
 
 async function idFor(run: InitRun, kind: 'passwd' | 'group', name: string, resource: string): Promise<number> {
   const id = await accountId(run, kind, name);
-  if (id === undefined) throw new HookFailure(`cfn-init: ${resource}: there is no ${kind === 'passwd' ? 'user' : 'group'} named ${JSON.stringify(name)} (create it under "users"/"groups" or fix the name)`);
+  if (id === undefined)
+    throw new HookFailure(
+      `cfn-init: ${resource}: there is no ${kind === 'passwd' ? 'user' : 'group'} named ${JSON.stringify(name)} (create it under "users"/"groups" or fix the name)`,
+    );
   return id;
 }
 
@@ -49,7 +60,14 @@ async function existing(dest: string) {
   }
 }
 
-async function writeRegular(dest: string, data: Buffer, mode: number | undefined, uid: number | undefined, gid: number | undefined, resource: string): Promise<boolean> {
+async function writeRegular(
+  dest: string,
+  data: Buffer,
+  mode: number | undefined,
+  uid: number | undefined,
+  gid: number | undefined,
+  resource: string,
+): Promise<boolean> {
   const before = await existing(dest);
   if (before?.isDirectory()) throw new HookFailure(`cfn-init: ${resource}: ${dest} is a directory`);
   const regular = before?.isFile() ? before : undefined;
@@ -59,18 +77,36 @@ async function writeRegular(dest: string, data: Buffer, mode: number | undefined
     uid: uid ?? regular?.uid ?? process.getuid?.() ?? 0,
     gid: gid ?? regular?.gid ?? process.getgid?.() ?? 0,
   };
-  if (regular && (regular.mode & 0o7777) === want.mode && regular.uid === want.uid && regular.gid === want.gid &&
-    regular.size === data.length && (await readFile(dest)).equals(data)) return false;
+  if (
+    regular &&
+    (regular.mode & 0o7777) === want.mode &&
+    regular.uid === want.uid &&
+    regular.gid === want.gid &&
+    regular.size === data.length &&
+    (await readFile(dest)).equals(data)
+  )
+    return false;
   // chown only when the owner differs from the writer's: an unprivileged run (tests, the demo) cannot chown at all.
-  const chown = want.uid !== process.getuid?.() || want.gid !== process.getgid?.() ? { uid: want.uid, gid: want.gid } : {};
+  const chown =
+    want.uid !== process.getuid?.() || want.gid !== process.getgid?.() ? { uid: want.uid, gid: want.gid } : {};
   await writeFileAtomic(dest, data, { mode: want.mode, ...chown, syncDirectory: false });
   return true;
 }
 
-async function writeLink(dest: string, target: string, uid: number | undefined, gid: number | undefined): Promise<boolean> {
+async function writeLink(
+  dest: string,
+  target: string,
+  uid: number | undefined,
+  gid: number | undefined,
+): Promise<boolean> {
   const before = await existing(dest);
-  if (before?.isSymbolicLink() && await readlink(dest) === target &&
-    (uid === undefined || before.uid === uid) && (gid === undefined || before.gid === gid)) return false;
+  if (
+    before?.isSymbolicLink() &&
+    (await readlink(dest)) === target &&
+    (uid === undefined || before.uid === uid) &&
+    (gid === undefined || before.gid === gid)
+  )
+    return false;
   const tmp = tempPathFor(dest);
   await symlink(target, tmp);
   try {

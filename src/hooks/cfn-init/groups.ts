@@ -8,12 +8,16 @@ import { mustRun, type InitRun } from './run-state.js';
 export async function applyGroups(run: InitRun, config: string, groups: readonly GroupEntry[]): Promise<void> {
   for (const group of groups) {
     const resource = `config "${config}" groups.${group.name}`;
-    if (await accountId(run, 'group', group.name) !== undefined) {
+    if ((await accountId(run, 'group', group.name)) !== undefined) {
       run.ctx.log.info('group exists', { group: group.name });
       continue;
     }
-    await mustRun(run, resource, { file: 'groupadd', args: [group.name, ...(group.gid !== undefined ? ['--gid', group.gid] : [])] },
-      'groupadd was not found: install the passwd package (shadow-utils on RPM systems)');
+    await mustRun(
+      run,
+      resource,
+      { file: 'groupadd', args: [group.name, ...(group.gid !== undefined ? ['--gid', group.gid] : [])] },
+      'groupadd was not found: install the passwd package (shadow-utils on RPM systems)',
+    );
     run.ctx.log.info('group created', { group: group.name });
   }
 }

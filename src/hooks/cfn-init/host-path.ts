@@ -17,7 +17,9 @@ export async function hostPath(run: InitRun, p: string, resource: string): Promi
     try {
       const real = await realpath(probe);
       if (!isInside(root, real)) {
-        throw new HookFailure(`cfn-init: ${resource}: ${p} leads out of ${run.root} through a symbolic link (${probe} -> ${real})`);
+        throw new HookFailure(
+          `cfn-init: ${resource}: ${p} leads out of ${run.root} through a symbolic link (${probe} -> ${real})`,
+        );
       }
       return target;
     } catch (err) {

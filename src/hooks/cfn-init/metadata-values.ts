@@ -46,4 +46,3 @@ export function describe(v: unknown): string {
   if (Array.isArray(v)) return 'a list';
   return typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)}`;
 }
-

@@ -33,7 +33,11 @@ export interface ToolStatus {
 export async function tool(run: InitRun, spec: ToolRun): Promise<ToolStatus> {
   const res = await run.ctx.spawn({ env: run.ctx.env, ...spec });
   if (res.spawnError) {
-    return { status: res.spawnError.code === 'ENOENT' ? 127 : 126, stdout: '', stderr: `${spec.file}: ${res.spawnError.message}\n` };
+    return {
+      status: res.spawnError.code === 'ENOENT' ? 127 : 126,
+      stdout: '',
+      stderr: `${spec.file}: ${res.spawnError.message}\n`,
+    };
   }
   const status = res.exitCode ?? 128 + signalNumber(res.signal);
   return { status, stdout: res.stdout, stderr: res.stderr };
@@ -46,14 +50,25 @@ export async function mustRun(run: InitRun, resource: string, spec: ToolRun, mis
   if (res.status === 127 && missing) throw new HookFailure(`cfn-init: ${resource}: ${missing}`);
   if (res.status !== 0) {
     const said = (res.stderr.trim() || res.stdout.trim()).split('\n').slice(-5).join('\n');
-    throw new HookFailure(`cfn-init: ${resource}: ${formatCommand(spec.file, spec.args ?? [])} failed with status ${res.status}${said ? `:\n${said}` : ''}`);
+    throw new HookFailure(
+      `cfn-init: ${resource}: ${formatCommand(spec.file, spec.args ?? [])} failed with status ${res.status}${said ? `:\n${said}` : ''}`,
+    );
   }
   return res;
 }
 
-const SIGNALS: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGTERM: 15 };
+const SIGNALS: Readonly<Record<string, number>> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGABRT: 6,
+  SIGKILL: 9,
+  SIGSEGV: 11,
+  SIGPIPE: 13,
+  SIGTERM: 15,
+};
 function signalNumber(signal: string | null): number {
-  return signal ? SIGNALS[signal] ?? 0 : 0;
+  return signal ? (SIGNALS[signal] ?? 0) : 0;
 }
 
 /** Runs one resource's step; a system error (EACCES, ENOSPC, EISDIR...) becomes a failure naming the resource. */

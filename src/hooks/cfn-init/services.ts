@@ -17,12 +17,14 @@ interface ServiceTools {
 async function serviceTools(env: NodeJS.ProcessEnv): Promise<ServiceTools> {
   const systemctl = await findProgram(env, 'systemctl');
   if (systemctl) return { command: (name, action) => ({ file: systemctl, args: [action, `${name}.service`] }) };
-  const service = await findProgram(env, 'service') ?? 'service';
+  const service = (await findProgram(env, 'service')) ?? 'service';
   const chkconfig = await findProgram(env, 'chkconfig');
   return {
     command(name, action) {
       if (action === 'enable' || action === 'disable') {
-        return chkconfig ? { file: chkconfig, args: [name, action === 'enable' ? 'on' : 'off'] } : { file: 'update-rc.d', args: [name, action] };
+        return chkconfig
+          ? { file: chkconfig, args: [name, action === 'enable' ? 'on' : 'off'] }
+          : { file: 'update-rc.d', args: [name, action] };
       }
       return { file: service, args: [name, action] };
     },
@@ -34,7 +36,13 @@ export async function applyServices(run: InitRun, config: string, services: read
   const tools = await serviceTools(run.ctx.env);
   for (const svc of services) {
     const resource = `config "${config}" services.${svc.manager}.${svc.name}`;
-    const act = (action: Action) => mustRun(run, resource, tools.command(svc.name, action), `no tool to ${action} services was found (systemctl, or service with chkconfig/update-rc.d)`);
+    const act = (action: Action) =>
+      mustRun(
+        run,
+        resource,
+        tools.command(svc.name, action),
+        `no tool to ${action} services was found (systemctl, or service with chkconfig/update-rc.d)`,
+      );
     if (svc.enabled !== undefined) await act(svc.enabled ? 'enable' : 'disable');
     if (svc.ensureRunning === undefined) continue;
     const running = (await tool(run, tools.command(svc.name, 'status'))).status === 0;
@@ -55,8 +63,10 @@ export async function applyServices(run: InitRun, config: string, services: read
 /** The first of the service's files, sources, packages or commands that this run changed. */
 function changedCause(run: InitRun, svc: ServiceEntry): string | undefined {
   const watched = [
-    ...svc.files.map((f) => `file:${f}`), ...svc.sources.map((s) => `source:${s}`),
-    ...svc.packages.map((p) => `package:${p}`), ...svc.commands.map((c) => `command:${c}`),
+    ...svc.files.map((f) => `file:${f}`),
+    ...svc.sources.map((s) => `source:${s}`),
+    ...svc.packages.map((p) => `package:${p}`),
+    ...svc.commands.map((c) => `command:${c}`),
   ];
   return watched.find((w) => run.changed.has(w));
 }

@@ -49,7 +49,10 @@ export async function applySources(run: InitRun, config: string, sources: readon
 
 async function applySource(run: InitRun, source: SourceEntry, resource: string): Promise<void> {
   const type = archiveType(source.url);
-  if (!type) throw new HookFailure(`cfn-init: ${resource}: cannot tell the archive type from the URL (it should end in .tar.gz, .tgz, .tar.bz2, .tbz2, .tar, .zip, .gz or .bz2)`);
+  if (!type)
+    throw new HookFailure(
+      `cfn-init: ${resource}: cannot tell the archive type from the URL (it should end in .tar.gz, .tgz, .tar.bz2, .tbz2, .tar, .zip, .gz or .bz2)`,
+    );
   const dest = await hostPath(run, source.dir, resource);
   const data = await download(run, source.url, resource);
   await mkdir(dest, { recursive: true, mode: 0o755 });
@@ -73,16 +76,31 @@ async function unpack(run: InitRun, resource: string, type: ArchiveType, archive
     case 'tbz2':
     case 'tar':
       // GNU tar recognises the compression of a file by itself.
-      await mustRun(run, resource, { file: 'tar', args: ['-x', '-f', archive, '-C', dest] }, 'tar was not found: install the tar package');
+      await mustRun(
+        run,
+        resource,
+        { file: 'tar', args: ['-x', '-f', archive, '-C', dest] },
+        'tar was not found: install the tar package',
+      );
       return;
     case 'zip':
-      await mustRun(run, resource, { file: 'unzip', args: ['-o', '-q', archive, '-d', dest] }, 'unzip was not found: install the unzip package');
+      await mustRun(
+        run,
+        resource,
+        { file: 'unzip', args: ['-o', '-q', archive, '-d', dest] },
+        'unzip was not found: install the unzip package',
+      );
       return;
     case 'gz':
       await writeFileAtomic(single, await promisify(gunzip)(await readFile(archive)), { mode: 0o644 });
       return;
     case 'bz2':
-      await mustRun(run, resource, { file: 'bunzip2', args: ['-f', archive] }, 'bunzip2 was not found: install the bzip2 package');
+      await mustRun(
+        run,
+        resource,
+        { file: 'bunzip2', args: ['-f', archive] },
+        'bunzip2 was not found: install the bzip2 package',
+      );
       await rename(archive.replace(/\.bz2$/i, ''), single);
       return;
   }

@@ -8,7 +8,7 @@ import { mustRun, type InitRun } from './run-state.js';
 export async function applyUsers(run: InitRun, config: string, users: readonly UserEntry[]): Promise<void> {
   for (const user of users) {
     const resource = `config "${config}" users.${user.name}`;
-    if (await accountId(run, 'passwd', user.name) !== undefined) {
+    if ((await accountId(run, 'passwd', user.name)) !== undefined) {
       run.ctx.log.info('user exists', { user: user.name });
       continue;
     }
@@ -17,7 +17,12 @@ export async function applyUsers(run: InitRun, config: string, users: readonly U
     if (user.homeDir !== undefined) args.push('--home', user.homeDir);
     if (user.groups.length > 0) args.push('--groups', user.groups.join(','));
     args.push('--shell', '/sbin/nologin');
-    await mustRun(run, resource, { file: 'useradd', args }, 'useradd was not found: install the passwd package (shadow-utils on RPM systems)');
+    await mustRun(
+      run,
+      resource,
+      { file: 'useradd', args },
+      'useradd was not found: install the passwd package (shadow-utils on RPM systems)',
+    );
     run.ctx.log.info('user created', { user: user.name });
   }
 }

@@ -10,12 +10,16 @@ import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/wo
 // Group "ansible": the config is a playbook run with ansible-playbook, the inputs are extra vars. Upstream:
 // heat-agents' hook-ansible.py.
 
-const workingDir = (env: NodeJS.ProcessEnv) => pathSetting(env, 'HEAT_ANSIBLE_WORKING', '/var/lib/heat-config/heat-config-ansible');
+const workingDir = (env: NodeJS.ProcessEnv) =>
+  pathSetting(env, 'HEAT_ANSIBLE_WORKING', '/var/lib/heat-config/heat-config-ansible');
 
 export const hook: BuiltinHook = {
   group: 'ansible',
 
-  workFiles: (id, env) => [path.join(workingDir(env), `${id}_playbook.yaml`), path.join(workingDir(env), `${id}_variables.json`)],
+  workFiles: (id, env) => [
+    path.join(workingDir(env), `${id}_playbook.yaml`),
+    path.join(workingDir(env), `${id}_variables.json`),
+  ],
 
   async run(deployment, ctx) {
     const { log, env } = ctx;
@@ -32,8 +36,14 @@ export const hook: BuiltinHook = {
       return result({ stderr: 'The deployment has no config (playbook): ansible-playbook was not run.\n', status: 0 });
     }
     const outputsPath = path.join(outputs, id);
-    const variables = Object.fromEntries([['heat_config_id', id], ...inputEntries(deployment), ['heat_outputs_path', outputsPath]]);
-    const inventory = options.inventory ? path.resolve(working, inputText(options.inventory)) : commandSetting(env, 'HEAT_ANSIBLE_INVENTORY', 'localhost,');
+    const variables = Object.fromEntries([
+      ['heat_config_id', id],
+      ...inputEntries(deployment),
+      ['heat_outputs_path', outputsPath],
+    ]);
+    const inventory = options.inventory
+      ? path.resolve(working, inputText(options.inventory))
+      : commandSetting(env, 'HEAT_ANSIBLE_INVENTORY', 'localhost,');
     const playbook = path.join(working, `${id}_playbook.yaml`);
     const varsFile = path.join(working, `${id}_variables.json`);
     const list = (v: unknown) => (Array.isArray(v) ? v.join(',') : inputText(v));
@@ -53,7 +63,13 @@ export const hook: BuiltinHook = {
       const run = await runTool(
         ctx,
         { file: command, args, cwd: working, env: toolEnv },
-        notInstalled(env, 'ansible', command, 'HEAT_ANSIBLE_CMD', 'Install the ansible package (ansible-core on CentOS and RHEL).'),
+        notInstalled(
+          env,
+          'ansible',
+          command,
+          'HEAT_ANSIBLE_CMD',
+          'Install the ansible package (ansible-core on CentOS and RHEL).',
+        ),
       );
       if (run.status === 0) log.info('playbook completed', { playbook });
       else log.error('playbook failed', { playbook, status: run.status });

@@ -24,14 +24,22 @@ export const hook: BuiltinHook = {
   async run(_deployment, ctx) {
     const command = ctx.env.HEAT_APPLY_CONFIG_CMD;
     if (command) {
-      const run = await runTool(ctx, { file: command, env: ctx.env }, `HEAT_APPLY_CONFIG_CMD names ${command}, which was not found: install it or unset the variable to use the agent's own apply`);
+      const run = await runTool(
+        ctx,
+        { file: command, env: ctx.env },
+        `HEAT_APPLY_CONFIG_CMD names ${command}, which was not found: install it or unset the variable to use the agent's own apply`,
+      );
       if (run.status === 0) ctx.log.info('apply-config completed', { command });
       else ctx.log.error('apply-config failed', { command, status: run.status });
       return result(run);
     }
     const summary = await applyNatively(ctx);
     // stderr holds the apply's log lines, as upstream's holds os-apply-config's.
-    return result({ status: 0, stdout: `${summary.written} files written, ${summary.unchanged} unchanged, ${summary.deleted} deleted\n`, stderr: ctx.log.text() });
+    return result({
+      status: 0,
+      stdout: `${summary.written} files written, ${summary.unchanged} unchanged, ${summary.deleted} deleted\n`,
+      stderr: ctx.log.text(),
+    });
   },
 };
 
@@ -47,10 +55,17 @@ async function applyNatively(ctx: HookContext): Promise<ApplySummary> {
   const log = forwardingLogger(ctx);
   try {
     const templates = await resolveTemplatesDir(undefined, paths, env);
-    if (templates.deprecated) ctx.log.warn('deprecated template directory in use', { templates: paths.unmap(templates.dir) });
+    if (templates.deprecated)
+      ctx.log.warn('deprecated template directory in use', { templates: paths.unmap(templates.dir) });
     const listed = await selectMetadataFiles({ env, paths, log });
     const files = [...FALLBACK_METADATA, ...listed].map((f) => paths.map(f));
-    const applied = await applyTemplates({ templatesDir: templates.dir, outputDir: paths.map('/'), metadata: await loadMetadata(files), strict: false, log });
+    const applied = await applyTemplates({
+      templatesDir: templates.dir,
+      outputDir: paths.map('/'),
+      metadata: await loadMetadata(files),
+      strict: false,
+      log,
+    });
     return { written: applied.written.length, unchanged: applied.unchanged.length, deleted: applied.deleted.length };
   } catch (err) {
     // The apply's errors say what to fix (template, control file, metadata); the hook reports them as its failure.
@@ -59,7 +74,11 @@ async function applyNatively(ctx: HookContext): Promise<ApplySummary> {
   }
 }
 
-const HOOK_LEVELS: Readonly<Record<string, 'info' | 'warn' | 'error'>> = { warn: 'warn', error: 'error', fatal: 'error' };
+const HOOK_LEVELS: Readonly<Record<string, 'info' | 'warn' | 'error'>> = {
+  warn: 'warn',
+  error: 'error',
+  fatal: 'error',
+};
 
 /** The apply logs through pino; its lines become the hook's (masked, kept as its stderr) with their fields. */
 function forwardingLogger(ctx: HookContext): Logger {

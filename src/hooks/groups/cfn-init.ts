@@ -33,7 +33,9 @@ export const hook: BuiltinHook = {
       try {
         init = JSON.parse(init) as unknown;
       } catch (err) {
-        throw new HookFailure(`cfn-init: the config is text but not JSON (${errorMessage(err)}): give the AWS::CloudFormation::Init section`);
+        throw new HookFailure(
+          `cfn-init: the config is text but not JSON (${errorMessage(err)}): give the AWS::CloudFormation::Init section`,
+        );
       }
     }
     const dir = pathSetting(env, 'HEAT_CFN_INIT_LAST_METADATA_DIR', '/var/cache/heat-cfntools');
@@ -44,8 +46,17 @@ export const hook: BuiltinHook = {
 
     const command = env.HEAT_CFN_INIT_CMD;
     if (command) {
-      const run = await runTool(ctx, { file: command, args: [], env },
-        notInstalled(env, 'cfn-init', command, 'HEAT_CFN_INIT_CMD', 'Install heat-cfntools, or unset HEAT_CFN_INIT_CMD to use the built-in interpreter.'));
+      const run = await runTool(
+        ctx,
+        { file: command, args: [], env },
+        notInstalled(
+          env,
+          'cfn-init',
+          command,
+          'HEAT_CFN_INIT_CMD',
+          'Install heat-cfntools, or unset HEAT_CFN_INIT_CMD to use the built-in interpreter.',
+        ),
+      );
       if (run.status === 0) log.info('cfn-init completed', { command });
       else log.error('cfn-init failed', { command, status: run.status });
       return result(run);
@@ -75,9 +86,17 @@ function initRun(ctx: HookContext): InitRun {
     root: ctx.env.OS_CONFIG_AGENT_ROOT ?? '',
     fetchTimeoutSeconds: Number.isFinite(timeout) && timeout > 0 ? timeout : DEFAULT_FETCH_TIMEOUT_SECONDS,
     // Loaded only by a run that downloads something: got is most of the hook's code.
-    http: () => (client ??= import('../../http/client.js').then((m) => m.createHttpClient({
-      defaultMaxBytes: MAX_DOWNLOAD_BYTES, defaultRetries: 2, proxy: { config: {}, env: ctx.env },
-    }))),
-    stdout: [], stderr: [], changed: new Set(), accounts: new Map(),
+    http: () =>
+      (client ??= import('../../http/client.js').then((m) =>
+        m.createHttpClient({
+          defaultMaxBytes: MAX_DOWNLOAD_BYTES,
+          defaultRetries: 2,
+          proxy: { config: {}, env: ctx.env },
+        }),
+      )),
+    stdout: [],
+    stderr: [],
+    changed: new Set(),
+    accounts: new Map(),
   };
 }

@@ -13,7 +13,8 @@ import { prepareDir, readOutputs, removeFiles, removeOutputs, writeWorkFile } fr
 // optionally from a kitchen cloned with git. Upstream: heat-agents' hook-chef.py. Its node file and client.rb are per
 // machine, not per deployment: each run rewrites them, and they stay for the operator to read, as upstream's do.
 
-const workingDir = (env: NodeJS.ProcessEnv) => pathSetting(env, 'HEAT_CHEF_WORKING', '/var/lib/heat-config/heat-config-chef');
+const workingDir = (env: NodeJS.ProcessEnv) =>
+  pathSetting(env, 'HEAT_CHEF_WORKING', '/var/lib/heat-config/heat-config-chef');
 
 /** A Ruby single-quoted string literal. */
 const rubyString = (text: string) => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
@@ -74,8 +75,19 @@ export const hook: BuiltinHook = {
       await writeWorkFile(clientFile, `${client.join('\n')}\n`, 0o600);
       const run = await runTool(
         ctx,
-        { file: command, args: ['-z', '--config', clientFile, '-j', nodeFile], cwd: working, env: { ...env, heat_outputs_path: outputsPath } },
-        notInstalled(env, 'chef', command, 'HEAT_CHEF_CMD', 'Install Chef Infra Client or Cinc Client (chef-client); the distributions do not package it.'),
+        {
+          file: command,
+          args: ['-z', '--config', clientFile, '-j', nodeFile],
+          cwd: working,
+          env: { ...env, heat_outputs_path: outputsPath },
+        },
+        notInstalled(
+          env,
+          'chef',
+          command,
+          'HEAT_CHEF_CMD',
+          'Install Chef Infra Client or Cinc Client (chef-client); the distributions do not package it.',
+        ),
       );
       if (run.status !== 0) log.error('chef-client failed', { status: run.status });
       return result({ ...run, outputs: await readOutputs(deployment, outputsPath, log) });
@@ -92,10 +104,13 @@ function parseRunList(config: unknown): unknown[] {
     try {
       list = JSON.parse(config);
     } catch (err) {
-      throw new HookFailure(`the chef config is not JSON (${(err as Error).message}): it must be a run list such as ["recipe[app]"]`);
+      throw new HookFailure(
+        `the chef config is not JSON (${(err as Error).message}): it must be a run list such as ["recipe[app]"]`,
+      );
     }
   }
-  if (!Array.isArray(list)) throw new HookFailure('the chef config must be a JSON array (a run list such as ["recipe[app]"])');
+  if (!Array.isArray(list))
+    throw new HookFailure('the chef config must be a JSON array (a run list such as ["recipe[app]"])');
   return list;
 }
 
@@ -104,7 +119,12 @@ function parseRunList(config: unknown): unknown[] {
  * directory with .git) is replaced: upstream removed it only on UPDATE, so any other deployment with a kitchen failed
  * on the existing directory. Any other non-empty directory is left alone and fails the deployment.
  */
-async function cloneKitchen(ctx: HookContext, kitchen: string, kitchenPath: string, working: string): Promise<HookOutcome | null> {
+async function cloneKitchen(
+  ctx: HookContext,
+  kitchen: string,
+  kitchenPath: string,
+  working: string,
+): Promise<HookOutcome | null> {
   const entries = await readdir(kitchenPath).catch((err: NodeJS.ErrnoException): string[] => {
     if (err.code === 'ENOENT') return [];
     throw err;
@@ -112,7 +132,9 @@ async function cloneKitchen(ctx: HookContext, kitchen: string, kitchenPath: stri
   if (entries.includes('.git')) {
     await removeFiles(kitchenPath);
   } else if (entries.length > 0) {
-    throw new HookFailure(`kitchen_path ${kitchenPath} is a non-empty directory that is not a git clone: not replacing it with the kitchen; point kitchen_path at a new directory or remove it`);
+    throw new HookFailure(
+      `kitchen_path ${kitchenPath} is a non-empty directory that is not a git clone: not replacing it with the kitchen; point kitchen_path at a new directory or remove it`,
+    );
   }
   const run = await runTool(
     ctx,

@@ -1,7 +1,14 @@
 import { randomInt } from 'node:crypto';
 import { inputText } from '../../heat/deployment.js';
 import { containerCommand, daemonFailure, daemonUnreachable, lastLine, runContainerTool } from '../kit/docker-cli.js';
-import { containerDefs, containerLabels, environmentPairs, execArguments, runArguments, type ContainerDef } from '../kit/docker-containers.js';
+import {
+  containerDefs,
+  containerLabels,
+  environmentPairs,
+  execArguments,
+  runArguments,
+  type ContainerDef,
+} from '../kit/docker-containers.js';
 import { HookFailure, type BuiltinHook, type HookContext, type HookDeployment } from '../contract.js';
 import { inputValues } from '../hook-deployment.js';
 import { result } from '../hook-result.js';
@@ -35,7 +42,9 @@ export const hook: BuiltinHook = {
         return result({ status: 0 });
       } catch (err) {
         if (!(err instanceof HookFailure)) throw err;
-        log.warn('containers not removed; tried again when the deployment leaves the metadata', { reason: err.message });
+        log.warn('containers not removed; tried again when the deployment leaves the metadata', {
+          reason: err.message,
+        });
         return result({ stderr: `${err.message}\n`, status: 0 });
       }
     }
@@ -50,9 +59,16 @@ export const hook: BuiltinHook = {
     let status = 0;
     for (const def of defs) {
       log.info('container', { container: def.name, action: def.action });
-      const args = def.action === 'run'
-        ? ['run', '--name', await freeName(ctx, docker, def.name), ...labelsFor(def, deployment), ...runArguments(def)]
-        : ['exec', ...execArguments(def, await execTarget(ctx, docker, def, deployment.id))];
+      const args =
+        def.action === 'run'
+          ? [
+              'run',
+              '--name',
+              await freeName(ctx, docker, def.name),
+              ...labelsFor(def, deployment),
+              ...runArguments(def),
+            ]
+          : ['exec', ...execArguments(def, await execTarget(ctx, docker, def, deployment.id))];
       const run = await runContainerTool(ctx, docker, args);
       if (run.stdout) stdouts.push(run.stdout);
       if (run.stderr) stderrs.push(run.stderr);
@@ -61,7 +77,9 @@ export const hook: BuiltinHook = {
       // As upstream: the status is the last failing container's, and the others still run.
       status = run.status;
       log.error('container failed', { container: def.name, command: formatCommand(docker, args), status: run.status });
-      stderrs.push(`container "${def.name}": ${def.action} failed with status ${run.status}: ${lastLine(run.stderr)}\n`);
+      stderrs.push(
+        `container "${def.name}": ${def.action} failed with status ${run.status}: ${lastLine(run.stderr)}\n`,
+      );
     }
     return result({ stdout: stdouts.join('\n'), stderr: stderrs.join('\n'), status });
   },
@@ -87,7 +105,9 @@ async function freeName(ctx: HookContext, docker: string, wanted: string): Promi
     if (res.status !== 0) {
       if (/no such (container|object)/i.test(res.stderr)) return name;
       if (daemonUnreachable(res.stderr)) throw daemonFailure(docker, `container "${wanted}"`, res.stderr);
-      throw new HookFailure(`container "${wanted}": ${docker} inspect failed with status ${res.status}: ${lastLine(res.stderr)}`);
+      throw new HookFailure(
+        `container "${wanted}": ${docker} inspect failed with status ${res.status}: ${lastLine(res.stderr)}`,
+      );
     }
     const suffix = Array.from({ length: 8 }, () => SUFFIX_CHARS[randomInt(SUFFIX_CHARS.length)]).join('');
     name = `${wanted}-${suffix}`;
@@ -99,7 +119,14 @@ async function freeName(ctx: HookContext, docker: string, wanted: string): Promi
 async function execTarget(ctx: HookContext, docker: string, def: ContainerDef, configId: string): Promise<string> {
   const written = def.command[0]!;
   const res = await runContainerTool(ctx, docker, [
-    'ps', '-a', '--filter', `label=container_name=${written}`, '--filter', `label=config_id=${configId}`, '--format', '{{.Names}}',
+    'ps',
+    '-a',
+    '--filter',
+    `label=container_name=${written}`,
+    '--filter',
+    `label=config_id=${configId}`,
+    '--format',
+    '{{.Names}}',
   ]);
   const found = res.status === 0 ? res.stdout.split(/\s+/).find((n) => n !== '') : undefined;
   return found ?? written;
@@ -107,12 +134,23 @@ async function execTarget(ctx: HookContext, docker: string, def: ContainerDef, c
 
 /** Removes every container docker-cmd ran for the deployment (upstream's configure.d script did it by config_id). */
 async function removeContainers(ctx: HookContext, docker: string, configId: string): Promise<void> {
-  const list = await runContainerTool(ctx, docker, ['ps', '-q', '-a', '--filter', 'label=managed_by=docker-cmd', '--filter', `label=config_id=${configId}`]);
+  const list = await runContainerTool(ctx, docker, [
+    'ps',
+    '-q',
+    '-a',
+    '--filter',
+    'label=managed_by=docker-cmd',
+    '--filter',
+    `label=config_id=${configId}`,
+  ]);
   if (list.status !== 0) throw listFailure(docker, list.stderr, list.status);
   const ids = list.stdout.split(/\s+/).filter((c) => c !== '');
   if (ids.length === 0) return;
   const rm = await runContainerTool(ctx, docker, ['rm', '-f', ...ids]);
-  if (rm.status !== 0) throw new HookFailure(`the containers of deployment ${configId} could not be removed: ${docker} rm failed with status ${rm.status}: ${lastLine(rm.stderr)}`);
+  if (rm.status !== 0)
+    throw new HookFailure(
+      `the containers of deployment ${configId} could not be removed: ${docker} rm failed with status ${rm.status}: ${lastLine(rm.stderr)}`,
+    );
   ctx.log.info('containers removed', { config_id: configId, containers: ids.length });
 }
 
@@ -121,9 +159,19 @@ async function removeContainers(ctx: HookContext, docker: string, configId: stri
  * with a container_name label; here only docker-cmd's own).
  */
 async function restoreNames(ctx: HookContext, docker: string): Promise<void> {
-  const list = await runContainerTool(ctx, docker, ['ps', '-a', '--filter', 'label=managed_by=docker-cmd', '--format', '{{.Names}} {{.Label "container_name"}}']);
+  const list = await runContainerTool(ctx, docker, [
+    'ps',
+    '-a',
+    '--filter',
+    'label=managed_by=docker-cmd',
+    '--format',
+    '{{.Names}} {{.Label "container_name"}}',
+  ]);
   if (list.status !== 0) throw listFailure(docker, list.stderr, list.status);
-  const pairs = list.stdout.split('\n').map((l) => l.trim().split(/\s+/)).filter((p) => p[0] !== undefined && p[0] !== '');
+  const pairs = list.stdout
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((p) => p[0] !== undefined && p[0] !== '');
   const taken = new Set(pairs.map((p) => p[0]!));
   for (const [current, wanted] of pairs.sort((a, b) => a[0]!.localeCompare(b[0]!))) {
     if (wanted === undefined || wanted === current) continue;

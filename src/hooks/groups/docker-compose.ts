@@ -16,7 +16,8 @@ import { prepareDir, removeFiles, writeWorkFile } from '../kit/work-files.js';
 // the metadata, brings the project down and removes its directory. Upstream: heat-agents' hook-docker-compose.py and
 // its os-refresh-config script 50-heat-config-docker-compose (which wrote the compose file; the hook does here).
 
-const workingDir = (env: NodeJS.ProcessEnv) => pathSetting(env, 'HEAT_DOCKER_COMPOSE_WORKING', '/var/lib/heat-config/heat-config-docker-compose');
+const workingDir = (env: NodeJS.ProcessEnv) =>
+  pathSetting(env, 'HEAT_DOCKER_COMPOSE_WORKING', '/var/lib/heat-config/heat-config-docker-compose');
 const COMPOSE_FILE = 'docker-compose.yml';
 /** Which deployment last brought the project up: a later deployment of the same name takes the project over. */
 const OWNER_FILE = '.heat-config-deployment-id';
@@ -40,7 +41,9 @@ export const hook: BuiltinHook = {
     }
     const envFiles = envFileContents(values.env_files);
     // Everything checked before anything is written, so a bad env file name leaves the project as it was.
-    const writes = referencedEnvFiles(config.doc).filter((f) => envFiles.has(f)).map((f) => [envFilePath(project, f), envFiles.get(f)!] as const);
+    const writes = referencedEnvFiles(config.doc)
+      .filter((f) => envFiles.has(f))
+      .map((f) => [envFilePath(project, f), envFiles.get(f)!] as const);
     await prepareDir(workingDir(env));
     await prepareDir(project);
     await writeWorkFile(path.join(project, COMPOSE_FILE), config.text, 0o600);
@@ -57,7 +60,10 @@ export const hook: BuiltinHook = {
     log.error('compose up failed', { project, status: run.status });
     // compose's own output can be a long traceback: the last line names the project and the cause.
     const separator = run.stderr === '' || run.stderr.endsWith('\n') ? '' : '\n';
-    return result({ ...run, stderr: `${run.stderr}${separator}compose up in ${project} failed with status ${run.status}: ${lastLine(run.stderr)}\n` });
+    return result({
+      ...run,
+      stderr: `${run.stderr}${separator}compose up in ${project} failed with status ${run.status}: ${lastLine(run.stderr)}\n`,
+    });
   },
 
   async removed(id, ctx) {
@@ -74,7 +80,10 @@ export const hook: BuiltinHook = {
       const owner = await readFile(path.join(project, OWNER_FILE), 'utf8').catch(() => undefined);
       if (owner !== id) continue;
       const down = await takeDown(ctx, project);
-      if (down.status !== 0) throw new HookFailure(`compose project ${project} could not be brought down (status ${down.status}): ${lastLine(down.stderr)}`);
+      if (down.status !== 0)
+        throw new HookFailure(
+          `compose project ${project} could not be brought down (status ${down.status}): ${lastLine(down.stderr)}`,
+        );
     }
   },
 };
@@ -82,7 +91,9 @@ export const hook: BuiltinHook = {
 /** <working>/<name>; a name that is not a plain file name would put the project elsewhere. */
 function projectDir(working: string, name: string): string {
   if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
-    throw new HookFailure(`the deployment name ${JSON.stringify(name)} cannot name a compose project directory: give the deployment a name without "/"`);
+    throw new HookFailure(
+      `the deployment name ${JSON.stringify(name)} cannot name a compose project directory: give the deployment a name without "/"`,
+    );
   }
   return path.join(working, name);
 }
@@ -91,7 +102,8 @@ function projectDir(working: string, name: string): string {
 function composeConfig(config: unknown): { text: string; doc: Record<string, unknown> } | undefined {
   if (config === null || config === undefined || config === '') return undefined;
   if (isJsonObject(config)) return Object.keys(config).length === 0 ? undefined : { text: toYaml(config), doc: config };
-  if (typeof config !== 'string') throw new HookFailure('the docker-compose config must be a compose file (a mapping, or its YAML text)');
+  if (typeof config !== 'string')
+    throw new HookFailure('the docker-compose config must be a compose file (a mapping, or its YAML text)');
   let doc: unknown;
   try {
     doc = parseYaml(config) as unknown;
@@ -127,7 +139,9 @@ function envFileContents(input: unknown): Map<string, string> {
     try {
       list = parseYaml(input) as unknown;
     } catch (err) {
-      throw new HookFailure(`the env_files input is not a list of {file_name, content}: ${lastLine((err as Error).message)}`);
+      throw new HookFailure(
+        `the env_files input is not a list of {file_name, content}: ${lastLine((err as Error).message)}`,
+      );
     }
   }
   if (!Array.isArray(list)) throw new HookFailure('the env_files input must be a list of {file_name, content}');
@@ -154,13 +168,23 @@ async function deleteProject(ctx: HookContext, project: string) {
   if (down.status === 0) return result({ status: 0, stdout: down.stdout, stderr: down.stderr });
   // A daemon that is down must not block the stack's deletion (upstream did nothing here at all): the project is
   // kept and brought down when the deployment leaves the metadata.
-  ctx.log.warn('compose project not brought down; tried again when the deployment leaves the metadata', { project, status: down.status });
-  return result({ status: 0, stdout: down.stdout, stderr: `${down.stderr}compose project ${project} could not be brought down (status ${down.status})\n` });
+  ctx.log.warn('compose project not brought down; tried again when the deployment leaves the metadata', {
+    project,
+    status: down.status,
+  });
+  return result({
+    status: 0,
+    stdout: down.stdout,
+    stderr: `${down.stderr}compose project ${project} could not be brought down (status ${down.status})\n`,
+  });
 }
 
 /** `down` in the project, then its directory goes; a project never brought up is just removed. */
 async function takeDown(ctx: HookContext, project: string): Promise<ToolOutcome> {
-  const hasFile = await readFile(path.join(project, COMPOSE_FILE)).then(() => true, () => false);
+  const hasFile = await readFile(path.join(project, COMPOSE_FILE)).then(
+    () => true,
+    () => false,
+  );
   const down = hasFile ? await compose(ctx, project, ['down']) : { status: 0, stdout: '', stderr: '' };
   if (down.status === 0) {
     await removeFiles(project);

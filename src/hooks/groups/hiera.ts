@@ -30,10 +30,14 @@ export const hook: BuiltinHook = {
     if (legacy !== null) {
       log.error('legacy hiera data found', { command: legacy.command });
       return result({
-        stdout: legacy.stdout, status: 1,
-        stderr: `Legacy hieradata from os-apply-config has been detected - ${legacy.stdout.trimEnd()}. Please update all of your ` +
+        stdout: legacy.stdout,
+        status: 1,
+        stderr:
+          `Legacy hieradata from os-apply-config has been detected - ${legacy.stdout.trimEnd()}. Please update all of your ` +
           'interfaces to use the new heat-agents hiera hook before proceeding' +
-          (legacy.status === 0 ? '' : ` (the check "${legacy.command}" exited with status ${legacy.status}: ${legacy.stderr.trim()})`),
+          (legacy.status === 0
+            ? ''
+            : ` (the check "${legacy.command}" exited with status ${legacy.status}: ${legacy.stderr.trim()})`),
       });
     }
 
@@ -42,10 +46,18 @@ export const hook: BuiltinHook = {
     const files: DataFile[] = [];
     if (config.hierarchy) {
       const lines = config.hierarchy.map((item) => `  - ${item}\n`).join('');
-      files.push({ file: configFile, mode: FILE_MODE, content: `\n---\n:backends:\n  - json\n:json:\n  :datadir: ${datadir}\n:hierarchy:\n${lines}` });
+      files.push({
+        file: configFile,
+        mode: FILE_MODE,
+        content: `\n---\n:backends:\n  - json\n:json:\n  :datadir: ${datadir}\n:hierarchy:\n${lines}`,
+      });
     }
     for (const [name, data] of config.datafiles) {
-      files.push({ file: path.join(datadir, `${name}.json`), mode: FILE_MODE, content: pythonJson(data, { indent: 4, sortKeys: true }) });
+      files.push({
+        file: path.join(datadir, `${name}.json`),
+        mode: FILE_MODE,
+        content: pythonJson(data, { indent: 4, sortKeys: true }),
+      });
     }
     await replaceDataFiles(files);
     for (const { file } of files) log.info('file written', { file });
@@ -60,22 +72,34 @@ interface HieraConfig {
 
 function checkConfig(config: unknown): HieraConfig {
   if (!isJsonObject(config)) {
-    throw new HookFailure('the hiera config must be an object with "hierarchy" (a list of hierarchy levels) and "datafiles" (data by file name)');
+    throw new HookFailure(
+      'the hiera config must be an object with "hierarchy" (a list of hierarchy levels) and "datafiles" (data by file name)',
+    );
   }
   const unknown = Object.keys(config).filter((k) => !KNOWN_KEYS.includes(k));
   if (unknown.length > 0) {
-    throw new HookFailure(`the hiera config has unknown keys ${unknown.map((k) => JSON.stringify(k)).join(', ')}: only "hierarchy" and "datafiles" are read`);
+    throw new HookFailure(
+      `the hiera config has unknown keys ${unknown.map((k) => JSON.stringify(k)).join(', ')}: only "hierarchy" and "datafiles" are read`,
+    );
   }
   const { hierarchy, datafiles = {} } = config;
-  if (hierarchy !== undefined && !(Array.isArray(hierarchy) && hierarchy.every((h) => typeof h === 'string' && h !== '' && !/[\r\n]/.test(h)))) {
-    throw new HookFailure('the hiera config\'s "hierarchy" must be a list of hierarchy levels (non-empty strings of one line each)');
+  if (
+    hierarchy !== undefined &&
+    !(Array.isArray(hierarchy) && hierarchy.every((h) => typeof h === 'string' && h !== '' && !/[\r\n]/.test(h)))
+  ) {
+    throw new HookFailure(
+      'the hiera config\'s "hierarchy" must be a list of hierarchy levels (non-empty strings of one line each)',
+    );
   }
-  if (!isJsonObject(datafiles)) throw new HookFailure('the hiera config\'s "datafiles" must be an object of data by file name');
+  if (!isJsonObject(datafiles))
+    throw new HookFailure('the hiera config\'s "datafiles" must be an object of data by file name');
   const entries = Object.entries(datafiles);
   for (const [name] of entries) {
     const parts = name.split('/');
     if (name.includes('\0') || parts.some((p) => p === '' || p === '.' || p === '..')) {
-      throw new HookFailure(`the hiera data file name ${JSON.stringify(name)} cannot be a file under the data directory: use names as in the hierarchy, such as "common" or "nodes/web1"`);
+      throw new HookFailure(
+        `the hiera data file name ${JSON.stringify(name)} cannot be a file under the data directory: use names as in the hierarchy, such as "common" or "nodes/web1"`,
+      );
     }
   }
   return { ...(hierarchy !== undefined ? { hierarchy: hierarchy as string[] } : {}), datafiles: entries };
@@ -102,6 +126,9 @@ async function legacyHieraData(ctx: HookContext): Promise<LegacyData | null> {
     ctx.log.info('legacy hiera data check skipped: command not found', { command: file });
     return null;
   }
-  if (res.spawnError) throw new HookFailure(`the legacy hiera data check (${command}) could not run: ${res.spawnError.message}`);
-  return res.stdout.trimEnd() === 'empty' ? null : { command, stdout: res.stdout, stderr: res.stderr, status: res.exitCode };
+  if (res.spawnError)
+    throw new HookFailure(`the legacy hiera data check (${command}) could not run: ${res.spawnError.message}`);
+  return res.stdout.trimEnd() === 'empty'
+    ? null
+    : { command, stdout: res.stdout, stderr: res.stderr, status: res.exitCode };
 }

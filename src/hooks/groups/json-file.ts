@@ -22,7 +22,9 @@ export const hook: BuiltinHook = {
   async run(deployment, ctx) {
     const { config } = deployment;
     if (!isJsonObject(config)) {
-      throw new HookFailure(`the json-file config must be an object mapping absolute file paths to their data, not ${describe(config)}`);
+      throw new HookFailure(
+        `the json-file config must be an object mapping absolute file paths to their data, not ${describe(config)}`,
+      );
     }
     const refused: string[] = [];
     const targets = new Map<string, { name: string; data: unknown }>();
@@ -49,7 +51,8 @@ export const hook: BuiltinHook = {
         seen.set(target.file, name);
         const { existing } = target;
         files.push({
-          file: target.file, content: pythonJson(data, { indent: 4, sortKeys: true }),
+          file: target.file,
+          content: pythonJson(data, { indent: 4, sortKeys: true }),
           mode: existing ? existing.mode & 0o7777 : NEW_FILE_MODE,
           ...(existing && asRoot ? { uid: existing.uid, gid: existing.gid } : {}),
         });
@@ -59,7 +62,9 @@ export const hook: BuiltinHook = {
       }
     }
     if (refused.length > 0) {
-      throw new HookFailure(`the json-file config names files that are not written (nothing was written): ${refused.join('; ')}`);
+      throw new HookFailure(
+        `the json-file config names files that are not written (nothing was written): ${refused.join('; ')}`,
+      );
     }
     await replaceDataFiles(files);
     for (const { file } of files) ctx.log.info('file written', { file });

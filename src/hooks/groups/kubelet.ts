@@ -34,7 +34,9 @@ export const hook: BuiltinHook = {
     const manifest = path.join(manifestsDir(ctx.env), `${deployment.id}.json`);
     const report = new Report(ctx);
 
-    await replaceDataFiles([{ file: manifest, mode: 0o600, content: pythonJson(deployment.config, { indent: 2, sortKeys: false }) }]);
+    await replaceDataFiles([
+      { file: manifest, mode: 0o600, content: pythonJson(deployment.config, { indent: 2, sortKeys: false }) },
+    ]);
     report.info('pod manifest written', { manifest });
 
     const docker = new DockerCli(ctx, report);
@@ -57,11 +59,19 @@ interface Pod {
 
 function podOf(deployment: HookDeployment): Pod {
   const { config } = deployment;
-  if (!isJsonObject(config)) throw new HookFailure('the kubelet config must be a pod manifest (an object with "containers")');
+  if (!isJsonObject(config))
+    throw new HookFailure('the kubelet config must be a pod manifest (an object with "containers")');
   const containers = config.containers ?? [];
-  const valid = Array.isArray(containers) && containers.every((c) => isJsonObject(c) && typeof c.name === 'string' && c.name !== '' &&
-    typeof c.image === 'string' && c.image !== '');
-  if (!valid) throw new HookFailure('the pod manifest\'s "containers" must be a list of objects, each with a "name" and an "image"');
+  const valid =
+    Array.isArray(containers) &&
+    containers.every(
+      (c) =>
+        isJsonObject(c) && typeof c.name === 'string' && c.name !== '' && typeof c.image === 'string' && c.image !== '',
+    );
+  if (!valid)
+    throw new HookFailure(
+      'the pod manifest\'s "containers" must be a list of objects, each with a "name" and an "image"',
+    );
   const list = containers as Array<{ name: string; image: string }>;
   return { images: [...new Set(list.map((c) => c.image))], names: list.map((c) => c.name) };
 }
@@ -76,11 +86,17 @@ function timingOf(deployment: HookDeployment): Timing {
   const seconds = (key: keyof typeof DEFAULTS): number => {
     const value = deployment.options[key] ?? DEFAULTS[key];
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-      throw new HookFailure(`the kubelet option ${key} must be a number of seconds (0 or more), not ${JSON.stringify(value)}`);
+      throw new HookFailure(
+        `the kubelet option ${key} must be a number of seconds (0 or more), not ${JSON.stringify(value)}`,
+      );
     }
     return value * 1000;
   };
-  return { imagesMs: seconds('images_timeout'), containersMs: seconds('containers_timeout'), pollMs: Math.max(seconds('poll_period'), MIN_POLL_MS) };
+  return {
+    imagesMs: seconds('images_timeout'),
+    containersMs: seconds('containers_timeout'),
+    pollMs: Math.max(seconds('poll_period'), MIN_POLL_MS),
+  };
 }
 
 /** The kubelet names a pod's container /k8s_<container>.<hash>_<pod name>…, the pod named after the deployment id. */
@@ -97,46 +113,70 @@ function escapeRegExp(text: string): string {
 /** A wait that ended without the pod running. */
 class PodNotReady extends Error {}
 
-async function waitForImages(docker: DockerCli, report: Report, timing: Timing, images: readonly string[]): Promise<void> {
+async function waitForImages(
+  docker: DockerCli,
+  report: Report,
+  timing: Timing,
+  images: readonly string[],
+): Promise<void> {
   // An image without a tag matches any tag of it.
   const missing = new Set(images.map((i) => (i.includes(':') ? i : `${i}:`)));
   report.info('waiting for images', { images: images.join(', ') });
-  await poll(timing.imagesMs, timing.pollMs, async () => {
-    const present = await docker.lines(['images', '--format', '{{.Repository}}:{{.Tag}}']);
-    for (const prefix of missing) {
-      const found = present?.find((image) => image.startsWith(prefix));
-      if (found !== undefined) {
-        report.info('image found', { image: found });
-        missing.delete(prefix);
+  await poll(
+    timing.imagesMs,
+    timing.pollMs,
+    async () => {
+      const present = await docker.lines(['images', '--format', '{{.Repository}}:{{.Tag}}']);
+      for (const prefix of missing) {
+        const found = present?.find((image) => image.startsWith(prefix));
+        if (found !== undefined) {
+          report.info('image found', { image: found });
+          missing.delete(prefix);
+        }
       }
-    }
-    return missing.size === 0;
-  }, () => `timed out after ${timing.imagesMs / 1000} seconds waiting for images: ${[...missing].join(', ')}${docker.lastError()}`);
+      return missing.size === 0;
+    },
+    () =>
+      `timed out after ${timing.imagesMs / 1000} seconds waiting for images: ${[...missing].join(', ')}${docker.lastError()}`,
+  );
 }
 
-async function waitForContainers(docker: DockerCli, report: Report, timing: Timing, patterns: Map<string, RegExp>): Promise<void> {
+async function waitForContainers(
+  docker: DockerCli,
+  report: Report,
+  timing: Timing,
+  patterns: Map<string, RegExp>,
+): Promise<void> {
   const missing = new Map(patterns);
   report.info('waiting for containers', { patterns: [...patterns.values()].map((p) => p.source).join(', ') });
-  await poll(timing.containersMs, timing.pollMs, async () => {
-    const running = (await docker.lines(['ps', '--format', '{{.Names}}']))?.flatMap((line) => line.split(',')) ?? [];
-    for (const [name, pattern] of missing) {
-      const found = running.find((n) => pattern.test(n));
-      if (found !== undefined) {
-        report.info('container running', { container: name, name: found });
-        missing.delete(name);
+  await poll(
+    timing.containersMs,
+    timing.pollMs,
+    async () => {
+      const running = (await docker.lines(['ps', '--format', '{{.Names}}']))?.flatMap((line) => line.split(',')) ?? [];
+      for (const [name, pattern] of missing) {
+        const found = running.find((n) => pattern.test(n));
+        if (found !== undefined) {
+          report.info('container running', { container: name, name: found });
+          missing.delete(name);
+        }
       }
-    }
-    return missing.size === 0;
-  }, async () => {
-    const exited = await exitedContainers(docker, missing);
-    return `timed out after ${timing.containersMs / 1000} seconds waiting for containers: ${[...missing.keys()].join(', ')}` +
-      `${exited.length ? ` (${exited.join('; ')})` : ''}${docker.lastError()}`;
-  });
+      return missing.size === 0;
+    },
+    async () => {
+      const exited = await exitedContainers(docker, missing);
+      return (
+        `timed out after ${timing.containersMs / 1000} seconds waiting for containers: ${[...missing.keys()].join(', ')}` +
+        `${exited.length ? ` (${exited.join('; ')})` : ''}${docker.lastError()}`
+      );
+    },
+  );
 }
 
 /** Containers of the pod that ran and stopped: why a container "never came up" is usually here. */
 async function exitedContainers(docker: DockerCli, missing: Map<string, RegExp>): Promise<string[]> {
-  const lines = (await docker.lines(['ps', '--all', '--filter', 'status=exited', '--format', '{{.Names}}\t{{.Status}}'])) ?? [];
+  const lines =
+    (await docker.lines(['ps', '--all', '--filter', 'status=exited', '--format', '{{.Names}}\t{{.Status}}'])) ?? [];
   const found: string[] = [];
   for (const line of lines) {
     const [names = '', status = ''] = line.split('\t');
@@ -149,7 +189,12 @@ async function exitedContainers(docker: DockerCli, missing: Map<string, RegExp>)
 }
 
 /** Calls `check` until it is true, every `pollMs`; past `timeoutMs` fails with the message `why` gives. */
-async function poll(timeoutMs: number, pollMs: number, check: () => Promise<boolean>, why: () => string | Promise<string>): Promise<void> {
+async function poll(
+  timeoutMs: number,
+  pollMs: number,
+  check: () => Promise<boolean>,
+  why: () => string | Promise<string>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;
@@ -164,7 +209,10 @@ class DockerCli {
   private readonly command: string;
   private error = '';
 
-  constructor(private readonly ctx: HookContext, private readonly report: Report) {
+  constructor(
+    private readonly ctx: HookContext,
+    private readonly report: Report,
+  ) {
     this.command = commandSetting(ctx.env, 'HEAT_DOCKER_CMD', 'docker');
   }
 
@@ -175,15 +223,23 @@ class DockerCli {
   async lines(args: string[]): Promise<string[] | null> {
     const res = await this.ctx.spawn({ file: this.command, args, env: this.ctx.env });
     if (res.spawnError?.code === 'ENOENT') {
-      throw new HookFailure(notInstalled(this.ctx.env, 'docker', this.command, 'HEAT_DOCKER_CMD', 'Install docker (Debian: docker.io).'));
+      throw new HookFailure(
+        notInstalled(this.ctx.env, 'docker', this.command, 'HEAT_DOCKER_CMD', 'Install docker (Debian: docker.io).'),
+      );
     }
     if (res.spawnError || res.exitCode !== 0) {
-      const error = res.spawnError ? res.spawnError.message : `status ${res.exitCode ?? res.signal}: ${res.stderr.trim()}`;
-      if (error !== this.error) this.report.warn('docker failed', { command: `${this.command} ${args[0] ?? ''}`, reason: error });
+      const error = res.spawnError
+        ? res.spawnError.message
+        : `status ${res.exitCode ?? res.signal}: ${res.stderr.trim()}`;
+      if (error !== this.error)
+        this.report.warn('docker failed', { command: `${this.command} ${args[0] ?? ''}`, reason: error });
       this.error = error;
       return null;
     }
-    return res.stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+    return res.stdout
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '');
   }
 
   lastError(): string {
@@ -222,7 +278,9 @@ class Report {
   }
 
   private keep(level: string, message: string, fields: HookLogFields): string {
-    const values = Object.entries(fields).map(([k, v]) => ` ${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join('');
+    const values = Object.entries(fields)
+      .map(([k, v]) => ` ${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+      .join('');
     const line = this.ctx.log.mask(`[${new Date().toISOString()}] (heat-config) [${level}] ${message}${values}\n`);
     this.lines.push(line);
     return line;

@@ -10,7 +10,8 @@ import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/wo
 // Group "puppet": the config is a manifest applied with `puppet apply`, the inputs are facts (and optionally hiera
 // data). Upstream: heat-agents' hook-puppet.py.
 
-const workingDir = (env: NodeJS.ProcessEnv) => pathSetting(env, 'HEAT_PUPPET_WORKING', '/var/lib/heat-config/heat-config-puppet');
+const workingDir = (env: NodeJS.ProcessEnv) =>
+  pathSetting(env, 'HEAT_PUPPET_WORKING', '/var/lib/heat-config/heat-config-puppet');
 
 export const hook: BuiltinHook = {
   group: 'puppet',
@@ -37,11 +38,17 @@ export const hook: BuiltinHook = {
     if (options.enable_hiera) {
       const name = deployment.name;
       if (name === '' || name.includes('/') || name.includes('\0')) {
-        throw new HookFailure(`enable_hiera needs a deployment name usable as a file name, not ${JSON.stringify(name)}`);
+        throw new HookFailure(
+          `enable_hiera needs a deployment name usable as a file name, not ${JSON.stringify(name)}`,
+        );
       }
       await prepareDir(hieraDir);
       // Kept after the run: puppet runs of later deployments read it through the hiera hierarchy.
-      await writeWorkFile(path.join(hieraDir, `heat_config_${name}.json`), JSON.stringify(inputValues(deployment)), 0o600);
+      await writeWorkFile(
+        path.join(hieraDir, `heat_config_${name}.json`),
+        JSON.stringify(inputValues(deployment)),
+        0o600,
+      );
       facts.FACTER_deploy_config_name = name;
     }
     const outputsPath = path.join(outputs, id);
@@ -50,7 +57,8 @@ export const hook: BuiltinHook = {
     const manifest = path.join(working, `${id}.pp`);
     const args = ['apply', '--color', 'false', '--detailed-exitcodes', '--logdest', 'console'];
     if (options.modulepath) args.push('--modulepath', inputText(options.modulepath));
-    if (options.tags) args.push('--tags', Array.isArray(options.tags) ? options.tags.join(',') : inputText(options.tags));
+    if (options.tags)
+      args.push('--tags', Array.isArray(options.tags) ? options.tags.join(',') : inputText(options.tags));
     if (options.enable_debug) args.push('--debug', '--logdest', underRoot(env, '/var/log/puppet/heat-debug.log'));
     if (options.enable_verbose) args.push('--verbose', '--logdest', underRoot(env, '/var/log/puppet/heat-verbose.log'));
     args.push(manifest);
@@ -62,7 +70,13 @@ export const hook: BuiltinHook = {
       const run = await runTool(
         ctx,
         { file: command, args, cwd: working, env: { ...env, ...facts } },
-        notInstalled(env, 'puppet', command, 'HEAT_PUPPET_CMD', 'Install the puppet package (Debian, Ubuntu, Fedora) or Puppet\'s puppet-agent.'),
+        notInstalled(
+          env,
+          'puppet',
+          command,
+          'HEAT_PUPPET_CMD',
+          "Install the puppet package (Debian, Ubuntu, Fedora) or Puppet's puppet-agent.",
+        ),
       );
       await writeLogs(logDir, deployment, run);
       // --detailed-exitcodes: 2 means changes were applied, which is a success.

@@ -12,7 +12,8 @@ import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/wo
 // data (pillar['name']) and, through a minion configuration written for the deployment that includes the real one,
 // minion options (opts['name']), so states written for upstream keep working.
 
-const workingDir = (env: NodeJS.ProcessEnv) => pathSetting(env, 'HEAT_SALT_WORKING', '/var/lib/heat-config/heat-config-salt');
+const workingDir = (env: NodeJS.ProcessEnv) =>
+  pathSetting(env, 'HEAT_SALT_WORKING', '/var/lib/heat-config/heat-config-salt');
 
 // The agent's own signalling credentials stay out of both: the pillar travels on salt-call's command line, which
 // other local users can read in the process list.
@@ -34,7 +35,10 @@ export const hook: BuiltinHook = {
 
     const { id, config } = deployment;
     const outputsPath = path.join(outputs, id);
-    const inputs = [...inputEntries(deployment).filter(([name]) => !AGENT_CREDENTIALS.has(name)), ['heat_outputs_path', outputsPath]];
+    const inputs = [
+      ...inputEntries(deployment).filter(([name]) => !AGENT_CREDENTIALS.has(name)),
+      ['heat_outputs_path', outputsPath],
+    ];
     const pillar = Object.fromEntries(inputs);
     // salt-call reads the file named "minion" in its configuration directory: the deployment's own directory holds
     // one that includes the real configuration (and its minion.d) and adds the inputs as options.
@@ -42,28 +46,49 @@ export const hook: BuiltinHook = {
     const minion = { ...pillar, include: [minionConfig, path.join(path.dirname(minionConfig), 'minion.d', '*.conf')] };
     const stateFile = path.join(working, `${id}.sls`);
     const args = [
-      '--local', '--config-dir', configDir, '--file-root', working, '--retcode-passthrough',
-      '--out', 'json', 'state.sls', id, `pillar=${JSON.stringify(pillar)}`,
+      '--local',
+      '--config-dir',
+      configDir,
+      '--file-root',
+      working,
+      '--retcode-passthrough',
+      '--out',
+      'json',
+      'state.sls',
+      id,
+      `pillar=${JSON.stringify(pillar)}`,
     ];
 
     await removeOutputs(outputs, id);
     try {
       // Both kept after the run, as upstream keeps the state file: they show what ran. A structured config becomes
       // JSON, which is valid YAML for salt.
-      await writeWorkFile(stateFile, config !== null && typeof config === 'object' ? JSON.stringify(config, null, 2) : inputText(config), 0o600);
+      await writeWorkFile(
+        stateFile,
+        config !== null && typeof config === 'object' ? JSON.stringify(config, null, 2) : inputText(config),
+        0o600,
+      );
       await prepareDir(configDir);
       await writeWorkFile(path.join(configDir, 'minion'), `${JSON.stringify(minion, null, 2)}\n`, 0o600);
       const run = await runTool(
         ctx,
         { file: command, args, cwd: working, env },
-        notInstalled(env, 'salt', command, 'HEAT_SALT_CMD', 'Install salt-minion (Salt\'s packages provide salt-call).'),
+        notInstalled(env, 'salt', command, 'HEAT_SALT_CMD', "Install salt-minion (Salt's packages provide salt-call)."),
       );
       const { status, problems, states } = judge(run);
       if (status === 0) log.info('salt state applied', { state: stateFile });
       else log.error('salt state failed', { state: stateFile, status });
-      const stderr = problems.length === 0 ? run.stderr : `${run.stderr}${run.stderr === '' || run.stderr.endsWith('\n') ? '' : '\n'}${problems.join('\n')}\n`;
+      const stderr =
+        problems.length === 0
+          ? run.stderr
+          : `${run.stderr}${run.stderr === '' || run.stderr.endsWith('\n') ? '' : '\n'}${problems.join('\n')}\n`;
       const fromFiles = await readOutputs(deployment, outputsPath, log);
-      return result({ stdout: run.stdout, stderr, status, outputs: { ...stateOutputs(deployment, states), ...fromFiles } });
+      return result({
+        stdout: run.stdout,
+        stderr,
+        status,
+        outputs: { ...stateOutputs(deployment, states), ...fromFiles },
+      });
     } finally {
       await removeOutputs(outputs, id);
     }
@@ -102,7 +127,8 @@ function judge(run: ToolOutcome): Judgement {
       });
     return { status: problems.length > 0 ? failed(run.status) : 0, problems, states: ret };
   }
-  if (ret === undefined) return { status: failed(run.status), problems: ['salt-call printed no JSON result'], states: {} };
+  if (ret === undefined)
+    return { status: failed(run.status), problems: ['salt-call printed no JSON result'], states: {} };
   return { status: failed(run.status), problems: (Array.isArray(ret) ? ret : [ret]).map(inputText), states: {} };
 }
 
@@ -113,7 +139,9 @@ function judge(run: ToolOutcome): Judgement {
 function stateOutputs(deployment: HookDeployment, states: Record<string, unknown>): Record<string, unknown> {
   const found: Array<[string, unknown]> = [];
   for (const { name } of deployment.outputs) {
-    const state = Object.hasOwn(states, name) ? states[name] : Object.values(states).find((s) => isObject(s) && s.__id__ === name);
+    const state = Object.hasOwn(states, name)
+      ? states[name]
+      : Object.values(states).find((s) => isObject(s) && s.__id__ === name);
     if (state !== undefined) found.push([name, state]);
   }
   return Object.fromEntries(found);

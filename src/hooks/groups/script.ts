@@ -10,8 +10,10 @@ import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/wo
 // Group "script": the config is an executable (a #! line names its interpreter; without one /bin/sh runs it), the
 // inputs are its environment, declared outputs come back from files. Upstream: heat-agents' hook-script.py.
 
-const workingDir = (env: NodeJS.ProcessEnv) => pathSetting(env, 'HEAT_SCRIPT_WORKING', '/var/lib/heat-config/heat-config-script');
-const outputsDir = (env: NodeJS.ProcessEnv) => pathSetting(env, 'HEAT_SCRIPT_OUTPUTS', '/var/run/heat-config/heat-config-script');
+const workingDir = (env: NodeJS.ProcessEnv) =>
+  pathSetting(env, 'HEAT_SCRIPT_WORKING', '/var/lib/heat-config/heat-config-script');
+const outputsDir = (env: NodeJS.ProcessEnv) =>
+  pathSetting(env, 'HEAT_SCRIPT_OUTPUTS', '/var/run/heat-config/heat-config-script');
 /** Longer input values are cut in the log (the script gets them whole). */
 const LOGGED_VALUE_CHARS = 200;
 
@@ -40,7 +42,7 @@ export const hook: BuiltinHook = {
       const run = await runTool(
         ctx,
         { file: script, cwd: working, env: { ...env, ...inputEnv(deployment, log), heat_outputs_path: outputsPath } },
-        'the script\'s interpreter was not found: check the #! line at the top of the config',
+        "the script's interpreter was not found: check the #! line at the top of the config",
       );
       if (run.status === 0) log.info('script completed', { script });
       else log.error('script failed', { script, status: run.status });

@@ -12,7 +12,11 @@ export interface HookExecution {
  * The whole life of a built-in hook, in-process or as an executable: read the deployment, run the hook, and turn any
  * error into a failure result naming the cause, so the agent never mistakes a broken hook for an empty success.
  */
-export async function executeHook(hook: BuiltinHook, read: () => Promise<HookDeployment> | HookDeployment, ctx: HookContext): Promise<HookExecution> {
+export async function executeHook(
+  hook: BuiltinHook,
+  read: () => Promise<HookDeployment> | HookDeployment,
+  ctx: HookContext,
+): Promise<HookExecution> {
   const { log } = ctx;
   try {
     const deployment = await read();

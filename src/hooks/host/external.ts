@@ -31,4 +31,5 @@ export type HookResult = ProcessResult;
 
 export type HookRunner = (options: RunHookOptions) => Promise<HookResult>;
 
-export const runHook: HookRunner = (options) => runProcess({ ...options, env: options.env ?? process.env, ownGroup: true });
+export const runHook: HookRunner = (options) =>
+  runProcess({ ...options, env: options.env ?? process.env, ownGroup: true });

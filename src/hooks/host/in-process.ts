@@ -32,7 +32,11 @@ const DEFAULT_KILL_GRACE_MS = 5000;
 /** After a stop, how long the hook may take to return once its tool is gone. */
 const SETTLE_MS = 1000;
 
-const LEVELS: Readonly<Record<HookLogLevel, 'debug' | 'warn' | 'error'>> = { INFO: 'debug', WARNING: 'warn', ERROR: 'error' };
+const LEVELS: Readonly<Record<HookLogLevel, 'debug' | 'warn' | 'error'>> = {
+  INFO: 'debug',
+  WARNING: 'warn',
+  ERROR: 'error',
+};
 
 export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
   const started = Date.now();
@@ -40,21 +44,39 @@ export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
   let timedOut = false;
   let aborted = false;
   const killGraceMs = o.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-  const timer = o.timeoutMs > 0 ? setTimeout(() => { timedOut = true; stop.abort(); }, o.timeoutMs) : undefined;
-  const onAbort = () => { aborted = true; stop.abort(); };
+  const timer =
+    o.timeoutMs > 0
+      ? setTimeout(() => {
+          timedOut = true;
+          stop.abort();
+        }, o.timeoutMs)
+      : undefined;
+  const onAbort = () => {
+    aborted = true;
+    stop.abort();
+  };
   if (o.signal?.aborted) onAbort();
   else o.signal?.addEventListener('abort', onAbort, { once: true });
 
   // The hook's lines: the agent's log (its INFO lines are detail, so debug), and kept as the executable's stderr.
   const hookLog = o.log.child({ hookGroup: o.hook.group });
-  const log = new HookLog(`heat-config-${o.hook.group}`, (level, message, fields) => hookLog[LEVELS[level]]({ detail: fields }, message));
+  const log = new HookLog(`heat-config-${o.hook.group}`, (level, message, fields) =>
+    hookLog[LEVELS[level]]({ detail: fields }, message),
+  );
   const ctx: HookContext = {
     env: o.env,
     log,
     signal: stop.signal,
     spawn(run) {
       if (stop.signal.aborted) throw new HookFailure('the deployment was stopped before its tool started');
-      return runProcess({ ...run, ownGroup: true, signal: stop.signal, killGraceMs, ...(o.onSpawn ? { onSpawn: o.onSpawn } : {}), ...(o.scopeProperties ? { scopeProperties: o.scopeProperties } : {}) });
+      return runProcess({
+        ...run,
+        ownGroup: true,
+        signal: stop.signal,
+        killGraceMs,
+        ...(o.onSpawn ? { onSpawn: o.onSpawn } : {}),
+        ...(o.scopeProperties ? { scopeProperties: o.scopeProperties } : {}),
+      });
     },
   };
 
@@ -67,7 +89,14 @@ export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
       else stop.signal.addEventListener('abort', settle, { once: true });
     });
     const done = await Promise.race([execution, stopped]);
-    const base = { timedOut, aborted, stderr: log.text(), stdoutTruncated: false, stderrTruncated: false, durationMs: Date.now() - started };
+    const base = {
+      timedOut,
+      aborted,
+      stderr: log.text(),
+      stdoutTruncated: false,
+      stderrTruncated: false,
+      durationMs: Date.now() - started,
+    };
     if (timedOut || aborted || done === undefined) return { ...base, exitCode: null, signal: 'SIGTERM', stdout: '' };
     return { ...base, exitCode: done.crashed ? 1 : 0, signal: null, stdout: JSON.stringify(done.outcome) };
   } finally {
@@ -98,14 +127,17 @@ export async function runRemovalInProcess(o: RemovalOptions): Promise<void> {
   const { removed } = o.hook;
   if (!removed) return;
   const hookLog = o.log.child({ hookGroup: o.hook.group, deploymentId: o.id });
-  const log = new HookLog(`heat-config-${o.hook.group}`, (level, message, fields) => hookLog[LEVELS[level]]({ detail: fields }, message));
+  const log = new HookLog(`heat-config-${o.hook.group}`, (level, message, fields) =>
+    hookLog[LEVELS[level]]({ detail: fields }, message),
+  );
   const timeoutMs = o.timeoutMs ?? REMOVAL_TIMEOUT_MS;
   const killGraceMs = o.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   const ctx: HookContext = {
     env: o.env,
     log,
     signal: o.signal ?? new AbortController().signal,
-    spawn: (run) => runProcess({ ...run, ownGroup: true, timeoutMs, killGraceMs, ...(o.signal ? { signal: o.signal } : {}) }),
+    spawn: (run) =>
+      runProcess({ ...run, ownGroup: true, timeoutMs, killGraceMs, ...(o.signal ? { signal: o.signal } : {}) }),
   };
   await removed.call(o.hook, o.id, ctx);
 }

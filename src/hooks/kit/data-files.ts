@@ -69,9 +69,14 @@ export async function replaceDataFiles(files: readonly DataFile[]): Promise<void
     for (const f of files) {
       try {
         await makeDirs(path.dirname(f.file), made);
-        staged.push(await stageFileAtomic(f.file, f.content, {
-          mode: f.mode, syncDirectory: false, ...(f.uid !== undefined ? { uid: f.uid } : {}), ...(f.gid !== undefined ? { gid: f.gid } : {}),
-        }));
+        staged.push(
+          await stageFileAtomic(f.file, f.content, {
+            mode: f.mode,
+            syncDirectory: false,
+            ...(f.uid !== undefined ? { uid: f.uid } : {}),
+            ...(f.gid !== undefined ? { gid: f.gid } : {}),
+          }),
+        );
       } catch (err) {
         throw new HookFailure(`could not write ${f.file}: ${reason(err)}; no file was changed`);
       }
@@ -88,7 +93,9 @@ export async function replaceDataFiles(files: readonly DataFile[]): Promise<void
     } catch (err) {
       await Promise.all(staged.slice(i + 1).map((rest) => rest.discard()));
       const done = staged.slice(0, i).map((d) => d.target);
-      throw new HookFailure(`could not write ${s.target}: ${reason(err)}; ${done.length ? `already replaced: ${done.join(', ')}` : 'no file was changed'}`);
+      throw new HookFailure(
+        `could not write ${s.target}: ${reason(err)}; ${done.length ? `already replaced: ${done.join(', ')}` : 'no file was changed'}`,
+      );
     }
   }
   await Promise.all([...new Set(staged.map((s) => path.dirname(s.target)))].map((dir) => syncDirectory(dir)));

@@ -13,7 +13,7 @@ const INSTALL_DOCKER = 'Install docker.io (Debian, Ubuntu), docker-ce or podman.
 export async function containerCommand(ctx: HookContext): Promise<string> {
   const configured = ctx.env.HEAT_DOCKER_CMD;
   if (configured) return configured;
-  if (await findProgram(ctx.env, 'docker') !== undefined) return 'docker';
+  if ((await findProgram(ctx.env, 'docker')) !== undefined) return 'docker';
   const podman = await findProgram(ctx.env, 'podman');
   if (podman === undefined) return 'docker';
   ctx.log.info('docker not found; using podman', { command: podman });
@@ -21,14 +21,21 @@ export async function containerCommand(ctx: HookContext): Promise<string> {
 }
 
 /** Runs `<command> <args>`; a missing command fails the hook saying what to install. */
-export function runContainerTool(ctx: HookContext, command: string, args: readonly string[], cwd?: string): Promise<ToolOutcome> {
+export function runContainerTool(
+  ctx: HookContext,
+  command: string,
+  args: readonly string[],
+  cwd?: string,
+): Promise<ToolOutcome> {
   const missing = notInstalled(ctx.env, 'docker', command, 'HEAT_DOCKER_CMD', INSTALL_DOCKER);
   return runTool(ctx, { file: command, args, env: ctx.env, ...(cwd !== undefined ? { cwd } : {}) }, missing);
 }
 
 /** True when the failure is the CLI not reaching its daemon (as opposed to an answer from the daemon). */
 export function daemonUnreachable(stderr: string): boolean {
-  return /Cannot connect to the Docker daemon|Is the docker daemon running|error during connect|unable to connect to Podman/i.test(stderr);
+  return /Cannot connect to the Docker daemon|Is the docker daemon running|error during connect|unable to connect to Podman/i.test(
+    stderr,
+  );
 }
 
 /** A HookFailure for a daemon the CLI cannot reach. */
@@ -43,6 +50,9 @@ export function daemonFailure(command: string, what: string, stderr: string): Ho
  * (docker adds hints such as "See 'docker run --help'." after it), else the last one.
  */
 export function lastLine(text: string): string {
-  const lines = text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   return lines.findLast((l) => /error/i.test(l)) ?? lines.at(-1) ?? 'no message';
 }

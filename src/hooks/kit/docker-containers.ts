@@ -24,8 +24,22 @@ export interface ContainerDef {
  * upstream ignored it (its own tests carry one).
  */
 const KNOWN_KEYS = new Set([
-  'name', 'action', 'exit_codes', 'start_order', 'image', 'command', 'detach', 'env_file', 'environment', 'net', 'pid',
-  'privileged', 'restart', 'user', 'volumes', 'volumes_from',
+  'name',
+  'action',
+  'exit_codes',
+  'start_order',
+  'image',
+  'command',
+  'detach',
+  'env_file',
+  'environment',
+  'net',
+  'pid',
+  'privileged',
+  'restart',
+  'user',
+  'volumes',
+  'volumes_from',
 ]);
 /** docker's own rule for a container name (at least two characters). */
 const CONTAINER_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/;
@@ -47,7 +61,9 @@ export function containerDefs(config: unknown): ContainerDef[] {
   } else if (isJsonObject(doc)) {
     entries = Object.entries(doc);
   } else {
-    throw new HookFailure('the docker-cmd config must be a mapping of container name to definition (or a list of definitions)');
+    throw new HookFailure(
+      'the docker-cmd config must be a mapping of container name to definition (or a list of definitions)',
+    );
   }
   const seen = new Set<string>();
   const defs = entries.map(([name, body]) => {
@@ -63,23 +79,29 @@ function parseConfigText(text: string): unknown {
   try {
     return parseYaml(text, { schema: 'core' }) as unknown;
   } catch (err) {
-    throw new HookFailure(`the docker-cmd config is not valid YAML or JSON: ${(err as Error).message.split('\n')[0] ?? ''}`);
+    throw new HookFailure(
+      `the docker-cmd config is not valid YAML or JSON: ${(err as Error).message.split('\n')[0] ?? ''}`,
+    );
   }
 }
 
 function containerDef(name: string, body: unknown): ContainerDef {
   const fail = (cause: string) => new HookFailure(`container ${JSON.stringify(name)}: ${cause}`);
   if (!CONTAINER_NAME.test(name) || name.length > MAX_NAME_CHARS) {
-    throw fail(`not a valid container name (letters, digits, "_", "." and "-", starting with a letter or digit, 2 to ${MAX_NAME_CHARS} characters)`);
+    throw fail(
+      `not a valid container name (letters, digits, "_", "." and "-", starting with a letter or digit, 2 to ${MAX_NAME_CHARS} characters)`,
+    );
   }
   if (!isJsonObject(body)) throw fail('its definition is not a mapping');
   for (const key of Object.keys(body)) {
     if (!KNOWN_KEYS.has(key)) throw fail(`unknown key "${key}" (known: ${[...KNOWN_KEYS].join(', ')})`);
   }
   const action = body.action ?? 'run';
-  if (action !== 'run' && action !== 'exec') throw fail(`action must be "run" or "exec", not ${JSON.stringify(action)}`);
+  if (action !== 'run' && action !== 'exec')
+    throw fail(`action must be "run" or "exec", not ${JSON.stringify(action)}`);
   const exitCodes = body.exit_codes ?? [0];
-  if (!Array.isArray(exitCodes) || !exitCodes.every((c) => Number.isInteger(c))) throw fail('exit_codes must be a list of integers');
+  if (!Array.isArray(exitCodes) || !exitCodes.every((c) => Number.isInteger(c)))
+    throw fail('exit_codes must be a list of integers');
   const startOrder = body.start_order ?? 0;
   if (typeof startOrder !== 'number' || !Number.isFinite(startOrder)) throw fail('start_order must be a number');
   const image = body.image ?? '';
@@ -97,7 +119,12 @@ function containerDef(name: string, body: unknown): ContainerDef {
 
 function commandWords(command: unknown, fail: (cause: string) => HookFailure): string[] {
   if (command === undefined || command === null || command === '') return [];
-  if (typeof command === 'string') return noNul(command.split(/\s+/).filter((w) => w !== ''), 'command', fail);
+  if (typeof command === 'string')
+    return noNul(
+      command.split(/\s+/).filter((w) => w !== ''),
+      'command',
+      fail,
+    );
   if (Array.isArray(command) && command.every((w) => typeof w === 'string' || typeof w === 'number')) {
     return noNul(command.map(String), 'command', fail);
   }
@@ -109,7 +136,8 @@ function checkOptions(body: JsonObject, fail: (cause: string) => HookFailure): v
   for (const key of ['net', 'pid', 'restart']) {
     if (body[key] !== undefined && typeof body[key] !== 'string') throw fail(`${key} must be a string`);
   }
-  if (body.user !== undefined && typeof body.user !== 'string' && typeof body.user !== 'number') throw fail('user must be a string or a number');
+  if (body.user !== undefined && typeof body.user !== 'string' && typeof body.user !== 'number')
+    throw fail('user must be a string or a number');
   if (body.detach !== undefined && typeof body.detach !== 'boolean') throw fail('detach must be true or false');
   const privileged = body.privileged;
   if (privileged !== undefined && typeof privileged !== 'boolean' && privileged !== 'true' && privileged !== 'false') {
@@ -124,8 +152,13 @@ function checkOptions(body: JsonObject, fail: (cause: string) => HookFailure): v
 
 function stringList(value: unknown, key: string, fail: (cause: string) => HookFailure): string[] {
   if (value === undefined || value === null) return [];
-  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' || v === null)) throw fail(`${key} must be a list of strings`);
-  return noNul(value.filter((v): v is string => typeof v === 'string' && v !== ''), key, fail);
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' || v === null))
+    throw fail(`${key} must be a list of strings`);
+  return noNul(
+    value.filter((v): v is string => typeof v === 'string' && v !== ''),
+    key,
+    fail,
+  );
 }
 
 function noNul(words: string[], key: string, fail: (cause: string) => HookFailure): string[] {
@@ -136,8 +169,11 @@ function noNul(words: string[], key: string, fail: (cause: string) => HookFailur
 /** The labels upstream puts on every container it runs (docker-cmd finds and removes its containers by them). */
 export function containerLabels(def: ContainerDef, configId: string, stackId: string, resourceName: string): string[] {
   return [
-    `deploy_stack_id=${stackId}`, `deploy_resource_name=${resourceName}`, `config_id=${configId}`,
-    `container_name=${def.name}`, 'managed_by=docker-cmd',
+    `deploy_stack_id=${stackId}`,
+    `deploy_resource_name=${resourceName}`,
+    `config_id=${configId}`,
+    `container_name=${def.name}`,
+    'managed_by=docker-cmd',
   ].flatMap((label) => ['--label', label]);
 }
 
@@ -180,8 +216,10 @@ function listOf(value: unknown): string[] {
  * TOKEN...) are masked wherever the hook logs the command line.
  */
 export function environmentPairs(defs: readonly ContainerDef[]): Array<{ name: string; value: string }> {
-  return defs.flatMap((def) => listOf(def.options.environment)).flatMap((entry) => {
-    const at = entry.indexOf('=');
-    return at > 0 ? [{ name: entry.slice(0, at), value: entry.slice(at + 1) }] : [];
-  });
+  return defs
+    .flatMap((def) => listOf(def.options.environment))
+    .flatMap((entry) => {
+      const at = entry.indexOf('=');
+      return at > 0 ? [{ name: entry.slice(0, at), value: entry.slice(at + 1) }] : [];
+    });
 }

@@ -29,7 +29,8 @@ export function checkName(name: string): void {
   if (name === '' || name.includes('\0')) throw new TargetRefused('not a file name');
   if (!path.isAbsolute(name)) throw new TargetRefused('not an absolute path');
   if (name.split('/').includes('..')) throw new TargetRefused('has a ".." segment');
-  if (name.endsWith('/') || path.basename(name) === '.' || path.normalize(name) === '/') throw new TargetRefused('names a directory, not a file');
+  if (name.endsWith('/') || path.basename(name) === '.' || path.normalize(name) === '/')
+    throw new TargetRefused('names a directory, not a file');
 }
 
 /** Symbolic links followed for one name before it is refused (the kernel's own limit). */
@@ -67,7 +68,8 @@ export async function resolveTarget(file: string, links = 0): Promise<FileTarget
     if (!end.existing) throw new TargetRefused(`${target} is a symbolic link to nothing`);
     return end;
   }
-  if (!st.isFile()) throw new TargetRefused(st.isDirectory() ? `${target} is a directory` : `${target} is not a regular file`);
+  if (!st.isFile())
+    throw new TargetRefused(st.isDirectory() ? `${target} is a directory` : `${target} is not a regular file`);
   return { file: target, existing: st };
 }
 
@@ -83,7 +85,9 @@ async function linkTarget(dir: string, link: string): Promise<string> {
 function trustLink(link: string, st: Stats): void {
   const me = process.getuid?.() ?? 0;
   if (st.uid !== 0 && st.uid !== me) {
-    throw new TargetRefused(`${link} is a symbolic link owned by user ${st.uid} (only links owned by root or the agent's user are followed)`);
+    throw new TargetRefused(
+      `${link} is a symbolic link owned by user ${st.uid} (only links owned by root or the agent's user are followed)`,
+    );
   }
 }
 

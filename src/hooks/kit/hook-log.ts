@@ -75,6 +75,8 @@ export class HookLog {
 /** Python logging's default time format, as heat-config's hooks print it. */
 function localStamp(d: Date): string {
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:` +
-    `${p(d.getSeconds())},${p(d.getMilliseconds(), 3)}`;
+  return (
+    `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:` +
+    `${p(d.getSeconds())},${p(d.getMilliseconds(), 3)}`
+  );
 }

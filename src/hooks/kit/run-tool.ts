@@ -41,7 +41,13 @@ export function formatCommand(command: string, args: readonly string[]): string 
 }
 
 /** The message for a tool that is not installed. */
-export function notInstalled(env: NodeJS.ProcessEnv, tool: string, command: string, envName: string, install: string): string {
+export function notInstalled(
+  env: NodeJS.ProcessEnv,
+  tool: string,
+  command: string,
+  envName: string,
+  install: string,
+): string {
   return `${tool} is not installed: the command "${command}" was not found (PATH=${env.PATH ?? ''}). ${install} Or set ${envName} to the command's path.`;
 }
 
@@ -50,6 +56,8 @@ export async function hostnameF(ctx: HookContext): Promise<string | null> {
   const res = await ctx.spawn({ file: 'hostname', args: ['-f'], env: ctx.env });
   const name = res.spawnError ? '' : res.stdout.trim();
   if (res.exitCode === 0 && name !== '') return name;
-  ctx.log.warn('"hostname -f" failed', { reason: res.spawnError ? res.spawnError.message : `status ${res.exitCode}: ${res.stderr.trim()}` });
+  ctx.log.warn('"hostname -f" failed', {
+    reason: res.spawnError ? res.spawnError.message : `status ${res.exitCode}: ${res.stderr.trim()}`,
+  });
   return null;
 }

@@ -69,7 +69,11 @@ export async function removeOutputs(outputsDir: string, id: string): Promise<voi
  * The declared outputs the tool wrote as <outputsPath>.<name> (whole file content); missing files are skipped. A name
  * with a "/" would read outside the outputs directory, so it is skipped too.
  */
-export async function readOutputs(deployment: HookDeployment, outputsPath: string, log: HookLog): Promise<Record<string, string>> {
+export async function readOutputs(
+  deployment: HookDeployment,
+  outputsPath: string,
+  log: HookLog,
+): Promise<Record<string, string>> {
   const found: Record<string, string> = {};
   for (const { name } of deployment.outputs) {
     if (name === '' || name.includes('/') || name.includes('\0')) {
@@ -80,7 +84,8 @@ export async function readOutputs(deployment: HookDeployment, outputsPath: strin
       const value = await readFile(`${outputsPath}.${name}`, 'utf8');
       Object.defineProperty(found, name, { value, enumerable: true, writable: true, configurable: true });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn('output could not be read', { output: name, reason: errorMessage(err) });
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        log.warn('output could not be read', { output: name, reason: errorMessage(err) });
     }
   }
   return found;

@@ -25,7 +25,13 @@ export type Delivery =
 export async function sendOnce(ctx: DeliveryContext, req: HttpRequest, what: string): Promise<Delivery> {
   let res: HttpResponse;
   try {
-    res = await ctx.http.request({ ...req, timeoutSeconds: ctx.timeoutSeconds, retries: 0, maxBytes: 1024 * 1024, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    res = await ctx.http.request({
+      ...req,
+      timeoutSeconds: ctx.timeoutSeconds,
+      retries: 0,
+      maxBytes: 1024 * 1024,
+      ...(ctx.signal ? { signal: ctx.signal } : {}),
+    });
   } catch (err) {
     // HttpError messages carry the redacted URL only.
     return { outcome: 'retry', error: `${what}: ${errorMessage(err)}` };
@@ -40,5 +46,10 @@ export function judge(res: HttpResponse, what: string, now: number): Delivery {
   const error = `${what} at ${res.redactedUrl} answered ${res.statusCode}${detail ? ` (${detail})` : ''}`;
   if (kind === 'final') return { outcome: 'final', status: res.statusCode, error };
   const retryAfter = parseRetryAfter(res.headers['retry-after'], now);
-  return { outcome: 'retry', status: res.statusCode, error, ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}) };
+  return {
+    outcome: 'retry',
+    status: res.statusCode,
+    error,
+    ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}),
+  };
 }

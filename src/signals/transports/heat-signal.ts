@@ -7,7 +7,11 @@ import { keystoneSessionFor, loginFailure } from './keystone-sessions.js';
 // deploy_region_name when given), and POST the body to the resource-signal API of the deployment resource:
 // <endpoint>/stacks/<stack_name>/<stack_id>/resources/<resource_name>/signal. A 401 from Heat (token revoked) gets
 // one fresh login.
-export async function sendHeatSignal(target: Extract<SignalTarget, { transport: 'HEAT_SIGNAL' }>, text: string, ctx: DeliveryContext): Promise<Delivery> {
+export async function sendHeatSignal(
+  target: Extract<SignalTarget, { transport: 'HEAT_SIGNAL' }>,
+  text: string,
+  ctx: DeliveryContext,
+): Promise<Delivery> {
   const session = keystoneSessionFor(ctx.http, target, ctx.timeoutSeconds);
   const stack = target.stackId.split('/').map(encodeURIComponent).join('/');
   let last: Delivery = { outcome: 'retry', error: 'Heat signal: not attempted' };
@@ -21,10 +25,18 @@ export async function sendHeatSignal(target: Extract<SignalTarget, { transport: 
       return loginFailure(err, 'Heat signal');
     }
     const url = `${endpoint}/stacks/${stack}/resources/${encodeURIComponent(target.resourceName)}/signal`;
-    last = await sendOnce(ctx, { url, method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', 'x-auth-token': token.token }, body: text }, 'Heat signal');
+    last = await sendOnce(
+      ctx,
+      {
+        url,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', 'x-auth-token': token.token },
+        body: text,
+      },
+      'Heat signal',
+    );
     if (last.outcome !== 'final' || last.status !== 401) return last;
     session.invalidate();
   }
   return last;
 }
-

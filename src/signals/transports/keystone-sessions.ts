@@ -1,5 +1,10 @@
 import type { HttpClient } from '../../http/types.js';
-import { KeystoneError, rememberedSession, type KeystoneMemory, type KeystoneSession } from '../../keystone/keystone-client.js';
+import {
+  KeystoneError,
+  rememberedSession,
+  type KeystoneMemory,
+  type KeystoneSession,
+} from '../../keystone/keystone-client.js';
 import { classifySignalStatus } from '../backoff.js';
 import type { KeystoneInputs } from '../../heat/signal-target.js';
 import type { Delivery } from './delivery.js';
@@ -22,7 +27,12 @@ export function keystoneSessionFor(http: HttpClient, creds: KeystoneInputs, time
     memory = {};
     memories.set(key, memory);
   }
-  return rememberedSession(memory, http, { authUrl: creds.authUrl, userId: creds.userId, password: creds.password, projectId: creds.projectId }, { timeoutSeconds });
+  return rememberedSession(
+    memory,
+    http,
+    { authUrl: creds.authUrl, userId: creds.userId, password: creds.password, projectId: creds.projectId },
+    { timeoutSeconds },
+  );
 }
 
 /**
@@ -32,6 +42,7 @@ export function keystoneSessionFor(http: HttpClient, creds: KeystoneInputs, time
 export function loginFailure(err: unknown, what: string): Delivery {
   const message = err instanceof Error ? err.message : String(err);
   const status = err instanceof KeystoneError ? err.statusCode : undefined;
-  if (status !== undefined && classifySignalStatus(status) === 'final') return { outcome: 'final', status, error: `${what}: ${message}` };
+  if (status !== undefined && classifySignalStatus(status) === 'final')
+    return { outcome: 'final', status, error: `${what}: ${message}` };
   return { outcome: 'retry', error: `${what}: ${message}` };
 }

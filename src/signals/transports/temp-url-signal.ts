@@ -3,6 +3,14 @@ import { sendOnce, type Delivery, type DeliveryContext } from './delivery.js';
 
 // TEMP_URL_SIGNAL: PUT the JSON body as the Swift object behind the TempURL from deploy_signal_id; Heat polls the
 // object. Swift answers 201; an expired or wrong signature gets 401 (final).
-export function sendTempUrlSignal(target: Extract<SignalTarget, { transport: 'TEMP_URL_SIGNAL' }>, text: string, ctx: DeliveryContext): Promise<Delivery> {
-  return sendOnce(ctx, { url: target.url, method: 'PUT', headers: { 'content-type': 'application/json' }, body: text }, 'TempURL signal');
+export function sendTempUrlSignal(
+  target: Extract<SignalTarget, { transport: 'TEMP_URL_SIGNAL' }>,
+  text: string,
+  ctx: DeliveryContext,
+): Promise<Delivery> {
+  return sendOnce(
+    ctx,
+    { url: target.url, method: 'PUT', headers: { 'content-type': 'application/json' }, body: text },
+    'TempURL signal',
+  );
 }

@@ -13,8 +13,13 @@ const MESSAGE_TTL_SECONDS = 600;
 // Zaqar requires a Client-ID (a UUID) on every request; one per agent process.
 const CLIENT_ID = randomUUID();
 
-export async function sendZaqarSignal(target: Extract<SignalTarget, { transport: 'ZAQAR_SIGNAL' }>, text: string, ctx: DeliveryContext): Promise<Delivery> {
-  if (ctx.zaqarWebsockets) return (await import('./zaqar-ws-signal.js')).sendZaqarSignalOverWebsocket(target, text, ctx);
+export async function sendZaqarSignal(
+  target: Extract<SignalTarget, { transport: 'ZAQAR_SIGNAL' }>,
+  text: string,
+  ctx: DeliveryContext,
+): Promise<Delivery> {
+  if (ctx.zaqarWebsockets)
+    return (await import('./zaqar-ws-signal.js')).sendZaqarSignalOverWebsocket(target, text, ctx);
   const session = keystoneSessionFor(ctx.http, target, ctx.timeoutSeconds);
   const body = `{"messages": [{"ttl": ${MESSAGE_TTL_SECONDS}, "body": ${text}}]}`;
   let last: Delivery = { outcome: 'retry', error: 'Zaqar signal: not attempted' };
@@ -28,7 +33,13 @@ export async function sendZaqarSignal(target: Extract<SignalTarget, { transport:
       return loginFailure(err, 'Zaqar signal');
     }
     const url = `${endpoint}/v2/queues/${encodeURIComponent(target.queueId)}/messages`;
-    const headers = { 'content-type': 'application/json', accept: 'application/json', 'x-auth-token': token.token, 'client-id': CLIENT_ID, 'x-project-id': target.projectId };
+    const headers = {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'x-auth-token': token.token,
+      'client-id': CLIENT_ID,
+      'x-project-id': target.projectId,
+    };
     last = await sendOnce(ctx, { url, method: 'POST', headers, body }, 'Zaqar signal');
     if (last.outcome !== 'final' || last.status !== 401) return last;
     session.invalidate();

@@ -18,7 +18,11 @@ const CLIENT_ID = randomUUID();
 // The signal body is at most ~1 MB (signal-body.ts); its answer is small.
 const MAX_FRAME_BYTES = 2 * 1024 * 1024;
 
-export async function sendZaqarSignalOverWebsocket(target: Extract<SignalTarget, { transport: 'ZAQAR_SIGNAL' }>, text: string, ctx: DeliveryContext): Promise<Delivery> {
+export async function sendZaqarSignalOverWebsocket(
+  target: Extract<SignalTarget, { transport: 'ZAQAR_SIGNAL' }>,
+  text: string,
+  ctx: DeliveryContext,
+): Promise<Delivery> {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -46,20 +50,26 @@ export async function sendZaqarSignalOverWebsocket(target: Extract<SignalTarget,
       maxBytes: MAX_FRAME_BYTES,
       ...(ctx.signal ? { signal: ctx.signal } : {}),
     });
-    const reply = await socket.request('message_post', { queue_name: target.queueId, messages: [{ ttl: MESSAGE_TTL_SECONDS, body }] });
+    const reply = await socket.request('message_post', {
+      queue_name: target.queueId,
+      messages: [{ ttl: MESSAGE_TTL_SECONDS, body }],
+    });
     const kind = classifySignalStatus(reply.status);
     if (kind === 'sent') return { outcome: 'sent', status: reply.status };
     const error = `Zaqar signal: Zaqar answered ${reply.status} to message_post${errorText(reply.body)}`;
-    return kind === 'final' ? { outcome: 'final', status: reply.status, error } : { outcome: 'retry', status: reply.status, error };
+    return kind === 'final'
+      ? { outcome: 'final', status: reply.status, error }
+      : { outcome: 'retry', status: reply.status, error };
   } catch (err) {
     // A token refused even after a fresh login is judged as that status over HTTP (401: final); a failed login too.
     if (err instanceof ZaqarSocketError && err.failure === 'refused' && err.status !== undefined) {
       const error = `Zaqar signal: ${err.message}`;
-      return classifySignalStatus(err.status) === 'final' ? { outcome: 'final', status: err.status, error } : { outcome: 'retry', status: err.status, error };
+      return classifySignalStatus(err.status) === 'final'
+        ? { outcome: 'final', status: err.status, error }
+        : { outcome: 'retry', status: err.status, error };
     }
     return loginFailure(err, 'Zaqar signal');
   } finally {
     socket?.close();
   }
 }
-

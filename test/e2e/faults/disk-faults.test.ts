@@ -1,5 +1,15 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
@@ -67,7 +77,13 @@ interface Setup {
   d: Daemon;
 }
 
-async function converged(t: Test, dir: string, setupMount: (root: string) => void, env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Setup> {
+async function converged(
+  t: Test,
+  dir: string,
+  setupMount: (root: string) => void,
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<Setup> {
   const o = await startOrchestrator({ transport: 'POLL_SERVER_CFN' });
   t.teardown(() => o.close());
   const first = o.addDeployment({ name: 'first', group: 'fast', config: {} });
@@ -98,13 +114,29 @@ async function duringFault(t: Test, s: Setup, name: string, errno: RegExp): Prom
   t.ok(s.d.alive(), 'daemon alive');
   const errors = s.d.lines.slice(before).filter((l) => errorLines(s.d).includes(l));
   t.ok(errors.length > 0, 'the failure is logged at error level');
-  t.ok(errors.some((l) => errno.test(JSON.stringify(l))), 'naming the system error');
-  t.ok(errors.some((l) => NOT_COMMITTED.test(String(l.msg))), 'saying that nothing was committed');
+  t.ok(
+    errors.some((l) => errno.test(JSON.stringify(l))),
+    'naming the system error',
+  );
+  t.ok(
+    errors.some((l) => NOT_COMMITTED.test(String(l.msg))),
+    'saying that nothing was committed',
+  );
   if (!errors.some((l) => NOT_COMMITTED.test(String(l.msg)))) t.comment(JSON.stringify(errors));
-  t.notOk(counterEvents(s.counter).some((e) => e.id === id), 'the new deployment did not run');
+  t.notOk(
+    counterEvents(s.counter).some((e) => e.id === id),
+    'the new deployment did not run',
+  );
   t.notOk(readRecords(s.root).has(id), 'no record of it was created');
-  t.notOk(s.o.signals.some((x) => x.deploymentId === id), 'nothing signalled for it');
-  t.equal(readFileSync(path.join(s.root, 'var/lib/os-collect-config/cfn.json.last'), 'utf8'), goodLast, 'committed metadata unchanged');
+  t.notOk(
+    s.o.signals.some((x) => x.deploymentId === id),
+    'nothing signalled for it',
+  );
+  t.equal(
+    readFileSync(path.join(s.root, 'var/lib/os-collect-config/cfn.json.last'), 'utf8'),
+    goodLast,
+    'committed metadata unchanged',
+  );
   t.same(invalidJsonFiles(path.join(s.root, 'var')), [], 'every JSON file still parses');
   return id;
 }
@@ -115,7 +147,11 @@ async function recovered(t: Test, s: Setup, id: string): Promise<void> {
   const polls = s.o.requests.cfn ?? 0;
   await until('two more polls', () => (s.o.requests.cfn ?? 0) >= polls + 2);
   t.equal(s.o.signals.filter((x) => x.deploymentId === id).length, 1, 'signalled exactly once');
-  t.equal(counterEvents(s.counter).filter((e) => e.id === id && e.event === 'start').length, 1, 'its hook ran exactly once');
+  t.equal(
+    counterEvents(s.counter).filter((e) => e.id === id && e.event === 'start').length,
+    1,
+    'its hook ran exactly once',
+  );
   t.ok(s.d.alive(), 'daemon alive');
 }
 
@@ -198,13 +234,31 @@ t.test('full disk under deployed/ only (injected): a hook never started is not c
   const polls = s.o.requests.cfn ?? 0;
   await until('four polls during the fault', () => (s.o.requests.cfn ?? 0) >= polls + 4);
   t.ok(s.d.alive(), 'daemon alive');
-  t.match(JSON.stringify(s.d.lines.slice(before).filter((l) => errorLines(s.d).includes(l))[0]), /ENOSPC/, 'the failure is logged with its system error');
-  t.notOk(counterEvents(s.counter).some((e) => e.id === id), 'the hook did not run');
-  t.notOk(s.o.signals.some((x) => x.deploymentId === id), 'nothing signalled');
+  t.match(
+    JSON.stringify(s.d.lines.slice(before).filter((l) => errorLines(s.d).includes(l))[0]),
+    /ENOSPC/,
+    'the failure is logged with its system error',
+  );
+  t.notOk(
+    counterEvents(s.counter).some((e) => e.id === id),
+    'the hook did not run',
+  );
+  t.notOk(
+    s.o.signals.some((x) => x.deploymentId === id),
+    'nothing signalled',
+  );
   rmSync(flag);
   await until('signalled after recovery', () => s.o.signals.some((x) => x.deploymentId === id), 20_000);
   const signal = s.o.signals.find((x) => x.deploymentId === id)!;
-  t.equal(Number(signal.body.deploy_status_code), 0, 'the deployment ran and succeeded (not failed as "interrupted too often")');
-  t.equal(counterEvents(s.counter).filter((e) => e.id === id && e.event === 'start').length, 1, 'its hook ran exactly once');
+  t.equal(
+    Number(signal.body.deploy_status_code),
+    0,
+    'the deployment ran and succeeded (not failed as "interrupted too often")',
+  );
+  t.equal(
+    counterEvents(s.counter).filter((e) => e.id === id && e.event === 'start').length,
+    1,
+    'its hook ran exactly once',
+  );
   t.same(await stopDaemon(s.d), { code: 0, signal: null }, 'SIGTERM exits 0');
 });

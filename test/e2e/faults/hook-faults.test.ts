@@ -3,7 +3,15 @@ import path from 'node:path';
 import t from 'tap';
 import { installHooks } from '../../helpers/deploy-fixtures.js';
 import { startOrchestrator } from '../../helpers/orchestrator/orchestrator.js';
-import { killTree, pidAlive, prepareRoot, startDaemon, statusKb, stopDaemon, until } from '../../helpers/fault-daemon.js';
+import {
+  killTree,
+  pidAlive,
+  prepareRoot,
+  startDaemon,
+  statusKb,
+  stopDaemon,
+  until,
+} from '../../helpers/fault-daemon.js';
 
 // Hooks misbehave under the running daemon: one hangs (with a grandchild in its process group), one dies from
 // SIGSEGV, one SIGKILLs itself, one prints 10 MB to stdout and to stderr and exits 2. Each produces exactly one failure signal;
@@ -21,10 +29,22 @@ t.test('hanging, crashing and flooding hooks', async (t) => {
   const counter = path.join(dir, 'runs.txt');
   const grandchild = path.join(dir, 'grandchild.pid');
   const ids = {
-    hang: o.addDeployment({ name: 'hang', group: 'fake', config: { counter, hang: true, grandchildPidFile: grandchild } }),
-    segv: o.addDeployment({ name: 'segv', group: 'fake', config: { counter, stderr: 'about to crash', kill: 'SIGSEGV' } }),
+    hang: o.addDeployment({
+      name: 'hang',
+      group: 'fake',
+      config: { counter, hang: true, grandchildPidFile: grandchild },
+    }),
+    segv: o.addDeployment({
+      name: 'segv',
+      group: 'fake',
+      config: { counter, stderr: 'about to crash', kill: 'SIGSEGV' },
+    }),
     killed: o.addDeployment({ name: 'killed', group: 'fake', config: { counter, kill: 'SIGKILL' } }),
-    flood: o.addDeployment({ name: 'flood', group: 'fake', config: { counter, bigStdoutBytes: 10_000_000, bigStderrBytes: 10_000_000, exit: 2 } }),
+    flood: o.addDeployment({
+      name: 'flood',
+      group: 'fake',
+      config: { counter, bigStdoutBytes: 10_000_000, bigStderrBytes: 10_000_000, exit: 2 },
+    }),
   };
   const root = prepareRoot(dir, o, {
     confd: '[deploy]\nhook_timeout = 1\nsignal_timeout = 5\n',
@@ -38,7 +58,11 @@ t.test('hanging, crashing and flooding hooks', async (t) => {
   await until('every faulty hook signalled', () => Object.values(ids).every((id) => signalsFor(id).length > 0), 60_000);
   const peakRssMb = statusKb(d.pid, 'VmHWM') / 1024;
 
-  const good = o.addDeployment({ name: 'good', group: 'fake', config: { counter, stdout: { deploy_stdout: 'fine', deploy_status_code: 0 } } });
+  const good = o.addDeployment({
+    name: 'good',
+    group: 'fake',
+    config: { counter, stdout: { deploy_stdout: 'fine', deploy_status_code: 0 } },
+  });
   await until('the good deployment signalled', () => signalsFor(good).length > 0);
   const polls = o.requests.cfn ?? 0;
   await until('three more polls', () => (o.requests.cfn ?? 0) >= polls + 3);
@@ -52,13 +76,20 @@ t.test('hanging, crashing and flooding hooks', async (t) => {
   t.equal(signalsFor(good).length, 1, 'good: exactly one signal');
 
   const hang = signalsFor(ids.hang)[0]!.body;
-  t.match(String(hang.deploy_stderr), /did not finish within 1 s; its process group was killed/, 'the hang is reported as a timeout');
+  t.match(
+    String(hang.deploy_stderr),
+    /did not finish within 1 s; its process group was killed/,
+    'the hang is reported as a timeout',
+  );
   t.equal(Number(hang.deploy_status_code), 124, 'with the timeout status');
   t.ok(existsSync(grandchild), 'the hanging hook started a grandchild');
   const gpid = Number(readFileSync(grandchild, 'utf8'));
   await until('grandchild gone', () => !pidAlive(gpid), 10_000).catch(() => undefined);
-  t.notOk(pidAlive(gpid), 'the timeout killed the hook\'s whole process group');
-  t.ok(d.lines.some((l) => l.msg === 'hook timed out; process group killed; failure signalled'), 'the timeout is logged');
+  t.notOk(pidAlive(gpid), "the timeout killed the hook's whole process group");
+  t.ok(
+    d.lines.some((l) => l.msg === 'hook timed out; process group killed; failure signalled'),
+    'the timeout is logged',
+  );
 
   t.match(JSON.stringify(signalsFor(ids.segv)[0]!.body), /SIGSEGV/, 'the crash names its signal');
   t.match(JSON.stringify(signalsFor(ids.killed)[0]!.body), /SIGKILL/, 'the self-kill names its signal');

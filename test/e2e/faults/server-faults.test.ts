@@ -2,7 +2,18 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { startOrchestrator, type Fault } from '../../helpers/orchestrator/orchestrator.js';
-import { CACHE_DIR, countingHook, invalidJsonFiles, levelOf, prepareRoot, readRecords, startDaemon, stopDaemon, until, killTree } from '../../helpers/fault-daemon.js';
+import {
+  CACHE_DIR,
+  countingHook,
+  invalidJsonFiles,
+  levelOf,
+  prepareRoot,
+  readRecords,
+  startDaemon,
+  stopDaemon,
+  until,
+  killTree,
+} from '../../helpers/fault-daemon.js';
 
 // The metadata server and the signal endpoint misbehave in turn (connection refused, 500, a hang past the lowered
 // timeouts, a body cut short, a body that is not what was asked for) while the daemon runs. The agent keeps the last
@@ -31,11 +42,17 @@ t.test('metadata and signal server faults', async (t) => {
   await until('first signal', () => signalsFor(first) === 1);
   const cacheFile = path.join(root, CACHE_DIR, 'cfn.json');
   const lastFile = `${cacheFile}.last`;
-  await until('first metadata committed', () => existsSync(lastFile) && readFileSync(lastFile, 'utf8') === readFileSync(cacheFile, 'utf8'));
+  await until(
+    'first metadata committed',
+    () => existsSync(lastFile) && readFileSync(lastFile, 'utf8') === readFileSync(cacheFile, 'utf8'),
+  );
 
   for (const fault of METADATA_FAULTS) {
     await t.test(`metadata server: ${fault}`, async (t) => {
-      await until('the previous cycle committed', () => readFileSync(lastFile, 'utf8') === readFileSync(cacheFile, 'utf8'));
+      await until(
+        'the previous cycle committed',
+        () => readFileSync(lastFile, 'utf8') === readFileSync(cacheFile, 'utf8'),
+      );
       const good = readFileSync(cacheFile, 'utf8');
       const goodLast = readFileSync(lastFile, 'utf8');
       const linesBefore = d.lines.length;
@@ -74,8 +91,15 @@ t.test('metadata and signal server faults', async (t) => {
 
   const polls = o.requests.cfn ?? 0;
   await until('three more polls', () => (o.requests.cfn ?? 0) >= polls + 3);
-  for (const id of o.deploymentIds()) t.equal(signalsFor(id), 1, `deployment ${o.signals.find((s) => s.deploymentId === id)?.name} signalled exactly once`);
-  const ran = readFileSync(counter, 'utf8').split('\n').filter((l) => l.startsWith('end '));
+  for (const id of o.deploymentIds())
+    t.equal(
+      signalsFor(id),
+      1,
+      `deployment ${o.signals.find((s) => s.deploymentId === id)?.name} signalled exactly once`,
+    );
+  const ran = readFileSync(counter, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('end '));
   t.equal(ran.length, o.deploymentIds().length, 'every hook ran exactly once');
   t.same(await stopDaemon(d), { code: 0, signal: null }, 'SIGTERM exits 0 after all faults');
 });

@@ -82,7 +82,8 @@ t.test(`SIGKILL at ${TRIALS} seeded random points (seed ${SEED})`, async (t) => 
     await killTree(d);
 
     // What a crash at this point leaves on disk.
-    for (const f of invalidJsonFiles(path.join(root, 'var'))) badFiles.push(`trial ${trial}: ${path.relative(root, f)}`);
+    for (const f of invalidJsonFiles(path.join(root, 'var')))
+      badFiles.push(`trial ${trial}: ${path.relative(root, f)}`);
     for (const f of ['cfn.json', 'cfn.json.last']) {
       const ids = cachedDeploymentIds(root, f);
       if (ids && ids.some((id) => !added.includes(id))) foreignMetadata.push(`trial ${trial}: ${f}`);
@@ -94,7 +95,8 @@ t.test(`SIGKILL at ${TRIALS} seeded random points (seed ${SEED})`, async (t) => 
       // The hook completed but the record still says running: the restart will run it again (crash window).
       if (r.state === 'running' && lastEvent.get(id) === 'end') hookWindow.set(id, (hookWindow.get(id) ?? 0) + 1);
       // Heat has the signal but the record still says pending: the restart will send it again (crash window).
-      if (r.state === 'done' && r.signal.state === 'pending' && signalled.has(id)) signalWindow.set(id, (signalWindow.get(id) ?? 0) + 1);
+      if (r.state === 'done' && r.signal.state === 'pending' && signalled.has(id))
+        signalWindow.set(id, (signalWindow.get(id) ?? 0) + 1);
     }
   }
 
@@ -102,7 +104,11 @@ t.test(`SIGKILL at ${TRIALS} seeded random points (seed ${SEED})`, async (t) => 
   const last = startDaemon(root, { env });
   lives.push(last);
   const deploymentIds = o.deploymentIds();
-  await until('every deployment signalled', () => deploymentIds.every((id) => o.signals.some((s) => s.deploymentId === id)), 60_000);
+  await until(
+    'every deployment signalled',
+    () => deploymentIds.every((id) => o.signals.some((s) => s.deploymentId === id)),
+    60_000,
+  );
   const polls = o.requests.cfn ?? 0;
   await until('three more polls', () => (o.requests.cfn ?? 0) >= polls + 3);
   const stopped = await stopDaemon(last);
@@ -112,7 +118,11 @@ t.test(`SIGKILL at ${TRIALS} seeded random points (seed ${SEED})`, async (t) => 
   t.same(badFiles, [], 'every cache and state JSON file parsed after every kill');
   t.same(foreignMetadata, [], 'cached metadata was always a document the orchestrator served');
   t.same(invalidJsonFiles(path.join(root, 'var')), [], 'every JSON file parses at the end');
-  t.same(cachedDeploymentIds(root, 'cfn.json.last')?.sort(), [...deploymentIds].sort(), 'the last committed metadata is the current one');
+  t.same(
+    cachedDeploymentIds(root, 'cfn.json.last')?.sort(),
+    [...deploymentIds].sort(),
+    'the last committed metadata is the current one',
+  );
 
   const byId = new Map<string, Array<Record<string, unknown>>>();
   for (const s of o.signals) byId.set(s.deploymentId, [...(byId.get(s.deploymentId) ?? []), s.body]);
@@ -120,9 +130,11 @@ t.test(`SIGKILL at ${TRIALS} seeded random points (seed ${SEED})`, async (t) => 
   for (const id of deploymentIds) {
     const bodies = byId.get(id) ?? [];
     const allowed = 1 + (signalWindow.get(id) ?? 0);
-    if (bodies.length < 1 || bodies.length > allowed) extraSignals.push(`${id}: ${bodies.length} signals, ${allowed} allowed`);
+    if (bodies.length < 1 || bodies.length > allowed)
+      extraSignals.push(`${id}: ${bodies.length} signals, ${allowed} allowed`);
     const first = JSON.stringify(bodies[0]);
-    if (bodies.some((b) => JSON.stringify(b) !== first)) extraSignals.push(`${id}: repeated signal differs from the first`);
+    if (bodies.some((b) => JSON.stringify(b) !== first))
+      extraSignals.push(`${id}: repeated signal differs from the first`);
   }
   t.same(extraSignals, [], 'each deployment signalled exactly once (repeats only in the crash window, identical)');
 
@@ -138,13 +150,29 @@ t.test(`SIGKILL at ${TRIALS} seeded random points (seed ${SEED})`, async (t) => 
   t.same(reRuns, [], 'no completed hook ran again (outside the crash window)');
 
   const records = readRecords(root);
-  t.ok(deploymentIds.every((id) => records.get(id)?.state === 'signalled'), 'every record ends signalled');
-  const unexpected = lives.flatMap((d) => errorLines(d)).filter((l) => l.msg !== 'hook interrupted too often; failure signalled');
+  t.ok(
+    deploymentIds.every((id) => records.get(id)?.state === 'signalled'),
+    'every record ends signalled',
+  );
+  const unexpected = lives
+    .flatMap((d) => errorLines(d))
+    .filter((l) => l.msg !== 'hook interrupted too often; failure signalled');
   t.same(unexpected, [], 'no error logged other than hooks interrupted too often');
-  t.ok(lives.every((d) => d.lines.some((l) => l.msg === 'agent starting') || d.lines.length === 0), 'every life that logged started cleanly');
+  t.ok(
+    lives.every((d) => d.lines.some((l) => l.msg === 'agent starting') || d.lines.length === 0),
+    'every life that logged started cleanly',
+  );
   const finished = lives.flatMap((d) => d.lines.filter((l) => l.msg === 'hook finished'));
-  t.ok(finished.some((l) => l.inProcess === true && l.deploymentName !== undefined && String(l.deploymentName).startsWith('script-')), 'the script deployments ran in-process');
-  t.ok(finished.some((l) => l.inProcess === false), 'the shell hooks ran as processes');
+  t.ok(
+    finished.some(
+      (l) => l.inProcess === true && l.deploymentName !== undefined && String(l.deploymentName).startsWith('script-'),
+    ),
+    'the script deployments ran in-process',
+  );
+  t.ok(
+    finished.some((l) => l.inProcess === false),
+    'the shell hooks ran as processes',
+  );
 
   const hookRuns = events.filter((e) => e.event === 'start').length;
   const summary = {

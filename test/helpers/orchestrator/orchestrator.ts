@@ -119,7 +119,10 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
   const url = `http://${host}`;
 
   function metadata(): Record<string, unknown> {
-    return { 'os-collect-config': agentSection(), deployments: [...deployments.values()].map(({ _signal: _s, ...d }) => d) };
+    return {
+      'os-collect-config': agentSection(),
+      deployments: [...deployments.values()].map(({ _signal: _s, ...d }) => d),
+    };
   }
 
   let metadataUrlExpires: number | undefined;
@@ -127,10 +130,24 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
     const section: Record<string, unknown> = {};
     if (options.transport === 'POLL_SERVER_CFN') {
       section.collectors = ['cfn', 'local'];
-      section.cfn = { metadata_url: `${url}/v1/`, access_key_id: creds.cfnAccessKey, secret_access_key: creds.cfnSecret, stack_name: stackName, path: `${SERVER_RESOURCE}.Metadata` };
+      section.cfn = {
+        metadata_url: `${url}/v1/`,
+        access_key_id: creds.cfnAccessKey,
+        secret_access_key: creds.cfnSecret,
+        stack_name: stackName,
+        path: `${SERVER_RESOURCE}.Metadata`,
+      };
     } else if (options.transport === 'POLL_SERVER_HEAT') {
       section.collectors = ['heat', 'local'];
-      section.heat = { auth_url: `${url}/identity/v3`, user_id: creds.userId, password: creds.password, project_id: creds.projectId, stack_id: `${stackName}/${stackId}`, resource_name: SERVER_RESOURCE, region_name: null };
+      section.heat = {
+        auth_url: `${url}/identity/v3`,
+        user_id: creds.userId,
+        password: creds.password,
+        project_id: creds.projectId,
+        stack_id: `${stackName}/${stackId}`,
+        resource_name: SERVER_RESOURCE,
+        region_name: null,
+      };
     } else {
       section.collectors = ['request', 'local'];
       // One expiry for the orchestrator's life: a URL made anew each call would change the metadata (and so its ETag)
@@ -144,20 +161,44 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
   function publishSwift(): void {
     const body = JSON.stringify(metadata());
     if (swiftObject?.body === body) return;
-    swiftObject = { body, etag: `"${randomUUID()}"`, modified: Math.max(Date.now(), (swiftObject?.modified ?? 0) + 1000) };
+    swiftObject = {
+      body,
+      etag: `"${randomUUID()}"`,
+      modified: Math.max(Date.now(), (swiftObject?.modified ?? 0) + 1000),
+    };
   }
 
   function signalInputs(id: string, transport: SignalTransport): Array<{ name: string; type: string; value: unknown }> {
-    const inputs: Array<{ name: string; type: string; value: unknown }> = [{ name: 'deploy_signal_transport', type: 'String', value: transport }];
+    const inputs: Array<{ name: string; type: string; value: unknown }> = [
+      { name: 'deploy_signal_transport', type: 'String', value: transport },
+    ];
     if (transport === 'CFN_SIGNAL') {
       const path = `/v1/signal/${id}`;
-      const params: Record<string, string> = { SignatureMethod: 'HmacSHA256', SignatureVersion: '2', AWSAccessKeyId: creds.signalAccessKey, Timestamp: new Date().toISOString().slice(0, 19) + 'Z' };
+      const params: Record<string, string> = {
+        SignatureMethod: 'HmacSHA256',
+        SignatureVersion: '2',
+        AWSAccessKeyId: creds.signalAccessKey,
+        Timestamp: new Date().toISOString().slice(0, 19) + 'Z',
+      };
       const sig = signV2(creds.signalSecret, 'POST', host, path, params);
       const query = new URLSearchParams({ ...params, Signature: sig }).toString();
-      inputs.push({ name: 'deploy_signal_id', type: 'String', value: `${url}${path}?${query}` }, { name: 'deploy_signal_verb', type: 'String', value: 'POST' });
+      inputs.push(
+        { name: 'deploy_signal_id', type: 'String', value: `${url}${path}?${query}` },
+        { name: 'deploy_signal_verb', type: 'String', value: 'POST' },
+      );
     } else if (transport === 'TEMP_URL_SIGNAL') {
       inputs.push(
-        { name: 'deploy_signal_id', type: 'String', value: tempUrl(url, creds.swiftKey, 'PUT', `${signalObjectPrefix}${id}`, Math.floor(Date.now() / 1000) + 86400) },
+        {
+          name: 'deploy_signal_id',
+          type: 'String',
+          value: tempUrl(
+            url,
+            creds.swiftKey,
+            'PUT',
+            `${signalObjectPrefix}${id}`,
+            Math.floor(Date.now() / 1000) + 86400,
+          ),
+        },
         { name: 'deploy_signal_verb', type: 'String', value: 'PUT' },
       );
     } else if (transport === 'HEAT_SIGNAL') {
@@ -214,7 +255,13 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
     return Buffer.concat(chunks).toString('utf8');
   }
 
-  function send(res: ServerResponse, route: Route, status: number, body: string, headers: Record<string, string> = {}): void {
+  function send(
+    res: ServerResponse,
+    route: Route,
+    status: number,
+    body: string,
+    headers: Record<string, string> = {},
+  ): void {
     bytesServed[route] = (bytesServed[route] ?? 0) + Buffer.byteLength(body);
     res.writeHead(status, { 'content-length': String(Buffer.byteLength(body)), ...headers });
     res.end(body);
@@ -247,29 +294,37 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
     const u = new URL(req.url ?? '/', url);
     const path = u.pathname;
     const q = Object.fromEntries(u.searchParams);
-    const route: Route =
-      path.startsWith('/v1/signal/') ? 'cfn-signal'
-      : path.startsWith('/v1/') ? 'cfn'
-      : path.startsWith('/swift/') ? 'swift'
-      : path.startsWith('/identity/') ? 'keystone'
-      : path.startsWith('/heat/') && path.endsWith('/signal') ? 'heat-signal'
-      : path.startsWith('/heat/') ? 'heat'
-      : 'ec2';
+    const route: Route = path.startsWith('/v1/signal/')
+      ? 'cfn-signal'
+      : path.startsWith('/v1/')
+        ? 'cfn'
+        : path.startsWith('/swift/')
+          ? 'swift'
+          : path.startsWith('/identity/')
+            ? 'keystone'
+            : path.startsWith('/heat/') && path.endsWith('/signal')
+              ? 'heat-signal'
+              : path.startsWith('/heat/')
+                ? 'heat'
+                : 'ec2';
     requests[route] = (requests[route] ?? 0) + 1;
     if (applyFault(route, req, res)) return;
 
     if (route === 'cfn') {
       if (q.Action !== 'DescribeStackResource') return send(res, route, 400, 'bad action');
       const expected = signV2(creds.cfnSecret, req.method ?? 'GET', req.headers.host ?? '', path, q);
-      if (q.AWSAccessKeyId !== creds.cfnAccessKey || !sameText(q.Signature ?? '', expected)) return send(res, route, 403, '<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>');
-      if (q.StackName !== stackName || q.LogicalResourceId !== SERVER_RESOURCE) return send(res, route, 400, 'no such resource');
+      if (q.AWSAccessKeyId !== creds.cfnAccessKey || !sameText(q.Signature ?? '', expected))
+        return send(res, route, 403, '<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>');
+      if (q.StackName !== stackName || q.LogicalResourceId !== SERVER_RESOURCE)
+        return send(res, route, 400, 'no such resource');
       const xml = `<DescribeStackResourceResponse><DescribeStackResourceResult><StackResourceDetail><StackId>${stackId}</StackId><Metadata>${escapeXml(JSON.stringify(metadata()))}</Metadata><LogicalResourceId>${SERVER_RESOURCE}</LogicalResourceId></StackResourceDetail></DescribeStackResourceResult></DescribeStackResourceResponse>`;
       return send(res, route, 200, xml, { 'content-type': 'application/xml' });
     }
     if (route === 'cfn-signal') {
       const id = path.slice('/v1/signal/'.length);
       const expected = signV2(creds.signalSecret, req.method ?? 'POST', req.headers.host ?? '', path, q);
-      if (req.method !== 'POST' || q.AWSAccessKeyId !== creds.signalAccessKey || !sameText(q.Signature ?? '', expected)) return send(res, route, 403, 'signature mismatch');
+      if (req.method !== 'POST' || q.AWSAccessKeyId !== creds.signalAccessKey || !sameText(q.Signature ?? '', expected))
+        return send(res, route, 403, 'signature mismatch');
       if (!deployments.has(id)) return send(res, route, 404, 'no such deployment');
       record(id, 'CFN_SIGNAL', await readBody(req));
       return send(res, route, 200, '');
@@ -278,18 +333,30 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
       const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
       const expires = Number(q.temp_url_expires);
       const sig = q.temp_url_sig ?? '';
-      if (!Number.isFinite(expires) || expires < Date.now() / 1000 || !sameText(sig, tempUrlSignature(creds.swiftKey, method, expires, path))) {
+      if (
+        !Number.isFinite(expires) ||
+        expires < Date.now() / 1000 ||
+        !sameText(sig, tempUrlSignature(creds.swiftKey, method, expires, path))
+      ) {
         return send(res, route, 401, 'temp url invalid');
       }
       if (method === 'GET' && path === metadataObjectPath) {
         publishSwift();
         const obj = swiftObject!;
         const modified = new Date(obj.modified).toUTCString();
-        if (req.headers['if-none-match'] === obj.etag || (req.headers['if-modified-since'] && Date.parse(req.headers['if-modified-since']) >= Math.floor(obj.modified / 1000) * 1000)) {
+        if (
+          req.headers['if-none-match'] === obj.etag ||
+          (req.headers['if-modified-since'] &&
+            Date.parse(req.headers['if-modified-since']) >= Math.floor(obj.modified / 1000) * 1000)
+        ) {
           res.writeHead(304, { etag: obj.etag, 'last-modified': modified });
           return void res.end();
         }
-        return send(res, route, 200, req.method === 'HEAD' ? '' : obj.body, { etag: obj.etag, 'last-modified': modified, 'content-type': 'application/json' });
+        return send(res, route, 200, req.method === 'HEAD' ? '' : obj.body, {
+          etag: obj.etag,
+          'last-modified': modified,
+          'content-type': 'application/json',
+        });
       }
       if (method === 'PUT' && path.startsWith(signalObjectPrefix)) {
         record(path.slice(signalObjectPrefix.length), 'TEMP_URL_SIGNAL', await readBody(req));
@@ -299,20 +366,51 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
     }
     if (route === 'keystone') {
       if (req.method === 'POST' && path === '/identity/v3/auth/tokens') {
-        const body = JSON.parse((await readBody(req)) || '{}') as { auth?: { identity?: { password?: { user?: { id?: string; password?: string } } }; scope?: { project?: { id?: string } } } };
+        const body = JSON.parse((await readBody(req)) || '{}') as {
+          auth?: {
+            identity?: { password?: { user?: { id?: string; password?: string } } };
+            scope?: { project?: { id?: string } };
+          };
+        };
         const user = body.auth?.identity?.password?.user;
-        if (user?.id !== creds.userId || user?.password !== creds.password || body.auth?.scope?.project?.id !== creds.projectId) return send(res, route, 401, '{"error":{"code":401}}');
+        if (
+          user?.id !== creds.userId ||
+          user?.password !== creds.password ||
+          body.auth?.scope?.project?.id !== creds.projectId
+        )
+          return send(res, route, 401, '{"error":{"code":401}}');
         const token = `tok-${randomUUID()}`;
         issued++;
         const expires = Date.now() + 3600_000;
         tokens.set(token, expires);
         const catalog = [
-          { type: 'orchestration', endpoints: [{ interface: 'public', region: 'RegionOne', region_id: 'RegionOne', url: `${url}/heat/v1/${creds.projectId}` }] },
-          { type: 'messaging', endpoints: [{ interface: 'public', region: 'RegionOne', region_id: 'RegionOne', url: `${url}/zaqar` }] },
+          {
+            type: 'orchestration',
+            endpoints: [
+              {
+                interface: 'public',
+                region: 'RegionOne',
+                region_id: 'RegionOne',
+                url: `${url}/heat/v1/${creds.projectId}`,
+              },
+            ],
+          },
+          {
+            type: 'messaging',
+            endpoints: [{ interface: 'public', region: 'RegionOne', region_id: 'RegionOne', url: `${url}/zaqar` }],
+          },
         ];
-        return send(res, route, 201, JSON.stringify({ token: { expires_at: new Date(expires).toISOString(), catalog } }), { 'x-subject-token': token, 'content-type': 'application/json' });
+        return send(
+          res,
+          route,
+          201,
+          JSON.stringify({ token: { expires_at: new Date(expires).toISOString(), catalog } }),
+          { 'x-subject-token': token, 'content-type': 'application/json' },
+        );
       }
-      return send(res, route, 200, JSON.stringify({ version: { id: 'v3.14', status: 'stable' } }), { 'content-type': 'application/json' });
+      return send(res, route, 200, JSON.stringify({ version: { id: 'v3.14', status: 'stable' } }), {
+        'content-type': 'application/json',
+      });
     }
     if (route === 'heat' || route === 'heat-signal') {
       if (!tokenOk(req)) return send(res, route, 401, '{"error":"unauthorized"}');
@@ -331,14 +429,29 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
       return send(res, route, 404, 'not found');
     }
     // EC2 metadata tree with IMDSv2.
-    if (req.method === 'PUT' && path === '/latest/api/token') return send(res, route, 200, 'imds-token-' + randomUUID());
-    const tree = options.ec2Tree ?? { 'ami-id': 'ami-00000001', hostname: 'e2e-server', placement: { 'availability-zone': 'nova' } };
-    const parts = path.replace(/^\/latest\/meta-data\/?/, '').split('/').filter(Boolean);
+    if (req.method === 'PUT' && path === '/latest/api/token')
+      return send(res, route, 200, 'imds-token-' + randomUUID());
+    const tree = options.ec2Tree ?? {
+      'ami-id': 'ami-00000001',
+      hostname: 'e2e-server',
+      placement: { 'availability-zone': 'nova' },
+    };
+    const parts = path
+      .replace(/^\/latest\/meta-data\/?/, '')
+      .split('/')
+      .filter(Boolean);
     let node: unknown = tree;
     for (const p of parts) node = node && typeof node === 'object' ? (node as Record<string, unknown>)[p] : undefined;
     if (node === undefined) return send(res, route, 404, 'not found');
     if (typeof node === 'object' && node !== null) {
-      return send(res, route, 200, Object.entries(node as Record<string, unknown>).map(([k, v]) => (typeof v === 'object' ? `${k}/` : k)).join('\n'));
+      return send(
+        res,
+        route,
+        200,
+        Object.entries(node as Record<string, unknown>)
+          .map(([k, v]) => (typeof v === 'object' ? `${k}/` : k))
+          .join('\n'),
+      );
     }
     return send(res, route, 200, String(node));
   }

@@ -16,7 +16,13 @@ export function canonicalQuery(params: Record<string, string>): string {
     .join('&');
 }
 
-export function signV2(secret: string, verb: string, host: string, path: string, params: Record<string, string>): string {
+export function signV2(
+  secret: string,
+  verb: string,
+  host: string,
+  path: string,
+  params: Record<string, string>,
+): string {
   const text = `${verb}\n${host}\n${path}\n${canonicalQuery(params)}`;
   return createHmac('sha256', secret).update(text, 'utf8').digest('base64');
 }

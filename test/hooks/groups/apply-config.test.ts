@@ -7,7 +7,15 @@ import { DEPLOY_INPUTS, HOOK_MODES, SECRET_INPUTS, SYSTEM_PATH, assertNoSecrets 
 // The apply-config hook: the agent's own os-apply-config render over the metadata of $OS_CONFIG_FILES, under
 // OS_CONFIG_AGENT_ROOT; or HEAT_APPLY_CONFIG_CMD when it is set (a real script here).
 
-const deployment = { id: 'apply-0001', name: 'apply', group: 'apply-config', options: {}, inputs: [...DEPLOY_INPUTS, ...SECRET_INPUTS], outputs: [], config: '' };
+const deployment = {
+  id: 'apply-0001',
+  name: 'apply',
+  group: 'apply-config',
+  options: {},
+  inputs: [...DEPLOY_INPUTS, ...SECRET_INPUTS],
+  outputs: [],
+  config: '',
+};
 
 function instance(t: TapTest, metadata: unknown) {
   const root = t.testdir();
@@ -15,7 +23,10 @@ function instance(t: TapTest, metadata: unknown) {
   mkdirSync(path.join(templates, 'etc/app'), { recursive: true });
   writeFileSync(path.join(templates, 'etc/app/app.conf'), 'port={{app.port}}\nname={{app.name}}\n');
   mkdirSync(path.join(root, 'var/lib/os-collect-config'), { recursive: true });
-  writeFileSync(path.join(root, 'var/lib/os-collect-config/heat_local.json'), JSON.stringify({ app: { name: 'from-local' } }));
+  writeFileSync(
+    path.join(root, 'var/lib/os-collect-config/heat_local.json'),
+    JSON.stringify({ app: { name: 'from-local' } }),
+  );
   writeFileSync(path.join(root, 'var/lib/os-collect-config/deployment.json'), JSON.stringify(metadata));
   const env = {
     PATH: SYSTEM_PATH,
@@ -27,18 +38,25 @@ function instance(t: TapTest, metadata: unknown) {
 }
 
 for (const { name: mode, run } of HOOK_MODES) {
-  t.test(`${mode}: renders the template tree over the merged metadata under the root and signals success`, async (t) => {
-    const { env, output } = instance(t, { app: { port: 8080 } });
-    const res = await run('apply-config', deployment, { env });
-    t.equal(res.result.deploy_status_code, 0, String(res.result.deploy_stderr));
-    t.equal(readFileSync(output, 'utf8'), 'port=8080\nname=from-local\n', 'later files win, objects merge');
-    t.equal(res.result.deploy_stdout, '1 files written, 0 unchanged, 0 deleted\n');
-    t.match(String(res.result.deploy_stderr), /writing file/, 'the apply\'s log lines are its stderr, as os-apply-config\'s');
-    assertNoSecrets(t, `${res.stderr}${res.stdout}`, 'the hook\'s output');
+  t.test(
+    `${mode}: renders the template tree over the merged metadata under the root and signals success`,
+    async (t) => {
+      const { env, output } = instance(t, { app: { port: 8080 } });
+      const res = await run('apply-config', deployment, { env });
+      t.equal(res.result.deploy_status_code, 0, String(res.result.deploy_stderr));
+      t.equal(readFileSync(output, 'utf8'), 'port=8080\nname=from-local\n', 'later files win, objects merge');
+      t.equal(res.result.deploy_stdout, '1 files written, 0 unchanged, 0 deleted\n');
+      t.match(
+        String(res.result.deploy_stderr),
+        /writing file/,
+        "the apply's log lines are its stderr, as os-apply-config's",
+      );
+      assertNoSecrets(t, `${res.stderr}${res.stdout}`, "the hook's output");
 
-    const again = await run('apply-config', deployment, { env });
-    t.equal(again.result.deploy_stdout, '0 files written, 1 unchanged, 0 deleted\n', 'a second run changes nothing');
-  });
+      const again = await run('apply-config', deployment, { env });
+      t.equal(again.result.deploy_stdout, '0 files written, 1 unchanged, 0 deleted\n', 'a second run changes nothing');
+    },
+  );
 
   t.test(`${mode}: a broken template tree fails with the apply's reason and writes nothing`, async (t) => {
     const { env, templates, output } = instance(t, { app: { port: 1 } });
@@ -50,7 +68,10 @@ for (const { name: mode, run } of HOOK_MODES) {
     t.match(String(res.result.deploy_stderr), /mode/, 'names the control file problem');
     t.match(String(res.result.deploy_stderr), /ERR_/, 'with the error code');
     t.notOk(existsSync(output), 'nothing written');
-    t.notOk(existsSync(path.join(path.dirname(path.dirname(output)), 'other/other.conf')), 'not even the good template');
+    t.notOk(
+      existsSync(path.join(path.dirname(path.dirname(output)), 'other/other.conf')),
+      'not even the good template',
+    );
   });
 
   t.test(`${mode}: unreadable metadata fails naming the file`, async (t) => {
@@ -64,14 +85,18 @@ for (const { name: mode, run } of HOOK_MODES) {
   t.test(`${mode}: HEAT_APPLY_CONFIG_CMD runs that program with the hook's environment, as upstream`, async (t) => {
     const { env, root, output } = instance(t, { app: { port: 1 } });
     const program = path.join(root, 'my-apply');
-    writeFileSync(program, '#!/bin/sh\necho "applied from $OS_CONFIG_FILES"\necho "some warning" >&2\nexit 3\n', { mode: 0o755 });
+    writeFileSync(program, '#!/bin/sh\necho "applied from $OS_CONFIG_FILES"\necho "some warning" >&2\nexit 3\n', {
+      mode: 0o755,
+    });
     const res = await run('apply-config', deployment, { env: { ...env, HEAT_APPLY_CONFIG_CMD: program } });
     t.equal(res.result.deploy_status_code, 3);
     t.equal(res.result.deploy_stdout, `applied from ${env.OS_CONFIG_FILES}\n`);
     t.equal(res.result.deploy_stderr, 'some warning\n');
-    t.notOk(existsSync(output), 'the agent\'s own apply did not run');
+    t.notOk(existsSync(output), "the agent's own apply did not run");
 
-    const missing = await run('apply-config', deployment, { env: { ...env, HEAT_APPLY_CONFIG_CMD: path.join(root, 'absent') } });
+    const missing = await run('apply-config', deployment, {
+      env: { ...env, HEAT_APPLY_CONFIG_CMD: path.join(root, 'absent') },
+    });
     t.equal(missing.result.deploy_status_code, 1);
     t.match(String(missing.result.deploy_stderr), /HEAT_APPLY_CONFIG_CMD names .*absent, which was not found/);
   });

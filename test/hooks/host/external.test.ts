@@ -8,7 +8,8 @@ import { FIXTURE_HOOKS } from '../../helpers/deploy-fixtures.js';
 // process group, shutdown, spawn failures.
 
 const fake = path.join(FIXTURE_HOOKS, 'fake');
-const input = (config: unknown, id = 'dep-1') => JSON.stringify({ id, config, inputs: [{ name: 'deploy_action', value: 'CREATE' }] });
+const input = (config: unknown, id = 'dep-1') =>
+  JSON.stringify({ id, config, inputs: [{ name: 'deploy_action', value: 'CREATE' }] });
 
 function alive(pid: number): boolean {
   try {
@@ -36,12 +37,22 @@ t.test('the deployment goes in on stdin and the answer comes back from stdout', 
 });
 
 t.test('exit codes and an explicit environment', async (t) => {
-  const res = await runHook({ file: '/bin/sh', input: '', timeoutMs: 10_000, env: { ONLY_THIS: 'yes', PATH: process.env.PATH } });
+  const res = await runHook({
+    file: '/bin/sh',
+    input: '',
+    timeoutMs: 10_000,
+    env: { ONLY_THIS: 'yes', PATH: process.env.PATH },
+  });
   t.equal(res.exitCode, 0, 'sh with empty stdin exits 0');
   const dir = t.testdir({ 'env-hook': '#!/bin/sh\necho "$ONLY_THIS-${HOME:-nohome}"\nexit 3\n' });
   const { chmodSync } = await import('node:fs');
   chmodSync(path.join(dir, 'env-hook'), 0o755);
-  const env = await runHook({ file: path.join(dir, 'env-hook'), input: '{}', timeoutMs: 10_000, env: { ONLY_THIS: 'yes' } });
+  const env = await runHook({
+    file: path.join(dir, 'env-hook'),
+    input: '{}',
+    timeoutMs: 10_000,
+    env: { ONLY_THIS: 'yes' },
+  });
   t.equal(env.exitCode, 3);
   t.equal(env.stdout, 'yes-nohome\n', 'only the given environment');
 });
@@ -58,7 +69,12 @@ t.test('timeout kills the whole process group, grandchildren included', async (t
   const pidFile = path.join(dir, 'grandchild.pid');
   // Room for the fake hook (a node process) to start its grandchild and take SIGTERM on a loaded machine: with 600 ms
   // and a 200 ms grace it was killed before it started the grandchild when CPUs were busy.
-  const res = await runHook({ file: fake, input: input({ hang: true, grandchildPidFile: pidFile, stderr: 'x' }), timeoutMs: 3000, killGraceMs: 2000 });
+  const res = await runHook({
+    file: fake,
+    input: input({ hang: true, grandchildPidFile: pidFile, stderr: 'x' }),
+    timeoutMs: 3000,
+    killGraceMs: 2000,
+  });
   t.ok(res.timedOut);
   t.equal(res.signal, 'SIGTERM');
   t.ok(existsSync(pidFile), 'the grandchild was started');
@@ -78,12 +94,24 @@ t.test('a hook that ignores SIGTERM is killed after the grace period', async (t)
 t.test('shutdown (abort) stops the hook and marks the result', async (t) => {
   const controller = new AbortController();
   setTimeout(() => controller.abort(), 300);
-  const res = await runHook({ file: fake, input: input({ hang: true }), timeoutMs: 0, signal: controller.signal, killGraceMs: 200 });
+  const res = await runHook({
+    file: fake,
+    input: input({ hang: true }),
+    timeoutMs: 0,
+    signal: controller.signal,
+    killGraceMs: 200,
+  });
   t.ok(res.aborted);
   t.notOk(res.timedOut);
   const already = new AbortController();
   already.abort();
-  const early = await runHook({ file: fake, input: input({ hang: true }), timeoutMs: 0, signal: already.signal, killGraceMs: 200 });
+  const early = await runHook({
+    file: fake,
+    input: input({ hang: true }),
+    timeoutMs: 0,
+    signal: already.signal,
+    killGraceMs: 200,
+  });
   t.ok(early.aborted, 'an already aborted signal stops the hook at once');
 });
 
@@ -103,7 +131,12 @@ t.test('background processes holding the output pipes are not waited for after t
 });
 
 t.test('output past the cap keeps its tail and never kills the hook', async (t) => {
-  const res = await runHook({ file: fake, input: input({ bigStderrBytes: 300_000, bigStdoutBytes: 300_000, exit: 4 }), timeoutMs: 10_000, maxBufferBytes: 100_000 });
+  const res = await runHook({
+    file: fake,
+    input: input({ bigStderrBytes: 300_000, bigStdoutBytes: 300_000, exit: 4 }),
+    timeoutMs: 10_000,
+    maxBufferBytes: 100_000,
+  });
   t.equal(res.exitCode, 4);
   t.ok(res.stdoutTruncated && res.stderrTruncated);
   t.equal(res.stderr.length, 100_000);

@@ -9,7 +9,9 @@ import { REPO } from '../../helpers/bundle.js';
 // The stamp by which the agent knows its own hook files, and the one list of built-in groups.
 
 t.test('every built hook carries a stamp the agent reads back: its group and this version', async (t) => {
-  const built = readdirSync(path.join(REPO, 'dist/hooks')).filter((f) => f !== 'package.json').sort();
+  const built = readdirSync(path.join(REPO, 'dist/hooks'))
+    .filter((f) => f !== 'package.json')
+    .sort();
   t.same(built, [...BUILTIN_HOOK_GROUPS].sort(), 'one file per built-in group, nothing else');
   for (const group of built) {
     const file = path.join(REPO, 'dist/hooks', group);
@@ -33,13 +35,27 @@ t.test('anything else has no stamp', async (t) => {
   t.equal(await readHookStamp(path.join(dir, 'empty')), undefined, 'an empty file');
   t.equal(await readHookStamp(path.join(dir, 'missing')), undefined, 'a missing file');
   t.equal(await readHookStamp(dir), undefined, 'a directory');
-  t.equal(await readHookStamp(edit('edited', `${original}\n// one more line\n`)), undefined, 'a body changed after the build');
-  t.equal(await readHookStamp(edit('digest', original.replace(/sha256=[0-9a-f]{4}/, 'sha256=0000'))), undefined, 'a stamp changed after the build');
-  t.equal(await readHookStamp(edit('no-shebang', original.slice(original.indexOf('\n') + 1))), undefined, 'the stamp must be the second line');
+  t.equal(
+    await readHookStamp(edit('edited', `${original}\n// one more line\n`)),
+    undefined,
+    'a body changed after the build',
+  );
+  t.equal(
+    await readHookStamp(edit('digest', original.replace(/sha256=[0-9a-f]{4}/, 'sha256=0000'))),
+    undefined,
+    'a stamp changed after the build',
+  );
+  t.equal(
+    await readHookStamp(edit('no-shebang', original.slice(original.indexOf('\n') + 1))),
+    undefined,
+    'the stamp must be the second line',
+  );
 });
 
 t.test('the registry and src/hooks/groups list the same groups, and each hook serves its own', async (t) => {
-  const files = readdirSync(path.join(REPO, 'src/hooks/groups')).map((f) => f.replace(/\.ts$/, '')).sort();
+  const files = readdirSync(path.join(REPO, 'src/hooks/groups'))
+    .map((f) => f.replace(/\.ts$/, ''))
+    .sort();
   t.same([...BUILTIN_HOOK_GROUPS].sort(), files);
   for (const group of files) t.equal((await loadBuiltinHook(group))?.group, group);
   t.equal(loadBuiltinHook('no-such-group'), undefined);

@@ -25,7 +25,9 @@ export async function startComputeStub(): Promise<ComputeStub> {
     res.setHeader('openstack-api-version', 'compute 2.1');
     if (req.method === 'GET' && m) {
       lookups++;
-      const body = JSON.stringify({ server: { id: m[1], name: 'deployed-server', status: 'ACTIVE', addresses: {}, links: [] } });
+      const body = JSON.stringify({
+        server: { id: m[1], name: 'deployed-server', status: 'ACTIVE', addresses: {}, links: [] },
+      });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) });
       res.end(body);
       return;

@@ -18,10 +18,13 @@ export async function startCountingProxy(targetPort: number): Promise<CountingPr
   const sockets = new Set<Socket>();
   const server = http.createServer((req, res) => {
     requests.push(`${req.method ?? 'GET'} ${(req.url ?? '/').split('?')[0]}`);
-    const upstream = http.request({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers, timeout: 60_000 }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const upstream = http.request(
+      { host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers, timeout: 60_000 },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     upstream.on('timeout', () => upstream.destroy(new Error('Keystone did not answer within 60 s')));
     upstream.on('error', () => {
       if (!res.headersSent) res.writeHead(502);

@@ -32,7 +32,14 @@ export async function startEc2Bridge(keystoneUrl: string, serviceUser: PasswordA
         try {
           const headers: Record<string, string> = {};
           for (const [k, v] of Object.entries(req.headers)) {
-            if (v === undefined || k === 'host' || k === 'connection' || k === 'content-length' || k === 'transfer-encoding') continue;
+            if (
+              v === undefined ||
+              k === 'host' ||
+              k === 'connection' ||
+              k === 'content-length' ||
+              k === 'transfer-encoding'
+            )
+              continue;
             headers[k] = Array.isArray(v) ? v.join(', ') : v;
           }
           // Only ec2tokens gets the service token: Heat also sends the URL on to its clients (X-Auth-URL), and their
@@ -49,7 +56,13 @@ export async function startEc2Bridge(keystoneUrl: string, serviceUser: PasswordA
           count++;
           const out: Record<string, string> = {};
           upstream.headers.forEach((value, key) => {
-            if (key !== 'content-length' && key !== 'content-encoding' && key !== 'transfer-encoding' && key !== 'connection') out[key] = value;
+            if (
+              key !== 'content-length' &&
+              key !== 'content-encoding' &&
+              key !== 'transfer-encoding' &&
+              key !== 'connection'
+            )
+              out[key] = value;
           });
           res.writeHead(upstream.status, { ...out, 'content-length': String(body.length) });
           res.end(body);

@@ -85,7 +85,11 @@ export async function startRealHeat(options: RealHeatOptions = {}): Promise<Real
       domainAdminPassword,
     };
     // Heat's schema migration needs no Keystone: run it while Keystone sets up.
-    const heatDbConf = writeHeatConf({ ...heatConfSetup, keystoneUrl: 'http://127.0.0.1:1/v3', ec2AuthUrl: 'http://127.0.0.1:1/v3' });
+    const heatDbConf = writeHeatConf({
+      ...heatConfSetup,
+      keystoneUrl: 'http://127.0.0.1:1/v3',
+      ec2AuthUrl: 'http://127.0.0.1:1/v3',
+    });
     heatDb = syncHeatDatabase(dir, heatDbConf);
     heatDb.catch(() => undefined);
     const keystone = await startKeystone({ dir, databaseUrl: pg.url('keystone'), adminPassword });
@@ -93,11 +97,19 @@ export async function startRealHeat(options: RealHeatOptions = {}): Promise<Real
     phase('keystone');
     if (options.swift) {
       // Its Keystone middleware logs in lazily, so the heat user it uses may be created just after.
-      swift = await startSwift({ dir, keystoneUrl: keystone.url, serviceUser: 'heat', servicePassword: heatPassword }, services);
+      swift = await startSwift(
+        { dir, keystoneUrl: keystone.url, serviceUser: 'heat', servicePassword: heatPassword },
+        services,
+      );
       phase('swift');
     }
     compute = await startComputeStub();
-    await createHeatIdentity(keystone.url, adminPassword, { api: apiPort, cfn: cfnPort, computeUrl: compute.url, swiftUrl: swift?.url }, { heatPassword, domainAdminPassword });
+    await createHeatIdentity(
+      keystone.url,
+      adminPassword,
+      { api: apiPort, cfn: cfnPort, computeUrl: compute.url, swiftUrl: swift?.url },
+      { heatPassword, domainAdminPassword },
+    );
     bridge = await startEc2Bridge(keystone.url, { user: 'heat', password: heatPassword, project: 'service' });
     phase('identity');
     await heatDb;

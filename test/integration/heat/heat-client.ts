@@ -42,7 +42,11 @@ export class HeatClient {
 
   private async auth(): Promise<Token> {
     if (!this.token || this.token.expiresAt - Date.now() < 5 * 60_000) {
-      this.token = await passwordToken(this.keystoneUrl, { user: 'admin', password: this.adminPassword, project: 'admin' });
+      this.token = await passwordToken(this.keystoneUrl, {
+        user: 'admin',
+        password: this.adminPassword,
+        project: 'admin',
+      });
     }
     return this.token;
   }
@@ -68,12 +72,24 @@ export class HeatClient {
 
   private async ok(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
     const res = await this.call(method, path, body);
-    if (res.status < 200 || res.status > 299) throw new Error(`Heat ${method} ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 500)}`);
+    if (res.status < 200 || res.status > 299)
+      throw new Error(`Heat ${method} ${path}: ${res.status} ${JSON.stringify(res.body).slice(0, 500)}`);
     return (res.body ?? {}) as Record<string, unknown>;
   }
 
-  async createStack(name: string, template: string, parameters: Record<string, unknown>, timeoutMins = 10): Promise<string> {
-    const out = await this.ok('POST', '/stacks', { stack_name: name, template, parameters, timeout_mins: timeoutMins, disable_rollback: true });
+  async createStack(
+    name: string,
+    template: string,
+    parameters: Record<string, unknown>,
+    timeoutMins = 10,
+  ): Promise<string> {
+    const out = await this.ok('POST', '/stacks', {
+      stack_name: name,
+      template,
+      parameters,
+      timeout_mins: timeoutMins,
+      disable_rollback: true,
+    });
     const id = (out.stack as { id: string }).id;
     this.refs.set(name, `${encodeURIComponent(name)}/${id}`);
     return id;
@@ -92,7 +108,8 @@ export class HeatClient {
   async stack(name: string): Promise<Stack | undefined> {
     const res = await this.call('GET', `/stacks/${encodeURIComponent(name)}`);
     if (res.status === 404) return undefined;
-    if (res.status !== 200) throw new Error(`Heat GET stack ${name}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+    if (res.status !== 200)
+      throw new Error(`Heat GET stack ${name}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
     return (res.body as { stack: Stack }).stack;
   }
 
@@ -100,7 +117,12 @@ export class HeatClient {
    * Polls until the stack's status is `<action>_COMPLETE` or `<action>_FAILED` (or, for DELETE, the stack is gone:
    * undefined), at most `timeoutMs`. Waiting for the action, not any terminal state, skips the previous action's.
    */
-  async waitFor(name: string, action: 'CREATE' | 'UPDATE' | 'DELETE', timeoutMs: number, intervalMs = 250): Promise<Stack | undefined> {
+  async waitFor(
+    name: string,
+    action: 'CREATE' | 'UPDATE' | 'DELETE',
+    timeoutMs: number,
+    intervalMs = 250,
+  ): Promise<Stack | undefined> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const s = await this.stack(name);
@@ -109,7 +131,10 @@ export class HeatClient {
         throw new Error(`stack ${name} disappeared while waiting for ${action}`);
       }
       if (s.stack_status.startsWith(`${action}_`) && TERMINAL.test(s.stack_status)) return s;
-      if (Date.now() > deadline) throw new Error(`stack ${name} still ${s.stack_status} after ${timeoutMs} ms waiting for ${action}: ${s.stack_status_reason}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `stack ${name} still ${s.stack_status} after ${timeoutMs} ms waiting for ${action}: ${s.stack_status_reason}`,
+        );
       await new Promise((r) => setTimeout(r, intervalMs));
     }
   }
@@ -119,16 +144,26 @@ export class HeatClient {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const res = await this.call('GET', `/stacks/${await this.ref(name)}/resources/${encodeURIComponent(resource)}`);
-      const status = res.status === 200 ? (res.body as { resource: { resource_status: string; resource_status_reason: string } }).resource : undefined;
+      const status =
+        res.status === 200
+          ? (res.body as { resource: { resource_status: string; resource_status_reason: string } }).resource
+          : undefined;
       if (status?.resource_status === 'CREATE_COMPLETE') return;
-      if (status?.resource_status.endsWith('FAILED')) throw new Error(`resource ${resource} of ${name} failed: ${status.resource_status_reason}`);
-      if (Date.now() > deadline) throw new Error(`resource ${resource} of ${name} not CREATE_COMPLETE after ${timeoutMs} ms (${status?.resource_status ?? res.status})`);
+      if (status?.resource_status.endsWith('FAILED'))
+        throw new Error(`resource ${resource} of ${name} failed: ${status.resource_status_reason}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `resource ${resource} of ${name} not CREATE_COMPLETE after ${timeoutMs} ms (${status?.resource_status ?? res.status})`,
+        );
       await new Promise((r) => setTimeout(r, 250));
     }
   }
 
   async resourceMetadata(name: string, resource: string): Promise<Record<string, unknown>> {
-    const out = await this.ok('GET', `/stacks/${await this.ref(name)}/resources/${encodeURIComponent(resource)}/metadata`);
+    const out = await this.ok(
+      'GET',
+      `/stacks/${await this.ref(name)}/resources/${encodeURIComponent(resource)}/metadata`,
+    );
     return out.metadata as Record<string, unknown>;
   }
 
@@ -138,7 +173,10 @@ export class HeatClient {
   }
 
   async events(name: string, resource: string): Promise<HeatEvent[]> {
-    const out = await this.ok('GET', `/stacks/${await this.ref(name)}/resources/${encodeURIComponent(resource)}/events?limit=200`);
+    const out = await this.ok(
+      'GET',
+      `/stacks/${await this.ref(name)}/resources/${encodeURIComponent(resource)}/events?limit=200`,
+    );
     return out.events as HeatEvent[];
   }
 
@@ -163,6 +201,7 @@ export class HeatClient {
 /** A stack's outputs as a plain object. */
 export function outputsOf(stack: Stack): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const o of stack.outputs ?? []) out[o.output_key] = o.output_error !== undefined ? { error: o.output_error } : o.output_value;
+  for (const o of stack.outputs ?? [])
+    out[o.output_key] = o.output_error !== undefined ? { error: o.output_error } : o.output_value;
   return out;
 }

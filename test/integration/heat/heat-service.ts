@@ -22,7 +22,8 @@ export function writeHeatConf(setup: HeatSetup): string {
   const conf = path.join(setup.dir, 'heat.conf');
   const keystoneRoot = setup.keystoneUrl.replace(/\/v3\/?$/, '');
   const pasteIni = '/etc/heat/api-paste.ini';
-  if (!existsSync(pasteIni)) throw new Error(`${pasteIni} is missing: is heat-api installed? run test/integration/heat/install.sh`);
+  if (!existsSync(pasteIni))
+    throw new Error(`${pasteIni} is missing: is heat-api installed? run test/integration/heat/install.sh`);
   const serviceAuth = [
     'auth_type = password',
     `auth_url = ${keystoneRoot}`,
@@ -86,7 +87,15 @@ export function writeHeatConf(setup: HeatSetup): string {
 }
 
 export async function syncHeatDatabase(dir: string, conf: string): Promise<void> {
-  await runStep({ name: 'heat-manage db_sync', command: 'heat-manage', args: ['--config-file', conf, 'db_sync'], logFile: path.join(dir, 'heat-manage.log'), env: { ...SERVICE_ENV, HOME: dir }, cwd: dir, timeoutMs: 180_000 });
+  await runStep({
+    name: 'heat-manage db_sync',
+    command: 'heat-manage',
+    args: ['--config-file', conf, 'db_sync'],
+    logFile: path.join(dir, 'heat-manage.log'),
+    env: { ...SERVICE_ENV, HOME: dir },
+    cwd: dir,
+    timeoutMs: 180_000,
+  });
 }
 
 export async function startHeat(setup: HeatSetup, conf: string): Promise<Service> {

@@ -11,10 +11,15 @@ interface FileTest {
   passing(): boolean;
 }
 
-export async function startHeatSession(t: FileTest, options: RealHeatOptions = {}): Promise<{ heat: RealHeat; client: HeatClient }> {
+export async function startHeatSession(
+  t: FileTest,
+  options: RealHeatOptions = {},
+): Promise<{ heat: RealHeat; client: HeatClient }> {
   const started = Date.now();
   const heat = await startRealHeat(options);
-  t.comment(`real Heat up in ${((Date.now() - started) / 1000).toFixed(1)} s (${JSON.stringify(heat.timings)}); state in ${heat.dir}`);
+  t.comment(
+    `real Heat up in ${((Date.now() - started) / 1000).toFixed(1)} s (${JSON.stringify(heat.timings)}); state in ${heat.dir}`,
+  );
   return { heat, client: new HeatClient(heat.keystoneUrl, heat.adminPassword, heat.apiPort) };
 }
 

@@ -28,7 +28,12 @@ export async function passwordToken(keystoneUrl: string, auth: PasswordAuth): Pr
       : undefined;
   const body = {
     auth: {
-      identity: { methods: ['password'], password: { user: { name: auth.user, password: auth.password, domain: { name: auth.userDomain ?? 'Default' } } } },
+      identity: {
+        methods: ['password'],
+        password: {
+          user: { name: auth.user, password: auth.password, domain: { name: auth.userDomain ?? 'Default' } },
+        },
+      },
       ...(scope ? { scope } : {}),
     },
   };
@@ -39,7 +44,8 @@ export async function passwordToken(keystoneUrl: string, auth: PasswordAuth): Pr
     signal: AbortSignal.timeout(30_000),
   });
   const text = await res.text();
-  if (res.status !== 201) throw new Error(`Keystone refused a token for ${auth.user}: ${res.status} ${text.slice(0, 300)}`);
+  if (res.status !== 201)
+    throw new Error(`Keystone refused a token for ${auth.user}: ${res.status} ${text.slice(0, 300)}`);
   const parsed = JSON.parse(text) as { token: { expires_at: string; project?: { id: string }; user: { id: string } } };
   return {
     id: res.headers.get('x-subject-token') ?? '',
@@ -86,7 +92,13 @@ export class IdentityAdmin {
     return this.create('domains', 'domain', { name, enabled: true });
   }
   user(name: string, password: string, domainId = 'default', defaultProjectId?: string): Promise<string> {
-    return this.create('users', 'user', { name, password, domain_id: domainId, enabled: true, ...(defaultProjectId ? { default_project_id: defaultProjectId } : {}) });
+    return this.create('users', 'user', {
+      name,
+      password,
+      domain_id: domainId,
+      enabled: true,
+      ...(defaultProjectId ? { default_project_id: defaultProjectId } : {}),
+    });
   }
   role(name: string): Promise<string> {
     return this.create('roles', 'role', { name });
@@ -100,7 +112,13 @@ export class IdentityAdmin {
   async serviceWithEndpoints(type: string, name: string, url: string, region = 'RegionOne'): Promise<void> {
     const serviceId = await this.create('services', 'service', { type, name, enabled: true });
     for (const iface of ['public', 'internal', 'admin']) {
-      await this.create('endpoints', 'endpoint', { service_id: serviceId, interface: iface, url, region_id: region, enabled: true });
+      await this.create('endpoints', 'endpoint', {
+        service_id: serviceId,
+        interface: iface,
+        url,
+        region_id: region,
+        enabled: true,
+      });
     }
   }
 }
@@ -111,7 +129,12 @@ export interface HeatIdentity {
 }
 
 /** The users, roles, domain and endpoints Heat needs (Keystone already bootstrapped with admin/admin). */
-export async function createHeatIdentity(keystoneUrl: string, adminPassword: string, ports: { api: number; cfn: number; computeUrl: string; swiftUrl?: string | undefined }, secrets: HeatIdentity): Promise<void> {
+export async function createHeatIdentity(
+  keystoneUrl: string,
+  adminPassword: string,
+  ports: { api: number; cfn: number; computeUrl: string; swiftUrl?: string | undefined },
+  secrets: HeatIdentity,
+): Promise<void> {
   const admin = await passwordToken(keystoneUrl, { user: 'admin', password: adminPassword, project: 'admin' });
   const id = new IdentityAdmin(keystoneUrl, admin.id);
   const adminRole = await id.findId('roles', 'admin');

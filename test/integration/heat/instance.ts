@@ -64,12 +64,16 @@ export function startAgent(instance: Instance, logFile: string): AgentProcess {
   if (!existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run "node scripts/build.mjs" first`);
   const workDir = path.join(instance.root, 'var/lib/heat-config/heat-config-script');
   const outputsDir = path.join(instance.root, 'var/run/heat-config/heat-config-script');
-  const child = spawn(process.execPath, [BUNDLE, 'run', '--root', instance.root, '--config-file', CONFIG_FILE, '--log-level', 'debug'], {
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // The script hook's working and output directories follow its environment; keep them inside the root too.
-    env: { ...process.env, HEAT_SCRIPT_WORKING: workDir, HEAT_SCRIPT_OUTPUTS: outputsDir },
-  });
+  const child = spawn(
+    process.execPath,
+    [BUNDLE, 'run', '--root', instance.root, '--config-file', CONFIG_FILE, '--log-level', 'debug'],
+    {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // The script hook's working and output directories follow its environment; keep them inside the root too.
+      env: { ...process.env, HEAT_SCRIPT_WORKING: workDir, HEAT_SCRIPT_OUTPUTS: outputsDir },
+    },
+  );
   const log = createWriteStream(logFile, { flags: 'a' });
   const lines: Array<Record<string, unknown>> = [];
   let buf = '';
@@ -92,7 +96,9 @@ export function startAgent(instance: Instance, logFile: string): AgentProcess {
     log.write(chunk);
     lines.push({ msg: 'stderr', line: chunk.toString() });
   });
-  const exit = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')));
+  const exit = new Promise<number | string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown')),
+  );
   void exit.then(() => log.end());
   const forget = guardGroup(child);
   let stopping = false;
@@ -101,7 +107,8 @@ export function startAgent(instance: Instance, logFile: string): AgentProcess {
     lines,
     exit,
     problem() {
-      if (!stopping && (child.exitCode !== null || child.signalCode !== null)) return `the agent exited (${child.exitCode ?? child.signalCode}); see ${logFile}`;
+      if (!stopping && (child.exitCode !== null || child.signalCode !== null))
+        return `the agent exited (${child.exitCode ?? child.signalCode}); see ${logFile}`;
       if (lines.some((l) => l.msg === 'running pipeline' && l.pipeline === 'command')) {
         return `the agent ran the command pipeline, not the native one (deployments are not handled by this build); see ${logFile}`;
       }

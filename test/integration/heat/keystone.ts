@@ -60,18 +60,31 @@ export async function startKeystone(setup: KeystoneSetup): Promise<Keystone> {
     { mode: 0o600 },
   );
   const manage = (name: string, args: string[]) =>
-    runStep({ name: `keystone-manage ${name}`, command: 'keystone-manage', args: ['--config-file', conf, ...args], logFile: path.join(dir, 'keystone-manage.log'), env, cwd: dir, timeoutMs: 120_000 });
+    runStep({
+      name: `keystone-manage ${name}`,
+      command: 'keystone-manage',
+      args: ['--config-file', conf, ...args],
+      logFile: path.join(dir, 'keystone-manage.log'),
+      env,
+      cwd: dir,
+      timeoutMs: 120_000,
+    });
   await manage('db_sync', ['db_sync']);
   const ids = ['--keystone-user', String(process.getuid?.() ?? 0), '--keystone-group', String(process.getgid?.() ?? 0)];
   await manage('fernet_setup', ['fernet_setup', ...ids]);
   await manage('credential_setup', ['credential_setup', ...ids]);
   await manage('bootstrap', [
     'bootstrap',
-    '--bootstrap-password', setup.adminPassword,
-    '--bootstrap-admin-url', `${url}/`,
-    '--bootstrap-internal-url', `${url}/`,
-    '--bootstrap-public-url', `${url}/`,
-    '--bootstrap-region-id', 'RegionOne',
+    '--bootstrap-password',
+    setup.adminPassword,
+    '--bootstrap-admin-url',
+    `${url}/`,
+    '--bootstrap-internal-url',
+    `${url}/`,
+    '--bootstrap-public-url',
+    `${url}/`,
+    '--bootstrap-region-id',
+    'RegionOne',
   ]);
   const service = startService({
     name: 'keystone',

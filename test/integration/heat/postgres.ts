@@ -17,9 +17,14 @@ export interface Postgres {
 
 function pgBinDir(): string {
   const base = '/usr/lib/postgresql';
-  const versions = existsSync(base) ? readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin/initdb'))) : [];
+  const versions = existsSync(base)
+    ? readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin/initdb')))
+    : [];
   versions.sort((a, b) => Number(b) - Number(a));
-  if (!versions[0]) throw new Error('PostgreSQL server binaries not found under /usr/lib/postgresql; run test/integration/heat/install.sh');
+  if (!versions[0])
+    throw new Error(
+      'PostgreSQL server binaries not found under /usr/lib/postgresql; run test/integration/heat/install.sh',
+    );
   return path.join(base, versions[0], 'bin');
 }
 
@@ -56,7 +61,20 @@ export async function startPostgres(dir: string): Promise<Postgres> {
   const service = startService({
     name: 'postgres',
     command: path.join(bin, 'postgres'),
-    args: ['-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${sockets}`, '-c', 'fsync=off', '-c', 'max_connections=200'],
+    args: [
+      '-D',
+      data,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      `unix_socket_directories=${sockets}`,
+      '-c',
+      'fsync=off',
+      '-c',
+      'max_connections=200',
+    ],
     logFile: path.join(dir, 'postgres.log'),
     env,
     cwd: dir,
@@ -66,16 +84,34 @@ export async function startPostgres(dir: string): Promise<Postgres> {
     runStep({
       name: 'psql',
       command: path.join(bin, 'psql'),
-      args: ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c', sql],
+      args: [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-U',
+        'postgres',
+        '-d',
+        'postgres',
+        '-v',
+        'ON_ERROR_STOP=1',
+        '-c',
+        sql,
+      ],
       logFile: path.join(dir, logName),
       env,
       cwd: dir,
       timeoutMs: 30_000,
     });
-  await waitUntil('PostgreSQL to accept connections', async () => {
-    await psql('SELECT 1', 'psql-probe.log');
-    return true;
-  }, 60_000, service);
+  await waitUntil(
+    'PostgreSQL to accept connections',
+    async () => {
+      await psql('SELECT 1', 'psql-probe.log');
+      return true;
+    },
+    60_000,
+    service,
+  );
   return {
     port,
     service,

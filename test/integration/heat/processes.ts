@@ -35,7 +35,12 @@ export function within<T, U>(promise: Promise<T>, ms: number, onTimeout: U): Pro
  * of whatever the leader left in its group. The wait is bounded: a process stuck in the kernel ignores even SIGKILL for
  * a while, and a teardown must not hang on it. Resolves with `exited`'s value, or a sentence saying the leader stayed.
  */
-export async function stopGroup<T>(child: ChildProcess, exited: Promise<T>, first: () => void, graceMs: number): Promise<T | string> {
+export async function stopGroup<T>(
+  child: ChildProcess,
+  exited: Promise<T>,
+  first: () => void,
+  graceMs: number,
+): Promise<T | string> {
   if (child.exitCode !== null || child.signalCode !== null) {
     // The leader is gone; anything it left in its group goes too.
     killGroup(child, 'SIGKILL');
@@ -164,18 +169,29 @@ export async function freePort(): Promise<number> {
 }
 
 /** Polls `probe` until it returns true; fails early when `service` exits, and at `timeoutMs`. */
-export async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs: number, service?: Service): Promise<void> {
+export async function waitUntil(
+  what: string,
+  probe: () => Promise<boolean>,
+  timeoutMs: number,
+  service?: Service,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let exited: number | string | undefined;
   void service?.exited.then((r) => (exited = r));
   for (;;) {
-    if (exited !== undefined && service) throw new Error(`${service.name} exited (${exited}) before ${what}; see ${service.logFile}:\n${tail(service.logFile)}`);
+    if (exited !== undefined && service)
+      throw new Error(
+        `${service.name} exited (${exited}) before ${what}; see ${service.logFile}:\n${tail(service.logFile)}`,
+      );
     try {
       if (await probe()) return;
     } catch {
       // not yet
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${service ? `; see ${service.logFile}:\n${tail(service.logFile)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${service ? `; see ${service.logFile}:\n${tail(service.logFile)}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, 250));
   }
 }

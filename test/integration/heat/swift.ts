@@ -51,11 +51,24 @@ export async function startSwift(setup: SwiftSetup, services: Service[]): Promis
     path.join(swiftDir, 'swift.conf'),
     `[swift-hash]\nswift_hash_path_suffix = ${randomBytes(8).toString('hex')}\nswift_hash_path_prefix = ${randomBytes(8).toString('hex')}\n[storage-policy:0]\nname = Policy-0\ndefault = yes\n`,
   );
-  const ports: Record<(typeof SERVERS)[number] | 'proxy', number> = { account: await freePort(), container: await freePort(), object: await freePort(), proxy: await freePort() };
+  const ports: Record<(typeof SERVERS)[number] | 'proxy', number> = {
+    account: await freePort(),
+    container: await freePort(),
+    object: await freePort(),
+    proxy: await freePort(),
+  };
   for (const kind of SERVERS) {
     const builder = path.join(swiftDir, `${kind}.builder`);
     const ring = (name: string, args: string[]) =>
-      runStep({ name: `swift-ring-builder ${kind} ${name}`, command: 'swift-ring-builder', args: [builder, ...args], logFile: path.join(setup.dir, 'swift-rings.log'), env, cwd: swiftDir, timeoutMs: 60_000 });
+      runStep({
+        name: `swift-ring-builder ${kind} ${name}`,
+        command: 'swift-ring-builder',
+        args: [builder, ...args],
+        logFile: path.join(setup.dir, 'swift-rings.log'),
+        env,
+        cwd: swiftDir,
+        timeoutMs: 60_000,
+      });
     await ring('create', ['create', '6', '1', '1']);
     await ring('add', ['add', `r1z1-127.0.0.1:${ports[kind]}/d1`, '100']);
     await ring('rebalance', ['rebalance']);
@@ -75,13 +88,41 @@ export async function startSwift(setup: SwiftSetup, services: Service[]): Promis
 
   async function startServers(): Promise<Swift> {
     const common = (port: number) => [
-      '[DEFAULT]', 'bind_ip = 127.0.0.1', `bind_port = ${port}`, `swift_dir = ${swiftDir}`, 'workers = 0', 'log_level = INFO',
-      'log_udp_host = 127.0.0.1', `log_udp_port = ${sink.address().port}`, `devices = ${devices}`, 'mount_check = false', 'disable_fallocate = true',
+      '[DEFAULT]',
+      'bind_ip = 127.0.0.1',
+      `bind_port = ${port}`,
+      `swift_dir = ${swiftDir}`,
+      'workers = 0',
+      'log_level = INFO',
+      'log_udp_host = 127.0.0.1',
+      `log_udp_port = ${sink.address().port}`,
+      `devices = ${devices}`,
+      'mount_check = false',
+      'disable_fallocate = true',
     ];
     for (const kind of SERVERS) {
       const conf = path.join(swiftDir, `${kind}-server.conf`);
-      writeFileSync(conf, [...common(ports[kind]), '[pipeline:main]', `pipeline = ${kind}-server`, `[app:${kind}-server]`, `use = egg:swift#${kind}`, ''].join('\n'));
-      services.push(startService({ name: `swift-${kind}`, command: '/usr/bin/python3', args: launcher(swiftDir, conf, `${kind}-server`), logFile: path.join(setup.dir, `swift-${kind}.log`), env, cwd: swiftDir }));
+      writeFileSync(
+        conf,
+        [
+          ...common(ports[kind]),
+          '[pipeline:main]',
+          `pipeline = ${kind}-server`,
+          `[app:${kind}-server]`,
+          `use = egg:swift#${kind}`,
+          '',
+        ].join('\n'),
+      );
+      services.push(
+        startService({
+          name: `swift-${kind}`,
+          command: '/usr/bin/python3',
+          args: launcher(swiftDir, conf, `${kind}-server`),
+          logFile: path.join(setup.dir, `swift-${kind}.log`),
+          env,
+          cwd: swiftDir,
+        }),
+      );
     }
     const keystoneRoot = setup.keystoneUrl.replace(/\/v3\/?$/, '');
     const proxyConf = path.join(swiftDir, 'proxy-server.conf');
@@ -109,16 +150,43 @@ export async function startSwift(setup: SwiftSetup, services: Service[]): Promis
         '[filter:keystoneauth]',
         'use = egg:swift#keystoneauth',
         'operator_roles = admin, member',
-        ...['catch_errors', 'gatekeeper', 'healthcheck', 'proxy-logging', 'listing_formats', 'tempurl', 'copy', 'slo', 'dlo'].flatMap((f) => [`[filter:${f}]`, `use = egg:swift#${f.replace('-', '_')}`]),
+        ...[
+          'catch_errors',
+          'gatekeeper',
+          'healthcheck',
+          'proxy-logging',
+          'listing_formats',
+          'tempurl',
+          'copy',
+          'slo',
+          'dlo',
+        ].flatMap((f) => [`[filter:${f}]`, `use = egg:swift#${f.replace('-', '_')}`]),
         '',
       ].join('\n'),
     );
-    const proxy = startService({ name: 'swift-proxy', command: '/usr/bin/python3', args: launcher(swiftDir, proxyConf, 'proxy-server'), logFile: path.join(setup.dir, 'swift-proxy.log'), env, cwd: swiftDir });
+    const proxy = startService({
+      name: 'swift-proxy',
+      command: '/usr/bin/python3',
+      args: launcher(swiftDir, proxyConf, 'proxy-server'),
+      logFile: path.join(setup.dir, 'swift-proxy.log'),
+      env,
+      cwd: swiftDir,
+    });
     services.push(proxy);
     const url = `http://127.0.0.1:${ports.proxy}`;
-    await waitUntil('the Swift proxy to answer', async () => (await fetch(`${url}/healthcheck`, { signal: AbortSignal.timeout(5000) })).ok, 60_000, proxy);
+    await waitUntil(
+      'the Swift proxy to answer',
+      async () => (await fetch(`${url}/healthcheck`, { signal: AbortSignal.timeout(5000) })).ok,
+      60_000,
+      proxy,
+    );
     for (const kind of SERVERS) {
-      await waitUntil(`swift ${kind} server to answer`, () => answersHttp(`http://127.0.0.1:${ports[kind]}/healthcheck`), 60_000, services.find((s) => s.name === `swift-${kind}`));
+      await waitUntil(
+        `swift ${kind} server to answer`,
+        () => answersHttp(`http://127.0.0.1:${ports[kind]}/healthcheck`),
+        60_000,
+        services.find((s) => s.name === `swift-${kind}`),
+      );
     }
     return { url, close };
   }

@@ -19,7 +19,12 @@ function target(inputs: SinkInput[]): Extract<SignalTarget, { transport: 'CFN_SI
 }
 
 function ctx(): DeliveryContext {
-  return { http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 3, retryBaseMs: 5 }), log: captureLog().log, timeoutSeconds: 2, now: Date.now };
+  return {
+    http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 3, retryBaseMs: 5 }),
+    log: captureLog().log,
+    timeoutSeconds: 2,
+    now: Date.now,
+  };
 }
 
 t.test('the body is POSTed as JSON to the signed URL and accepted', async (t) => {
@@ -41,7 +46,10 @@ t.test('an expired or tampered URL gets 403: final, never retried', async (t) =>
   t.equal(expired.outcome, 'final');
   t.equal(expired.status, 403);
   if (expired.outcome === 'final') {
-    t.match(expired.error, /CFN signal at http:\/\/127\.0\.0\.1:\d+\/v1\/signal\/dep-1.* answered 403 \(.*Credential is expired/);
+    t.match(
+      expired.error,
+      /CFN signal at http:\/\/127\.0\.0\.1:\d+\/v1\/signal\/dep-1.* answered 403 \(.*Credential is expired/,
+    );
     t.notMatch(expired.error, /Signature=[^[&]/, 'the signature is redacted');
   }
   const good = target(sink.inputs('CFN_SIGNAL', 'dep-1', 'r'));

@@ -19,17 +19,37 @@ function target(sink: SignalSink, id: string, resource: string): Extract<SignalT
   return choice.target;
 }
 
-const ctx = (): DeliveryContext => ({ http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 }), log: captureLog().log, timeoutSeconds: 2, now: Date.now });
-
-t.test('login, then POST to stacks/<name>/<id>/resources/<resource>/signal with the token; the token is reused', async (t) => {
-  const sink = await startSignalSink();
-  t.teardown(() => sink.close());
-  const c = ctx();
-  t.same(await sendHeatSignal(target(sink, 'h-1', 'deploy one'), '{"deploy_status_code": 0}', c), { outcome: 'sent', status: 200 });
-  t.same(await sendHeatSignal(target(sink, 'h-2', 'two'), '{"deploy_status_code": 1}', c), { outcome: 'sent', status: 200 });
-  t.same(sink.received.map((r) => [r.id, r.transport, r.body.deploy_status_code]), [['h-1', 'HEAT_SIGNAL', 0], ['h-2', 'HEAT_SIGNAL', 1]]);
-  t.equal(sink.keystone.tokensIssued(), 1, 'one login for both signals of the same user');
+const ctx = (): DeliveryContext => ({
+  http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 }),
+  log: captureLog().log,
+  timeoutSeconds: 2,
+  now: Date.now,
 });
+
+t.test(
+  'login, then POST to stacks/<name>/<id>/resources/<resource>/signal with the token; the token is reused',
+  async (t) => {
+    const sink = await startSignalSink();
+    t.teardown(() => sink.close());
+    const c = ctx();
+    t.same(await sendHeatSignal(target(sink, 'h-1', 'deploy one'), '{"deploy_status_code": 0}', c), {
+      outcome: 'sent',
+      status: 200,
+    });
+    t.same(await sendHeatSignal(target(sink, 'h-2', 'two'), '{"deploy_status_code": 1}', c), {
+      outcome: 'sent',
+      status: 200,
+    });
+    t.same(
+      sink.received.map((r) => [r.id, r.transport, r.body.deploy_status_code]),
+      [
+        ['h-1', 'HEAT_SIGNAL', 0],
+        ['h-2', 'HEAT_SIGNAL', 1],
+      ],
+    );
+    t.equal(sink.keystone.tokensIssued(), 1, 'one login for both signals of the same user');
+  },
+);
 
 t.test('a token Heat no longer accepts gets one fresh login', async (t) => {
   const sink = await startSignalSink();

@@ -25,20 +25,38 @@ t.test('loginFailure: refused credentials are final, the rest retried', async (t
   const ks = await startKeystoneServer();
   t.teardown(() => ks.close());
   const http = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 });
-  const refused = await keystoneSessionFor(http, { authUrl: ks.authUrl, userId: ks.userId, password: 'wrong', projectId: ks.projectId }, 2)
+  const refused = await keystoneSessionFor(
+    http,
+    { authUrl: ks.authUrl, userId: ks.userId, password: 'wrong', projectId: ks.projectId },
+    2,
+  )
     .token()
     .catch((e: unknown) => e);
   t.same(loginFailure(refused, 'Heat signal').outcome, 'final');
   t.equal(loginFailure(refused, 'Heat signal').status, 401);
   ks.fault = '500';
-  const broken = await keystoneSessionFor(http, { authUrl: ks.authUrl, userId: 'x5', password: 'p', projectId: ks.projectId }, 2)
+  const broken = await keystoneSessionFor(
+    http,
+    { authUrl: ks.authUrl, userId: 'x5', password: 'p', projectId: ks.projectId },
+    2,
+  )
     .token()
     .catch((e: unknown) => e);
   t.equal(loginFailure(broken, 'S').outcome, 'retry');
-  t.equal(loginFailure(new KeystoneError('no public "orchestration" endpoint in the Keystone catalog'), 'S').outcome, 'retry');
+  t.equal(
+    loginFailure(new KeystoneError('no public "orchestration" endpoint in the Keystone catalog'), 'S').outcome,
+    'retry',
+  );
   t.equal(loginFailure(new Error('socket hang up'), 'S').outcome, 'retry');
   // The status comes from the error's field: a message that merely looks like one is not read (it used to be).
-  t.equal(loginFailure(new KeystoneError('Keystone at http://h/(403)/ answered 404; check auth_url'), 'S').outcome, 'retry');
-  t.match(loginFailure(new KeystoneError('Keystone refused', { statusCode: 403 }), 'S'), { outcome: 'final', status: 403, error: 'S: Keystone refused' });
+  t.equal(
+    loginFailure(new KeystoneError('Keystone at http://h/(403)/ answered 404; check auth_url'), 'S').outcome,
+    'retry',
+  );
+  t.match(loginFailure(new KeystoneError('Keystone refused', { statusCode: 403 }), 'S'), {
+    outcome: 'final',
+    status: 403,
+    error: 'S: Keystone refused',
+  });
   t.equal(loginFailure('weird', 'S').outcome, 'retry');
 });

@@ -17,12 +17,21 @@ function target(inputs: SinkInput[]): Extract<SignalTarget, { transport: 'TEMP_U
   return choice.target;
 }
 
-const ctx = (): DeliveryContext => ({ http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 }), log: captureLog().log, timeoutSeconds: 2, now: Date.now });
+const ctx = (): DeliveryContext => ({
+  http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 }),
+  log: captureLog().log,
+  timeoutSeconds: 2,
+  now: Date.now,
+});
 
 t.test('the body is PUT as the signal object (201)', async (t) => {
   const sink = await startSignalSink();
   t.teardown(() => sink.close());
-  const res = await sendTempUrlSignal(target(sink.inputs('TEMP_URL_SIGNAL', 'dep-7', 'r')), '{"deploy_status_code": 0, "out": [1]}', ctx());
+  const res = await sendTempUrlSignal(
+    target(sink.inputs('TEMP_URL_SIGNAL', 'dep-7', 'r')),
+    '{"deploy_status_code": 0, "out": [1]}',
+    ctx(),
+  );
   t.same(res, { outcome: 'sent', status: 201 });
   t.same(sink.received[0]?.body, { deploy_status_code: 0, out: [1] });
   t.equal(sink.received[0]?.id, 'dep-7');
@@ -32,7 +41,11 @@ t.test('the body is PUT as the signal object (201)', async (t) => {
 t.test('an expired TempURL gets 401: final', async (t) => {
   const sink = await startSignalSink();
   t.teardown(() => sink.close());
-  const res = await sendTempUrlSignal(target(sink.inputs('TEMP_URL_SIGNAL', 'dep-7', 'r', { tempUrlExpires: Math.floor(Date.now() / 1000) - 10 })), '{}', ctx());
+  const res = await sendTempUrlSignal(
+    target(sink.inputs('TEMP_URL_SIGNAL', 'dep-7', 'r', { tempUrlExpires: Math.floor(Date.now() / 1000) - 10 })),
+    '{}',
+    ctx(),
+  );
   t.equal(res.outcome, 'final');
   t.equal(res.status, 401);
   if (res.outcome === 'final') t.notMatch(res.error, /temp_url_sig=[0-9a-f]/, 'the signature is redacted');

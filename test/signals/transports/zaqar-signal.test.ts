@@ -18,12 +18,20 @@ function target(sink: SignalSink, id: string): Extract<SignalTarget, { transport
   return choice.target;
 }
 
-const ctx = (): DeliveryContext => ({ http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 }), log: captureLog().log, timeoutSeconds: 2, now: Date.now });
+const ctx = (): DeliveryContext => ({
+  http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 }),
+  log: captureLog().log,
+  timeoutSeconds: 2,
+  now: Date.now,
+});
 
 t.test('the signal is posted as one message with Client-ID and X-Project-ID', async (t) => {
   const sink = await startSignalSink();
   t.teardown(() => sink.close());
-  t.same(await sendZaqarSignal(target(sink, 'z-1'), '{"deploy_status_code": 0, "x": "\\u00e9"}', ctx()), { outcome: 'sent', status: 201 });
+  t.same(await sendZaqarSignal(target(sink, 'z-1'), '{"deploy_status_code": 0, "x": "\\u00e9"}', ctx()), {
+    outcome: 'sent',
+    status: 201,
+  });
   const got = sink.received[0];
   t.equal(got?.id, 'z-1', 'posted to queue-z-1');
   t.same(got?.body, { deploy_status_code: 0, x: '\u00e9' });
