@@ -79,7 +79,7 @@ export function spawnProbe(ctx: HookContext): Probe {
 /** The command a hook starts for a tool that has a default: its variable, a default installed, or upstream's. */
 export async function toolCommand(ctx: HookContext, tool: ToolDeclaration): Promise<string> {
   const choice = await chooseTool(tool, ctx.env, spawnProbe(ctx));
-  // A declaration without defaults: a defect of the hook, which the registry's tests catch.
+  // A declaration without defaults: a defect of the hook, which its own tests catch.
   if (choice === undefined) throw new Error(`the declaration of ${tool.name} has no default command`);
   return choice.file;
 }
