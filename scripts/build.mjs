@@ -6,7 +6,7 @@
 // the renderer and not the collectors. docs/build.md.
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 
 const out = 'dist/os-config-agent.mjs';
 // The #! line of the entry and the launchers: V8's background threads sized to the machine's CPUs (--v8-pool-size=0);
@@ -52,11 +52,21 @@ const common = {
   alias: PACKAGE_STAND_INS,
 };
 
-// The one list of command names, read from its module (src/cli/command-names.ts) by bundling it.
-const namesModule = await build({ ...common, entryPoints: ['src/cli/command-names.ts'], format: 'esm', write: false });
-const { AGENT_COMMAND, COMPAT_COMMANDS, COMMAND_NAMES } = await import(
-  `data:text/javascript;base64,${Buffer.from(namesModule.outputFiles[0].text).toString('base64')}`
-);
+/** A module of src/ bundled in memory and imported, to read the lists it exports. */
+async function importSource(entry, plugins = []) {
+  const bundled = await build({ ...common, entryPoints: [entry], format: 'esm', write: false, plugins });
+  return import(`data:text/javascript;base64,${Buffer.from(bundled.outputFiles[0].text).toString('base64')}`);
+}
+// The hooks the registry loads stay out of its bundle: only its list of groups is read.
+const hooksLeftOut = {
+  name: 'hooks-left-out',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/groups\// }, (args) => ({ path: args.path, external: true }));
+  },
+};
+
+// The one list of command names, read from its module (src/cli/command-names.ts).
+const { AGENT_COMMAND, COMPAT_COMMANDS, COMMAND_NAMES } = await importSource('src/cli/command-names.ts');
 
 await rm('dist', { recursive: true, force: true });
 await build({
@@ -93,16 +103,15 @@ for (const name of COMPAT_COMMANDS) {
 await writeFile('dist/command-names', `${COMMAND_NAMES.join('\n')}\n`);
 await writeFile('dist/command-names.json', `${JSON.stringify({ agent: AGENT_COMMAND, compat: COMPAT_COMMANDS })}\n`);
 
-// The built-in hooks: one self-contained executable per group (src/hooks/groups/<group>.ts), dist/hooks/<group>,
+// The built-in hooks: one self-contained executable per group of the registry (src/hooks/registry.ts; the module of
+// each is src/hooks/groups/<group>.ts), dist/hooks/<group>,
 // that any Node.js >= 20 runs with nothing beside it. CommonJS, because Node.js before 20.19 loads a file without an
 // extension as CommonJS wherever it is installed; dist/hooks/package.json says so for this tree only (the repository's
 // package.json says "module"). Not minified: operators read the hook that ran. The second line is the stamp by which
 // the agent recognises its own build and runs the hook in-process (src/hooks/host/stamp.ts: same format).
 const { version } = JSON.parse(await readFile('package.json', 'utf8'));
-const groups = (await readdir('src/hooks/groups'))
-  .filter((f) => f.endsWith('.ts'))
-  .map((f) => f.slice(0, -3))
-  .sort();
+const { BUILTIN_HOOK_GROUPS } = await importSource('src/hooks/registry.ts', [hooksLeftOut]);
+const groups = [...BUILTIN_HOOK_GROUPS].sort();
 await mkdir('dist/hooks', { recursive: true });
 await writeFile('dist/hooks/package.json', '{ "type": "commonjs" }\n');
 for (const group of groups) {

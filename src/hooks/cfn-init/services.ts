@@ -1,5 +1,5 @@
 import type { ToolRun } from '../contract.js';
-import { findProgram } from '../kit/find-program.js';
+import { findExecutable } from '../../util/executable.js';
 import type { ServiceEntry } from './model.js';
 import { mustRun, tool, type InitRun } from './run-state.js';
 
@@ -15,10 +15,10 @@ interface ServiceTools {
 }
 
 async function serviceTools(env: NodeJS.ProcessEnv): Promise<ServiceTools> {
-  const systemctl = await findProgram(env, 'systemctl');
+  const systemctl = await findExecutable('systemctl', env);
   if (systemctl) return { command: (name, action) => ({ file: systemctl, args: [action, `${name}.service`] }) };
-  const service = (await findProgram(env, 'service')) ?? 'service';
-  const chkconfig = await findProgram(env, 'chkconfig');
+  const service = (await findExecutable('service', env)) ?? 'service';
+  const chkconfig = await findExecutable('chkconfig', env);
   return {
     command(name, action) {
       if (action === 'enable' || action === 'disable') {

@@ -5,8 +5,10 @@ import { AgentError, errorMessage } from '../../errors.js';
 import { createLogger, type Logger } from '../../log/logger.js';
 import { createPathMapper } from '../../util/rooted-path.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import type { HookLogFields } from '../kit/hook-log.js';
 import { result } from '../hook-result.js';
+import { chooseTool, spawnProbe } from '../kit/choose-tool.js';
 import { runTool } from '../kit/run-tool.js';
 
 // Group "apply-config": renders the os-apply-config template tree over the current metadata again. Upstream's hook
@@ -16,14 +18,24 @@ import { runTool } from '../kit/run-tool.js';
 // os_config_files.json) over the heat-cfntools fallback files, output to /, not strict. The deployment's config and
 // inputs are not used, as upstream. HEAT_APPLY_CONFIG_CMD set to a program still runs that program.
 
+/** Unset, the agent's own apply runs in the hook: nothing to install. */
+const APPLY_CONFIG: ToolDeclaration = {
+  name: 'os-apply-config',
+  variable: 'HEAT_APPLY_CONFIG_CMD',
+  defaults: [],
+  install: "Install it, or unset HEAT_APPLY_CONFIG_CMD to use the agent's own apply.",
+};
+
+export const declaration: HookDeclaration = { group: 'apply-config', tool: APPLY_CONFIG };
+
 export const hook: BuiltinHook = {
-  group: 'apply-config',
+  group: declaration.group,
 
   workFiles: () => [],
 
   async run(_deployment, ctx) {
-    const command = ctx.env.HEAT_APPLY_CONFIG_CMD;
-    if (command) {
+    const command = (await chooseTool(APPLY_CONFIG, ctx.env, spawnProbe(ctx)))?.file;
+    if (command !== undefined) {
       const run = await runTool(
         ctx,
         { file: command, env: ctx.env },

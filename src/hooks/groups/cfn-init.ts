@@ -7,8 +7,10 @@ import { parseInit } from '../cfn-init/model.js';
 import type { InitRun } from '../cfn-init/run-state.js';
 import { runConfigs } from '../cfn-init/runner.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { chooseTool, spawnProbe } from '../kit/choose-tool.js';
 import { notInstalled, runTool } from '../kit/run-tool.js';
 import { prepareDir } from '../kit/work-files.js';
 
@@ -20,8 +22,18 @@ import { prepareDir } from '../kit/work-files.js';
 const INIT_KEY = 'AWS::CloudFormation::Init';
 const DEFAULT_FETCH_TIMEOUT_SECONDS = 60;
 
+/** Unset, the hook applies the metadata itself: nothing to install. */
+const CFN_INIT: ToolDeclaration = {
+  name: 'cfn-init',
+  variable: 'HEAT_CFN_INIT_CMD',
+  defaults: [],
+  install: 'Install heat-cfntools, or unset HEAT_CFN_INIT_CMD to use the built-in interpreter.',
+};
+
+export const declaration: HookDeclaration = { group: 'cfn-init', tool: CFN_INIT };
+
 export const hook: BuiltinHook = {
-  group: 'cfn-init',
+  group: declaration.group,
 
   // The metadata file is shared by every cfn-init deployment (and cfn-hup): nothing of one deployment to remove.
   workFiles: () => [],
@@ -44,19 +56,9 @@ export const hook: BuiltinHook = {
     await writeFileAtomic(metadataFile, JSON.stringify({ [INIT_KEY]: init }), { mode: 0o600 });
     log.info('metadata written', { file: metadataFile });
 
-    const command = env.HEAT_CFN_INIT_CMD;
-    if (command) {
-      const run = await runTool(
-        ctx,
-        { file: command, args: [], env },
-        notInstalled(
-          env,
-          'cfn-init',
-          command,
-          'HEAT_CFN_INIT_CMD',
-          'Install heat-cfntools, or unset HEAT_CFN_INIT_CMD to use the built-in interpreter.',
-        ),
-      );
+    const command = (await chooseTool(CFN_INIT, env, spawnProbe(ctx)))?.file;
+    if (command !== undefined) {
+      const run = await runTool(ctx, { file: command, args: [], env }, notInstalled(env, CFN_INIT, command));
       if (run.status === 0) log.info('cfn-init completed', { command });
       else log.error('cfn-init failed', { command, status: run.status });
       return result(run);

@@ -3,9 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { inputText } from '../../heat/deployment.js';
 import { HookFailure, type BuiltinHook, type HookContext, type HookOutcome } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputEntries } from '../hook-deployment.js';
-import { commandSetting, pathSetting } from '../hook-paths.js';
+import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { toolCommand } from '../kit/choose-tool.js';
 import { hostnameF, notInstalled, runTool } from '../kit/run-tool.js';
 import { prepareDir, readOutputs, removeFiles, removeOutputs, writeWorkFile } from '../kit/work-files.js';
 
@@ -19,8 +21,17 @@ const workingDir = (env: NodeJS.ProcessEnv) =>
 /** A Ruby single-quoted string literal. */
 const rubyString = (text: string) => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 
+const CHEF: ToolDeclaration = {
+  name: 'chef',
+  variable: 'HEAT_CHEF_CMD',
+  defaults: ['chef-client'],
+  install: 'Install Chef Infra Client or Cinc Client (chef-client); the distributions do not package it.',
+};
+
+export const declaration: HookDeclaration = { group: 'chef', tool: CHEF };
+
 export const hook: BuiltinHook = {
-  group: 'chef',
+  group: declaration.group,
 
   workFiles: () => [],
 
@@ -28,7 +39,7 @@ export const hook: BuiltinHook = {
     const { log, env } = ctx;
     const working = workingDir(env);
     const outputs = pathSetting(env, 'HEAT_CHEF_OUTPUTS', '/var/run/heat-config/heat-config-chef');
-    const command = commandSetting(env, 'HEAT_CHEF_CMD', 'chef-client');
+    const command = await toolCommand(ctx, CHEF);
     await prepareDir(outputs);
     await prepareDir(working);
 
@@ -81,13 +92,7 @@ export const hook: BuiltinHook = {
           cwd: working,
           env: { ...env, heat_outputs_path: outputsPath },
         },
-        notInstalled(
-          env,
-          'chef',
-          command,
-          'HEAT_CHEF_CMD',
-          'Install Chef Infra Client or Cinc Client (chef-client); the distributions do not package it.',
-        ),
+        notInstalled(env, CHEF, command),
       );
       if (run.status !== 0) log.error('chef-client failed', { status: run.status });
       return result({ ...run, outputs: await readOutputs(deployment, outputsPath, log) });
