@@ -102,7 +102,7 @@ async function must(source: GitSourceSpec, run: ToolOutcome, what: string): Prom
 
 /** The end of a tool's message, where git and ssh say what went wrong. */
 export function lastLines(text: string): string {
-  const lines = text.trim().split('\n').slice(-6).join('\n');
+  const lines = text.replace(/\r/g, '').trim().split('\n').slice(-6).join('\n');
   return lines ? `:\n${lines}` : '';
 }
 
