@@ -297,3 +297,55 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       t.same(credentialsLeft(working), [], 'no key file left after either run');
     },
   );
+
+t.test('a run stopped during its fetch removes the key; a key a killed run left is removed by the next', async (t) => {
+  const { dir, working, env } = setup(t);
+  const keyFile = path.join(dir, 'id');
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', '', '-f', keyFile]);
+  const key = readFileSync(keyFile, 'utf8');
+  // An ssh that never answers, so the fetch is still running when the hook is stopped.
+  const bin = path.join(dir, 'bin');
+  mkdirSync(bin);
+  const connecting = path.join(dir, 'connecting');
+  writeFileSync(path.join(bin, 'ssh'), `#!/bin/sh\necho $$ > ${connecting}\nexec sleep 60\n`, { mode: 0o755 });
+  let sshPid = 0;
+  t.teardown(() => {
+    try {
+      if (sshPid) process.kill(sshPid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  });
+  const dep = deployment('chef-stop-1', { kitchen: 'ssh://git@127.0.0.1:1/kitchen.git' }, '[]', [
+    { name: 'kitchen_ssh_key', value: key },
+  ]);
+  const keyFiles = () => credentialsLeft(working).filter((f) => String(f).endsWith('key'));
+  const waitFor = async (ok: () => boolean) => {
+    for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 50));
+    return ok();
+  };
+
+  const [first] = HOOK_MODES;
+  if (!first) throw new Error('no hook mode');
+  const stopped = first.run('chef', dep, {
+    env: { ...env, PATH: `${bin}:${env.PATH}` },
+    started: (pid) => {
+      void waitFor(() => existsSync(connecting) && readFileSync(connecting, 'utf8').endsWith('\n')).then(() => {
+        sshPid = Number(readFileSync(connecting, 'utf8'));
+        t.equal(keyFiles().length, 1, 'the key is on disk while the fetch runs');
+        process.kill(pid, 'SIGTERM');
+      });
+    },
+  });
+  const run = await stopped;
+  t.equal(run.result.deploy_status_code, 1, 'the stopped fetch fails the deployment', { result: run.result });
+  t.same(keyFiles(), [], 'and the key is removed');
+
+  // A run killed outright (SIGKILL) cannot clean up: the next run removes what it left.
+  const left = path.join(working, 'credentials', 'fetch-killed');
+  mkdirSync(left, { recursive: true });
+  writeFileSync(path.join(left, 'key'), key, { mode: 0o600 });
+  const next = await first.run('chef', deployment('chef-stop-2', { kitchen: path.join(dir, 'no-repo') }), { env });
+  t.equal(next.result.deploy_status_code, 1);
+  t.notOk(existsSync(left), 'the key a killed run left is gone');
+});
