@@ -36,8 +36,7 @@ export async function prepareKitchen(ctx: HookContext, deployment: HookDeploymen
     environmentPath: path.join(kitchenPath, 'environments'),
     credentialInputs: credentialInputs(sources),
   };
-  const copies = path.join(working, 'cookbooks');
-  await removeFiles(copies);
+  await removeFiles(path.join(working, 'cookbooks'));
   if (sources.length === 0) return { ...base, cookbookPaths: [path.join(kitchenPath, 'cookbooks')] };
 
   await sweepCredentials(working);
@@ -56,21 +55,33 @@ export async function prepareKitchen(ctx: HookContext, deployment: HookDeploymen
     return { ...base, cookbookPaths: [], policy: { repo, name } };
   }
 
-  const cookbookPaths = [path.join(kitchenPath, 'cookbooks')];
+  return { ...base, cookbookPaths: await cookbookPaths(ctx, sources, layouts, working, kitchenPath) };
+}
+
+/** The cookbook directories of the sources, in order; one-cookbook sources copied and Berksfiles vendored. */
+async function cookbookPaths(
+  ctx: HookContext,
+  sources: readonly SourceSpec[],
+  layouts: readonly SourceLayout[],
+  working: string,
+  kitchenPath: string,
+): Promise<string[]> {
+  const paths = [path.join(kitchenPath, 'cookbooks')];
+  const copies = path.join(working, 'cookbooks');
   const copied = new Set<string>();
   for (const [i, layout] of layouts.entries()) {
     const source = sources[i];
     if (!source) continue;
     const main = source.label === 'kitchen';
-    if (layout.cookbooks && !main) cookbookPaths.push(path.join(layout.dir, 'cookbooks'));
+    if (layout.cookbooks && !main) paths.push(path.join(layout.dir, 'cookbooks'));
     if (layout.berksfile) {
       const vendored = path.join(working, 'berks', path.basename(source.dir));
       await berksVendor(ctx, layout.dir, vendored, source.label);
-      cookbookPaths.push(vendored);
+      paths.push(vendored);
     } else if (layout.cookbook) {
       if (copied.has(layout.cookbook))
         throw new HookFailure(`${source.label}: a cookbook named ${layout.cookbook} comes from an earlier source too`);
-      if (copied.size === 0) cookbookPaths.push(copies);
+      if (copied.size === 0) paths.push(copies);
       copied.add(layout.cookbook);
       await makeDirs(copies);
       await cp(layout.dir, path.join(copies, layout.cookbook), {
@@ -84,7 +95,7 @@ export async function prepareKitchen(ctx: HookContext, deployment: HookDeploymen
       );
     }
   }
-  return { ...base, cookbookPaths };
+  return paths;
 }
 
 async function fetchSource(ctx: HookContext, source: SourceSpec, working: string): Promise<SourceLayout> {

@@ -73,6 +73,7 @@ const TARBALL_KEYS = ['tarball', 'sha256'];
 export function kitchenOptions(deployment: HookDeployment, working: string): KitchenOptions {
   const { options } = deployment;
   const kitchenPath = path.resolve(working, options.kitchen_path ? inputText(options.kitchen_path) : 'kitchen');
+  checkKitchenPath(kitchenPath, working);
   const sources: SourceSpec[] = [];
   if (options.kitchen) {
     sources.push({
@@ -108,6 +109,19 @@ export function kitchenOptions(deployment: HookDeployment, working: string): Kit
     seen.add(source.url);
   }
   return { kitchenPath, sources };
+}
+
+/** Directories of the working directory the hook itself fills and empties. */
+export const MANAGED_DIRS = ['sources', 'cookbooks', 'berks', 'policy', 'credentials', 'node'];
+
+/** kitchen_path may not hold the working directory, nor lie in a directory the hook manages. */
+function checkKitchenPath(kitchenPath: string, working: string): void {
+  const inside = path.relative(working, kitchenPath);
+  const [first = ''] = inside.split(path.sep);
+  if (!path.relative(kitchenPath, working).startsWith('..') || MANAGED_DIRS.includes(first))
+    throw new HookFailure(
+      `the option kitchen_path is ${kitchenPath}, which the hook's own files use: point it at a directory of its own, such as ${path.join(working, 'kitchen')}`,
+    );
 }
 
 function extraSource(deployment: HookDeployment, entry: unknown, label: string, working: string): SourceSpec {

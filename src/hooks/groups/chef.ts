@@ -1,14 +1,15 @@
 import os from 'node:os';
 import path from 'node:path';
 import { inputText } from '../../heat/deployment.js';
-import { HookFailure, type BuiltinHook } from '../contract.js';
+import { HookFailure, type BuiltinHook, type HookDeployment } from '../contract.js';
 import { inputEntries } from '../hook-deployment.js';
 import { commandSetting, pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
 import { hostnameF, notInstalled, runTool } from '../kit/run-tool.js';
 import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/work-files.js';
 import { clientConfig } from '../chef/client-config.js';
-import { prepareKitchen } from '../chef/kitchen.js';
+import { prepareKitchen, type Kitchen } from '../chef/kitchen.js';
+import type { HookLog } from '../kit/hook-log.js';
 
 // Group "chef": chef-client in local mode with the config as the run list and the inputs as node attributes, with
 // cookbooks from the deployment's sources (src/hooks/chef/: git at a ref, tarballs, Berkshelf, Policyfiles).
@@ -39,18 +40,7 @@ export const hook: BuiltinHook = {
         'the kitchen has a Policyfile.rb, whose run list chef-client runs: the config must be an empty run list ([])',
       );
 
-    const attributes: Array<[string, unknown]> = [];
-    let environment: string | undefined;
-    for (const [name, value] of inputEntries(deployment)) {
-      if (name === 'environment') environment = inputText(value);
-      // deploy_* inputs are the agent's (ids, signal URL, credentials), and the kitchen's credentials are for
-      // fetching it: neither is an attribute for recipes.
-      else if (!name.startsWith('deploy_') && !kitchen.credentialInputs.has(name)) attributes.push([name, value]);
-    }
-    if (kitchen.policy && environment !== undefined)
-      log.warn('environment input not used: a policy has no environment', { policy: kitchen.policy.name });
-    // In policy mode chef-client refuses a run list in the node JSON.
-    const node = { ...Object.fromEntries(attributes), ...(kitchen.policy ? {} : { run_list: runList }) };
+    const { node, environment } = nodeAttributes(deployment, kitchen, runList, log);
 
     let fqdn = await hostnameF(ctx);
     if (!fqdn) {
@@ -91,6 +81,23 @@ export const hook: BuiltinHook = {
     }
   },
 };
+
+/** The node JSON (the inputs as attributes, and the run list) and the environment input's value. */
+function nodeAttributes(deployment: HookDeployment, kitchen: Kitchen, runList: unknown[], log: HookLog) {
+  const attributes: Array<[string, unknown]> = [];
+  let environment: string | undefined;
+  for (const [name, value] of inputEntries(deployment)) {
+    if (name === 'environment') environment = inputText(value);
+    // deploy_* inputs are the agent's (ids, signal URL, credentials), and the kitchen's credentials are for fetching
+    // it: neither is an attribute for recipes.
+    else if (!name.startsWith('deploy_') && !kitchen.credentialInputs.has(name)) attributes.push([name, value]);
+  }
+  if (kitchen.policy && environment !== undefined)
+    log.warn('environment input not used: a policy has no environment', { policy: kitchen.policy.name });
+  // In policy mode chef-client refuses a run list in the node JSON.
+  const node = { ...Object.fromEntries(attributes), ...(kitchen.policy ? {} : { run_list: runList }) };
+  return { node, environment };
+}
 
 /** The run list: the config as a JSON array (text, or already an array in a structured config). */
 function parseRunList(config: unknown): unknown[] {

@@ -120,6 +120,15 @@ t.test('bad options fail naming the option, before anything is fetched', async (
       /names the input "absent_token", which the deployment does not have/,
     ],
     [{ kitchen: 'https://x/a.git', kitchen_sources: [{ git: 'https://x/a.git' }] }, /is listed twice/],
+    [
+      { kitchen_path: '.' },
+      /^the option kitchen_path is \/var\/lib\/heat-config\/heat-config-chef, which the hook's own files use/,
+    ],
+    [{ kitchen_path: '/' }, /^the option kitchen_path is \/, which the hook's own files use/],
+    [
+      { kitchen_path: 'sources/mine' },
+      /which the hook's own files use: point it at a directory of its own, such as \/var\/lib\/heat-config\/heat-config-chef\/kitchen$/,
+    ],
     [{ kitchen_sources: Array.from({ length: 33 }, (_, i) => ({ git: `g${i}` })) }, /lists 33 sources; at most 32/],
   ];
   for (const [options, expected] of cases) {
