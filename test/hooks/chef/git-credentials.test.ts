@@ -7,6 +7,7 @@ import { syncGitSource } from '../../../src/hooks/chef/git-source.js';
 import type { GitSourceSpec } from '../../../src/hooks/chef/source-options.js';
 import { makeRepos, SSHD, startSshd, startTokenGitServer } from '../../helpers/git-servers.js';
 import type { TapTest } from '../../helpers/http-test-server.js';
+import { startTestServer } from '../../helpers/http-test-server.js';
 import { hookContext, type TestContext } from './hook-context.js';
 
 // Private repositories: over SSH from a real sshd on a loopback port with its own host key, the key and known_hosts
@@ -208,4 +209,37 @@ t.test('https token: given to the repository through git, never in a URL, an arg
     (e: unknown) => e as Error,
   );
   t.match(none?.message, /could not fetch/);
+});
+
+t.test('https token: not offered to another server the repository redirects to', async (t) => {
+  const dir = t.testdir();
+  const repos = makeRepos(dir);
+  const token = 'tok-SECRET-origin-only-91c3';
+  const elsewhere = await startTokenGitServer(t, repos.base, 'x-access-token', 'tok-of-elsewhere');
+  const redirecting = await startTestServer((req, res) => {
+    res.writeHead(302, { location: `${elsewhere.url('')}${(req.url ?? '/').slice(1)}` }).end();
+  });
+  t.teardown(() => redirecting.close());
+  const credentials = { token: { input: 'kitchen_token', value: token }, tokenUser: 'x-access-token' };
+  const ctx = hookContext({ HOME: path.join(dir, 'home') }, [{ name: 'kitchen_token', value: token }]);
+  const working = path.join(dir, 'working');
+  const err = await syncGitSource(
+    ctx,
+    spec(`${redirecting.url}/kitchen.git`, path.join(working, 'kitchen'), credentials),
+    working,
+  ).then(
+    () => undefined,
+    (e: unknown) => e as Error,
+  );
+  t.ok(err, 'the fetch fails: the other server wants its own credentials');
+  t.ok(elsewhere.authorizations.length > 0, 'git followed the redirect');
+  t.notOk(
+    elsewhere.authorizations.some((a) =>
+      Buffer.from(a.replace(/^Basic /, ''), 'base64')
+        .toString()
+        .includes(token),
+    ),
+    'the other server never saw the token',
+  );
+  assertNoSecret(t, [token], ctx, err?.message ?? '', working);
 });
