@@ -349,3 +349,41 @@ t.test('a run stopped during its fetch removes the key; a key a killed run left 
   t.equal(next.result.deploy_status_code, 1);
   t.notOk(existsSync(left), 'the key a killed run left is gone');
 });
+
+t.test(
+  'in-process: a Policyfile with other sources, and a source without a cookbook, fail naming the source',
+  async (t) => {
+    const { dir, record, env } = setup(t);
+    const repo = (name: string, files: Record<string, string>) => {
+      const r = path.join(dir, name);
+      mkdirSync(r);
+      for (const [f, content] of Object.entries(files)) writeFileSync(path.join(r, f), content);
+      git(r, 'init', '-q', '-b', 'main');
+      git(r, 'add', '.');
+      git(r, 'commit', '-qm', name);
+      return r;
+    };
+    const policy = repo('policy', { 'Policyfile.rb': "name 'web'\n" });
+    const readme = repo('readme', { 'README.md': 'nothing to cook\n' });
+    const inProcess = HOOK_MODES[1];
+    if (!inProcess) throw new Error('no in-process mode');
+
+    const mixed = await inProcess.run(
+      'chef',
+      deployment('chef-bad-1', { kitchen: policy, kitchen_sources: [{ git: readme }] }, '[]'),
+      { env },
+    );
+    t.match(
+      mixed.result.deploy_stderr,
+      /^a source has a Policyfile\.rb, which names every cookbook of the node: it must be the only source/,
+    );
+    const empty = await inProcess.run('chef', deployment('chef-bad-2', { kitchen_sources: [{ git: readme }] }), {
+      env,
+    });
+    t.match(
+      empty.result.deploy_stderr,
+      /^kitchen_sources\[0\]: .*\/readme holds no cookbook: neither metadata\.rb or metadata\.json \(one cookbook\), a cookbooks\/ directory \(a kitchen\), a Berksfile nor a Policyfile\.rb$/,
+    );
+    t.same(readRecords(record), [], 'neither chef nor chef-client ran');
+  },
+);
