@@ -11,10 +11,11 @@ import { isSafeFileName } from '../util/safe-name.js';
 export const DEPLOY_ACTIONS = ['CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME'] as const;
 export const UNGROUPED = 'Heat::Ungrouped';
 
-// Inputs whose values never appear in a log line: names containing password, secret or token (any case), and
-// deploy_signal_id (a pre-signed URL: whoever has it can signal). The agent registers their values for log scrubbing
+// Inputs whose values never appear in a log line: names containing password, secret, token, private_key, ssh_key or
+// known_hosts (any case; the last three are how a deployment hands a hook SSH credentials), and deploy_signal_id (a
+// pre-signed URL: whoever has it can signal). The agent registers their values for log scrubbing
 // as soon as a deployment is read, and the hooks mask them in their own log.
-const SECRET_INPUT_NAME = /password|secret|token/i;
+const SECRET_INPUT_NAME = /password|secret|token|private_key|ssh_key|known_hosts/i;
 
 /** True for an input whose value must not be logged. */
 export function isSecretInput(name: string): boolean {
