@@ -3,6 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import type tap from 'tap';
 import { StateStore, storeFor, deployLockFile, type DeploymentRecord } from '../../src/state/store.js';
+import type { CreationEvent } from '../../src/state/machine.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { deployConfig } from '../helpers/deploy-fixtures.js';
 
@@ -35,12 +36,14 @@ t.test('records go pending -> running -> done -> signalled, each durable and log
   let r = await store.create(fields);
   t.equal(r.state, 'pending');
   tick(1000);
-  r = await store.transition(r, 'running', { hookStarts: 1, startedAt: store.timestamp() });
-  r = await store.transition(r, 'done', {
+  r = await store.transition(r, 'hook-started', { hookStarts: 1, startedAt: store.timestamp() });
+  r = await store.transition(r, 'hook-finished', {
     exitCode: 0,
     signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 0, text: '{}' },
   });
-  r = await store.transition(r, 'signalled', { signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } });
+  r = await store.transition(r, 'signal-delivered', {
+    signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 },
+  });
   t.same(seen, [
     [undefined, 'pending'],
     ['pending', 'running'],
@@ -57,6 +60,16 @@ t.test('records go pending -> running -> done -> signalled, each durable and log
       ['running', 'done'],
       ['done', 'signalled'],
     ],
+  );
+  t.same(
+    lines.map((l) => [l.event, l.signalEvent]),
+    [
+      ['seen', undefined],
+      ['hook-started', undefined],
+      ['hook-finished', 'queued'],
+      ['signal-delivered', 'delivered'],
+    ],
+    'each line names the event, and the signal move that went with it',
   );
   t.ok(
     lines.every((l) => l.deploymentId === 'dep-1' && l.deploymentName === 'first'),
@@ -125,39 +138,39 @@ t.test('list() reads every usable record; one that cannot be used is reported, h
   t.equal(await store.read('never'), undefined);
 });
 
-t.test('a transition the state machine does not have is refused before anything is written', async (t) => {
+t.test('an event the state machine does not allow is refused before anything is written', async (t) => {
   const seen: string[] = [];
   const { store, captured } = setup(t, (r) => void seen.push(r.state));
   await store.init();
   const r = await store.create(fields);
   const before = readFileSync(store.recordPath('dep-1'), 'utf8');
-  await t.rejects(store.transition(r, 'signalled'), {
+  await t.rejects(store.transition(r, 'signal-delivered'), {
     code: 'ERR_DEPLOYMENT_TRANSITION',
     name: 'DeploymentTransitionError',
     message:
-      'deployment dep-1 cannot move from pending to signalled: the state machine has no such transition; the record was not changed',
+      'deployment dep-1 cannot take the event signal-delivered in state pending: the state machine has no such transition; the record was not changed',
   });
-  await t.rejects(store.transition(r, 'awaiting-reboot'), {
+  await t.rejects(store.transition(r, 'reboot-requested'), {
     code: 'ERR_DEPLOYMENT_TRANSITION',
     from: 'pending',
-    to: 'awaiting-reboot',
+    event: 'reboot-requested',
   });
-  await t.rejects(store.create({ ...fields, id: 'dep-9' }, 'done'), {
+  await t.rejects(store.create({ ...fields, id: 'dep-9' }, 'hook-finished' as CreationEvent), {
     code: 'ERR_DEPLOYMENT_TRANSITION',
-    message: /dep-9 cannot move from \(new\) to done/,
+    message: /dep-9 cannot take the event hook-finished in state \(new\)/,
   });
   t.equal(readFileSync(store.recordPath('dep-1'), 'utf8'), before, 'the record is unchanged');
   t.notOk(readdirSync(store.recordsDir).includes('dep-9.json'), 'no record created');
   t.same(seen, ['pending'], 'no listener call for a refused transition');
   t.equal(captured.lines.filter((l) => l.msg === 'deployment state changed').length, 1);
-  const running = await store.transition(r, 'running', { hookStarts: 1 });
+  const running = await store.transition(r, 'hook-started', { hookStarts: 1 });
   await t.rejects(
-    store.transition(running, 'pending'),
+    store.transition(running, 'rerun'),
     { code: 'ERR_DEPLOYMENT_TRANSITION' },
     '--rerun never takes a running deployment',
   );
   t.equal(
-    (await store.transition(running, 'running', { hookStarts: 2 })).hookStarts,
+    (await store.transition(running, 'hook-restarted', { hookStarts: 2 })).hookStarts,
     2,
     'an interrupted hook starts again',
   );
