@@ -4,6 +4,7 @@ import { bodyFromHookResult } from '../heat/signal-body.js';
 import type { BuiltinHook } from '../hooks/contract.js';
 import type { HookResult } from '../hooks/host/external.js';
 import { runInProcess } from '../hooks/host/in-process.js';
+import type { Logger } from '../log/logger.js';
 import { hookScopeProperties } from '../hooks/host/scope.js';
 import { readHookStamp } from '../hooks/host/stamp.js';
 import { BUILTIN_HOOK_GROUPS, loadBuiltinHook } from '../hooks/registry.js';
@@ -55,21 +56,7 @@ export async function runHookOf(
   );
   const ran: Effect = { kind: 'ran', id: d.id };
   const { result, inProcess } = await invokeHook(deps, d, running, hook, timeoutSeconds);
-  dlog.info(
-    {
-      hook: shown,
-      inProcess,
-      exitCode: result.exitCode,
-      killedBy: result.signal,
-      timedOut: result.timedOut,
-      durationMs: result.durationMs,
-      stdoutBytes: result.stdout.length,
-      stderrBytes: result.stderr.length,
-    },
-    'hook finished',
-  );
-  // An in-process hook's lines are already in the log, one by one.
-  if (result.stderr !== '' && !inProcess) dlog.debug({ stderrTail: result.stderr.slice(-4096) }, 'hook stderr');
+  logHookResult(dlog, shown, result, inProcess);
   if (result.aborted) {
     dlog.info('hook stopped by shutdown; it runs again at the next start');
     return step(running, ran, { kind: 'interrupted' });
@@ -88,6 +75,24 @@ export async function runHookOf(
   if (!result.timedOut && !result.spawnError && Number(body.deploy_status_code) === REBOOT_EXIT_CODE)
     return after([ran], await requestReboot(deps, d, running, body, result.exitCode));
   return after([ran], await finish(deps, d, running, 'hook-finished', { body, exitCode: result.exitCode }));
+}
+
+function logHookResult(dlog: Logger, shown: string, result: HookResult, inProcess: boolean): void {
+  dlog.info(
+    {
+      hook: shown,
+      inProcess,
+      exitCode: result.exitCode,
+      killedBy: result.signal,
+      timedOut: result.timedOut,
+      durationMs: result.durationMs,
+      stdoutBytes: result.stdout.length,
+      stderrBytes: result.stderr.length,
+    },
+    'hook finished',
+  );
+  // An in-process hook's lines are already in the log, one by one.
+  if (result.stderr !== '' && !inProcess) dlog.debug({ stderrTail: result.stderr.slice(-4096) }, 'hook stderr');
 }
 
 /**
