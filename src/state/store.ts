@@ -83,7 +83,7 @@ export class StateStore {
   }
 
   /**
-   * The record of a deployment, or undefined when there is none. A record that cannot be used (deployment-record.ts)
+   * The record of a deployment, or undefined when there is none. A record that cannot be used (record.ts)
    * throws a DeploymentRecordError and stays where it is, for the operator (docs/state-machine.md: recovery).
    */
   async read(id: string): Promise<DeploymentRecord | undefined> {

@@ -39,7 +39,8 @@ export function checkMove(start: MoveStart, event: TransitionEvent, signalTo: Si
   const to = targetOf(start, event);
   if (to === undefined) throw new DeploymentTransitionError(start.id, start.state, event);
   const signal = signalMoveWith(event, start.signal.state, signalTo);
-  if (signal === undefined)
+  // A pending signal is sent only from a state that holds it (the outbox's): anywhere else it would be stranded.
+  if (signal === undefined || (signalTo === 'pending' && !holdsSignal(to)))
     throw new DeploymentTransitionError(start.id, start.state, event, { from: start.signal.state, to: signalTo });
   return { to, signal };
 }

@@ -10,6 +10,7 @@ import {
   TRANSITION_EVENTS,
   type CreationEvent,
   type DeploymentState,
+  type TransitionEvent,
 } from '../../src/state/machine.js';
 import type { RecordPatch } from '../../src/state/store.js';
 import { captureLog } from '../helpers/log-capture.js';
@@ -244,6 +245,15 @@ t.test('storeFor and deployLockFile use the configured directories', async (t) =
 const SENT = { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } as const;
 const PENDING = { state: 'pending', transport: 'CFN_SIGNAL', attempts: 0, text: '{}' } as const;
 
+/** What the agent writes with `event` for the signal of `record`: sent, cancelled on removal, dropped by a rerun. */
+function patchFor(event: TransitionEvent, record: DeploymentRecord): RecordPatch {
+  if (event === 'signal-delivered') return { signal: SENT };
+  if (event === 'rerun') return { signal: { state: 'none', transport: record.signal.transport, attempts: 0 } };
+  if (event === 'left-metadata' && record.signal.state === 'pending')
+    return { signal: { ...record.signal, state: 'cancelled' } };
+  return {};
+}
+
 /** How a test puts a record in `state`: done with its signal pending, removed from skipped. */
 function fixturePatch(state: DeploymentState): RecordPatch {
   if (state === 'done') return { signal: PENDING };
@@ -264,7 +274,7 @@ t.test(
         const before = readFileSync(store.recordPath(id), 'utf8');
         const seen = calls.length;
         const rule = EVENTS[event];
-        const patch: RecordPatch = event === 'signal-delivered' ? { signal: SENT } : {};
+        const patch = patchFor(event, r);
         if (!rule.from.includes(state)) {
           await t.rejects(
             store.transition(r, event, patch),
@@ -333,6 +343,11 @@ t.test('the signal moves only as the event allows; anything else is refused, not
     code: 'ERR_DEPLOYMENT_TRANSITION',
     signal: { from: 'pending', to: 'none' },
   });
+  await t.rejects(
+    store.transition(done, 'left-metadata', { stateBeforeRemoval: 'done' }),
+    { code: 'ERR_DEPLOYMENT_TRANSITION', signal: { from: 'pending', to: 'pending' } },
+    'a pending signal is never left where the outbox does not send it',
+  );
   const removed = await store.transition(done, 'left-metadata', {
     stateBeforeRemoval: 'done',
     signal: { ...PENDING, state: 'cancelled' },
