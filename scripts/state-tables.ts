@@ -22,9 +22,7 @@ export function deploymentEventsTable(): string {
     const to = rule.to === BEFORE_REMOVAL ? BEFORE_REMOVAL : `\`${rule.to}\``;
     const moves = (rule.signal ?? []).map((e) => `\`${e}\``).join(', ');
     const signal = rule.signalRequired ? `${moves} (always)` : moves;
-    rows.push(
-      `| \`${event}\` | ${states(rule.from, DEPLOYMENT_STATES)} | ${to} | ${signal} | ${cell(rule.meaning)} |`,
-    );
+    rows.push(`| \`${event}\` | ${states(rule.from, DEPLOYMENT_STATES)} | ${to} | ${signal} | ${cell(rule.meaning)} |`);
   }
   return rows.join('\n');
 }
