@@ -31,7 +31,7 @@ export async function carryOut(
     return step(adopted);
   }
   if (decision.action === 'run' && decision.create)
-    return runOne(deps, dep, await store.create(fields), 'hook-started');
+    return runOne(deps, dep, await store.create(fields, 'seen'), 'hook-started');
   // decide() answers adopt or run (create) when there is no record; every other answer is about a record that exists.
   if (existing === undefined) return step(undefined);
   return carryOutFor(deps, dep, existing, decision);

@@ -49,7 +49,7 @@ export async function rerun(deps: DeployDeps, id: string): Promise<Step> {
   const dlog = deploymentLog(ctx, dep);
   if (!record) {
     dlog.info('deployment not run here before; running it');
-    const created = await store.create({ id: dep.id, name: dep.name, group: dep.group, action: dep.action });
+    const created = await store.create({ id: dep.id, name: dep.name, group: dep.group, action: dep.action }, 'seen');
     return runOne(deps, dep, created, 'hook-started');
   }
   const reruns = (record.reruns ?? 0) + 1;
