@@ -2,6 +2,7 @@ import type { LoadedConfig } from '../config/load.js';
 import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
+import { ROOT_ENV } from '../util/rooted-path.js';
 import type { InProcessStep } from '../refresh/run-refresh.js';
 import type { Pipeline, PipelineContext } from './pipeline.js';
 
@@ -122,6 +123,6 @@ function phaseEnv(loaded: LoadedConfig, configFiles: readonly string[]): Record<
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   env.OS_CONFIG_FILES = configFiles.join(':');
-  if (loaded.paths.root !== '/') env.OS_CONFIG_AGENT_ROOT = loaded.paths.root;
+  if (loaded.paths.root !== '/') env[ROOT_ENV] = loaded.paths.root;
   return env;
 }

@@ -54,7 +54,7 @@ export async function deployFromPairs(
   });
 }
 
-/** The end of a cycle: its os-apply-config deployments are signalled with its outcome (dispatch.ts settleApplied). */
+/** The end of a cycle: its os-apply-config deployments are signalled with its outcome (apply-group.ts). */
 export async function settleCycle(
   loaded: LoadedConfig,
   log: Logger,

@@ -2,6 +2,12 @@ import path from 'node:path';
 
 // Every absolute path the agent touches goes through here, so `--root DIR` relocates the whole agent (tests, the
 // demo, image builds) without a single real /etc or /var/lib access.
+/**
+ * The environment variable that tells hooks and the tools they run the agent's --root, so they place their own files
+ * under it too (unset on an instance, where the root is /).
+ */
+export const ROOT_ENV = 'OS_CONFIG_AGENT_ROOT';
+
 export interface PathMapper {
   /** The root prefix ('/' on a real instance). */
   readonly root: string;
