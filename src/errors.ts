@@ -27,7 +27,12 @@ export type ErrorCode =
   | 'ERR_DEPLOYMENT_RECORD'
   | 'ERR_DEPLOYMENT_TRANSITION'
   | 'ERR_DEPLOYMENT_UNKNOWN'
-  | 'ERR_DEPLOYMENT_BUSY';
+  | 'ERR_DEPLOYMENT_BUSY'
+  // Not thrown by the agent: a collector's unclassified failure (a log field), a built-in hook's refusal and a file
+  // target it refuses (inside the hook's result).
+  | 'ERR_SOURCE_UNEXPECTED'
+  | 'ERR_HOOK_FAILURE'
+  | 'ERR_TARGET_REFUSED';
 
 /** Base class: anything the agent throws on purpose. */
 export class AgentError extends Error {

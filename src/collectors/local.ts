@@ -80,7 +80,7 @@ async function collectLocal(ctx: CollectContext, conditions: SteadyConditions): 
     } catch (err) {
       // The directory vanished or became unreadable between stat and readdir.
       ctx.log.warn(
-        { dir, code: (err as NodeJS.ErrnoException).code },
+        { dir, reason: (err as NodeJS.ErrnoException).code },
         'local data directory could not be listed; skipping',
       );
       continue;

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { processStartTicks } from '../util/process-identity.js';
 import { type AgentFacts, type CycleResult, type SourceFacts } from '../status/agent-facts.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
 
@@ -19,7 +19,7 @@ const MAX_ERROR_CHARS = 300;
 const IDLE_REWRITE_MS = 30_000;
 
 export type SourceOutcome =
-  { readonly ok: true } | { readonly ok: false; readonly code: string; readonly message: string };
+  { readonly ok: true } | { readonly ok: false; readonly code: ErrorCode; readonly message: string };
 
 export class AgentStatusPublisher {
   private readonly sources = new Map<string, SourceFacts>();

@@ -9,7 +9,7 @@ import {
   type LoadedConfig,
 } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
-import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
+import { AgentError, CommandFailedError, errorMessage, type ErrorCode } from '../errors.js';
 import { agentStatusPath } from '../status/agent-facts.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
@@ -81,7 +81,7 @@ export interface CycleReport {
   readonly failures: CollectionOutcome['failures'];
 }
 
-const BAD_INPUT_CODES = new Set([
+const BAD_INPUT_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'ERR_SOURCE_INVALID_DATA',
   'ERR_SOURCE_INSECURE',
   'ERR_HTTP_TOO_LARGE',
@@ -132,7 +132,11 @@ export class Agent {
         // A file being replaced, or a permission mistake: the configuration in force is the last good one, and stays.
         registerConfigSecrets(this.loadedConfig.config);
         this.deps.log.error(
-          { files: unread.map((f) => next.paths.unmap(f)), reason: 'a config file could not be read' },
+          {
+            code: 'ERR_CONFIG_UNREADABLE',
+            files: unread.map((f) => next.paths.unmap(f)),
+            reason: 'a config file could not be read',
+          },
           'configuration reload failed; keeping the previous configuration',
         );
         return;
@@ -448,7 +452,7 @@ export class Agent {
   }
 
   private sourceObserver(status: AgentStatusPublisher) {
-    return (name: string, failure: { code: string; message: string } | undefined) =>
+    return (name: string, failure: { code: ErrorCode; message: string } | undefined) =>
       status.source(name, failure ? { ok: false, ...failure } : { ok: true });
   }
 

@@ -3,7 +3,13 @@ import type { CollectionOutcome, CollectorFailure } from '../pipeline/contract.j
 import { findCollector } from '../collectors/registry.js';
 import type { CollectContext, CollectedPair, CollectorName } from '../collectors/types.js';
 import type { AgentConfig } from '../config/options.js';
-import { AgentError, errorMessage, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
+import {
+  AgentError,
+  errorMessage,
+  SourceNotConfiguredError,
+  SourceUnavailableError,
+  type ErrorCode,
+} from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { isSafeFileName } from '../util/safe-name.js';
@@ -30,7 +36,7 @@ export interface CollectDeps {
   readonly failing: Set<string>;
   readonly now?: () => number;
   /** Told each configured source's outcome (the daemon publishes them for `status`). */
-  readonly onSource?: (name: string, failure: { code: string; message: string } | undefined) => void;
+  readonly onSource?: (name: string, failure: { code: ErrorCode; message: string } | undefined) => void;
 }
 
 /** What is kept for one collector across passes: its own memory (opaque here), and the last good pairs it gave. */
@@ -94,7 +100,7 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
         log.debug({ reason: err.message }, 'source not configured');
         continue;
       }
-      const code = err instanceof AgentError ? err.code : 'ERR_SOURCE_UNEXPECTED';
+      const code: ErrorCode = err instanceof AgentError ? err.code : 'ERR_SOURCE_UNEXPECTED';
       const message = errorMessage(err);
       failures.push({ collector: name, code, message });
       deps.onSource?.(name, { code, message });

@@ -1,8 +1,17 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
+import type { ErrorCode } from '../errors.js';
 import { LineSink } from './line-sink.js';
 import { redactFields, scrubText } from './redact.js';
 
 export type { Logger } from 'pino';
+
+// The `code` field of every log line is one of the documented error codes (docs/troubleshooting.md#error-codes):
+// pino merges LogFnFields into the fields of each log call, so a code outside the union is a type error.
+declare module 'pino' {
+  interface LogFnFields {
+    code?: ErrorCode | undefined;
+  }
+}
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

@@ -113,6 +113,7 @@ t.test('a corrupt .last counts as changed with a warning, not a crash (B8)', asy
   t.equal((await cache.store('k', { a: 1 })).changed, true);
   const warning = captured.lines.find((l) => l.level === 'warn');
   t.match(warning, {
+    code: 'ERR_CACHE_CORRUPT',
     key: 'k',
     file: `${file}.last`,
     msg: 'committed cache file is not valid JSON; treating the key as changed',

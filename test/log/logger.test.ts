@@ -188,3 +188,16 @@ t.test('holdLogLines on a logger with a stream of its own: nothing is held', asy
   t.equal(lines().length, 1);
   release();
 });
+
+t.test('the code field of a log line is one of the documented error codes (checked by tsc --noEmit)', async (t) => {
+  const { log, lines } = capture();
+  log.error({ code: 'ERR_CACHE_WRITE' }, 'cache write failed; nothing run or committed');
+  // @ts-expect-error a code outside the ErrorCode union (src/errors.ts) does not compile
+  log.error({ code: 'ERR_NOT_A_CODE' }, 'no such code');
+  // @ts-expect-error an errno is not an error code: it goes in another field
+  log.warn({ code: 'ENOENT' as string }, 'not a code either');
+  t.same(
+    lines().map((l) => l.code),
+    ['ERR_CACHE_WRITE', 'ERR_NOT_A_CODE', 'ENOENT'],
+  );
+});
