@@ -44,14 +44,6 @@ export class AgentError extends Error {
   }
 }
 
-/** A configuration file or flag has a bad value or unknown option. */
-export class ConfigError extends AgentError {
-  override name = 'ConfigError';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('ERR_CONFIG_INVALID', message, options);
-  }
-}
-
 /** A collector has no configuration to work with (skipped quietly, as upstream does). */
 export class SourceNotConfiguredError extends AgentError {
   override name = 'SourceNotConfiguredError';
@@ -126,12 +118,4 @@ export class UnsafePathError extends AgentError {
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
-}
-
-export function errorCode(err: unknown): string | undefined {
-  if (err instanceof AgentError) return err.code;
-  if (err && typeof err === 'object' && 'code' in err && typeof (err as { code: unknown }).code === 'string') {
-    return (err as { code: string }).code;
-  }
-  return undefined;
 }

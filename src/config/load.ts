@@ -55,7 +55,7 @@ export interface LoadedConfig {
   readonly problems: readonly ConfigProblem[];
 }
 
-export const DEFAULT_CONFIG_FILE = '/etc/os-collect-config.conf';
+const DEFAULT_CONFIG_FILE = '/etc/os-collect-config.conf';
 
 export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedConfig> {
   const paths = createPathMapper(sources.root);

@@ -31,10 +31,6 @@ import { watchSources, type SourceWatcher } from './watch.js';
 
 export type AgentMode = 'collect' | 'run';
 
-// The after-collect hook's types live with the collection outcome (pipeline/contract.ts) so hooks below the daemon
-// can implement them.
-export type { AfterCollectContext, AfterCollectHook } from '../pipeline/contract.js';
-
 export interface AgentDeps {
   readonly sources: ConfigSources;
   readonly log: Logger;

@@ -22,7 +22,7 @@ import { MAX_JSON_DEPTH, jsonDepth } from '../util/json-depth.js';
 // B13); a collector bug is logged and treated as unavailable instead of killing the daemon (B8); a key produced
 // twice in one pass is kept once, at its last position with its last value (B6); unsafe keys are dropped (B7).
 
-export type { CollectionOutcome, CollectorFailure } from '../pipeline/contract.js';
+export type { CollectionOutcome } from '../pipeline/contract.js';
 
 export interface CollectDeps {
   readonly config: AgentConfig;

@@ -8,7 +8,7 @@ import { isSafeFileName } from '../util/safe-name.js';
 // str() (so true becomes "True" and null "None", bug #1333992) and leaves Number/Boolean inputs alone, which crashes
 // the script hook. Here no value is rewritten: hooks receive what Heat sent and stringify for their tool themselves.
 
-export const DEPLOY_ACTIONS = ['CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME'] as const;
+const DEPLOY_ACTIONS = ['CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME'] as const;
 export const UNGROUPED = 'Heat::Ungrouped';
 
 // Inputs whose values never appear in a log line: names containing password, secret or token (any case), and

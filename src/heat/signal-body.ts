@@ -26,7 +26,7 @@ export function signalLimitFor(transport: Transport): number {
 
 export const STATUS_NOT_EXECUTABLE = 126;
 export const STATUS_NO_HOOK = 127;
-export const STATUS_TIMED_OUT = 124;
+const STATUS_TIMED_OUT = 124;
 
 const PREFIX = 'os-config-agent: ';
 

@@ -8,8 +8,7 @@ import { forgetDiscovery, identityV3Url } from './discovery.js';
 import { KeystoneError } from './keystone-error.js';
 import { TokenCache, type CacheIdentity } from './token-cache.js';
 
-export { findEndpoint, type CatalogEndpoint, type CatalogEntry, type KeystoneToken } from './catalog.js';
-export { versionedV3Url } from './discovery.js';
+export { findEndpoint, type KeystoneToken } from './catalog.js';
 export { KeystoneError } from './keystone-error.js';
 
 // Keystone v3 password authentication shared by the heat and zaqar collectors and the HEAT/ZAQAR signal transports.

@@ -15,7 +15,7 @@ import { deepMerge, isJsonObject, type JsonObject } from '../util/json-merge.js'
 // - null (and empty) values mean "unset": the line is left out. Heat nulls the old transport's values when the
 //   transport changes, so those sections vanish.
 
-export const AGENT_SECTION_KEY = 'os-collect-config';
+const AGENT_SECTION_KEY = 'os-collect-config';
 export const TRANSPORT_SECTIONS = ['cfn', 'heat', 'zaqar', 'request'] as const;
 const MANAGED_DEFAULTS = ['command', 'polling_interval', 'cachedir', 'splay'] as const;
 const DEFAULT_COMMAND = 'os-refresh-config';

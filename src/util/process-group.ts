@@ -26,7 +26,7 @@ export const OUTPUT_CAP_BYTES = 16 * 1024 * 1024;
 const DEFAULT_KILL_GRACE_MS = 5000;
 const DEFAULT_EXIT_GRACE_MS = 1000;
 /** The kernel's neutral value: a deployment's processes are judged like any other process. */
-export const CHILD_OOM_SCORE_ADJ = 0;
+const CHILD_OOM_SCORE_ADJ = 0;
 
 /** Told about every process started here: the daemon's watchdog treats a start or an end as progress. */
 export interface ProcessObserver {

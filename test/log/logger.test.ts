@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger, holdLogLines, LOG_LEVELS, parseLogLevel } from '../../src/log/logger.js';
-import { clearRegisteredSecrets, registerSecret } from '../../src/log/redact.js';
+import { registerSecret, secrets } from '../../src/log/redact.js';
 
 // createLogger with a destination stream, exactly as production builds it; the raw lines are checked as written.
 function capture(level?: 'debug' | 'info' | 'trace') {
@@ -17,7 +17,7 @@ function capture(level?: 'debug' | 'info' | 'trace') {
   return { log, raw, lines: () => raw.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
 
-t.afterEach(() => clearRegisteredSecrets());
+t.afterEach(() => secrets.clear());
 
 t.test('lines are JSON with level label, name, ISO time, message and fields', async (t) => {
   const { log, lines } = capture();
