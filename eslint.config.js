@@ -30,8 +30,8 @@ export default tseslint.config(
     },
   },
   {
-    // On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici: 10 MB
-    // more in the process, and in the daemon, whose V8 runs in lite mode without WebAssembly (docs/build.md), an
+    // On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici:
+    // megabytes more in the process, and in the daemon, whose V8 runs in lite mode without WebAssembly (docs/build.md), an
     // uncaught error that ends it. require() gives the same module without that view (scripts/build.mjs does the
     // same for dependencies). node:https's view does not load undici; it is kept here with http for simplicity.
     files: ['src/**'],

@@ -186,7 +186,7 @@ function normaliseSections(doc: IniDocument): IniDocument {
 }
 
 // Synchronous, as the reads below: a few small files, and a short-lived command (os-apply-config, started many times
-// per boot) then never starts libuv's thread pool or pays its round trips (~2 ms of each start).
+// per boot) then never starts libuv's thread pool or pays its round trips at every start.
 function discoverFiles(
   sources: ConfigSources,
   paths: PathMapper,

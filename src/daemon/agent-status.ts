@@ -14,7 +14,7 @@ import { scrubText } from '../log/redact.js';
 const MAX_ERROR_CHARS = 300;
 /**
  * An idle poll (same result, same sources' state: only times and failure counts moved) rewrites the file at most this
- * often. Measured: a write per 1 s poll cost about 1 ms of CPU per poll; this keeps the idle loop as it was.
+ * often: a write at every poll would be most of what an idle 1 s poll costs (docs/status.md#cost-on-the-idle-daemon).
  */
 const IDLE_REWRITE_MS = 30_000;
 

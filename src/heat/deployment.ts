@@ -1,8 +1,8 @@
 import { deepClone, isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 
-// One element of Heat's `deployments` list, validated (reference §4.3). The id names files, so it must be a safe
-// file name; everything else is kept as Heat sent it, because hooks read the whole document.
+// One element of Heat's `deployments` list (the software deployments of the server's metadata, as Heat's
+// SoftwareDeployment resources write them), validated. The id names files, so it must be a safe file name; everything else is kept as Heat sent it, because hooks read the whole document.
 //
 // Inputs keep their JSON types. Upstream converts every String-typed input whose value is not a string with Python's
 // str() (so true becomes "True" and null "None", bug #1333992) and leaves Number/Boolean inputs alone, which crashes

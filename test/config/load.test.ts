@@ -24,7 +24,7 @@ const problemsOf = (problems: readonly ConfigProblem[], severity: 'warning' | 'e
 
 t.afterEach(() => secrets.clear());
 
-t.test('defaults equal the upstream tables (reference §2.2, §2.3)', async (t) => {
+t.test("defaults equal upstream's option defaults", async (t) => {
   const root = rootWith(t);
   const { config, paths, problems, files } = await loadConfig({ root });
   t.same(problems, []);
