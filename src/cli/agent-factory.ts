@@ -1,5 +1,6 @@
 import type { ConfigSources } from '../config/load.js';
-import { Agent, type AgentMode } from '../daemon/agent.js';
+import { Agent } from '../daemon/agent.js';
+import type { AgentMode } from '../daemon/agent-deps.js';
 import { createNativePipeline } from '../daemon/native-pipeline.js';
 import type { HttpClientOptions } from '../http/client.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
