@@ -135,54 +135,18 @@ async function liveLink(
       `the Zaqar websocket is down (${reconnect.reason}); the next attempt is at ${new Date(reconnect.notBefore).toISOString()}`,
     );
   }
-  let clientId = ctx.memory.wsClientId;
-  if (!clientId) {
-    clientId = randomUUID();
-    ctx.memory.wsClientId = clientId;
-  }
+  // The socket is set once open; the callbacks that use it only run after that.
+  const link = {
+    fingerprint,
+    session,
+    subscribedAt: 0,
+    pushed: undefined,
+    failuresBefore: reconnect?.failures ?? 0,
+  } as Link;
   let socket: ZaqarSocket | undefined;
   try {
-    const token = await session.token(ctx.signal);
-    const url = findEndpoint(token.catalog, 'messaging-websocket', cfg.region_name);
-    // The socket is set once open; the callbacks below only run after that.
-    const link = {
-      fingerprint,
-      session,
-      subscribedAt: 0,
-      pushed: undefined,
-      failuresBefore: reconnect?.failures ?? 0,
-    } as Link;
-    socket = await openZaqarSocket({
-      url,
-      projectId: cfg.project_id!,
-      clientId,
-      token: async (fresh) => {
-        if (fresh) session.invalidate();
-        return (await session.token(ctx.signal)).token;
-      },
-      timeoutMs: cfg.timeout * 1000,
-      maxBytes: ctx.config.agent.max_source_bytes,
-      ...(cfg.ssl_certificate_validation ? { caFile: cfg.ca_file! } : { insecure: true }),
-      signal: ctx.signal,
-      onNotification: (message) => {
-        // Only the posted message's body matters; other notices (subscription confirmations) carry none.
-        if (isJsonObject(message.body)) link.pushed = message.body;
-        else
-          ctx.log.debug(
-            { messageType: message.Message_Type },
-            'ignored a Zaqar notification without a JSON object body',
-          );
-      },
-      onClose: (reason, reported) => {
-        if (reason.includes('token expired')) session.invalidate();
-        if (ctx.memory.wsLink !== link) return;
-        delete ctx.memory.wsLink;
-        // Between polls nobody else reports the close; during one, that poll's error does.
-        if (!reported && !ctx.signal.aborted)
-          ctx.log.info({ reason }, 'Zaqar websocket closed; it is reopened on the next poll');
-      },
-    });
-    link.socket = socket;
+    const url = await connect(ctx, link);
+    socket = link.socket;
     const queue = cfg.queue_id!;
     const created = await socket.request('queue_create', { queue_name: queue });
     if (created.status !== 201 && created.status !== 204) {
@@ -212,6 +176,46 @@ async function liveLink(
     };
     throw cause;
   }
+}
+
+/**
+ * Opens the connection of `link` (the catalog's messaging-websocket endpoint, with the session's token), with the
+ * callbacks that keep its pushed message and forget it when it closes; returns the endpoint's URL.
+ */
+async function connect(ctx: CollectContext<ZaqarWebsocketMemory>, link: Link): Promise<string> {
+  const cfg = ctx.config.zaqar;
+  const session = link.session;
+  const clientId = (ctx.memory.wsClientId ??= randomUUID());
+  const token = await session.token(ctx.signal);
+  const url = findEndpoint(token.catalog, 'messaging-websocket', cfg.region_name);
+  link.socket = await openZaqarSocket({
+    url,
+    projectId: cfg.project_id!,
+    clientId,
+    token: async (fresh) => {
+      if (fresh) session.invalidate();
+      return (await session.token(ctx.signal)).token;
+    },
+    timeoutMs: cfg.timeout * 1000,
+    maxBytes: ctx.config.agent.max_source_bytes,
+    ...(cfg.ssl_certificate_validation ? { caFile: cfg.ca_file! } : { insecure: true }),
+    signal: ctx.signal,
+    onNotification: (message) => {
+      // Only the posted message's body matters; other notices (subscription confirmations) carry none.
+      if (isJsonObject(message.body)) link.pushed = message.body;
+      else
+        ctx.log.debug({ messageType: message.Message_Type }, 'ignored a Zaqar notification without a JSON object body');
+    },
+    onClose: (reason, reported) => {
+      if (reason.includes('token expired')) session.invalidate();
+      if (ctx.memory.wsLink !== link) return;
+      delete ctx.memory.wsLink;
+      // Between polls nobody else reports the close; during one, that poll's error does.
+      if (!reported && !ctx.signal.aborted)
+        ctx.log.info({ reason }, 'Zaqar websocket closed; it is reopened on the next poll');
+    },
+  });
+  return url;
 }
 
 async function subscribe(socket: ZaqarSocket, queue: string): Promise<void> {
