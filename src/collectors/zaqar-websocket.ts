@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { AgentConfig } from '../config/options.js';
 import { SourceUnavailableError } from '../errors.js';
 import { findEndpoint, type KeystoneSession } from '../keystone/keystone-client.js';
 import { redactUrl } from '../log/redact.js';
@@ -113,16 +114,7 @@ async function liveLink(
   random: () => number,
 ): Promise<Link> {
   const cfg = ctx.config.zaqar;
-  const fingerprint = JSON.stringify([
-    cfg.auth_url,
-    cfg.user_id,
-    cfg.project_id,
-    cfg.queue_id,
-    cfg.region_name,
-    cfg.ssl_certificate_validation,
-    cfg.ca_file,
-    cfg.timeout,
-  ]);
+  const fingerprint = linkFingerprint(cfg);
   const kept = ctx.memory.wsLink;
   if (kept?.socket.isOpen && kept.fingerprint === fingerprint && kept.session === session) return kept;
   delete ctx.memory.wsLink;
@@ -148,14 +140,7 @@ async function liveLink(
     const url = await connect(ctx, link);
     socket = link.socket;
     const queue = cfg.queue_id!;
-    const created = await socket.request('queue_create', { queue_name: queue });
-    if (created.status !== 201 && created.status !== 204) {
-      throw new SourceUnavailableError(
-        'zaqar',
-        `Zaqar answered ${created.status} to queue_create for ${queue}${errorText(created.body)}`,
-        { code: 'ERR_HTTP' },
-      );
-    }
+    await createQueue(socket, queue);
     await subscribe(socket, queue);
     link.subscribedAt = ctx.now();
     ctx.memory.wsLink = link;
@@ -176,6 +161,20 @@ async function liveLink(
     };
     throw cause;
   }
+}
+
+/** What a connection was opened with: a reload that changes any of it opens a new one. */
+function linkFingerprint(cfg: AgentConfig['zaqar']): string {
+  return JSON.stringify([
+    cfg.auth_url,
+    cfg.user_id,
+    cfg.project_id,
+    cfg.queue_id,
+    cfg.region_name,
+    cfg.ssl_certificate_validation,
+    cfg.ca_file,
+    cfg.timeout,
+  ]);
 }
 
 /**
@@ -216,6 +215,17 @@ async function connect(ctx: CollectContext<ZaqarWebsocketMemory>, link: Link): P
     },
   });
   return url;
+}
+
+async function createQueue(socket: ZaqarSocket, queue: string): Promise<void> {
+  const created = await socket.request('queue_create', { queue_name: queue });
+  if (created.status !== 201 && created.status !== 204) {
+    throw new SourceUnavailableError(
+      'zaqar',
+      `Zaqar answered ${created.status} to queue_create for ${queue}${errorText(created.body)}`,
+      { code: 'ERR_HTTP' },
+    );
+  }
 }
 
 async function subscribe(socket: ZaqarSocket, queue: string): Promise<void> {
