@@ -57,6 +57,22 @@ export default tseslint.config(
     plugins: { layers: { rules: { imports: layerRule } } },
     rules: { 'layers/imports': 'error' },
   },
+  // Size: a file of src/ does one job in about 300 lines and a function one thing in about 60 (blank lines and
+  // comments not counted). Over the limit, split by job (a file or function per job, named for it), not by count.
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      'max-lines': ['error', { max: 300, skipBlankLines: true, skipComments: true }],
+      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }],
+    },
+  },
+  // TEMPORARY EXEMPTION (issue 28): src/state, src/deploy, src/signals and src/hooks are being restructured by job
+  // (the state machine and the pass, one signal engine, the hook registry). Whoever brings the last of them within
+  // the limits removes this block; test/lint/size.test.ts then checks that the limits hold there too.
+  {
+    files: ['src/state/**', 'src/deploy/**', 'src/signals/**', 'src/hooks/**'],
+    rules: { 'max-lines': 'off', 'max-lines-per-function': 'off' },
+  },
   {
     files: ['test/**', 'scripts/**'],
     rules: { 'no-console': 'off' },
