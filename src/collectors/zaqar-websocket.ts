@@ -5,6 +5,7 @@ import { findEndpoint, type KeystoneSession } from '../keystone/keystone-client.
 import { redactUrl } from '../log/redact.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { sourceErrorFromHttp } from './source-error.js';
+import { messageBody } from './zaqar-message.js';
 import { errorText, openZaqarSocket, ZaqarSocketError, type ZaqarSocket } from '../http/zaqar-socket.js';
 import type { CollectContext, CollectorMemory } from './types.js';
 
@@ -92,13 +93,7 @@ export async function popOverWebsocket(
   link.pushed = undefined;
   link.failuresBefore = 0;
   if (messages.length === 0) return pushed;
-  const first: unknown = messages[0];
-  const body = isJsonObject(first) ? first.body : undefined;
-  if (!isJsonObject(body))
-    throw new SourceUnavailableError('zaqar', 'the Zaqar message body is not a JSON object', {
-      code: 'ERR_SOURCE_INVALID_DATA',
-    });
-  return body;
+  return messageBody(messages[0]);
 }
 
 /** Close the kept connection, if any (the collector's memory is being dropped). */

@@ -6,6 +6,7 @@ import { findEndpoint, type KeystoneMemory, type KeystoneSession } from '../keys
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { messageBody } from './zaqar-message.js';
 import { checkConfigured, sourceSession, withToken } from './keystone-source.js';
 import { sourceErrorFromHttp } from './source-error.js';
 import { closeWebsocket, popOverWebsocket, type ZaqarWebsocketMemory } from './zaqar-websocket.js';
@@ -62,13 +63,7 @@ export const zaqarCollector: Collector<ZaqarMemory> = {
         code: 'ERR_SOURCE_INVALID_DATA',
       });
     if (messages.length === 0) return lastDocument(ctx);
-    const first: unknown = messages[0];
-    const body = isJsonObject(first) ? first.body : undefined;
-    if (!isJsonObject(body))
-      throw new SourceUnavailableError('zaqar', 'the Zaqar message body is not a JSON object', {
-        code: 'ERR_SOURCE_INVALID_DATA',
-      });
-    return latestDocument(ctx, body);
+    return latestDocument(ctx, messageBody(messages[0]));
   },
 };
 

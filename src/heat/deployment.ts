@@ -1,4 +1,4 @@
-import { deepClone, isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { deepClone, isJsonObject, setOwnKey, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 
 // One element of Heat's `deployments` list (the software deployments of the server's metadata, as Heat's
@@ -92,8 +92,8 @@ export function parseDeployment(raw: unknown): ParsedDeployment {
       outputs.push(deepClone(item) as unknown as DeploymentOutput);
     else warnings.push('an output without a string "name" was dropped');
   }
-  setKey(document, 'inputs', inputs);
-  setKey(document, 'outputs', outputs);
+  setOwnKey(document, 'inputs', inputs);
+  setOwnKey(document, 'outputs', outputs);
 
   const group = typeof raw.group === 'string' && raw.group !== '' ? raw.group : UNGROUPED;
   const name = typeof raw.name === 'string' && raw.name !== '' ? raw.name : id;
@@ -143,14 +143,10 @@ function hookTimeout(options: unknown, warnings: string[]): number | undefined {
   return n;
 }
 
-function setKey(target: JsonObject, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-}
-
 /** A copy of a deployment with a different group and config (component selection). */
 export function withGroupAndConfig(dep: Deployment, group: string, config: unknown): Deployment {
   const document = deepClone(dep.document);
-  setKey(document, 'group', group);
-  setKey(document, 'config', deepClone(config));
+  setOwnKey(document, 'group', group);
+  setOwnKey(document, 'config', deepClone(config));
   return { ...dep, group, document };
 }
