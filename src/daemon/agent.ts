@@ -299,13 +299,9 @@ export class Agent {
   }
 
   private cycleHost(): CycleHost {
-    // eslint-disable-next-line @typescript-eslint/no-this-alias
-    const agent = this;
     return {
       log: this.deps.log,
-      get loaded() {
-        return agent.loadedConfig;
-      },
+      loaded: () => this.loadedConfig,
       afterCollect: this.deps.afterCollect ?? [],
       strictExit: this.deps.strictExit === true,
       collect: (signal: AbortSignal, cache: MetadataCache | undefined) => collectAll(this.collectDeps(signal), cache),

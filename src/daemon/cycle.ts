@@ -17,10 +17,11 @@ export interface CycleReport {
   readonly failures: CollectionOutcome['failures'];
 }
 
-/** What a cycle needs of the agent that runs it; `loaded` is read anew at each use (a reload replaces it). */
+/** What a cycle needs of the agent that runs it. */
 export interface CycleHost {
   readonly log: Logger;
-  readonly loaded: LoadedConfig;
+  /** The configuration in force now (a reload within the cycle replaces it). */
+  loaded(): LoadedConfig;
   readonly afterCollect: readonly AfterCollectHook[];
   /** Exit non-zero when a source held bad data (one-time runs of the agent's own commands). */
   readonly strictExit: boolean;
@@ -56,11 +57,11 @@ export async function runCycle(host: CycleHost, signal: AbortSignal, force: bool
     log.debug('no changes detected');
     return report(false, failureExit);
   }
-  const config = host.loaded.config;
+  const config = host.loaded().config;
   const cache = new MetadataCache(config.DEFAULT.cachedir, log.child({ component: 'cache' }));
   if (!(await recordForPipeline(cache, outcome, config, log))) return report(false, 1);
   log.info({ changed: outcome.changedKeys, force }, 'metadata changed');
-  const hashBefore = await hashConfigFiles(host.loaded.hashedFiles);
+  const hashBefore = await hashConfigFiles(host.loaded().hashedFiles);
   const pipeline = host.pipeline();
   const exitCode = pipeline ? await runPipeline(host, pipeline, outcome, signal, force) : 0;
   if (exitCode === 0 && !signal.aborted) {
@@ -70,7 +71,7 @@ export async function runCycle(host: CycleHost, signal: AbortSignal, force: bool
     log.info('shutdown during the cycle; new data not committed');
   }
   // Upstream re-execs when the config files changed after a command run; here: reload in-process.
-  if ((await hashConfigFiles(host.loaded.hashedFiles)) !== hashBefore) host.reloadBeforeNextCycle();
+  if ((await hashConfigFiles(host.loaded().hashedFiles)) !== hashBefore) host.reloadBeforeNextCycle();
   return report(pipeline !== undefined, exitCode || failureExit);
 }
 
@@ -79,13 +80,13 @@ async function collectAndConfigure(host: CycleHost, signal: AbortSignal): Promis
   const log = host.log;
   const cacheFor = (loaded: LoadedConfig) =>
     new MetadataCache(loaded.config.DEFAULT.cachedir, log.child({ component: 'cache' }));
-  const outcome = await host.collect(signal, cacheFor(host.loaded));
+  const outcome = await host.collect(signal, cacheFor(host.loaded()));
   for (const hook of host.afterCollect) {
-    const { reload } = await hook(outcome, { loaded: host.loaded, log, signal });
+    const { reload } = await hook(outcome, { loaded: host.loaded(), log, signal });
     if (reload) {
       await host.reload();
       // The new configuration is used in this same cycle (no second loop, no restart).
-      return host.collect(signal, cacheFor(host.loaded));
+      return host.collect(signal, cacheFor(host.loaded()));
     }
   }
   return outcome;
@@ -130,7 +131,7 @@ async function runPipeline(
   try {
     log.info({ pipeline: pipeline.name }, 'running pipeline');
     await pipeline.run({
-      loaded: host.loaded,
+      loaded: host.loaded(),
       log: log.child({ component: pipeline.name }),
       signal,
       configFiles: outcome.files,
