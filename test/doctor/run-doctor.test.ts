@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, wri
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { agentHttpOptions } from '../../src/cli/agent-factory.js';
+import { agentHttpOptions } from '../../src/cli/command-http.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { CheckResult, DoctorReport } from '../../src/doctor/check.js';
 import { runDoctor } from '../../src/doctor/run-doctor.js';
