@@ -1,4 +1,5 @@
 import { isJsonObject } from '../util/json-merge.js';
+import { ExactNumber } from '../util/exact-number.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { parseTemplate, type Node } from './mustache-parse.js';
 
@@ -38,6 +39,7 @@ export function interpolateValue(value: unknown): string {
 /** Python truthiness of a JSON value: false, null, 0, "", [] and {} are false. */
 export function isTruthy(value: unknown): boolean {
   if (value === null || value === undefined || value === false || value === 0 || value === '') return false;
+  if (value instanceof ExactNumber) return value.value !== 0;
   if (Array.isArray(value)) return value.length > 0;
   if (isJsonObject(value)) return Object.keys(value).length > 0;
   return true;

@@ -4,6 +4,7 @@ import type { RawData, WebSocket } from 'ws';
 import { AgentError } from '../errors.js';
 import { redactUrl } from '../log/redact.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { pythonJsonDumps } from '../util/python-json.js';
 
 // One connection to Zaqar's websocket API (the `messaging-websocket` catalog service), shared by the zaqar collector
 // and the ZAQAR_SIGNAL transport. The protocol, as python-zaqarclient's websocket transport and Zaqar's server speak
@@ -199,7 +200,8 @@ export class ZaqarSocket {
       'X-Project-ID': this.options.projectId,
       'X-Auth-Token': token,
     };
-    const frame = JSON.stringify(body === undefined ? { action, headers } : { action, headers, body });
+    // Python's json format: a signal body keeps its exact numbers, NaN and Infinity (Zaqar reads them as heat-config wrote them).
+    const frame = pythonJsonDumps(body === undefined ? { action, headers } : { action, headers, body });
     return new Promise<ZaqarReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         const seconds = Math.round(this.options.timeoutMs / 100) / 10;
