@@ -139,7 +139,7 @@ function hookTimeout(options: unknown, warnings: string[]): number | undefined {
   const n = numericValue(raw) ?? (typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN);
   if (!Number.isFinite(n) || n < 0) {
     warnings.push(
-      `options.hook_timeout ${JSON.stringify(raw)} is not a number of seconds; the configured hook_timeout applies`,
+      `options.hook_timeout ${pythonJsonDumps(raw)} is not a number of seconds; the configured hook_timeout applies`,
     );
     return undefined;
   }
