@@ -36,7 +36,7 @@ function describeError(err: unknown, timeoutMs: number): string {
   const e = err as { name?: string; code?: string; message?: string };
   if (e.name === 'AbortError') return 'aborted (shutting down)';
   if (e.name === 'TimeoutError' && (e as { event?: string }).event === 'request')
-    return `the whole response did not arrive within ${timeoutMs / 1000} s (ETIMEDOUT)`;
+    return `no answer within ${timeoutMs / 1000} s (ETIMEDOUT; the timeout covers the whole response, body included)`;
   if (e.name === 'TimeoutError') return `no answer within ${timeoutMs / 1000} s (${e.code ?? 'ETIMEDOUT'})`;
   if (e.code === 'ECONNREFUSED') return 'connection refused';
   if (e.code === 'ECONNRESET' || e.name === 'ReadError')
