@@ -15,9 +15,9 @@ import { checkFlags, signalInput, type CfnSignalFlags } from './signal-input.js'
 import { defaultUniqueId } from './signal-unique-id.js';
 
 // `os-config-agent cfn-signal [flags] URL` and the compatibility command `cfn-signal`: heat-cfntools' cfn-signal (same
-// flags, same body), except that the signal goes into the agent's durable queue (src/signals/cfn-signal-queue/) and the daemon
-// delivers it, with retries, across network outages and restarts. With no daemon running, the command tries once
-// itself; --now tries once at once anyway; --wait stays until the signal is delivered or refused. Exit codes:
+// flags, same body), except that the signal goes into the agent's durable queue (src/signals/cfn-signal-queue/) and
+// the daemon delivers it, with retries, across network outages and restarts. With no daemon running, the command tries
+// once itself; --now tries once at once anyway; --wait stays until the signal is delivered or refused. Exit codes:
 //   0  delivered, or queued with a daemon running to deliver it
 //   1  refused for good (a 4xx such as an expired signature), or nothing could be queued (local failure)
 //   2  usage or bad input (no URL, a bad URL, data over the limit, --body not a JSON object): nothing queued

@@ -70,18 +70,26 @@ function recordDecision(
   }
   const { status, history } = decision;
   const base = { transport, attempts, lastAttemptAt: at, ...(status !== undefined ? { lastStatus: status } : {}) };
-  if (decision.event === 'delivered')
-    return store.transition(
-      record,
-      'signal-delivered',
-      { signal: { state: 'sent', sentAt: at, ...base, history } },
-      { attempts, status },
-    );
-  const { lastError } = decision;
-  if (decision.event === 'gave-up')
-    return store.moveSignal(record, 'gave-up', { lastError, ...base, history }, { lastError });
-  const { nextAttemptAt } = decision;
-  return store.moveSignal(record, 'attempt-failed', { ...record.signal, ...base, nextAttemptAt, lastError, history });
+  switch (decision.event) {
+    case 'delivered': {
+      const signal = { state: 'sent', sentAt: at, ...base, history } as const;
+      return store.transition(record, 'signal-delivered', { signal }, { attempts, status });
+    }
+    case 'gave-up': {
+      const { lastError } = decision;
+      return store.moveSignal(record, 'gave-up', { lastError, ...base, history }, { lastError });
+    }
+    case 'attempt-failed': {
+      const { nextAttemptAt, lastError } = decision;
+      return store.moveSignal(record, 'attempt-failed', {
+        ...record.signal,
+        ...base,
+        nextAttemptAt,
+        lastError,
+        history,
+      });
+    }
+  }
 }
 
 /** One delivery attempt of a record's pending signal; the outcome is written to the record before returning. */

@@ -2,14 +2,14 @@ import { cfnSignal } from './cfn-signal.js';
 import type { Delivery, DeliveryContext } from './delivery.js';
 import { heatSignal } from './heat-signal.js';
 import { tempUrlSignal } from './temp-url-signal.js';
-import type { DeliveryTarget, SignalTransport, TransportTable } from './transport.js';
+import type { DeliveryTarget, SignalTransport, TargetOf, TransportTable } from './transport.js';
 import { waitConditionTokenSignal, waitConditionUrlSignal } from './wait-condition-signal.js';
 import { zaqarSignal } from './zaqar-signal.js';
 
 // Every transport, by the name its targets carry. The table's type has a key for each kind of target, so a new one
 // that is not listed here does not compile.
 
-const noSignal: SignalTransport<{ readonly transport: 'NO_SIGNAL' }> = {
+const noSignal: SignalTransport<TargetOf<'NO_SIGNAL'>> = {
   // The deployment asked for no signal: nothing to send, settled as sent.
   send: () => Promise.resolve({ outcome: 'sent', status: 0 }),
   where: () => 'nowhere',
