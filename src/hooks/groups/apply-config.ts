@@ -18,6 +18,7 @@ import { runTool } from '../kit/run-tool.js';
 
 export const hook: BuiltinHook = {
   group: 'apply-config',
+  acceptsNoId: true,
 
   workFiles: () => [],
 
@@ -34,12 +35,10 @@ export const hook: BuiltinHook = {
       return result(run);
     }
     const summary = await applyNatively(ctx);
-    // stderr holds the apply's log lines, as upstream's holds os-apply-config's.
-    return result({
-      status: 0,
-      stdout: `${summary.written} files written, ${summary.unchanged} unchanged, ${summary.deleted} deleted\n`,
-      stderr: ctx.log.text(),
-    });
+    ctx.log.info('templates applied', { ...summary });
+    // stdout stays empty, as os-apply-config prints nothing when it succeeds; stderr holds the apply's log lines, as
+    // upstream's holds os-apply-config's.
+    return result({ status: 0, stdout: '', stderr: ctx.log.text() });
   },
 };
 

@@ -22,6 +22,7 @@ const DEFAULT_FETCH_TIMEOUT_SECONDS = 60;
 
 export const hook: BuiltinHook = {
   group: 'cfn-init',
+  acceptsNoId: true,
 
   // The metadata file is shared by every cfn-init deployment (and cfn-hup): nothing of one deployment to remove.
   workFiles: () => [],

@@ -16,6 +16,7 @@ const FILE_MODE = 0o600;
 
 export const hook: BuiltinHook = {
   group: 'hiera',
+  acceptsNoId: true,
 
   // hiera.yaml and the data files are read by later puppet runs: they stay when the deployment goes, as upstream.
   workFiles: () => [],

@@ -15,6 +15,7 @@ const NEW_FILE_MODE = 0o600;
 
 export const hook: BuiltinHook = {
   group: 'json-file',
+  acceptsNoId: true,
 
   // The files belong to the services that read them: they stay when the deployment goes, as upstream.
   workFiles: () => [],
