@@ -27,7 +27,10 @@ export type ErrorCode =
   | 'ERR_DEPLOYMENT_RECORD'
   | 'ERR_DEPLOYMENT_TRANSITION'
   | 'ERR_DEPLOYMENT_UNKNOWN'
-  | 'ERR_DEPLOYMENT_BUSY';
+  | 'ERR_DEPLOYMENT_BUSY'
+  | 'ERR_CFN_CREDENTIALS'
+  | 'ERR_CFN_METADATA'
+  | 'ERR_CFN_HUP_CONFIG';
 
 /** Base class: anything the agent throws on purpose. */
 export class AgentError extends Error {

@@ -58,6 +58,14 @@ export interface AgentDeps {
     ctx: { loaded: () => LoadedConfig; http: () => HttpClient; log: Logger },
     signal: AbortSignal,
   ) => Promise<void>;
+  /**
+   * The built-in cfn-hup (a service like the signal queue, in both loop modes; never with one_time): checks the hooks
+   * of /etc/cfn/cfn-hup.conf when that file exists.
+   */
+  readonly cfnHup?: (
+    ctx: { loaded: () => LoadedConfig; http: () => HttpClient; log: Logger },
+    signal: AbortSignal,
+  ) => Promise<void>;
   /** Non-zero exit in one-time mode when a source held bad data (not for the upstream-compatible command). */
   readonly strictExit?: boolean;
   /** True when deployments wait for this boot (the reboot they asked for): the first cycle then runs on unchanged metadata. */
@@ -314,6 +322,7 @@ export class Agent {
     await this.startWatching();
     const background = this.startBackground(signal);
     const queue = this.startSignalQueue(signal);
+    const hup = this.startCfnHup(signal);
     // Ready once the configuration is loaded and the loop entered, not after the first cycle: that cycle may run
     // deployments for as long as their timeouts allow, which no start-up timeout should have to cover.
     service?.progress(stallMs(), stallMs());
@@ -391,6 +400,7 @@ export class Agent {
     await this.watcher?.close();
     await background?.done;
     await queue;
+    await hup;
     log.info('stopped');
     return 0;
   }
@@ -421,6 +431,16 @@ export class Agent {
     const log = this.deps.log.child({ component: 'signal-queue' });
     return service({ loaded: () => this.loadedConfig, http: () => this.http, log }, signal).catch((err: unknown) => {
       log.error({ reason: errorMessage(err) }, 'signal queue stopped; queued signals wait for the next start');
+    });
+  }
+
+  /** The built-in cfn-hup; it never rejects (a failure is logged, the poll loop goes on). */
+  private startCfnHup(signal: AbortSignal): Promise<void> | undefined {
+    const service = this.deps.cfnHup;
+    if (!service) return undefined;
+    const log = this.deps.log.child({ component: 'cfn-hup' });
+    return service({ loaded: () => this.loadedConfig, http: () => this.http, log }, signal).catch((err: unknown) => {
+      log.error({ reason: errorMessage(err) }, 'cfn-hup stopped; its hooks are checked again at the next start');
     });
   }
 

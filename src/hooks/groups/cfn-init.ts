@@ -1,10 +1,8 @@
 import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
-import type { HttpClient } from '../../http/types.js';
-import { MAX_DOWNLOAD_BYTES } from '../cfn-init/download.js';
 import { parseInit } from '../cfn-init/model.js';
-import type { InitRun } from '../cfn-init/run-state.js';
+import { createInitRun, type InitRun } from '../cfn-init/run-state.js';
 import { runConfigs } from '../cfn-init/runner.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
 import { pathSetting } from '../hook-paths.js';
@@ -81,23 +79,6 @@ async function runNative(init: unknown, ctx: HookContext) {
 
 function initRun(ctx: HookContext): InitRun {
   const timeout = Number(ctx.env.HEAT_CFN_INIT_FETCH_TIMEOUT);
-  let client: Promise<HttpClient> | undefined;
-  return {
-    ctx,
-    root: ctx.env.OS_CONFIG_AGENT_ROOT ?? '',
-    fetchTimeoutSeconds: Number.isFinite(timeout) && timeout > 0 ? timeout : DEFAULT_FETCH_TIMEOUT_SECONDS,
-    // Loaded only by a run that downloads something: got is most of the hook's code.
-    http: () =>
-      (client ??= import('../../http/client.js').then((m) =>
-        m.createHttpClient({
-          defaultMaxBytes: MAX_DOWNLOAD_BYTES,
-          defaultRetries: 2,
-          proxy: { config: {}, env: ctx.env },
-        }),
-      )),
-    stdout: [],
-    stderr: [],
-    changed: new Set(),
-    accounts: new Map(),
-  };
+  const seconds = Number.isFinite(timeout) && timeout > 0 ? timeout : DEFAULT_FETCH_TIMEOUT_SECONDS;
+  return createInitRun(ctx, ctx.env.OS_CONFIG_AGENT_ROOT ?? '', seconds);
 }
