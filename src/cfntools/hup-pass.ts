@@ -84,6 +84,8 @@ async function checkResources(config: HupConfig, deps: HupPassDeps): Promise<Hup
       log.info('metadata changed', { resource, path: hook.path, event });
       if (hook.triggers.includes(event)) actions.push(...(await fire([hook], event, deps)));
     }
+    // Stopped half-way (the agent shutting down): the changes fire again at the next check.
+    if (deps.ctx.signal.aborted) break;
     try {
       await saveMetadata(deps.paths, metadata, resource);
     } catch (err) {

@@ -58,7 +58,7 @@ export async function retrieveMetadata(o: RetrieveOptions): Promise<Retrieved> {
     });
     return { metadata, from: 'heat-api-cfn' };
   }
-  o.log.warn('no credentials: reading the local copy of the metadata', { resource: o.resource ?? '' });
+  o.log.info('no credentials: reading the local copy of the metadata', { resource: o.resource ?? '' });
   const local = await readLocalMetadata(o.paths, o.resource);
   if (!local)
     throw new NoMetadataError(
