@@ -183,7 +183,7 @@ t.test(
     );
 
     // A port nothing listens on: a server started and closed again.
-    const gone = await startTestServer((_req, res) => res.end());
+    const gone = await startTestServer((_req, res) => void res.end());
     const closed = gone.port;
     await gone.close();
     const sides: Record<string, Record<string, string>> = {};
