@@ -16,8 +16,8 @@ import type { PathMapper } from '../util/rooted-path.js';
 // templates call them, as heat-cfntools' script does: an existing file is left alone (unless --force), and its lines
 // say what was linked. Heat's boot script runs it at every boot of a HEAT_CFNTOOLS server. Beyond heat-cfntools:
 // without --source it links a real heat-cfntools' commands (/usr/bin/cfn-*, not ours) when one is installed, else
-// ours; and a link to one of our commands is pointed at heat-cfntools' once heat-cfntools is installed, so ours never
-// stand in front of it.
+// ours; a link to one of our commands is pointed at heat-cfntools' once heat-cfntools is installed, so ours never
+// stand in front of it; and a link left pointing at nothing (heat-cfntools removed) is made again.
 
 export interface SymlinkOptions {
   readonly paths: PathMapper;
@@ -68,8 +68,10 @@ export function createAwsSymlinks(o: SymlinkOptions): number {
     const existing = linkOrFile(mapped);
     if (existing !== undefined) {
       const linked = existing.link === undefined ? undefined : path.resolve(o.target, existing.link);
-      const replaceOurs = linked !== undefined && linked !== from && (isOurs(o.paths.map(linked)) || isOurs(linked));
-      if (!o.force && !replaceOurs) {
+      const replaceOurs = linked !== undefined && linked !== from && isOurs(inside(o, linked));
+      // A link to nothing (its heat-cfntools removed): heat-cfntools' script crashed on it.
+      const dangling = linked !== undefined && !existsSync(inside(o, linked));
+      if (!o.force && !replaceOurs && !dangling) {
         o.say(`${to} already exists, will not replace with symlink`);
         continue;
       }
@@ -79,6 +81,11 @@ export function createAwsSymlinks(o: SymlinkOptions): number {
     symlinkSync(from, mapped);
   }
   return 0;
+}
+
+/** A link's target as this process reaches it: our own directory as it is, anything else under --root. */
+function inside(o: SymlinkOptions, target: string): string {
+  return target === o.ownDir || target.startsWith(`${o.ownDir}/`) ? target : o.paths.map(target);
 }
 
 /** True when heat-cfntools' cfn-init is installed: /usr/bin/cfn-init exists and is not one of our launchers. */

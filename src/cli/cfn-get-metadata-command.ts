@@ -15,8 +15,8 @@ import { addCfnRuntimeFlags, cfnRuntime, type CfnRuntimeFlags } from './cfn-runt
 // cfn-hup.
 
 interface GetMetadataFlags extends CfnRuntimeFlags {
-  stack: string;
-  resource: string;
+  stack?: string;
+  resource?: string;
   accessKey?: string;
   secretKey?: string;
   region?: string;
@@ -31,8 +31,8 @@ export function defineCfnGetMetadataCommand(
   name = 'cfn-get-metadata',
 ): Command {
   addCfnRuntimeFlags(cmd)
-    .requiredOption('-s, --stack <name>', 'A Heat stack name')
-    .requiredOption('-r, --resource <id>', 'A Heat logical resource ID')
+    .option('-s, --stack <name>', 'A Heat stack name (required)')
+    .option('-r, --resource <id>', 'A Heat logical resource ID (required)')
     .option('--access-key <key>', 'A Keystone access key')
     .option('--secret-key <key>', 'A Keystone secret key')
     .option('--region <region>', 'Openstack region (accepted; not needed, as with heat-cfntools)')
@@ -41,6 +41,12 @@ export function defineCfnGetMetadataCommand(
     .option('-k, --key <path>', "print only the value at this key path (keys joined by '.'; quote a key with a dot)");
   cmd.action(async () => {
     const flags = cmd.opts<GetMetadataFlags>();
+    // Required, as argparse says it; checked here so that an unknown flag is reported first (commander's order).
+    for (const [value, flag] of [
+      [flags.stack, '-s, --stack <name>'],
+      [flags.resource, '-r, --resource <id>'],
+    ] as const)
+      if (value === undefined) cmd.error(`error: required option '${flag}' not specified`, { exitCode: 2 });
     // heat-cfntools' own checks and words, on stdout.
     if (!flags.stack) return done(setExit, 1, 'The Stack name must not be empty.');
     if (!flags.resource) return done(setExit, 1, 'The Resource ID must not be empty');

@@ -246,6 +246,11 @@ t.test(
     t.equal(forced.code, 0);
     t.equal(readlinkSync(at('opt/aws/bin/cfn-signal')), '/usr/bin/cfn-signal', '-f replaces it');
     t.equal((await run('-s', '/opt/aws/bin')).code, 1, 'source and target the same: exit 1, as heat-cfntools');
+    // heat-cfntools removed: its links point at nothing and are made again, to ours.
+    rmSync(at('usr/bin'), { recursive: true });
+    const after = await run();
+    t.equal(after.code, 0, after.stderr);
+    t.equal(readlinkSync(at('opt/aws/bin/cfn-init')), path.join(BIN, 'cfn-init'), 'a dangling link is replaced');
   },
 );
 
