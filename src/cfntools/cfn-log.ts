@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { errorMessage } from '../errors.js';
 import { scrubText } from '../log/redact.js';
@@ -22,6 +22,7 @@ const STDERR_LEVELS: ReadonlySet<HookLogLevel> = new Set(['WARNING', 'ERROR']);
 
 export function cfnLog(name: string, options: CfnLogOptions): HookLog {
   const toStderr = options.stderr ?? ((line: string) => process.stderr.write(line));
+  let fd: number | undefined;
   let fileFailed = false;
   return new HookLog(name, (level, message, fields) => {
     const detail = Object.entries(fields)
@@ -30,8 +31,12 @@ export function cfnLog(name: string, options: CfnLogOptions): HookLog {
     const line = scrubText(`${level} [${pythonLogTime(new Date())}] ${message}${detail}\n`);
     if (!fileFailed) {
       try {
-        mkdirSync(path.dirname(options.file), { recursive: true, mode: 0o755 });
-        appendFileSync(options.file, line, { mode: 0o600 });
+        // Opened on the first line and kept for the life of the command (closed by the process's end).
+        if (fd === undefined) {
+          mkdirSync(path.dirname(options.file), { recursive: true, mode: 0o755 });
+          fd = openSync(options.file, 'a', 0o600);
+        }
+        writeSync(fd, line);
       } catch (err) {
         fileFailed = true;
         toStderr(`${name}: cannot write the log file ${options.file} (${errorMessage(err)}); logging to stderr\n`);

@@ -3,7 +3,6 @@ import { cfnEndpoint, type CfnEndpoint } from '../cfntools/endpoint.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import type { HttpClient } from '../http/types.js';
-import { configSources } from './common-flags.js';
 
 // What the heat-cfntools commands share: --root (every path under it) and the agent's configuration, read for what
 // heat-cfntools kept elsewhere: [cfn] metadata_url (heat-api-cfn, when Heat's boot data does not name it),
@@ -32,7 +31,8 @@ export function addCfnRuntimeFlags(cmd: Command): Command {
 }
 
 export async function cfnRuntime(flags: CfnRuntimeFlags): Promise<CfnRuntime> {
-  const loaded = await loadConfig(configSources(flags, {}));
+  // The sources as common-flags.ts builds them, without its module: it brings the logger (pino) these commands do not use.
+  const loaded = await loadConfig({ root: flags.root, configFiles: flags.configFile, configDirs: flags.configDir });
   const { config } = loaded;
   let client: HttpClient | undefined;
   return {
