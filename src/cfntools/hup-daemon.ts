@@ -39,6 +39,8 @@ export interface HupCheckResult {
 }
 
 const SERVICE_TOOL_TIMEOUT_MS = 60_000;
+/** However small `interval` is, heat-api-cfn is asked at most once a second. */
+const MIN_INTERVAL_MS = 1000;
 const LEVELS: Readonly<Record<HookLogLevel, 'info' | 'warn' | 'error'>> = {
   INFO: 'info',
   WARNING: 'warn',
@@ -62,7 +64,7 @@ export async function daemonHupCheck(state: HupDaemonState, deps: HupCheckDeps):
   const summary = { actions: report.actions.length, failed, errors: report.errors.length };
   if (report.actions.length > 0 || report.errors.length > 0) deps.log.info(summary, 'cfn-hup check done');
   else deps.log.debug(summary, 'cfn-hup check done');
-  return { nextInMs: config.main.intervalMinutes * 60_000 };
+  return { nextInMs: Math.max(MIN_INTERVAL_MS, config.main.intervalMinutes * 60_000) };
 }
 
 async function currentConfig(state: HupDaemonState, deps: HupCheckDeps): Promise<HupConfig | undefined> {
