@@ -56,6 +56,12 @@ mkdirSync(oca, { recursive: true });
 cpSync(BUNDLE, path.join(oca, 'os-config-agent.mjs'));
 cpSync(path.join(REPO, 'dist/chunks'), path.join(oca, 'chunks'), { recursive: true });
 for (const name of ['cfn-init', 'cfn-hup']) symlinkSync('os-config-agent.mjs', path.join(oca, name));
+// BENCH_NODE: another Node.js to run ours with (the image and the package run Node 24; this process's by default),
+// copied into the share, which the scratch root sees. Its compile cache is kept there too, as the launchers keep it
+// in /var/cache/os-config-agent (Node >= 22.1; the warm-up turn fills it).
+const nodeInside = process.env.BENCH_NODE ? '/tmp/share/node' : process.execPath;
+if (process.env.BENCH_NODE) cpSync(process.env.BENCH_NODE, path.join(share, 'node'));
+mkdirSync(path.join(share, 'compile-cache'), { mode: 0o700 });
 writeFileSync(path.join(share, 'metadata.json'), METADATA);
 
 // heat-api-cfn on loopback, in its own process (the turns below block this one).
@@ -93,7 +99,7 @@ printf 'AWSAccessKeyId=AKBENCH\\nAWSSecretKey=bench-secret\\n' > "$S/m/etc/cfn/c
 printf '[reload]\\ntriggers=post.update\\npath=Resources.web.Metadata.AWS::CloudFormation::Init\\naction=touch /tmp/fired\\nrunas=root\\n' > "$S/m/etc/cfn/hooks.conf"
 run() { chroot "$S/m" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 if [ "$SIDE" = ours ]; then
-  tool() { n=$1; shift; /usr/bin/time -f '__MEASURE__ %e %M %U %S' -o "/tmp/time-$n" "$NODE" --v8-pool-size=0 "/tmp/share/oca/$n" "$@"; }
+  tool() { n=$1; shift; OS_CONFIG_AGENT_COMPILE_CACHE=/tmp/share/compile-cache /usr/bin/time -f '__MEASURE__ %e %M %U %S' -o "/tmp/time-$n" "$NODE" --v8-pool-size=0 "/tmp/share/oca/$n" "$@"; }
 else
   tool() { n=$1; shift; /usr/bin/time -f '__MEASURE__ %e %M %U %S' -o "/tmp/time-$n" "/usr/bin/$n" "$@"; }
 fi
@@ -107,7 +113,7 @@ function turn(side, port) {
   mkdirSync(scratch, { recursive: true });
   const res = spawnSync(
     'unshare',
-    ['--mount', '--fork', 'bash', '-c', TURN, 'bench', scratch, share, side, process.execPath, String(port)],
+    ['--mount', '--fork', 'bash', '-c', TURN, 'bench', scratch, share, side, nodeInside, String(port)],
     { encoding: 'utf8', timeout: 180_000 },
   );
   if (res.status !== 0) throw new Error(`${side} turn failed (${res.status}): ${res.stderr}`);
@@ -151,6 +157,7 @@ try {
       files: FILES,
       commands: COMMANDS,
       runs: RUNS,
+      node: spawnSync(process.env.BENCH_NODE ?? process.execPath, ['--version'], { encoding: 'utf8' }).stdout.trim(),
       cfnInit: compare(0),
       cfnHupNoChange: compare(1),
     }),
