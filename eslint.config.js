@@ -66,12 +66,6 @@ export default tseslint.config(
       'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }],
     },
   },
-  // TEMPORARY EXEMPTION (issue 28): src/signals is being rebuilt as one signal engine. Whoever brings it within the
-  // limits removes this block and the line of test/lint/size.test.ts that checks it.
-  {
-    files: ['src/signals/**'],
-    rules: { 'max-lines': 'off', 'max-lines-per-function': 'off' },
-  },
   {
     files: ['test/**', 'scripts/**'],
     rules: { 'no-console': 'off' },

@@ -88,13 +88,14 @@ await build({
 await writeFile(out, `${SHEBANG}\n${await readFile(out, 'utf8')}`);
 await chmod(out, 0o755);
 
-// One launcher per compatibility name: it takes the name it runs as (the bundle chooses the command by it, as it does
-// for a link named after the command), then loads the entry. A file, not a link: npm leaves links out of a package.
+// One launcher per compatibility name: it gives its own path as the one it runs as (the bundle chooses the command by
+// its name, as it does for a link named after the command; cfn-create-aws-symlinks finds its siblings by its
+// directory), then loads the entry. A file, not a link: npm leaves links out of a package.
 await mkdir('dist/bin', { recursive: true });
 for (const name of COMPAT_COMMANDS) {
   await writeFile(
     `dist/bin/${name}`,
-    `${SHEBANG}\n// ${name}: os-config-agent's ${name} command (scripts/build.mjs).\nprocess.argv[1] = '${name}';\nawait import('../${AGENT_COMMAND}.mjs');\n`,
+    `${SHEBANG}\n// ${name}: os-config-agent's ${name} command (scripts/build.mjs).\nprocess.argv[1] = decodeURIComponent(new URL(import.meta.url).pathname);\nawait import('../${AGENT_COMMAND}.mjs');\n`,
   );
   await chmod(`dist/bin/${name}`, 0o755);
 }

@@ -29,6 +29,9 @@ export type ErrorCode =
   | 'ERR_SIGNAL_TRANSITION'
   | 'ERR_DEPLOYMENT_UNKNOWN'
   | 'ERR_DEPLOYMENT_BUSY'
+  | 'ERR_CFN_CREDENTIALS'
+  | 'ERR_CFN_METADATA'
+  | 'ERR_CFN_HUP_CONFIG'
   // Not thrown by the agent: a collector's unclassified failure (a log field), a built-in hook's refusal and a file
   // target it refuses (inside the hook's result).
   | 'ERR_SOURCE_UNEXPECTED'

@@ -32,6 +32,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     // The deployment code is loaded on first use, so `collect` never parses it.
     // Signals queued by `cfn-signal`: loaded only when the daemon loops.
     signalQueue: async (ctx, signal) => (await import('../daemon/signal-queue-service.js')).runSignalQueue(ctx, signal),
+    // cfn-hup's hooks, once /etc/cfn/cfn-hup.conf exists (its code loads only then).
+    cfnHup: async (ctx, signal) => (await import('../daemon/cfn-hup-service.js')).runCfnHup(ctx, signal),
     resumeAfterBoot: async (loaded, rlog) => (await import('../deploy/reboot.js')).deploymentsAwaitBoot(loaded, rlog),
     backgroundPass: async (loaded, blog, http, signal) =>
       (await import('../deploy/deploy-step.js')).flushOutbox(loaded, blog, http, { signal }),

@@ -2,15 +2,9 @@ import { Option, type Command } from 'commander';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import { daemonPresenceFile, runningDaemon } from '../status/daemon-presence.js';
-import {
-  attemptIfDue,
-  enqueueSignal,
-  isDueSignal,
-  queueDepsFor,
-  readQueuedSignal,
-  type QueueDeps,
-  type QueuedSignal,
-} from '../signals/cfn-signal-queue.js';
+import { isDueSignal, type QueuedSignal } from '../signals/cfn-signal-queue/entry.js';
+import { enqueueSignal, readQueuedSignal } from '../signals/cfn-signal-queue/files.js';
+import { attemptIfDue, queueDepsFor, type QueueDeps } from '../signals/cfn-signal-queue/send.js';
 import { SignalInputError } from '../heat/wait-condition-body.js';
 import { createLogger, parseLogLevel, type Logger } from '../log/logger.js';
 import { registerSecret } from '../log/redact.js';
@@ -21,9 +15,9 @@ import { checkFlags, signalInput, type CfnSignalFlags, type SignalInput } from '
 import { defaultUniqueId } from './signal-unique-id.js';
 
 // `os-config-agent cfn-signal [flags] URL` and the compatibility command `cfn-signal`: heat-cfntools' cfn-signal (same
-// flags, same body), except that the signal goes into the agent's durable queue (signal-queue.ts) and the daemon
-// delivers it, with retries, across network outages and restarts. With no daemon running, the command tries once
-// itself; --now tries once at once anyway; --wait stays until the signal is delivered or refused. Exit codes:
+// flags, same body), except that the signal goes into the agent's durable queue (src/signals/cfn-signal-queue/) and
+// the daemon delivers it, with retries, across network outages and restarts. With no daemon running, the command tries
+// once itself; --now tries once at once anyway; --wait stays until the signal is delivered or refused. Exit codes:
 //   0  delivered, or queued with a daemon running to deliver it
 //   1  refused for good (a 4xx such as an expired signature), or nothing could be queued (local failure)
 //   2  usage or bad input (no URL, a bad URL, data over the limit, --body not a JSON object): nothing queued
@@ -121,7 +115,7 @@ async function queueAndDeliver(
   const handlers = installSignalHandlers(log);
   try {
     const deps = queueDepsFor(config, http, log.child({ component: 'cfn-signal' }), { signal: handlers.signal });
-    const entry = await enqueueSignal(deps.dir, input, deps.now());
+    const entry = await enqueueSignal(deps.dir, input, deps.policy.now());
     log.info({ signalId: entry.id, kind: entry.kind, to: entry.shownUrl }, 'signal queued');
     const daemon = await runningDaemon(daemonPresenceFile(config));
     let current: QueuedSignal | undefined = entry;
@@ -175,7 +169,7 @@ async function waitUntilSettled(
 ): Promise<QueuedSignal | undefined> {
   let current = await readQueuedSignal(deps.dir, id);
   while (current?.state === 'pending' && Date.now() < deadline && !stop.aborted) {
-    if (isDueSignal(current, deps.now())) current = await attemptIfDue(deps, id);
+    if (isDueSignal(current, deps.policy.now())) current = await attemptIfDue(deps, id);
     if (current?.state !== 'pending') break;
     const dueIn = current.nextAttemptAt ? Date.parse(current.nextAttemptAt) - Date.now() : WAIT_POLL_MS;
     await sleep(Math.max(10, Math.min(WAIT_POLL_MS, dueIn, deadline - Date.now())), stop);

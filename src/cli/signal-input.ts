@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import { SIGNAL_LIMIT_BYTES } from '../heat/signal-body.js';
-import type { QueuedSignalKind } from '../signals/cfn-signal-queue.js';
+import type { QueuedSignalKind } from '../signals/cfn-signal-queue/entry.js';
 import {
   cfnBody,
   DEFAULT_DATA,

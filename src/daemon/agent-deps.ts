@@ -2,7 +2,7 @@ import type { ConfigSources, LoadedConfig } from '../config/load.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import type { AfterCollectHook } from '../pipeline/contract.js';
-import type { OutboxPass, SignalQueueService } from './background-work.js';
+import type { CfnHupService, OutboxPass, SignalQueueService } from './background-work.js';
 import type { Pipeline } from './pipeline.js';
 import type { ServiceNotifier } from './service-notifier.js';
 
@@ -26,6 +26,11 @@ export interface AgentDeps {
    * aborts (in both loop modes; never with one_time).
    */
   readonly signalQueue?: SignalQueueService;
+  /**
+   * The built-in cfn-hup (a service like the signal queue, in both loop modes; never with one_time): checks the hooks
+   * of /etc/cfn/cfn-hup.conf when that file exists.
+   */
+  readonly cfnHup?: CfnHupService;
   /** Non-zero exit in one-time mode when a source held bad data (not for the upstream-compatible command). */
   readonly strictExit?: boolean;
   /** True when deployments wait for this boot (the reboot they asked for): the first cycle then runs on unchanged metadata. */

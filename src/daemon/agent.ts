@@ -8,7 +8,7 @@ import type { HttpClient } from '../http/types.js';
 import { agentStatusPath, type CycleResult } from '../status/agent-facts.js';
 import { exportAgentPid } from './agent-pid-env.js';
 import { AgentStatusPublisher } from './agent-status.js';
-import { startOutbox, startSignalQueue } from './background-work.js';
+import { startCfnHup, startOutbox, startSignalQueue } from './background-work.js';
 import { collectAll, type CollectionOutcome, type CollectorMemories } from './collect-all.js';
 import { createCommandPipeline } from './command-pipeline.js';
 import { reloadConfig } from './config-reload.js';
@@ -29,6 +29,7 @@ interface LoopServices {
   readonly installed: InstalledFilesWatch | undefined;
   readonly outbox: { loop: RetryLoop; done: Promise<void> } | undefined;
   readonly queue: Promise<void> | undefined;
+  readonly cfnHup: Promise<void> | undefined;
 }
 
 export class Agent {
@@ -194,6 +195,7 @@ export class Agent {
     await this.watch.close();
     await services.outbox?.done;
     await services.queue;
+    await services.cfnHup;
     this.deps.log.info('stopped');
     return 0;
   }
@@ -214,11 +216,12 @@ export class Agent {
     const outbox =
       this.deps.backgroundPass && native ? startOutbox(this.deps.backgroundPass, inForce, log, signal) : undefined;
     const queue = this.deps.signalQueue ? startSignalQueue(this.deps.signalQueue, inForce, log, signal) : undefined;
+    const cfnHup = this.deps.cfnHup ? startCfnHup(this.deps.cfnHup, inForce, log, signal) : undefined;
     // The first cycle may run deployments for as long as their timeouts allow, which no start-up timeout should have
     // to cover.
     service?.progress(this.stallMs(), this.stallMs());
     service?.ready();
-    return { installed, outbox, queue };
+    return { installed, outbox, queue, cfnHup };
   }
 
   /** The configured splay: a random delay before the first poll, so that a fleet booted together spreads out. */

@@ -5,7 +5,8 @@ import type { Logger } from '../log/logger.js';
 import { RetryLoop, type RetryPassResult } from './retry-loop.js';
 
 // Work of the daemon beside the poll loop: the deployment signal outbox (a pass that says when it is next due) and
-// the queue of signals `os-config-agent cfn-signal` left (a service that runs until the daemon stops). Each reads the
+// the queue of signals `os-config-agent cfn-signal` left and the built-in cfn-hup (services that run until the daemon
+// stops). Each reads the
 // configuration and HTTP client in force at each pass: a reload replaces them.
 
 /** One pass of the deployment signal outbox. */
@@ -16,8 +17,8 @@ export type OutboxPass = (
   signal: AbortSignal,
 ) => Promise<RetryPassResult>;
 
-/** The cfn-signal queue's service: runs until the signal aborts. */
-export type SignalQueueService = (
+/** A service of the daemon (the cfn-signal queue, the built-in cfn-hup): runs until the signal aborts. */
+export type DaemonService = (
   ctx: { loaded: () => LoadedConfig; http: () => HttpClient; log: Logger },
   signal: AbortSignal,
 ) => Promise<void>;
@@ -40,6 +41,12 @@ export function startOutbox(
   return { loop, done: loop.run(signal) };
 }
 
+/** The cfn-signal queue's service. */
+export type SignalQueueService = DaemonService;
+
+/** The built-in cfn-hup: checks the hooks of /etc/cfn/cfn-hup.conf while that file exists. */
+export type CfnHupService = DaemonService;
+
 /** The cfn-signal queue service; it never rejects (a failure to start is logged, the poll loop goes on). */
 export function startSignalQueue(
   service: SignalQueueService,
@@ -51,6 +58,16 @@ export function startSignalQueue(
   return service({ loaded: () => inForce.loaded(), http: () => inForce.http(), log: qlog }, signal).catch(
     (err: unknown) => {
       qlog.error({ reason: errorMessage(err) }, 'signal queue stopped; queued signals wait for the next start');
+    },
+  );
+}
+
+/** The built-in cfn-hup; it never rejects (a failure is logged, the poll loop goes on). */
+export function startCfnHup(service: CfnHupService, inForce: InForce, log: Logger, signal: AbortSignal): Promise<void> {
+  const hlog = log.child({ component: 'cfn-hup' });
+  return service({ loaded: () => inForce.loaded(), http: () => inForce.http(), log: hlog }, signal).catch(
+    (err: unknown) => {
+      hlog.error({ reason: errorMessage(err) }, 'cfn-hup stopped; its hooks are checked again at the next start');
     },
   );
 }

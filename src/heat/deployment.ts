@@ -68,11 +68,20 @@ export interface Deployment {
 
 export type ParsedDeployment = { ok: true; deployment: Deployment; warnings: string[] } | { ok: false; reason: string };
 
-export function parseDeployment(raw: unknown): ParsedDeployment {
+export interface ParseOptions {
+  /**
+   * A deployment object without an id is read with the id "" (a hook run by hand, or by heat-agents' own tests, is
+   * given no id: the hook protocol does not require one). The agent's own deployments always need one.
+   */
+  readonly idOptional?: boolean;
+}
+
+export function parseDeployment(raw: unknown, options: ParseOptions = {}): ParsedDeployment {
   if (!isJsonObject(raw)) return { ok: false, reason: 'the deployment is not a JSON object' };
-  const id = raw.id;
-  if (typeof id !== 'string' || id === '') return { ok: false, reason: 'the deployment has no id' };
-  if (!isSafeFileName(id as unknown))
+  const missing = raw.id === undefined || raw.id === null;
+  const id = missing && options.idOptional ? '' : raw.id;
+  if (typeof id !== 'string' || (id === '' && !missing)) return { ok: false, reason: 'the deployment has no id' };
+  if (id !== '' && !isSafeFileName(id as unknown))
     return {
       ok: false,
       reason: `deployment id ${JSON.stringify(String(id).slice(0, 80))} cannot be used as a file name`,

@@ -38,6 +38,11 @@ export type HookOutcome = JsonObject;
 export interface BuiltinHook {
   /** The deployment group it serves, which is also its file name in a hooks directory. */
   readonly group: string;
+  /**
+   * True when it runs a deployment object without an id (its id is then ""), as upstream's hook of the group does,
+   * which never reads one. A hook that names files or containers after the id leaves it out, and refuses such input.
+   */
+  readonly acceptsNoId?: boolean;
   run(deployment: HookDeployment, ctx: HookContext): Promise<HookOutcome>;
   /**
    * The files it keeps for one deployment (the script, manifest, playbook, variables file: upstream keeps them, and

@@ -68,6 +68,9 @@ export interface ProcessOptions {
   readonly unobserved?: boolean;
   /** The oom_score_adj the process starts with when the agent's own is lower (tests raise it to see it applied). */
   readonly oomScoreAdj?: number;
+  /** Run as this user and group (ids; the supplementary groups are dropped): cfn-hup's `runas`. */
+  readonly uid?: number;
+  readonly gid?: number;
 }
 
 export interface ProcessResult {
@@ -132,6 +135,8 @@ class ProcessRun {
             env: options.env ?? process.env,
             detached: this.ownGroup,
             stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+            ...(options.uid !== undefined ? { uid: options.uid } : {}),
+            ...(options.gid !== undefined ? { gid: options.gid } : {}),
           }),
         options.oomScoreAdj,
       );

@@ -476,11 +476,13 @@ t.test('an unreachable signal server holds up nothing; the outbox delivers later
     store,
     http: h.http,
     log: h.captured.log,
-    timeoutSeconds: 2,
-    maxBackoffSeconds: 60,
-    maxAttempts: 50,
-    now: () => Date.now() + 600_000,
-    random: () => 1,
+    policy: {
+      timeoutSeconds: 2,
+      maxBackoffSeconds: 60,
+      maxAttempts: 50,
+      now: () => Date.now() + 600_000,
+      random: () => 1,
+    },
   };
   t.same(await flushDue(deps), { attempted: 3, sent: 3, failed: 0, pending: 0 });
   await runDeployments(h.ctx(list));

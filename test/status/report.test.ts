@@ -4,7 +4,7 @@ import t from 'tap';
 import { moveTo } from '../helpers/state-path.js';
 import { announceDaemon, daemonPresenceFile } from '../../src/status/daemon-presence.js';
 import { queuedSignal } from '../../src/signals/outbox.js';
-import { enqueueSignal } from '../../src/signals/cfn-signal-queue.js';
+import { enqueueSignal } from '../../src/signals/cfn-signal-queue/files.js';
 import { signalQueueDir } from '../../src/state/signal-queue-paths.js';
 import { storeFor } from '../../src/state/store.js';
 import { agentStatusPath } from '../../src/status/agent-facts.js';

@@ -35,6 +35,7 @@ export const declaration: HookDeclaration = { group: 'docker-compose', tool: COM
 
 export const hook: BuiltinHook = {
   group: declaration.group,
+  acceptsNoId: true,
 
   // The project directory is named after the deployment's name, not its id; `removed` finds it by OWNER_FILE.
   workFiles: () => [],
@@ -68,13 +69,9 @@ export const hook: BuiltinHook = {
       log.info('compose project up', { project });
       return result(run);
     }
-    log.error('compose up failed', { project, status: run.status });
-    // compose's own output can be a long traceback: the last line names the project and the cause.
-    const separator = run.stderr === '' || run.stderr.endsWith('\n') ? '' : '\n';
-    return result({
-      ...run,
-      stderr: `${run.stderr}${separator}compose up in ${project} failed with status ${run.status}: ${lastLine(run.stderr)}\n`,
-    });
+    // compose's own output is the result, as upstream; the log names the project and the cause.
+    log.error('compose up failed', { project, status: run.status, reason: lastLine(run.stderr) });
+    return result(run);
   },
 
   async removed(id, ctx) {

@@ -20,6 +20,7 @@ export const declaration: HookDeclaration = { group: 'hiera' };
 
 export const hook: BuiltinHook = {
   group: declaration.group,
+  acceptsNoId: true,
 
   // hiera.yaml and the data files are read by later puppet runs: they stay when the deployment goes, as upstream.
   workFiles: () => [],

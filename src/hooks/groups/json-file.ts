@@ -19,6 +19,7 @@ export const declaration: HookDeclaration = { group: 'json-file' };
 
 export const hook: BuiltinHook = {
   group: declaration.group,
+  acceptsNoId: true,
 
   // The files belong to the services that read them: they stay when the deployment goes, as upstream.
   workFiles: () => [],
