@@ -29,3 +29,22 @@ t.test('values render as os-apply-config renders them', async (t) => {
   t.same(ours.missing, []);
   t.equal(ours.text, upstream);
 });
+
+t.test('a lone surrogate cannot be written to a file: os-apply-config dies, the agent names the key', async (t) => {
+  const dir = t.testdir();
+  mkdirSync(path.join(dir, 't/etc'), { recursive: true });
+  writeFileSync(path.join(dir, 't/etc/x'), '{{s}}\n');
+  writeFileSync(path.join(dir, 'md.json'), '{"s": "a\\ud800b"}');
+  const run = spawnSync('os-apply-config', ['-t', 't', '-m', 'md.json', '-o', 'out'], { cwd: dir, encoding: 'utf8' });
+  t.not(run.status, 0);
+  t.match(run.stderr, /UnicodeEncodeError/);
+  t.throws(() => renderTemplate('{{s}}\n', parsePythonJson('{"s": "a\\ud800b"}')), {
+    name: 'TemplateError',
+    message: /the value of \{\{s\}\} holds a lone UTF-16 surrogate/,
+  });
+  t.equal(
+    renderTemplate('{{s}}', parsePythonJson('{"s": "\\ud83d\\ude00"}')).text,
+    '\u{1f600}',
+    'a pair is one character',
+  );
+});
