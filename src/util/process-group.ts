@@ -143,6 +143,8 @@ export interface ProcessOptions {
   readonly unobserved?: boolean;
   /** The oom_score_adj the process starts with when the agent's own is lower (tests raise it to see it applied). */
   readonly oomScoreAdj?: number;
+  /** Open descriptors of the agent the process gets as its fds 3, 4, ... (the same open files, not copies). */
+  readonly passFds?: readonly number[];
 }
 
 export interface ProcessResult {
@@ -250,7 +252,7 @@ export function runProcess(options: ProcessOptions): Promise<ProcessResult> {
             cwd: options.cwd,
             env: options.env ?? process.env,
             detached: ownGroup,
-            stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+            stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.passFds ?? [])],
           }),
         options.oomScoreAdj,
       );

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -9,6 +8,7 @@ import { scrubText, secrets } from '../../src/log/redact.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { startSignalSink, type SinkTransport } from '../helpers/signal-sink.js';
+import { holdFlock } from '../helpers/flock-holder.js';
 
 // The deployment runner end to end: real hook processes from test/fixtures/hooks, real signal servers per transport,
 // real state on disk.
@@ -544,10 +544,9 @@ t.test('local state failures throw; another runner holding the lock is refused',
   writeFileSync(path.join(root, 'var/lib/heat-config/deployed'), 'not a directory');
   await t.rejects(runDeployments(h.ctx([deployment({ id: 'x' })])), { code: 'ERR_DEPLOYMENT_STATE' });
   const other = await setup(t);
-  const child = spawn('sleep', ['30'], { stdio: 'ignore' });
-  t.teardown(() => void child.kill('SIGKILL'));
   mkdirSync(path.dirname(deployLockFile(other.h.loaded.config)), { recursive: true });
-  writeFileSync(deployLockFile(other.h.loaded.config), `${child.pid}`);
+  const holder = await holdFlock(deployLockFile(other.h.loaded.config));
+  t.teardown(() => holder.kill());
   await t.rejects(runDeployments(other.h.ctx([deployment({ id: 'x' })])), { code: 'ERR_LOCKED' });
 });
 
