@@ -480,8 +480,9 @@ class Dispatcher {
     }
     const shown = paths.unmap(lookup.found.path);
     if (!lookup.found.runnable) {
-      const message = `hook ${shown} ${lookup.found.problem ?? 'cannot be run'}; make it an executable file`;
-      dlog.error({ code: 'ERR_HOOK', hook: shown }, 'hook not runnable; failure signalled');
+      const { problem = 'cannot be run', fix = 'make it an executable file', code = 'ERR_HOOK' } = lookup.found;
+      const message = `hook ${shown} ${problem}; ${fix}`;
+      dlog.error({ code, hook: shown }, 'hook not runnable; failure signalled');
       await this.store.writeDeployed(d.id, d.document);
       return this.finish(d, record, failureBody(message, STATUS_NOT_EXECUTABLE), { exitCode: null }, message);
     }

@@ -2,6 +2,7 @@ import { constants as fsConstants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { AgentError, errorMessage } from '../errors.js';
 import { runProcess } from './process-group.js';
+import { TrustCheck } from './trust.js';
 import { currentIdentity, formatIdentity, isRunning, parseIdentity, type ProcessIdentity } from './process-identity.js';
 
 // The agent's locks across processes (deployments, queued signals, os-refresh-config's phases, the daemon itself) are
@@ -11,10 +12,10 @@ import { currentIdentity, formatIdentity, isRunning, parseIdentity, type Process
 // it as its fd 3: a flock belongs to the open file, which stays ours when flock(1) exits.
 //
 // The file is opened without following a symbolic link (O_NOFOLLOW), must be a regular file with one link owned by
-// root or the agent's user, and is only ever truncated through that descriptor: whoever can plant a link at the path
-// cannot make the agent empty another file. It is never removed either, or a process that had opened the old file
-// would hold a lock nobody else sees. The holder writes its identity (pid, start time, boot id) into the file so that
-// a refused caller can name it; the lock, never that line, decides.
+// root or the agent's user, in a directory the trust rule accepts (util/trust.ts), and is only ever truncated through
+// that descriptor: whoever can plant a link at the path cannot make the agent empty another file. It is never removed
+// either, or a process that had opened the old file would hold a lock nobody else sees. The holder writes its identity
+// (pid, start time, boot id) into the file so that a refused caller can name it; the lock, never that line, decides.
 
 /** flock(1)'s exit status for "held by another" (Linux EAGAIN, as upstream os-refresh-config exits). */
 const HELD_EXIT_CODE = 11;
@@ -126,6 +127,8 @@ async function openLockFile(file: string, options: LockOptions): Promise<fs.File
   } catch (err) {
     throw new LockFileError(file, `its directory cannot be created (${errorMessage(err)})`, { cause: err });
   }
+  // Whoever can write the directory could replace the file, and two processes would each hold a lock on their own.
+  await new TrustCheck().require(path.dirname(file));
   let handle: fs.FileHandle;
   try {
     const flags = fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;

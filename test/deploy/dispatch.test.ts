@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { MAX_HOOK_STARTS, runDeployments, settleAppliedDeployments } from '../../src/deploy/dispatch.js';
@@ -568,5 +568,36 @@ t.test(
     await runDeployments(h.ctx([]));
     t.match(scrubText(`line with ${password}`), password, 'released once the deployment is gone');
     t.equal(secrets.size, held - 1);
+  },
+);
+
+t.test(
+  'a hook another user replaced (0777, their uid) is refused, never run: a failure signal naming the trust rule',
+  { skip: process.getuid?.() !== 0 && 'needs root to chown the hook to another user' },
+  async (t) => {
+    const { sink, h, counter, runs } = await setup(t);
+    const dir = installHooks(h.loaded.paths.map('/'), { foreign: { from: 'fake', mode: 0o777 } });
+    chownSync(path.join(dir, 'foreign'), 65534, 65534);
+    const d = deployment({
+      id: 'f',
+      group: 'foreign',
+      config: { counter },
+      signal: sink.inputs('CFN_SIGNAL', 'f', 'f'),
+    });
+    const report = await runDeployments(h.ctx([d]));
+    t.same(
+      report.failed.map((f) => f.id),
+      ['f'],
+    );
+    t.same(runs(), [], 'the hook never ran');
+    const body = sink.received.find((r) => r.id === 'f')?.body as Record<string, unknown>;
+    t.equal(body.deploy_status_code, 126);
+    t.match(
+      body.deploy_stderr,
+      /hook \/var\/lib\/heat-config\/hooks\/foreign is not trusted: .*owned by user 65534.*chmod go-w/,
+    );
+    t.ok(
+      h.captured.lines.some((l) => l.msg === 'hook not runnable; failure signalled' && l.code === 'ERR_UNTRUSTED_PATH'),
+    );
   },
 );
