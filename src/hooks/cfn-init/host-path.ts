@@ -9,12 +9,7 @@ import type { InitRun } from './run-state.js';
 // root. A file's own name is not followed ('file': it is replaced whole, never written through a link); a source's or
 // a command's directory is ('directory').
 
-export async function hostPath(
-  run: InitRun,
-  p: string,
-  resource: string,
-  kind: 'file' | 'directory',
-): Promise<string> {
+export async function hostPath(run: InitRun, p: string, resource: string, kind: 'file' | 'directory'): Promise<string> {
   const root = run.root || '/';
   const target = run.root ? path.join(run.root, p) : p;
   try {
