@@ -66,7 +66,7 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
     (await import('./collect-command.js')).defineCollectCommand(program, { strictExit: false, setExit });
   } else if (name === 'os-apply-config') {
     // compat: os-apply-config
-    (await import('./apply-command.js')).defineOsApplyConfigCommand(program, setExit);
+    (await import('./os-apply-config-command.js')).defineOsApplyConfigCommand(program, setExit);
   } else if (name === 'os-refresh-config') {
     // compat: os-refresh-config
     (await import('./refresh-command.js')).defineRefreshCompatCommand(program, setExit);

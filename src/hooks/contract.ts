@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../errors.js';
 import type { JsonObject } from '../util/json-merge.js';
 import type { Deployment } from '../heat/deployment.js';
 import type { ProcessOptions, ProcessResult } from '../util/process-group.js';
@@ -53,7 +54,7 @@ export interface BuiltinHook {
 
 /** A failure the hook reports as its result (status 1, the message as deploy_stderr), not a crash. */
 export class HookFailure extends Error {
-  readonly code = 'ERR_HOOK_FAILURE';
+  readonly code = 'ERR_HOOK_FAILURE' satisfies ErrorCode;
   constructor(message: string) {
     super(message);
     this.name = 'HookFailure';

@@ -7,9 +7,10 @@ import type { Logger } from '../log/logger.js';
 import { redactUrl, releaseSecrets, setSecrets } from '../log/redact.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { isSafeFileName } from '../util/safe-name.js';
-import { DeployLockedError, stateError } from '../state/errors.js';
+import { DeployLockedError, SignalTransitionError, stateError } from '../state/errors.js';
+import { moveSignal, type SignalEvent, type SignalState } from '../state/signal-machine.js';
 import { fieldsProblem, isBoolean, isCount, isNumber, isString, type Fields } from '../state/record.js';
-import { parseStateObject, readStateFile } from '../state/store.js';
+import { parseStateObject, readStateFile } from '../state/state-file.js';
 import { withDeployLock } from '../state/deploy-lock.js';
 import { signalRetryDelayMs } from './backoff.js';
 import { ensureQueueDir, signalQueueDir, signalQueueLockFile } from '../state/signal-queue-paths.js';
@@ -31,7 +32,7 @@ import type { FlushReport } from './outbox.js';
 // prune_after days.
 
 export type QueuedSignalKind = 'cfn' | 'native';
-export type QueuedSignalState = 'pending' | 'sent' | 'failed';
+export type QueuedSignalState = Extract<SignalState, 'pending' | 'sent' | 'failed'>;
 
 export interface QueuedSignal {
   readonly version: 1;
@@ -121,11 +122,12 @@ export function newSignalId(now: number): string {
 export async function enqueueSignal(dir: string, signal: NewSignal, now: number): Promise<QueuedSignal> {
   await ensureQueueDir(dir);
   const at = new Date(now).toISOString();
+  const id = newSignalId(now);
   const entry: QueuedSignal = {
     version: 1,
-    id: newSignalId(now),
+    id,
     kind: signal.kind,
-    state: 'pending',
+    state: queuedState(id, 'none', 'queued'),
     shownUrl: redactUrl(signal.url),
     createdAt: at,
     updatedAt: at,
@@ -151,6 +153,24 @@ async function save(dir: string, entry: QueuedSignal): Promise<QueuedSignal> {
     throw stateError('write', file, err);
   }
   return entry;
+}
+
+/** `next` in the state `event` moves `entry` to (the signal table, src/state/signal-machine.ts), saved. */
+async function saveMove(
+  dir: string,
+  entry: QueuedSignal,
+  event: SignalEvent,
+  next: Omit<QueuedSignal, 'state'>,
+): Promise<QueuedSignal> {
+  return save(dir, { ...next, state: queuedState(entry.id, entry.state, event) });
+}
+
+/** The state `event` moves a queued signal to; a move the table lacks, or one to a state a queued signal never has
+ * (none, cancelled), throws before anything is written. */
+function queuedState(id: string, from: SignalState, event: SignalEvent): QueuedSignalState {
+  const to = moveSignal(id, from, event);
+  if (to === 'pending' || to === 'sent' || to === 'failed') return to;
+  throw new SignalTransitionError(id, from, event);
 }
 
 /** A queued signal, or undefined when absent or unreadable as one. */
@@ -248,7 +268,12 @@ export async function attemptQueuedSignal(entry: QueuedSignal, deps: QueueDeps):
   if (entry.url === undefined || entry.text === undefined || (entry.kind === 'native' && !entry.token)) {
     const lastError = 'the queued signal has no URL, body or token in its file; it cannot be sent';
     log.error({ code: 'ERR_SIGNAL', to: entry.shownUrl }, 'queued signal cannot be sent');
-    return save(deps.dir, settled(entry, { state: 'failed', attempts, lastAttemptAt: at, updatedAt: at, lastError }));
+    return saveMove(
+      deps.dir,
+      entry,
+      'unsendable',
+      settled(entry, { attempts, lastAttemptAt: at, updatedAt: at, lastError }),
+    );
   }
   const delivery = await deliver(entry, deps, log);
   // A shutdown during the attempt says nothing about Heat: not counted.
@@ -260,7 +285,12 @@ export async function attemptQueuedSignal(entry: QueuedSignal, deps: QueueDeps):
     ...(delivery.status !== undefined ? { lastStatus: delivery.status } : {}),
   };
   if (delivery.outcome === 'sent') {
-    const next = await save(deps.dir, settled(entry, { ...base, state: 'sent', sentAt: at, lastError: undefined }));
+    const next = await saveMove(
+      deps.dir,
+      entry,
+      'delivered',
+      settled(entry, { ...base, sentAt: at, lastError: undefined }),
+    );
     log.info({ kind: entry.kind, to: entry.shownUrl, status: delivery.status, attempts }, 'queued signal sent');
     return next;
   }
@@ -269,7 +299,7 @@ export async function attemptQueuedSignal(entry: QueuedSignal, deps: QueueDeps):
       delivery.outcome === 'final'
         ? `${delivery.error}; the answer is final, not retried`
         : `${delivery.error}; gave up after ${attempts} attempts`;
-    const next = await save(deps.dir, settled(entry, { ...base, state: 'failed', lastError }));
+    const next = await saveMove(deps.dir, entry, 'gave-up', settled(entry, { ...base, lastError }));
     log.error(
       {
         code: 'ERR_SIGNAL',
@@ -290,7 +320,12 @@ export async function attemptQueuedSignal(entry: QueuedSignal, deps: QueueDeps):
     delivery.retryAfterSeconds,
   );
   const nextAttemptAt = new Date(deps.now() + delayMs).toISOString();
-  const next = await save(deps.dir, { ...entry, ...base, nextAttemptAt, lastError: delivery.error });
+  const next = await saveMove(deps.dir, entry, 'attempt-failed', {
+    ...entry,
+    ...base,
+    nextAttemptAt,
+    lastError: delivery.error,
+  });
   log.warn(
     {
       code: 'ERR_SIGNAL',

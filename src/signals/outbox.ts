@@ -22,7 +22,7 @@ import { sendHeatSignal } from './transports/heat-signal.js';
 import { sendTempUrlSignal } from './transports/temp-url-signal.js';
 import { sendZaqarSignal } from './transports/zaqar-signal.js';
 
-// The signal outbox: every record in a state that holds its signal (`done`, deployment-states.ts) whose signal is pending. It lives in the records themselves, so a
+// The signal outbox: every record in a state that holds its signal (`done`, src/state/states.ts) whose signal is pending. It lives in the records themselves, so a
 // signal is on disk before its first attempt and survives restarts. Each attempt is one request with a short timeout
 // and no client-level retries; a failure is rescheduled with capped, jittered exponential backoff, so an unreachable
 // Heat never holds up other deployments or the collect loop. A final answer (a 4xx other than 408/429) or
@@ -100,11 +100,12 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
   if (!target || text === undefined) {
     const lastError = 'the pending signal has no target or body in its record; it cannot be sent';
     log.error({ code: 'ERR_SIGNAL' }, 'signal cannot be sent');
-    return deps.store.save({
-      ...record,
-      lastError,
-      signal: { state: 'failed', transport: record.signal.transport, attempts, lastAttemptAt: at, lastError },
-    });
+    return deps.store.moveSignal(
+      record,
+      'unsendable',
+      { transport: record.signal.transport, attempts, lastAttemptAt: at, lastError },
+      { lastError },
+    );
   }
   const delivery = await deliver(target, text, {
     http: deps.http,
@@ -133,7 +134,7 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
   if (delivery.outcome === 'sent') {
     return deps.store.transition(
       record,
-      'signalled',
+      'signal-delivered',
       { signal: { state: 'sent', sentAt: at, ...base, ...attempt('sent') } },
       { attempts, status: delivery.status },
     );
@@ -154,11 +155,12 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
       },
       'signal failed; not retried',
     );
-    return deps.store.save({
-      ...record,
-      lastError,
-      signal: { state: 'failed', lastError, ...base, ...attempt('failed', delivery.error) },
-    });
+    return deps.store.moveSignal(
+      record,
+      'gave-up',
+      { lastError, ...base, ...attempt('failed', delivery.error) },
+      { lastError },
+    );
   }
   const delayMs = signalRetryDelayMs(
     attempts,
@@ -179,15 +181,12 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
     },
     'signal attempt failed; will retry',
   );
-  return deps.store.save({
-    ...record,
-    signal: {
-      ...record.signal,
-      ...base,
-      nextAttemptAt,
-      lastError: delivery.error,
-      ...attempt('retry', delivery.error),
-    },
+  return deps.store.moveSignal(record, 'attempt-failed', {
+    ...record.signal,
+    ...base,
+    nextAttemptAt,
+    lastError: delivery.error,
+    ...attempt('retry', delivery.error),
   });
 }
 

@@ -1,7 +1,7 @@
 import type { Stats } from 'node:fs';
 import { lstat, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { errorMessage } from '../errors.js';
+import { errorMessage, type ErrorCode } from '../errors.js';
 import { isInside } from './rooted-path.js';
 
 // The one rule for writing a file a deployment names (json-file's files, hiera's configuration and data, kubelet's
@@ -15,7 +15,7 @@ import { isInside } from './rooted-path.js';
 
 /** Why a name cannot be written; the hook reports it with the name. */
 export class TargetRefused extends Error {
-  readonly code = 'ERR_TARGET_REFUSED';
+  readonly code = 'ERR_TARGET_REFUSED' satisfies ErrorCode;
   constructor(message: string) {
     super(message);
     this.name = 'TargetRefused';

@@ -2,7 +2,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, symli
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { agentHttpOptions } from '../../src/cli/agent-factory.js';
+import { agentHttpOptions } from '../../src/cli/command-http.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { CheckResult, DoctorReport } from '../../src/doctor/check.js';
 import { runDoctor } from '../../src/doctor/run-doctor.js';

@@ -3,6 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import {
   attemptIfDue,
+  attemptQueuedSignal,
   enqueueSignal,
   flushSignalQueue,
   readQueuedSignal,
@@ -202,4 +203,27 @@ t.test('native signal: POST with X-Auth-Token; the token never reaches the log',
   t.match((await readQueuedSignal(deps.dir, wrongToken.id))?.lastError, /answered 401/);
   t.notMatch(captured.text(), server.token);
   t.notMatch(captured.text(), 'gAAAAA-wrong-token', 'a token read from a queue file is scrubbed too');
+});
+
+t.test('a move the signal table does not have is refused before the file is written', async (t) => {
+  const { deps } = setup(t);
+  const entry = await enqueueSignal(
+    deps.dir,
+    { kind: 'cfn', url: server.cfnUrl('q_table'), text: BODY('t1') },
+    deps.now(),
+  );
+  t.equal(entry.state, 'pending', 'queued: pending');
+  const file = path.join(deps.dir, `${entry.id}.json`);
+  // A settled entry handed to an attempt (its caller checks it is due): no event of the table leaves `sent`.
+  const sent = { ...entry, state: 'sent' as const };
+  writeFileSync(file, JSON.stringify(sent));
+  server.answers = [503];
+  await t.rejects(attemptQueuedSignal(sent, deps), {
+    code: 'ERR_SIGNAL_TRANSITION',
+    name: 'SignalTransitionError',
+    signalId: entry.id,
+    from: 'sent',
+    event: 'attempt-failed',
+  });
+  t.same(JSON.parse(readFileSync(file, 'utf8')), sent, 'the file is as it was');
 });

@@ -14,6 +14,7 @@ import { deployLockFile, storeFor, type DeploymentRecord } from '../../src/state
 import { createHttpClient } from '../../src/http/client.js';
 import { deployConfig, deployment } from '../helpers/deploy-fixtures.js';
 import { captureLog } from '../helpers/log-capture.js';
+import { moveTo } from '../helpers/state-path.js';
 import { startSignalSink, type SignalSink, type SinkTransport } from '../helpers/signal-sink.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { holdFlock } from '../helpers/flock-holder.js';
@@ -58,7 +59,7 @@ async function doneRecord(
   text = '{"deploy_status_code": 0}',
 ): Promise<DeploymentRecord> {
   const r = await store.create({ id, name: `res-${id}`, group: 'fake', action: 'CREATE' });
-  return store.transition(r, 'done', { exitCode: 0, signal: queuedSignal(target, text) });
+  return moveTo(store, r, 'done', { exitCode: 0, signal: queuedSignal(target, text) });
 }
 
 t.test('a queued signal is delivered once and the record says so', async (t) => {
@@ -152,7 +153,7 @@ t.test('Retry-After from a throttling server is honoured', async (t) => {
 t.test('a pending signal without its target in the record fails clearly', async (t) => {
   const { store, deps } = await setup(t);
   const r = await store.create({ id: 'odd', name: 'odd', group: 'g', action: 'CREATE' });
-  const done = await store.transition(r, 'done', {
+  const done = await moveTo(store, r, 'done', {
     signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 0 },
   });
   const next = await attemptSignal(done, deps);

@@ -55,7 +55,7 @@ t.test('each in-progress state keeps the verdict at waiting (3), and says which'
   }
   const { store, report } = await fixture(t);
   const b = await store.create(f('b', 'beta'));
-  await store.transition(b, 'done', { failed: false, signal: queuedSignal(target, '{"deploy_stdout": "body"}') });
+  await moveTo(store, b, 'done', { failed: false, signal: queuedSignal(target, '{"deploy_stdout": "body"}') });
   const r = await report();
   t.equal(verdictOf(r).exitCode, 3, 'done but its signal pending: still waiting');
   t.same(
@@ -76,7 +76,7 @@ t.test('finished: 0 when all signalled, 1 when one failed, 2 when a signal faile
   t.equal(failed.exitCode, 1);
   t.same(failed.reasons, ['deployment b (beta) failed with status 3']);
   const c = await store.create(f('c', 'gamma'));
-  await store.transition(c, 'done', {
+  await moveTo(store, c, 'done', {
     failed: false,
     lastError: 'HTTP 403 from Heat; the answer is final, not retried',
     signal: { state: 'failed', transport: 'HEAT_SIGNAL', attempts: 1, lastStatus: 403 },
@@ -95,7 +95,7 @@ t.test('finished: 0 when all signalled, 1 when one failed, 2 when a signal faile
   t.match(text, /^deployment\s+c\s+gamma\s+failed\s+HEAT_SIGNAL\s+1\s+-\s+HTTP 403/m);
   t.match(text, /^RESULT: an error in the agent, or a signal not delivered \(exit 2\)$/m);
   const removed = await store.create(f('d', 'old'));
-  await store.transition(removed, 'removed', { failed: true, stateBeforeRemoval: 'signalled' });
+  await store.transition(removed, 'left-metadata', { failed: true, stateBeforeRemoval: 'signalled' });
   t.equal(verdictOf(await report()).exitCode, 2, 'a removed deployment changes nothing');
 });
 
@@ -104,7 +104,7 @@ t.test(
   async (t) => {
     const { store, report } = await fixture(t);
     const a = await store.create(f('a', 'alpha'));
-    const done = await store.transition(await store.transition(a, 'running', { hookStarts: 1 }), 'done', {
+    const done = await store.transition(await store.transition(a, 'hook-started', { hookStarts: 1 }), 'hook-finished', {
       failed: false,
       exitCode: 0,
       signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 1 },
@@ -116,11 +116,12 @@ t.test(
       { exitCode: EXIT.waiting, reasons: [/deployment signal a is not delivered yet \(1 attempts\)/] },
       'finished but not signalled: still waiting',
     );
-    await store.save({
-      ...done,
-      signal: { state: 'failed', transport: 'CFN_SIGNAL', attempts: 2, lastStatus: 403 },
-      lastError: 'HTTP 403 from Heat',
-    });
+    await store.moveSignal(
+      done,
+      'gave-up',
+      { transport: 'CFN_SIGNAL', attempts: 2, lastStatus: 403 },
+      { lastError: 'HTTP 403 from Heat' },
+    );
     t.equal(
       verdictOfDeployment((await report()).deployments[0]!).exitCode,
       EXIT.agentOrSignalError,

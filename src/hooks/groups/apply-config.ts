@@ -3,7 +3,7 @@ import { FALLBACK_METADATA, loadMetadata, selectMetadataFiles } from '../../appl
 import { resolveTemplatesDir } from '../../apply/templates-dir.js';
 import { AgentError, errorMessage } from '../../errors.js';
 import { createLogger, type Logger } from '../../log/logger.js';
-import { createPathMapper } from '../../util/rooted-path.js';
+import { createPathMapper, ROOT_ENV } from '../../util/rooted-path.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
 import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import type { HookLogFields } from '../kit/hook-log.js';
@@ -63,7 +63,7 @@ interface ApplySummary {
 
 async function applyNatively(ctx: HookContext): Promise<ApplySummary> {
   const { env } = ctx;
-  const paths = createPathMapper(env.OS_CONFIG_AGENT_ROOT);
+  const paths = createPathMapper(env[ROOT_ENV]);
   const log = forwardingLogger(ctx);
   try {
     const templates = await resolveTemplatesDir(undefined, paths, env);

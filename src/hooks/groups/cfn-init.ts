@@ -2,6 +2,7 @@ import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
 import type { HttpClient } from '../../http/types.js';
+import { ROOT_ENV } from '../../util/rooted-path.js';
 import { MAX_DOWNLOAD_BYTES } from '../cfn-init/download.js';
 import { parseInit } from '../cfn-init/model.js';
 import type { InitRun } from '../cfn-init/run-state.js';
@@ -85,7 +86,7 @@ function initRun(ctx: HookContext): InitRun {
   let client: Promise<HttpClient> | undefined;
   return {
     ctx,
-    root: ctx.env.OS_CONFIG_AGENT_ROOT ?? '',
+    root: ctx.env[ROOT_ENV] ?? '',
     fetchTimeoutSeconds: Number.isFinite(timeout) && timeout > 0 ? timeout : DEFAULT_FETCH_TIMEOUT_SECONDS,
     // Loaded only by a run that downloads something: got is most of the hook's code.
     http: () =>
