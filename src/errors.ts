@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'ERR_COMMAND_FAILED'
   | 'ERR_UNSAFE_NAME'
   | 'ERR_UNSAFE_PATH'
+  | 'ERR_UNTRUSTED_PATH'
   | 'ERR_HTTP'
   | 'ERR_HTTP_TOO_LARGE'
   | 'ERR_TEMPLATE'

@@ -1,6 +1,6 @@
 import { watch, type FSWatcher } from 'node:fs';
 import type { LoadedConfig } from '../config/load.js';
-import { daemonPresenceFile, announceDaemon } from '../status/daemon-presence.js';
+import { claimDaemon, daemonPresenceFile } from '../status/daemon-presence.js';
 import { ensureQueueDir, hasQueuedFiles, signalQueueDir } from '../state/signal-queue-paths.js';
 import { errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
@@ -56,11 +56,11 @@ export async function runSignalQueue(ctx: SignalQueueContext, signal: AbortSigna
   }
   let withdraw: (() => Promise<void>) | undefined;
   try {
-    withdraw = await announceDaemon(daemonPresenceFile(config));
+    withdraw = await claimDaemon(daemonPresenceFile(config));
   } catch (err) {
     log.warn(
       { reason: errorMessage(err) },
-      'cannot write the daemon pid file; cfn-signal will think no daemon runs and send by itself',
+      'cannot claim the daemon pid file; cfn-signal will think no daemon runs and send by itself',
     );
   }
   try {

@@ -71,6 +71,8 @@ export interface ProcessOptions {
   /** Run as this user and group (ids; the supplementary groups are dropped): cfn-hup's `runas`. */
   readonly uid?: number;
   readonly gid?: number;
+  /** Open descriptors of the agent the process gets as its fds 3, 4, ... (the same open files, not copies). */
+  readonly passFds?: readonly number[];
 }
 
 export interface ProcessResult {
@@ -134,7 +136,7 @@ class ProcessRun {
             cwd: options.cwd,
             env: options.env ?? process.env,
             detached: this.ownGroup,
-            stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+            stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.passFds ?? [])],
             ...(options.uid !== undefined ? { uid: options.uid } : {}),
             ...(options.gid !== undefined ? { gid: options.gid } : {}),
           }),

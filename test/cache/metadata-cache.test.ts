@@ -277,3 +277,16 @@ t.test('a damaged cache file is rewritten from the value', async (t) => {
   await cache.store('k', { a: 1 });
   t.equal(read(file), '{\n "a": 1\n}');
 });
+
+t.test('a cache directory others can write is neither written nor committed: ERR_UNTRUSTED_PATH', async (t) => {
+  const { dir, captured } = setup(t);
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o777);
+  const cache = new MetadataCache(dir, captured.log);
+  await t.rejects(cache.store('heat', { a: 1 }), { code: 'ERR_UNTRUSTED_PATH', message: /is writable by others/ });
+  await t.rejects(cache.commit('heat'), { code: 'ERR_UNTRUSTED_PATH' });
+  await t.rejects(cache.storeMetaList([]), { code: 'ERR_UNTRUSTED_PATH' });
+  t.same(readdirSync(dir), [], 'nothing written');
+  chmodSync(dir, 0o700);
+  t.equal((await new MetadataCache(dir, captured.log).store('heat', { a: 1 })).changed, true, 'once fixed, it works');
+});

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -10,6 +9,7 @@ import { HookLog } from '../../src/hooks/kit/hook-log.js';
 import { createHttpClient } from '../../src/http/client.js';
 import { createPathMapper } from '../../src/util/rooted-path.js';
 import { startCfnServer, type CfnServer } from '../helpers/cfn-server.js';
+import { holdFlock } from '../helpers/flock-holder.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 
 // One cfn-hup check against a loopback heat-api-cfn, with every path under a test root: which hooks fire for which
@@ -235,14 +235,13 @@ t.test(
   async (t) => {
     const r = await rig(t, hook('web', 'post.add', 'Resources.web.Metadata', 'echo web >> $OUT/fired'));
     r.serve('web', INIT('v1'));
-    const holder = spawn('sleep', ['60']);
+    r.write('var/cache/heat-cfntools/.cfn-hup.lock', '');
+    const holder = await holdFlock(path.join(r.root, 'var/cache/heat-cfntools/.cfn-hup.lock'), { named: true });
     t.teardown(() => holder.kill());
-    r.write('var/cache/heat-cfntools/.cfn-hup.lock', `${holder.pid}\n`);
     const skipped = await r.pass();
     t.equal(skipped.ran, false);
     t.equal(r.read('fired'), '', 'nothing fired');
-    holder.kill();
-    await new Promise((resolve) => holder.on('exit', resolve));
+    await holder.kill();
     const stop = new AbortController();
     stop.abort();
     const stopped = await r.pass(stop.signal);

@@ -73,6 +73,11 @@ t.test('checks the hooks on its own loop; a broken file or a hanging action neve
     path.join(root, 'etc/cfn/hooks.d/hang.conf'),
     '[hang]\ntriggers=post.update\npath=Resources.web.Metadata\naction=sleep 300\nrunas=root\ntimeout=1\n',
   );
+  // The new hook takes the metadata it first sees as its baseline (post.update fires on a change after that): the
+  // change comes only after a whole check has read the new file.
+  const checks = () => daemon.lines.filter((l) => l.msg === 'cfn-hup check done').length;
+  const before = checks();
+  await until('a whole check with the new hook', () => checks() >= before + 2, 30_000);
   serve('v4');
   await until('the hanging action killed', () => has('hook action timed out and was killed'), 30_000);
   await until('the good hook fired for the same change', () => firedCount() === 4, 30_000);

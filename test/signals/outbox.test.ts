@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import t from 'tap';
 import {
   attemptSignal,
@@ -19,6 +17,7 @@ import { captureLog } from '../helpers/log-capture.js';
 import { moveTo } from '../helpers/state-path.js';
 import { startSignalSink, type SignalSink, type SinkTransport } from '../helpers/signal-sink.js';
 import type { TapTest } from '../helpers/http-test-server.js';
+import { holdFlock } from '../helpers/flock-holder.js';
 
 // The durable outbox against a real signal server: delivered once, retried with backoff while the server is down,
 // settled as failed on a final answer or after the last attempt.
@@ -206,13 +205,11 @@ t.test('flushOutbox takes the deployment lock; another process holding it means 
   const { sink, root, loaded, store } = await setup(t);
   await doneRecord(store, 'd1', targetFor(sink, 'HEAT_SIGNAL', 'd1'));
   const http = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 });
-  const child = spawn('sleep', ['30'], { stdio: 'ignore' });
-  t.teardown(() => void child.kill('SIGKILL'));
-  writeFileSync(deployLockFile(loaded.config), `${child.pid}\n`);
+  const holder = await holdFlock(deployLockFile(loaded.config));
+  t.teardown(() => holder.kill());
   const captured = captureLog('debug');
   t.same(await flushOutbox(loaded, captured.log, http), { attempted: 0, sent: 0, failed: 0, pending: 0, busy: true });
-  child.kill('SIGKILL');
-  await new Promise((r) => child.on('exit', r));
+  await holder.kill();
   const report = await flushOutbox(loaded, captured.log, http, { random: () => 0.5 });
   t.same(report, { attempted: 1, sent: 1, failed: 0, pending: 0 });
   t.equal(sink.received[0]?.transport, 'HEAT_SIGNAL');

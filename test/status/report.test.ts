@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { moveTo } from '../helpers/state-path.js';
-import { announceDaemon, daemonPresenceFile } from '../../src/status/daemon-presence.js';
+import { claimDaemon, daemonPresenceFile } from '../../src/status/daemon-presence.js';
 import { queuedSignal } from '../../src/signals/outbox.js';
 import { enqueueSignal } from '../../src/signals/cfn-signal-queue/files.js';
 import { signalQueueDir } from '../../src/state/signal-queue-paths.js';
@@ -213,7 +213,7 @@ t.test('the agent: running by its pid file, its published facts, and an agent er
   t.notOk(r.agent.nextPollAt, 'a stopped agent has no next poll');
   t.same(r.agent.lastCycle, facts.lastCycle, 'but its last cycle is still told');
   t.equal(verdictOf(r).exitCode, 0, 'the failed cycle of a stopped agent is no error now');
-  const withdraw = await announceDaemon(daemonPresenceFile(loaded.config));
+  const withdraw = await claimDaemon(daemonPresenceFile(loaded.config));
   t.teardown(withdraw);
   writeFileSync(file, JSON.stringify({ ...facts, pid: 1 }));
   r = await report();

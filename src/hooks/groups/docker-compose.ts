@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { isJsonObject } from '../../util/json-merge.js';
 import { composeCommand } from '../kit/compose-cli.js';
+import { replaceDataFiles } from '../kit/data-files.js';
 import { CONTAINER_CLI, lastLine } from '../kit/docker-cli.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
 import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
@@ -58,11 +59,12 @@ export const hook: BuiltinHook = {
       .map((f) => [envFilePath(project, f), envFiles.get(f)!] as const);
     await prepareDir(workingDir(env));
     await prepareDir(project);
+    // Placed by the rule for files a deployment names: inside the project directory, through no link leading out.
+    await replaceDataFiles(
+      writes.map(([file, content]) => ({ file, content, mode: 0o600 })),
+      project,
+    );
     await writeWorkFile(path.join(project, COMPOSE_FILE), config.text, 0o600);
-    for (const [file, content] of writes) {
-      await prepareDir(path.dirname(file));
-      await writeWorkFile(file, content, 0o600);
-    }
     await writeWorkFile(path.join(project, OWNER_FILE), deployment.id, 0o600);
     const run = await compose(ctx, project, ['up', '-d', '--no-build']);
     if (run.status === 0) {

@@ -6,7 +6,7 @@ import { DeployLockedError } from '../../state/errors.js';
 // signals.lock of its own (a hook running for an hour under the deployment lock must not hold up a signal).
 
 export type LockOutcome<T> =
-  { readonly ran: true; readonly value: T } | { readonly ran: false; readonly holderPid: number };
+  { readonly ran: true; readonly value: T } | { readonly ran: false; readonly holderPid: number | undefined };
 
 /** Run `fn` holding `file`; when another live process holds it, nothing runs and that process's pid is returned. */
 export async function whenLockFree<T>(file: string, fn: () => Promise<T>): Promise<LockOutcome<T>> {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -13,6 +12,7 @@ import { createHttpClient } from '../../../src/http/client.js';
 import type { TapTest } from '../../helpers/http-test-server.js';
 import { captureLog } from '../../helpers/log-capture.js';
 import { startWaitConditionServer, type WaitConditionServer } from '../../helpers/wait-condition-server.js';
+import { holdFlock } from '../../helpers/flock-holder.js';
 
 // The cfn-signal queue in-process, on a fake clock, against the wait condition server: backoff and giving up, the
 // lock shared with other processes, corrupt files, pruning, and two flushes racing for one signal.
@@ -107,14 +107,12 @@ t.test('signal_max_attempts: given up as failed; 4xx: final at once', async (t) 
 t.test('another live process holds the lock: busy, nothing attempted; a dead holder is taken over', async (t) => {
   const { deps } = setup(t);
   await enqueueSignal(deps.dir, { kind: 'cfn', url: server.cfnUrl('q_lock'), text: BODY('l1') }, deps.policy.now());
-  const holder = spawn('sleep', ['30'], { stdio: 'ignore' });
-  t.teardown(() => holder.kill('SIGKILL'));
-  writeFileSync(deps.lockFile, `${holder.pid}\n`);
+  const holder = await holdFlock(deps.lockFile);
+  t.teardown(() => holder.kill());
   const busy = await flushSignalQueue(deps);
   t.equal(busy.busy, true);
   t.equal(accepted('l1'), 0);
-  holder.kill('SIGKILL');
-  await new Promise((resolve) => holder.once('exit', resolve));
+  await holder.kill();
   const free = await flushSignalQueue(deps);
   t.equal(free.sent, 1, 'the lock of a dead process is taken over');
   t.equal(accepted('l1'), 1);
