@@ -44,7 +44,7 @@ function describeError(err: unknown, timeoutMs: number): string {
   // Node's HTTP parser refused the answer: headers past its size limit, bytes beyond the declared length, bad framing.
   if (e.code === 'HPE_HEADER_OVERFLOW') return `the response headers are over the size limit (${e.code})`;
   if (e.code?.startsWith('HPE_') === true) return `the response is not well-formed HTTP (${e.code})`;
-  if (e.code === 'ERR_TOO_MANY_REDIRECTS') return `redirected too many times (a loop?) (${e.code})`;
+  if (e.name === 'MaxRedirectsError') return `redirected too many times (a loop?) (${e.code ?? e.name})`;
   if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `host name not resolvable (${e.code})`;
   if (typeof e.code === 'string' && /CERT|SSL|TLS|SELF_SIGNED|VERIFY|ISSUER|ALTNAME/i.test(e.code))
     return `TLS verification failed (${e.code}); check the CA certificate option`;
