@@ -86,3 +86,30 @@ t.test('a signal the cfn-signal queue delivers ends the sleep and restarts the s
     'back to min_polling_interval after the delivery',
   );
 });
+
+t.test('a signal the deployment outbox delivers beside the loop restarts the sequence', async (t) => {
+  const { root, captured, deps } = setup(t, '');
+  root.writeLocal('a', { v: 1 });
+  let sentAt = -1;
+  const pipeline: Pipeline = { name: 'recording-fake', run: async () => ({ signalled: 0 }) };
+  // A recording fake of the outbox pass: a retried signal goes out once the loop sleeps at polling_interval.
+  const outboxPass = async () => {
+    if (sentAt < 0 && sleeps(captured).slice(-2).join() === '0.04,0.04') {
+      sentAt = sleeps(captured).length;
+      return { sent: 1 };
+    }
+    return { nextDueAt: Date.now() + 5 };
+  };
+  const agent = await Agent.create(deps({ nativePipeline: () => pipeline, backgroundPass: outboxPass }));
+  const controller = new AbortController();
+  const running = agent.run(controller.signal);
+  await until(() => sentAt >= 0 && sleeps(captured).length >= sentAt + 3);
+  controller.abort();
+  await running;
+  t.ok(
+    sleeps(captured)
+      .slice(sentAt, sentAt + 2)
+      .includes(0.01),
+    'back to min_polling_interval after the delivery',
+  );
+});
