@@ -18,6 +18,10 @@ export interface OptionSpec<T> {
   readonly fileOnly?: boolean;
   /** Lower bound for numbers. */
   readonly min?: number;
+  /** Upper bound for numbers. */
+  readonly max?: number;
+  /** For a text option: why a value cannot be used (an unknown log level, a malformed limit), or undefined. */
+  readonly check?: (value: string) => string | undefined;
 }
 
 export function str(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;

@@ -2,7 +2,9 @@
 // plus the agent's own sections ([agent], [apply], [refresh], [deploy]) that upstream ignores as unknown groups.
 // The AgentConfig type is derived from this table, so an option exists in exactly one place.
 
+import { LOG_LEVELS, parseLogLevel } from '../log/logger.js';
 import { bool, float, int, multi, path, secret, str, type OptionSpec } from './option-spec.js';
+import { cpuQuotaProblem, memoryMaxProblem } from './value-checks.js';
 
 export const DEFAULT_COLLECTORS = ['heat_local', 'ec2', 'cfn', 'heat', 'request', 'local', 'zaqar'] as const;
 
@@ -115,7 +117,16 @@ export const SCHEMA = {
     timeout: float(10, 'Seconds to wait for each request (upstream had none).'),
   },
   agent: {
-    log_level: str('info', 'Log level: fatal, error, warn, info, debug, trace.'),
+    log_level: str('info', `Log level: ${LOG_LEVELS.join(', ')} (warning and critical are aliases).`, {
+      check: (value) => {
+        try {
+          parseLogLevel(value);
+          return undefined;
+        } catch {
+          return `"${value}" is not a log level (${LOG_LEVELS.join(', ')})`;
+        }
+      },
+    }),
     native_pipeline: bool(
       true,
       'In `run`, apply templates and run deployments in-process (false: run `command` like upstream).',
@@ -127,7 +138,9 @@ export const SCHEMA = {
     ),
     watch: bool(true, 'Watch local sources and start a cycle as soon as they change.'),
     watch_debounce: float(0.02, 'Seconds to wait for a burst of local changes to settle.'),
-    poll_jitter: float(0.1, 'Random fraction (0-1) added to each sleep so a fleet does not poll in lockstep.'),
+    poll_jitter: float(0.1, 'Random fraction (0-1) added to each sleep so a fleet does not poll in lockstep.', {
+      max: 1,
+    }),
     http_max_bytes: int(16 * 1024 * 1024, 'Largest metadata response accepted, in bytes.'),
     http_retries: int(2, 'Retries of a failed request within one poll (5xx and network errors only).'),
     http_proxy: str(
@@ -200,10 +213,12 @@ export const SCHEMA = {
     hook_memory_max: str(
       '',
       "Memory limit of each deployment's processes (systemd MemoryMax=: 512M, 2G, 50%); applied in a transient scope when systemd is PID 1 (empty: none).",
+      { check: memoryMaxProblem },
     ),
     hook_cpu_quota: str(
       '',
       "CPU limit of each deployment's processes (systemd CPUQuota=: 50% of one CPU, 200% of two); as hook_memory_max (empty: none).",
+      { check: cpuQuotaProblem },
     ),
     hook_tasks_max: int(
       0,
