@@ -1,5 +1,8 @@
 // What an option is (its kind, default, help and handling) and the builders the schema (options.ts) is written with.
 
+/** The longest wait a Node.js timer can do, in whole seconds (2^31-1 ms). */
+export const MAX_TIMER_SECONDS = 2_147_483;
+
 export type OptionKind = 'str' | 'multi' | 'float' | 'int' | 'bool';
 
 export interface OptionSpec<T> {

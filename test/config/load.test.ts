@@ -611,3 +611,20 @@ t.test('the accepted spellings of checked options load without a problem', async
     t.same((await loadConfig({ root: r })).problems, [], value);
   }
 });
+
+t.test('a duration longer than a timer can wait is an error, not a busy loop; the default is kept', async (t) => {
+  const root = rootWith(t, {
+    [MAIN]: '[DEFAULT]\npolling_interval = 3000000\n[deploy]\nhook_timeout = 2147483\nsignal_max_backoff = 1e7\n',
+  });
+  const { config, problems } = await loadConfig({ root });
+  t.equal(config.DEFAULT.polling_interval, 30);
+  t.equal(config.deploy.hook_timeout, 2147483, 'the longest wait a timer can do is accepted');
+  t.equal(config.deploy.signal_max_backoff, 300);
+  t.same(
+    problems.map((p) => [p.option, p.message]),
+    [
+      ['polling_interval', '3000000 is above the maximum 2147483; keeping 30'],
+      ['signal_max_backoff', '10000000 is above the maximum 2147483; keeping 300'],
+    ],
+  );
+});
