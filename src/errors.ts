@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'ERR_CACHE_CORRUPT'
   | 'ERR_COMMAND_FAILED'
   | 'ERR_UNSAFE_NAME'
+  | 'ERR_RESERVED_NAME'
   | 'ERR_UNSAFE_PATH'
   | 'ERR_UNTRUSTED_PATH'
   | 'ERR_HTTP'
@@ -108,6 +109,20 @@ export class UnsafeNameError extends AgentError {
   override name = 'UnsafeNameError';
   constructor(message: string) {
     super('ERR_UNSAFE_NAME', message);
+  }
+}
+
+/**
+ * A file or deployment would take a cache key the agent keeps for itself: os_config_files (the cache's file list) or
+ * a collector's name (that source's document). The entry is left out; the rest of the source is used.
+ */
+export class ReservedNameError extends AgentError {
+  override name = 'ReservedNameError';
+  constructor(
+    readonly collector: string,
+    message: string,
+  ) {
+    super('ERR_RESERVED_NAME', message);
   }
 }
 

@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { CacheWriteError } from '../errors.js';
+import { CacheWriteError, ReservedNameError } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { readFileIfExists, writeFileAtomic } from '../util/atomic-write.js';
 import { jsonEqual, jsonIdentical } from '../util/json-equal.js';
@@ -39,7 +39,11 @@ export class MetadataCache {
   ) {}
 
   pathOf(key: string): string {
-    return path.join(this.dir, `${checkFileName('cache key', key)}.json`);
+    const file = `${checkFileName('cache key', key)}.json`;
+    // The collectors leave such a key out (collectors/reserved-keys.ts); this keeps the list safe from any other caller.
+    if (file === META_LIST_FILE)
+      throw new ReservedNameError('cache', `cache key "${key}" is reserved for the file list`);
+    return path.join(this.dir, file);
   }
 
   async ensureDir(): Promise<void> {

@@ -16,7 +16,8 @@ import type { CollectContext, CollectedPair, Collector, CollectResult } from './
 // the agent's user, and a group-writable file is refused unless its group is root's or the agent's (upstream
 // accepted any with a warning); entries that are neither files nor directories (FIFOs, sockets, devices) are skipped
 // with a warning (upstream would block reading a FIFO); a file whose name is reserved (os_config_files, a collector's
-// name) makes the source unavailable instead of replacing the cache's file list or another source's document.
+// name) is left out and reported (ERR_RESERVED_NAME, daemon/collect-all.ts) instead of replacing the cache's file list
+// or another source's document.
 
 /** What the local collector keeps across polls: the conditions it has reported (upstream logged each at every poll). */
 interface LocalMemory {

@@ -3,7 +3,10 @@ import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import type { PathMapper } from '../util/rooted-path.js';
 
-export type CollectorName = 'heat_local' | 'ec2' | 'cfn' | 'heat' | 'request' | 'local' | 'zaqar';
+/** Every collector's name: each is also a cache key (that source's document), so metadata may not use one. */
+export const COLLECTOR_NAMES = ['heat_local', 'ec2', 'cfn', 'heat', 'request', 'local', 'zaqar'] as const;
+
+export type CollectorName = (typeof COLLECTOR_NAMES)[number];
 
 /** One cache entry a collector produces: written to <cachedir>/<key>.json. */
 export interface CollectedPair {

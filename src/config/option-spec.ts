@@ -1,5 +1,8 @@
 // What an option is (its kind, default, help and handling) and the builders the schema (options.ts) is written with.
 
+/** The longest wait a Node.js timer can do, in whole seconds (2^31-1 ms). */
+export const MAX_TIMER_SECONDS = 2_147_483;
+
 export type OptionKind = 'str' | 'multi' | 'float' | 'int' | 'bool';
 
 export interface OptionSpec<T> {
@@ -18,6 +21,10 @@ export interface OptionSpec<T> {
   readonly fileOnly?: boolean;
   /** Lower bound for numbers. */
   readonly min?: number;
+  /** Upper bound for numbers. */
+  readonly max?: number;
+  /** For a text option: why a value cannot be used (an unknown log level, a malformed limit), or undefined. */
+  readonly check?: (value: string) => string | undefined;
 }
 
 export function str(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;

@@ -11,8 +11,10 @@ export function convert(spec: OptionSpec<unknown>, values: readonly string[]): C
   switch (spec.kind) {
     case 'multi':
       return { ok: true, value: values.filter((v) => v !== '') };
-    case 'str':
-      return { ok: true, value: last };
+    case 'str': {
+      const error = spec.check?.(last);
+      return error === undefined ? { ok: true, value: last } : { ok: false, error };
+    }
     case 'bool': {
       const v = last.trim().toLowerCase();
       if (['true', '1', 'yes', 'on'].includes(v)) return { ok: true, value: true };
@@ -25,6 +27,7 @@ export function convert(spec: OptionSpec<unknown>, values: readonly string[]): C
       if (last.trim() === '' || !Number.isFinite(n)) return { ok: false, error: `"${last}" is not a number` };
       if (spec.kind === 'int' && !Number.isInteger(n)) return { ok: false, error: `"${last}" is not a whole number` };
       if (spec.min !== undefined && n < spec.min) return { ok: false, error: `${n} is below the minimum ${spec.min}` };
+      if (spec.max !== undefined && n > spec.max) return { ok: false, error: `${n} is above the maximum ${spec.max}` };
       return { ok: true, value: n };
     }
   }

@@ -2,7 +2,13 @@
 // plus the agent's own sections ([agent], [apply], [refresh], [deploy]) that upstream ignores as unknown groups.
 // The AgentConfig type is derived from this table, so an option exists in exactly one place.
 
-import { bool, float, int, multi, path, secret, str, type OptionSpec } from './option-spec.js';
+import { LOG_LEVELS, parseLogLevel } from '../log/logger.js';
+import { bool, float, int, MAX_TIMER_SECONDS, multi, path, secret, str, type OptionSpec } from './option-spec.js';
+import { cpuQuotaProblem, memoryMaxProblem } from './value-checks.js';
+
+// A duration the agent waits with a timer: Node's timers cannot wait longer than 2^31-1 ms and fire at once instead
+// (polling_interval = 3000000 polled over a hundred times a second), so a longer one is a configuration problem.
+const TIMER = { max: MAX_TIMER_SECONDS };
 
 export const DEFAULT_COLLECTORS = ['heat_local', 'ec2', 'cfn', 'heat', 'request', 'local', 'zaqar'] as const;
 
@@ -25,8 +31,9 @@ export const SCHEMA = {
     min_polling_interval: float(
       1,
       'First sleep between polls, in seconds; doubles every cycle up to polling_interval.',
+      TIMER,
     ),
-    polling_interval: float(30, 'Longest sleep between polls, in seconds.', { short: 'i' }),
+    polling_interval: float(30, 'Longest sleep between polls, in seconds.', { short: 'i', ...TIMER }),
     print_cachedir: bool(false, 'Print the cache directory and exit.'),
     force: bool(false, 'Run the command even if nothing changed (implies --one-time).'),
     print_only: bool(false, 'Collect, print the merged metadata as JSON and exit; run nothing.', { flag: 'print' }),
@@ -34,7 +41,7 @@ export const SCHEMA = {
       ['deployments'],
       'Top-level keys whose deployment lists are exploded into extra cache entries.',
     ),
-    splay: float(0, 'Sleep a random whole number of seconds below this before the first poll (daemon mode).'),
+    splay: float(0, 'Sleep a random whole number of seconds below this before the first poll (daemon mode).', TIMER),
   },
   ec2: {
     metadata_url: str(
@@ -49,7 +56,7 @@ export const SCHEMA = {
       ],
       'Metadata service URLs tried in order until one answers (remembered for next time); zone `%25*` means each up interface with an IPv6 link-local address.',
     ),
-    timeout: float(10, 'Seconds to wait for each request or config drive tool run.'),
+    timeout: float(10, 'Seconds to wait for each request or config drive tool run.', TIMER),
   },
   cfn: {
     metadata_url: str(undefined, 'heat-api-cfn URL (defaults to the contents of heat_metadata_hint plus /v1/).'),
@@ -66,7 +73,7 @@ export const SCHEMA = {
       ['deployments'],
       'Deployment keys exploded by the cfn collector (upstream keeps this per-section key).',
     ),
-    timeout: float(10, 'Seconds to wait for each request.'),
+    timeout: float(10, 'Seconds to wait for each request.', TIMER),
   },
   heat: {
     user_id: str(undefined, 'Keystone user id.'),
@@ -76,7 +83,7 @@ export const SCHEMA = {
     stack_id: str(undefined, 'Stack id (name/id).'),
     resource_name: str(undefined, 'Server resource name.'),
     region_name: str(undefined, 'Region of the orchestration endpoint.'),
-    timeout: float(10, 'Seconds to wait for each request (upstream had none).'),
+    timeout: float(10, 'Seconds to wait for each request (upstream had none).', TIMER),
   },
   heat_local: {
     path: multi(
@@ -90,7 +97,7 @@ export const SCHEMA = {
   },
   request: {
     metadata_url: str(undefined, 'URL to fetch metadata from (for example a Swift TempURL).'),
-    timeout: float(10, 'Seconds to wait for each request.'),
+    timeout: float(10, 'Seconds to wait for each request.', TIMER),
   },
   keystone: {
     cache_dir: path(
@@ -112,10 +119,19 @@ export const SCHEMA = {
     region_name: str(undefined, 'Region of the messaging endpoint.'),
     ssl_certificate_validation: bool(false, 'Verify the Zaqar TLS certificate.'),
     ca_file: path(undefined, 'CA file for Zaqar TLS.'),
-    timeout: float(10, 'Seconds to wait for each request (upstream had none).'),
+    timeout: float(10, 'Seconds to wait for each request (upstream had none).', TIMER),
   },
   agent: {
-    log_level: str('info', 'Log level: fatal, error, warn, info, debug, trace.'),
+    log_level: str('info', `Log level: ${LOG_LEVELS.join(', ')} (warning and critical are aliases).`, {
+      check: (value) => {
+        try {
+          parseLogLevel(value);
+          return undefined;
+        } catch {
+          return `"${value}" is not a log level (${LOG_LEVELS.join(', ')})`;
+        }
+      },
+    }),
     native_pipeline: bool(
       true,
       'In `run`, apply templates and run deployments in-process (false: run `command` like upstream).',
@@ -126,12 +142,14 @@ export const SCHEMA = {
       "Config file the agent rewrites from Heat's os-collect-config metadata (empty: never).",
     ),
     watch: bool(true, 'Watch local sources and start a cycle as soon as they change.'),
-    watch_debounce: float(0.02, 'Seconds to wait for a burst of local changes to settle.'),
+    watch_debounce: float(0.02, 'Seconds to wait for a burst of local changes to settle.', TIMER),
     poll_after_signal: bool(
       true,
       "After the agent signals Heat, poll at min_polling_interval again and back off to polling_interval (false: upstream's sequence, which never shrinks).",
     ),
-    poll_jitter: float(0.1, 'Random fraction (0-1) added to each sleep so a fleet does not poll in lockstep.'),
+    poll_jitter: float(0.1, 'Random fraction (0-1) added to each sleep so a fleet does not poll in lockstep.', {
+      max: 1,
+    }),
     http_max_bytes: int(16 * 1024 * 1024, 'Largest metadata response accepted, in bytes.'),
     http_retries: int(2, 'Retries of a failed request within one poll (5xx and network errors only).'),
     http_proxy: str(
@@ -154,7 +172,7 @@ export const SCHEMA = {
     watchdog_stall: int(
       900,
       'Under a systemd watchdog (WatchdogSec=): seconds the poll loop may go without progress (a cycle step, a process starting or ending) before the watchdog is no longer fed and systemd restarts the agent; a process with a timeout extends it to that timeout.',
-      { min: 1 },
+      { min: 1, ...TIMER },
     ),
   },
   apply: {
@@ -178,7 +196,7 @@ export const SCHEMA = {
       'Phase script base directory (default as os-refresh-config: $OS_REFRESH_CONFIG_BASE_DIR or /usr/libexec/os-refresh-config).',
     ),
     lockfile: path('/var/run/os-refresh-config.lock', 'Lock file held while phases run.'),
-    timeout: int(0, 'Seconds before all phase scripts are killed (0: no limit).'),
+    timeout: int(0, 'Seconds before all phase scripts are killed (0: no limit).', TIMER),
   },
   deploy: {
     hooks_dir: multi(
@@ -192,9 +210,9 @@ export const SCHEMA = {
     ),
     deployed_dir: path('/var/lib/heat-config/deployed', 'Deployment state directory (upstream file names).'),
     heat_config_file: path('/var/run/heat-config/heat-config', 'Deployments file written for upstream tools.'),
-    hook_timeout: int(3600, 'Seconds a hook may run before its process group is killed (0: no limit).'),
-    signal_timeout: float(30, 'Seconds to wait for one signal request.'),
-    signal_max_backoff: float(300, 'Longest wait between signal retries, in seconds.'),
+    hook_timeout: int(3600, 'Seconds a hook may run before its process group is killed (0: no limit).', TIMER),
+    signal_timeout: float(30, 'Seconds to wait for one signal request.', TIMER),
+    signal_max_backoff: float(300, 'Longest wait between signal retries, in seconds.', TIMER),
     signal_max_attempts: int(50, "Signal attempts before a deployment's signal is given up (a 4xx ends it at once)."),
     prune_after: float(30, 'Days after which records of removed deployments are deleted.'),
     reboot_command: str(
@@ -204,10 +222,12 @@ export const SCHEMA = {
     hook_memory_max: str(
       '',
       "Memory limit of each deployment's processes (systemd MemoryMax=: 512M, 2G, 50%); applied in a transient scope when systemd is PID 1 (empty: none).",
+      { check: memoryMaxProblem },
     ),
     hook_cpu_quota: str(
       '',
       "CPU limit of each deployment's processes (systemd CPUQuota=: 50% of one CPU, 200% of two); as hook_memory_max (empty: none).",
+      { check: cpuQuotaProblem },
     ),
     hook_tasks_max: int(
       0,

@@ -1,11 +1,13 @@
 import type { MetadataCache } from '../cache/metadata-cache.js';
 import type { CollectionOutcome, CollectorFailure } from '../pipeline/contract.js';
 import { findCollector } from '../collectors/registry.js';
+import { withoutReservedKeys } from '../collectors/reserved-keys.js';
 import type { CollectContext, CollectedPair, CollectorName } from '../collectors/types.js';
 import type { AgentConfig } from '../config/options.js';
 import {
   AgentError,
   errorMessage,
+  ReservedNameError,
   SourceNotConfiguredError,
   SourceUnavailableError,
   type ErrorCode,
@@ -20,7 +22,10 @@ import { MAX_JSON_DEPTH, jsonDepth } from '../util/json-depth.js';
 // One pass over the configured collectors, in order (upstream collect_all). Differences from upstream, each to keep
 // the last good state: an unavailable source contributes its last good pairs (so its files stay in OS_CONFIG_FILES,
 // B13); a collector bug is logged and treated as unavailable instead of killing the daemon (B8); a key produced
-// twice in one pass is kept once, at its last position with its last value (B6); unsafe keys are dropped (B7).
+// twice in one pass is kept once, at its last position with its last value (B6); unsafe keys are dropped (B7); a
+// pair under a reserved key (os_config_files, a collector's name: collectors/reserved-keys.ts) is left out and the
+// source reported failing with ERR_RESERVED_NAME, its other pairs used (upstream overwrote the file list or the
+// other source's document).
 
 export type { CollectionOutcome } from '../pipeline/contract.js';
 
@@ -74,10 +79,18 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
       now: deps.now ?? Date.now,
     };
     try {
-      const pairs = checkedPairs((await collector.collect(ctx)).pairs, slot.lastPairs, log);
+      const tooDeep: SourceUnavailableError[] = [];
+      const checked = checkedPairs(name, (await collector.collect(ctx)).pairs, slot.lastPairs, tooDeep, log);
+      const { pairs, refused } = withoutReservedKeys(name, checked);
       slot.lastPairs = pairs;
       ordered.push(...pairs);
       available.push(name);
+      // The source's usable data is kept, but it is reported as failing until the refused values are gone.
+      const problem = tooDeep[0] ?? refused[0];
+      if (problem) {
+        failures.push(sourceFailed(deps, name, problem, log));
+        continue;
+      }
       deps.onSource?.(name, undefined);
       if (deps.failing.delete(name)) log.info('source available again');
     } catch (err) {
@@ -107,8 +120,10 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
  * value (or is left out). An unsafe key is dropped.
  */
 function checkedPairs(
+  name: string,
   pairs: readonly CollectedPair[],
   lastPairs: readonly CollectedPair[] | undefined,
+  tooDeep: SourceUnavailableError[],
   log: Logger,
 ): CollectedPair[] {
   const out: CollectedPair[] = [];
@@ -122,12 +137,16 @@ function checkedPairs(
       continue;
     }
     const last = lastPairs?.find((l) => l.key === p.key)?.value;
-    const value = withoutDeepKeys(p.key, p.value, last, (key) =>
-      log.warn(
-        { code: 'ERR_SOURCE_INVALID_DATA', key: key.slice(0, 160), maxDepth: MAX_JSON_DEPTH },
-        'value is nested too deep to carry; refused, its last good value and the rest of the document are kept',
-      ),
-    );
+    const value = withoutDeepKeys(p.key, p.value, last, (key) => {
+      log.debug({ key: key.slice(0, 160), maxDepth: MAX_JSON_DEPTH }, 'value is nested too deep to carry; refused');
+      tooDeep.push(
+        new SourceUnavailableError(
+          name,
+          `data for "${key.slice(0, 160)}" is nested deeper than ${MAX_JSON_DEPTH} levels; refused (its last good value and the rest of the document are kept)`,
+          { code: 'ERR_SOURCE_INVALID_DATA' },
+        ),
+      );
+    });
     if (value !== undefined) out.push({ key: p.key, value });
   }
   return out;
@@ -157,9 +176,10 @@ function sourceFailed(deps: CollectDeps, name: string, err: unknown, log: Logger
   deps.onSource?.(name, { code, message });
   const first = !deps.failing.has(name);
   deps.failing.add(name);
-  if (err instanceof SourceUnavailableError) {
+  if (err instanceof SourceUnavailableError || err instanceof ReservedNameError) {
     // Log once per transition at warn; repeats at debug so a down source does not flood the journal.
-    log[first ? 'warn' : 'debug']({ code, reason: message }, 'source unavailable');
+    const msg = err instanceof ReservedNameError ? 'source entry under a reserved name left out' : 'source unavailable';
+    log[first ? 'warn' : 'debug']({ code, reason: message }, msg);
   } else {
     log.error({ code, err }, 'collector failed unexpectedly; treating the source as unavailable');
   }

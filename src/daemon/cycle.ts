@@ -40,6 +40,7 @@ export interface CycleHost {
 const BAD_INPUT_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'ERR_SOURCE_INVALID_DATA',
   'ERR_SOURCE_INSECURE',
+  'ERR_RESERVED_NAME',
   'ERR_HTTP_TOO_LARGE',
   'ERR_SOURCE_UNEXPECTED',
 ]);

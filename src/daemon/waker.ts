@@ -25,7 +25,8 @@ export class Waker {
         resolve(reason);
       };
       const onAbort = () => finish('aborted');
-      const timer = setTimeout(() => finish('timeout'), Math.max(0, ms));
+      // A timer cannot wait longer than 2^31-1 ms (a longer one fires at once): wake then, a harmless extra pass.
+      const timer = setTimeout(() => finish('timeout'), Math.min(Math.max(0, ms), 0x7fffffff));
       signal.addEventListener('abort', onAbort, { once: true });
       this.release = finish;
     });

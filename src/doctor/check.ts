@@ -1,6 +1,8 @@
 // What every doctor check returns, and how a list of them becomes the command's output and exit code. The JSON shape
 // is versioned (`version`): fields are only ever added; a change of meaning gets a new version (docs/doctor.md).
 
+import { terminalText } from '../util/terminal-text.js';
+
 export type Verdict = 'ok' | 'warn' | 'fail' | 'skipped';
 
 export interface CheckResult {
@@ -60,7 +62,8 @@ export function formatReport(report: DoctorReport): string {
   const lines = report.checks.map(
     (c) => `${LABEL[c.verdict]}  ${c.id.padEnd(width)}  ${oneLine(c.cause)}${c.fix ? ` -- ${oneLine(c.fix)}` : ''}`,
   );
-  return `${lines.join('\n')}\n`;
+  // Causes name paths and sources' errors, which come from metadata: shown escaped, one line each.
+  return `${lines.map(terminalText).join('\n')}\n`;
 }
 
 /** Causes come from error messages: keep each on one line. */

@@ -4,6 +4,7 @@ import { scrubText } from '../log/redact.js';
 import { readFileIfExists } from '../util/atomic-write.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
+import { terminalText } from '../util/terminal-text.js';
 import { inputText, isSecretInput } from '../heat/deployment.js';
 import { DeploymentRecordError } from '../state/errors.js';
 import { storeFor, type DeploymentRecord, type SignalAttempt, type StateStore } from '../state/store.js';
@@ -155,11 +156,12 @@ export function formatDetail(d: DeploymentDetail): string {
   );
   lines.push(
     `stdout (last ${TAIL_LINES} lines):`,
-    indent(d.stdoutTail),
+    ...indent(d.stdoutTail),
     `stderr (last ${TAIL_LINES} lines):`,
-    indent(d.stderrTail),
+    ...indent(d.stderrTail),
   );
-  return `${lines.join('\n')}\n`;
+  // One entry per line: names, errors and output from the deployment are shown escaped, so none fakes a line.
+  return `${lines.map(terminalText).join('\n')}\n`;
 }
 
 function oneValue(v: unknown): string {
@@ -167,11 +169,10 @@ function oneValue(v: unknown): string {
   return text.replace(/\n/g, '\\n');
 }
 
-function indent(text: string | undefined): string {
-  if (text === undefined || text === '') return '  (empty)';
+function indent(text: string | undefined): string[] {
+  if (text === undefined || text === '') return ['  (empty)'];
   return text
     .replace(/\n$/, '')
     .split('\n')
-    .map((l) => `  | ${l}`)
-    .join('\n');
+    .map((l) => `  | ${l}`);
 }

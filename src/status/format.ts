@@ -1,5 +1,6 @@
 import type { SourceFacts } from './agent-facts.js';
 import type { StatusReport, UndeliveredSignal, Verdict } from './report.js';
+import { terminalLines } from '../util/terminal-text.js';
 import { formatStatusTable, formatTable, oneLine, shortTime } from './status.js';
 
 // `status` for humans: the agent in two lines, then a table each for the sources, the deployments (as before) and
@@ -13,7 +14,8 @@ export function formatReport(report: StatusReport, verdict: Verdict): string {
   ];
   if (report.signals.length > 0) parts.push(`UNDELIVERED SIGNALS\n${signalsTable(report.signals)}`);
   parts.push(verdictLines(verdict));
-  return parts.join('\n');
+  // The reasons name deployments, and the agent lines come from a file: nothing in them may drive the terminal.
+  return terminalLines(parts.join('\n'));
 }
 
 function agentLines(report: StatusReport): string {

@@ -168,6 +168,10 @@ export function verdictOf(report: StatusReport): Verdict {
     errors.push(
       `deployment ${u.id} is held: its record ${u.file} cannot be used (${u.problem}); see docs/state-machine.md`,
     );
+  // A source that is up but had entries left out: their deployments never run until renamed.
+  for (const s of report.sources)
+    if (s.consecutiveFailures > 0 && s.lastErrorCode === 'ERR_RESERVED_NAME')
+      errors.push(`source ${s.name}: ${s.lastError ?? 'an entry under a reserved name was left out'}`);
   if (report.agent.running && report.agent.lastCycle?.result === 'failed')
     errors.push(`the agent's last cycle failed (exit code ${report.agent.lastCycle.exitCode}); see its journal`);
   if (errors.length > 0) return { exitCode: EXIT.agentOrSignalError, reasons: errors };

@@ -4,6 +4,7 @@ import { scrubText } from '../log/redact.js';
 import type { Transport } from '../heat/signal-target.js';
 import { hasResult } from '../state/machine.js';
 import { storeFor, type DeploymentRecord, type DeploymentState, type SignalState } from '../state/store.js';
+import { terminalText } from '../util/terminal-text.js';
 
 // `os-config-agent status`: what the agent knows about every deployment, from the state records (read only). The
 // signal's target and body stay out of it: they hold credentials and can be large.
@@ -116,13 +117,15 @@ export function formatStatusTable(list: readonly DeploymentStatus[]): string {
 
 /** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
 export function formatTable(columns: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => (r[i] ?? '').length)));
+  // Cells hold names, ids and errors from metadata: shown escaped, so none can fake a row or drive the terminal.
+  const cells = rows.map((r) => r.map(terminalText));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
     cells
       .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
       .join('  ')
       .trimEnd();
-  return [line(columns), ...rows.map(line)].join('\n') + '\n';
+  return [line(columns), ...cells.map(line)].join('\n') + '\n';
 }
 
 export function shortTime(iso: string | undefined): string {

@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, st
 import path from 'node:path';
 import t from 'tap';
 import { META_LIST_FILE, MetadataCache } from '../../src/cache/metadata-cache.js';
-import { CacheWriteError, UnsafeNameError } from '../../src/errors.js';
+import { CacheWriteError, ReservedNameError, UnsafeNameError } from '../../src/errors.js';
 import { captureLog } from '../helpers/log-capture.js';
 
 const modeOf = (file: string) => statSync(file).mode & 0o7777;
@@ -289,4 +289,10 @@ t.test('a cache directory others can write is neither written nor committed: ERR
   t.same(readdirSync(dir), [], 'nothing written');
   chmodSync(dir, 0o700);
   t.equal((await new MetadataCache(dir, captured.log).store('heat', { a: 1 })).changed, true, 'once fixed, it works');
+});
+
+t.test('the key of the file list is refused: nothing may overwrite os_config_files.json', async (t) => {
+  const { cache } = setup(t);
+  await t.rejects(cache.store('os_config_files', { b: 2 }), ReservedNameError);
+  t.throws(() => cache.pathOf('os_config_files'), { code: 'ERR_RESERVED_NAME' });
 });

@@ -563,3 +563,68 @@ t.test("SCHEMA sections are the ones upstream registers plus the agent's own", a
     'deploy',
   ]);
 });
+
+t.test(
+  'a value outside what an option accepts is an error, from a file as from a flag; the default is kept',
+  async (t) => {
+    const root = rootWith(t, {
+      [MAIN]: '[agent]\nlog_level = shout\npoll_jitter = 5\n[deploy]\nhook_memory_max = lots\nhook_cpu_quota = 50\n',
+    });
+    const { config, problems } = await loadConfig({ root, cli: { deploy: { hook_cpu_quota: 'half' } } });
+    t.equal(config.agent.log_level, 'info');
+    t.equal(config.agent.poll_jitter, 0.1);
+    t.equal(config.deploy.hook_memory_max, '');
+    t.equal(config.deploy.hook_cpu_quota, '');
+    t.same(
+      problems.map((p) => [p.severity, p.file === undefined ? 'cli' : path.basename(p.file), p.option, p.message]),
+      [
+        [
+          'error',
+          'os-collect-config.conf',
+          'log_level',
+          '"shout" is not a log level (fatal, error, warn, info, debug, trace, silent); keeping "info"',
+        ],
+        ['error', 'os-collect-config.conf', 'poll_jitter', '5 is above the maximum 1; keeping 0.1'],
+        [
+          'error',
+          'os-collect-config.conf',
+          'hook_memory_max',
+          '"lots" is not a memory limit (512M, 2G, 50%, infinity); keeping ""',
+        ],
+        ['error', 'os-collect-config.conf', 'hook_cpu_quota', '"50" is not a CPU quota (50%, 200%); keeping ""'],
+        ['error', 'cli', 'hook_cpu_quota', 'command line: "half" is not a CPU quota (50%, 200%); keeping ""'],
+      ],
+    );
+  },
+);
+
+t.test('the accepted spellings of checked options load without a problem', async (t) => {
+  const root = rootWith(t, {
+    [MAIN]: '[agent]\nlog_level = WARNING\npoll_jitter = 1\n[deploy]\nhook_memory_max = 1.5G\nhook_cpu_quota = 200%\n',
+  });
+  const { config, problems } = await loadConfig({ root });
+  t.same(problems, []);
+  t.equal(config.agent.log_level, 'WARNING');
+  t.equal(config.deploy.hook_memory_max, '1.5G');
+  for (const value of ['512M', '50%', 'infinity', '1048576', '']) {
+    const r = rootWith(t, { [MAIN]: `[deploy]\nhook_memory_max = ${value}\n` });
+    t.same((await loadConfig({ root: r })).problems, [], value);
+  }
+});
+
+t.test('a duration longer than a timer can wait is an error, not a busy loop; the default is kept', async (t) => {
+  const root = rootWith(t, {
+    [MAIN]: '[DEFAULT]\npolling_interval = 3000000\n[deploy]\nhook_timeout = 2147483\nsignal_max_backoff = 1e7\n',
+  });
+  const { config, problems } = await loadConfig({ root });
+  t.equal(config.DEFAULT.polling_interval, 30);
+  t.equal(config.deploy.hook_timeout, 2147483, 'the longest wait a timer can do is accepted');
+  t.equal(config.deploy.signal_max_backoff, 300);
+  t.same(
+    problems.map((p) => [p.option, p.message]),
+    [
+      ['polling_interval', '3000000 is above the maximum 2147483; keeping 30'],
+      ['signal_max_backoff', '10000000 is above the maximum 2147483; keeping 300'],
+    ],
+  );
+});

@@ -3,6 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../src/config/load.js';
 import { logProblems } from '../../src/config/log-problems.js';
+import { configCheck } from '../../src/doctor/config-check.js';
 import { captureLog } from '../helpers/log-capture.js';
 
 t.test(
@@ -46,4 +47,24 @@ t.test('each line carries its error code: a file that cannot be read, or a bad v
     { file: '/etc/missing.conf', code: 'ERR_CONFIG_UNREADABLE' },
     { option: 'polling_interval', code: 'ERR_CONFIG_INVALID' },
   ]);
+});
+
+t.test('an unknown log level in a file is logged and fails the doctor config check, naming the file', async (t) => {
+  const root = t.testdir({ etc: {} });
+  writeFileSync(path.join(root, 'etc/os-collect-config.conf'), '[agent]\nlog_level = shout\n');
+  const loaded = await loadConfig({ root });
+  const { log, lines } = captureLog();
+  logProblems(loaded, log);
+  t.match(lines, [
+    {
+      level: 'error',
+      code: 'ERR_CONFIG_INVALID',
+      file: '/etc/os-collect-config.conf',
+      option: 'log_level',
+      problem: /"shout" is not a log level/,
+    },
+  ]);
+  const check = configCheck(loaded);
+  t.equal(check.verdict, 'fail');
+  t.match(check.cause, /\/etc\/os-collect-config\.conf \[agent\] log_level: "shout" is not a log level/);
 });

@@ -206,7 +206,7 @@ t.test('a signal-queue service that fails is logged; the poll loop goes on and s
 });
 
 t.test(
-  'a value nested deeper than the limit is refused by itself: its last good value and the rest are kept',
+  'a value nested deeper than the limit is refused by itself and reported: its last good value and the rest are kept',
   async (t) => {
     const { cmd, root, deps, logged } = setup(
       t,
@@ -219,12 +219,15 @@ t.test(
     // 600 levels: valid JSON, but deep enough to overflow a recursive merge or render.
     root.writeLocal('a', `{"v": 2, "x": ${'{"x":'.repeat(600)}1${'}'.repeat(600)}}`);
     const report = await agent.cycle(signal);
-    t.same(report.failures, [], 'the source itself is available');
-    t.same(report.changedKeys, ['a']);
     t.match(
-      logged('value is nested too deep to carry; refused, its last good value and the rest of the document are kept'),
-      [{ level: 'warn', code: 'ERR_SOURCE_INVALID_DATA', collector: 'local', key: 'a.x' }],
+      report.failures,
+      [{ collector: 'local', code: 'ERR_SOURCE_INVALID_DATA', message: /"a\.x" is nested deeper than 512 levels/ }],
+      'the source is reported with the refused key',
     );
+    t.same(report.changedKeys, ['a'], 'and the rest of its data is used');
+    t.match(logged('source unavailable'), [
+      { level: 'warn', code: 'ERR_SOURCE_INVALID_DATA', collector: 'local', reason: /"a\.x"/ },
+    ]);
     t.same(JSON.parse(readFileSync(path.join(root.root, 'var/lib/os-collect-config/a.json'), 'utf8')), {
       v: 2,
       x: 'good',

@@ -51,6 +51,26 @@ t.test('__proto__ and constructor keys are plain data: no prototype change, cach
   t.ok(existsSync(path.join(cache, '__proto__.json')), 'a file named __proto__ is just a cache key');
 });
 
+t.test('files named os_config_files or like a collector are left out and reported; the rest is used', async (t) => {
+  const { agent, root, cache, cmd } = await agentFor(t.testdir());
+  root.writeHeatLocal({ deployments: [{ id: 'd1', name: 'x', group: 'script', config: 'true' }] });
+  root.writeLocal('heat_local', { a: 1 });
+  root.writeLocal('os_config_files', { b: 2 });
+  root.writeLocal('good', { v: 1 });
+  const report = await agent.cycle(new AbortController().signal);
+  t.equal(report.exitCode, 1, 'a one-time run fails on it');
+  t.match(report.failures, [{ collector: 'local', code: 'ERR_RESERVED_NAME', message: /"heat_local"/ }]);
+  t.match(JSON.parse(readFileSync(path.join(cache, 'heat_local.json'), 'utf8')), { deployments: [{ id: 'd1' }] });
+  t.same(JSON.parse(readFileSync(path.join(cache, 'good.json'), 'utf8')), { v: 1 }, 'the other file is used');
+  const list = JSON.parse(readFileSync(path.join(cache, 'os_config_files.json'), 'utf8')) as string[];
+  t.same(
+    list.map((f) => path.basename(f)),
+    ['heat_local.json', 'good.json'],
+    "the file list is the cache's own",
+  );
+  t.equal(readFileSync(cmd.record, 'utf8').trim().split('\n').length, 1, 'the command ran on the rest');
+});
+
 t.test('deeply nested and oversized documents are refused with a clear reason; last good data kept', async (t) => {
   const { agent, root, cache, captured } = await agentFor(t.testdir());
   root.writeLocal('good', { v: 1 });

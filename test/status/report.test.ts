@@ -255,3 +255,22 @@ t.test('the agent: running by its pid file, its published facts, and an agent er
   t.same(r.sources, [], 'facts of another version are not shown');
   t.equal(r.agent.running, true);
 });
+
+t.test('a source with an entry under a reserved name is an error (2), though its other data is used', async (t) => {
+  const lastCycle = { startedAt: '2026-02-01T10:00:00.000Z', endedAt: '2026-02-01T10:00:01.000Z' };
+  const agent = { running: true, lastCycle: { ...lastCycle, result: 'applied', exitCode: 0 } } as const;
+  const base = { version: 1, agent, deployments: [], signals: [] } as const;
+  const source = { name: 'local', consecutiveFailures: 0, lastSuccessAt: '2026-02-01T10:00:00.000Z' };
+  t.equal(verdictOf({ ...base, sources: [source] }).exitCode, 0);
+  const reserved = {
+    ...source,
+    consecutiveFailures: 1,
+    lastErrorCode: 'ERR_RESERVED_NAME',
+    lastError: 'a local file named "heat_local" from local was left out',
+  };
+  t.same(verdictOf({ ...base, sources: [reserved] }), {
+    exitCode: EXIT.agentOrSignalError,
+    reasons: ['source local: a local file named "heat_local" from local was left out'],
+  });
+  t.equal(verdictOf({ ...base, sources: [{ ...reserved, consecutiveFailures: 0 }] }).exitCode, 0, 'renamed: done');
+});
