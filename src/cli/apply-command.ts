@@ -8,9 +8,17 @@ import { FALLBACK_METADATA, loadMetadata, selectMetadataFiles } from '../apply/m
 import { resolveTemplatesDir } from '../apply/templates-dir.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
-import { createLogger, fdDestination, parseLogLevel, type Logger, type LogLevel } from '../log/logger.js';
+import { createLogger, fdDestination, setLogFormat, type Logger, type LogLevel } from '../log/logger.js';
 import { readJsonFile } from '../util/read-json-file.js';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
+import type { CommandContext } from './command-context.js';
+import {
+  addCommonFlags,
+  chooseLogLevel,
+  commonFlagsOf,
+  configSources,
+  COMMON_HEADING,
+  type CommonFlags,
+} from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { printData } from './quiet-epipe.js';
 
@@ -24,10 +32,17 @@ const META_LIST_FILE = 'os_config_files.json';
 /** stderr logger, plus upstream's root-only /var/log/os-apply-config.log when [apply] legacy_log_file is set. */
 export function createApplyLogger(loaded: LoadedConfig | undefined, level: LogLevel): Logger {
   const legacy = loaded?.config.apply.legacy_log_file === true && process.geteuid?.() === 0;
-  if (!legacy || !loaded) return createLogger({ level, destination: 'stderr', buffered: true });
+  const format = loaded?.config.agent.log_format || undefined;
+  if (!legacy || !loaded) {
+    const log = createLogger({ level, destination: 'stderr', buffered: true });
+    setLogFormat(log, format as 'json' | 'text' | undefined);
+    return log;
+  }
+  const stderr = fdDestination(2);
+  stderr.setFormat(format as 'json' | 'text' | undefined);
   const file = pino.destination({ dest: loaded.paths.map(LEGACY_LOG_FILE), append: true, sync: true, mkdir: true });
   const stream = pino.multistream([
-    { level: 'trace', stream: fdDestination(2) },
+    { level: 'trace', stream: stderr },
     { level: 'trace', stream: file },
   ]);
   return createLogger({ level, destination: stream });
@@ -38,18 +53,21 @@ interface ApplyFlags extends CommonFlags {
   validate?: boolean;
 }
 
-export function defineApplyCommand(cmd: Command, setExit: (code: number) => void): Command {
-  addCommonFlags(cmd);
-  const bindings = addConfigOptions(cmd);
+export function defineApplyCommand(cmd: Command, ctx: CommandContext): Command {
   cmd.option(
     '--metadata <file>',
     'metadata file to merge instead of the cached list (repeat for more; later wins)',
     (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
   );
   cmd.option('--validate', 'render and check every template but write nothing');
+  addCommonFlags(cmd, COMMON_HEADING);
+  // What rendering reads: the list of cached metadata files, the size limit of a metadata file, the apply section.
+  const bindings = addConfigOptions(cmd, {
+    scope: { DEFAULT: ['cachedir'], agent: ['log_level', 'log_format', 'max_source_bytes'], apply: 'all' },
+    helpAll: ctx.helpAll,
+  });
   cmd.action(async () => {
-    const flags = cmd.opts<ApplyFlags>();
-    if (flags.logLevel) parseLogLevel(flags.logLevel);
+    const flags = commonFlagsOf<ApplyFlags>(cmd);
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     const log = createApplyLogger(loaded, chooseLogLevel(flags, loaded.config.agent.log_level));
     logProblems(loaded, log);
@@ -69,7 +87,7 @@ export function defineApplyCommand(cmd: Command, setExit: (code: number) => void
       log: log.child({ component: 'apply' }),
       validate: flags.validate === true,
     });
-    setExit(0);
+    ctx.setExit(0);
   });
   return cmd;
 }
@@ -157,7 +175,8 @@ const variadic = (value: string, previous: string[] | true | undefined): string[
 const listOf = (value: string[] | true | undefined): string[] | undefined =>
   value === undefined ? undefined : value === true ? [] : value;
 
-export function defineOsApplyConfigCommand(program: Command, setExit: (code: number) => void): Command {
+export function defineOsApplyConfigCommand(program: Command, ctx: CommandContext): Command {
+  const setExit = ctx.setExit;
   program.description('Render os-apply-config templates from merged metadata (os-apply-config compatible).');
   program
     .option(

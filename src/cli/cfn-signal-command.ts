@@ -13,11 +13,13 @@ import {
 } from '../signals/cfn-signal-queue.js';
 import { SignalInputError } from '../heat/wait-condition-body.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
-import { createLogger, parseLogLevel } from '../log/logger.js';
+import { createLogger } from '../log/logger.js';
 import { registerSecret } from '../log/redact.js';
-import { chooseLogLevel, configSources } from './common-flags.js';
+import type { CommandContext } from './command-context.js';
+import { commonFlagsOf, configureLogger, configSources, COMMON_HEADING, logLevelArgument } from './common-flags.js';
 import { installSignalHandlers } from './process-signals.js';
 import { checkFlags, signalInput, type CfnSignalFlags } from './signal-input.js';
+import type { CommonFlags } from './common-flags.js';
 import { defaultUniqueId } from './signal-unique-id.js';
 
 // `os-config-agent cfn-signal [flags] URL` and the compatibility command `cfn-signal`: heat-cfntools' cfn-signal (same
@@ -33,21 +35,14 @@ import { defaultUniqueId } from './signal-unique-id.js';
 export const EXIT_QUEUED_NOT_SENT = 3;
 const WAIT_POLL_MS = 200;
 
-interface CommandFlags extends CfnSignalFlags {
-  root?: string;
-  configFile?: string[];
-  configDir?: string[];
-  logLevel?: string;
+interface CommandFlags extends CfnSignalFlags, CommonFlags {
   now?: boolean;
   wait?: boolean;
   waitTimeout?: string;
 }
 
-export function defineCfnSignalCommand(
-  cmd: Command,
-  setExit: (code: number) => void,
-  name = 'os-config-agent',
-): Command {
+export function defineCfnSignalCommand(cmd: Command, ctx: CommandContext, name = 'os-config-agent'): Command {
+  const setExit = ctx.setExit;
   cmd
     .argument('<url>', "the WaitConditionHandle URL (pre-signed CFN URL, or the native handle's endpoint with --token)")
     .option('-s, --success <bool>', 'signal status: "true" is SUCCESS, anything else FAILURE', 'true')
@@ -69,12 +64,28 @@ export function defineCfnSignalCommand(
     .option('--now', 'also try to deliver once before returning (the queue keeps retrying on failure)')
     .option('--wait', 'stay until the signal is delivered or refused (exit 0 or 1), or --wait-timeout passes (exit 3)')
     .option('--wait-timeout <seconds>', 'how long --wait waits', '300')
-    .option('--root <dir>', 'prefix every absolute path the agent reads or writes with DIR')
-    .option('--config-file <file>', 'configuration file (repeat for more)', collect)
-    .option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)', collect)
-    .option('--log-level <level>', 'fatal, error, warn, info, debug or trace (default: warn)');
+    .addOption(
+      new Option('--root <dir>', 'prefix every absolute path the agent reads or writes with DIR').helpGroup(
+        COMMON_HEADING,
+      ),
+    )
+    .addOption(
+      new Option('--config-file <file>', 'configuration file (repeat for more)')
+        .argParser(collect)
+        .helpGroup(COMMON_HEADING),
+    )
+    .addOption(
+      new Option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)')
+        .argParser(collect)
+        .helpGroup(COMMON_HEADING),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'fatal, error, warn, info, debug or trace (default: warn)')
+        .argParser(logLevelArgument)
+        .helpGroup(COMMON_HEADING),
+    );
   cmd.action(async (url: string) => {
-    const flags = cmd.opts<CommandFlags>();
+    const flags = commonFlagsOf<CommandFlags>(cmd);
     const say = (line: string) => process.stderr.write(`${name}: ${line}\n`);
     if (flags.token) registerSecret(flags.token);
     // Only what the user set counts: commander's defaults stand for cfn-signal's, applied in signalInput.
@@ -84,14 +95,13 @@ export function defineCfnSignalCommand(
       checkFlags(url, given);
       if (!Number.isFinite(waitSeconds) || waitSeconds < 0)
         throw new SignalInputError('--wait-timeout must be a number of seconds, 0 or more');
-      if (flags.logLevel) parseLogLevel(flags.logLevel);
     } catch (err) {
       return usage(err, say, setExit, true);
     }
     const log = createLogger({ level: 'warn', destination: 'stderr' });
     const loaded = await loadConfig(configSources(flags, {}));
     logProblems(loaded, log);
-    if (flags.logLevel) log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
+    if (flags.logLevel || flags.debug) configureLogger(log, flags, loaded.config.agent);
     let input;
     try {
       input = await signalInput(url, given, () => defaultUniqueId(loaded));

@@ -103,7 +103,7 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
           problems.push({ severity: 'warning', section, option: name, message: `command line: ${message}` }),
         ),
       );
-      const converted = convert(spec, expanded);
+      const converted = convertValue(spec, expanded);
       if (converted.ok) raw[section]![name] = converted.value;
       else
         problems.push({
@@ -341,7 +341,7 @@ function applyDocument(
           problems.push({ severity: 'warning', file, section, option: name, message }),
         ),
       );
-      const converted = convert(spec, expanded);
+      const converted = convertValue(spec, expanded);
       if (!converted.ok) {
         problems.push({
           severity: 'error',
@@ -363,14 +363,17 @@ function applyDocument(
   }
 }
 
-type Converted = { ok: true; value: unknown } | { ok: false; error: string };
+export type Converted = { ok: true; value: unknown } | { ok: false; error: string };
 
-function convert(spec: OptionSpec<unknown>, values: readonly string[]): Converted {
+/** An option's values as read (the last wins where one is due) converted to its kind; the command line checks flags with it. */
+export function convertValue(spec: OptionSpec<unknown>, values: readonly string[]): Converted {
   const last = values[values.length - 1] ?? '';
   switch (spec.kind) {
     case 'multi':
       return { ok: true, value: values.filter((v) => v !== '') };
     case 'str':
+      if (spec.choices && !spec.choices.includes(last))
+        return { ok: false, error: `"${last}" is not one of ${spec.choices.filter((c) => c !== '').join(', ')}` };
       return { ok: true, value: last };
     case 'bool': {
       const v = last.trim().toLowerCase();

@@ -20,6 +20,8 @@ export interface OptionSpec<T> {
   readonly fileOnly?: boolean;
   /** Lower bound for numbers. */
   readonly min?: number;
+  /** The values a string option accepts (anything else is an error, and the default is kept). */
+  readonly choices?: readonly string[];
 }
 
 function str(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;
@@ -198,6 +200,11 @@ export const SCHEMA = {
   },
   agent: {
     log_level: str('info', 'Log level: fatal, error, warn, info, debug, trace.'),
+    log_format: str(
+      '',
+      'How log lines are written: json (one object a line) or text (the message, then key=value); empty: text on a terminal, JSON anywhere else (journald, files, pipes).',
+      { choices: ['', 'json', 'text'] },
+    ),
     native_pipeline: bool(
       true,
       'In `run`, apply templates and run deployments in-process (false: run `command` like upstream).',

@@ -1,0 +1,7 @@
+// What main hands every command module when it defines its command: where the exit code goes, and whether help is to
+// list every configuration override (`--help-all`).
+
+export interface CommandContext {
+  readonly setExit: (code: number) => void;
+  readonly helpAll: boolean;
+}
