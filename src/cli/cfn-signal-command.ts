@@ -120,7 +120,7 @@ export function defineCfnSignalCommand(cmd: Command, ctx: CommandContext, name =
     try {
       const deps = queueDepsFor(config, http, log.child({ component: 'cfn-signal' }), { signal: handlers.signal });
       const entry = await enqueueSignal(deps.dir, input, deps.now());
-      log.info({ signalId: entry.id, kind: entry.kind, to: entry.shownUrl }, 'signal queued');
+      log.info({ signalId: entry.id, kind: entry.kind, destination: entry.shownUrl }, 'signal queued');
       const daemon = await runningDaemon(daemonPresenceFile(config));
       let current: QueuedSignal | undefined = entry;
       if (flags.now || flags.wait || daemon === undefined) current = await attemptIfDue(deps, entry.id);

@@ -22,6 +22,7 @@ import {
   type CommonFlags,
 } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
+import { addExitStatus } from './help-notes.js';
 import { installSignalHandlers } from './process-signals.js';
 
 // `os-config-agent deploy`: one pass of the deployment runner (upstream: configure.d/55-heat-config) over the
@@ -56,14 +57,10 @@ export function defineDeployCommand(cmd: Command, ctx: CommandContext): Command 
     scope: { DEFAULT: ['cachedir'], agent: 'all', deploy: 'all', zaqar: ['use_websockets'] },
     helpAll: ctx.helpAll,
   });
-  cmd.addHelpText(
-    'after',
-    [
-      '',
-      'Exit status: 0 every deployment done, 1 a deployment failed or the pass was',
-      'interrupted, 2 an unknown id or a usage error. Details: deployments.md.',
-    ].join('\n'),
-  );
+  addExitStatus(cmd, [
+    'Exit status: 0 every deployment done, 1 a deployment failed or the pass was',
+    'interrupted, 2 an unknown id or a usage error. Details: deployments.md.',
+  ]);
   cmd.action(async () => {
     const flags = commonFlagsOf<DeployFlags>(cmd);
     if (flags.rerun !== undefined && flags.forget !== undefined)

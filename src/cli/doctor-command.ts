@@ -15,6 +15,7 @@ import {
   type CommonFlags,
 } from './common-flags.js';
 import { addConfigOptions, ALL_OPTIONS, readConfigOverrides } from './config-options.js';
+import { addExitStatus } from './help-notes.js';
 import { printData } from './quiet-epipe.js';
 
 // `os-config-agent doctor [--json] [--timeout S]`: checks the configuration, every configured endpoint and its
@@ -43,7 +44,7 @@ export function defineDoctorCommand(cmd: Command, ctx: CommandContext): Command 
   addCommonFlags(cmd, COMMON_HEADING);
   // The doctor checks what the daemon would use: every option.
   const bindings = addConfigOptions(cmd, { scope: ALL_OPTIONS, helpAll: ctx.helpAll });
-  cmd.addHelpText('after', '\nExit status: 0 nothing failed, 1 a check failed, 2 a usage error. Details: doctor.md.');
+  addExitStatus(cmd, ['Exit status: 0 nothing failed, 1 a check failed, 2 a usage error. Details: doctor.md.']);
   cmd.action(async () => {
     const flags = commonFlagsOf<DoctorFlags>(cmd);
     // The report is the output; log lines (errors only unless asked for) go to stderr.

@@ -20,6 +20,7 @@ import {
   type CommonFlags,
 } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
+import { addExitStatus } from './help-notes.js';
 import { existingRoot } from './root-check.js';
 import { printData } from './quiet-epipe.js';
 
@@ -64,15 +65,11 @@ export function defineStatusCommand(cmd: Command, ctx: CommandContext): Command 
     scope: { DEFAULT: ['cachedir'], agent: ['state_dir'], deploy: ['deployed_dir'] },
     helpAll: ctx.helpAll,
   });
-  cmd.addHelpText(
-    'after',
-    [
-      '',
-      'Exit status: 0 all done and signalled, 1 a deployment failed, 2 an error (a signal',
-      'refused, no agent to finish the work, an unknown deployment), 3 still in progress.',
-      'Details: os-config-agent-status(1), status.md.',
-    ].join('\n'),
-  );
+  addExitStatus(cmd, [
+    'Exit status: 0 all done and signalled, 1 a deployment failed, 2 an error (a signal',
+    'refused, no agent to finish the work, an unknown deployment), 3 still in progress.',
+    'Details: status.md in the documentation.',
+  ]);
   cmd.action(async (key: string | undefined) => {
     const flags = commonFlagsOf<StatusFlags>(cmd);
     if (flags.timeout !== undefined && !flags.wait) cmd.error('--timeout is for --wait: add --wait, or leave it out');

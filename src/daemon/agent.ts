@@ -321,7 +321,7 @@ export class Agent {
     if (config.DEFAULT.splay > 0) {
       const delay = splaySeconds(config.DEFAULT.splay, random());
       service?.progress(delay * 1000 + stallMs(), stallMs());
-      log.info({ seconds: delay }, 'splay: delaying the first poll');
+      log.info({ delayMs: Math.round(delay * 1000) }, 'splay: delaying the first poll');
       await this.waker.wait(delay * 1000, signal);
     }
     let sleep: number | undefined;
@@ -383,7 +383,7 @@ export class Agent {
         Date.now() + seconds * 1000,
         config.DEFAULT.polling_interval,
       );
-      log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
+      log.debug({ delayMs: Math.round(seconds * 1000) }, 'sleeping');
       service?.progress(seconds * 1000 + stallMs(), stallMs());
       const reason = await this.waker.wait(seconds * 1000, signal);
       if (reason === 'woken') log.debug('woken early');

@@ -45,7 +45,7 @@ async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ct
         const templates = await resolveTemplatesDir(config.apply.templates, paths, stepEnv);
         const alog = log.child({ step: APPLY_STEP });
         if (templates.deprecated)
-          alog.warn({ templates: paths.unmap(templates.dir) }, 'deprecated template directory in use');
+          alog.warn({ dir: paths.unmap(templates.dir) }, 'deprecated template directory in use');
         await applyTemplates({
           templatesDir: templates.dir,
           outputDir: config.apply.output,

@@ -723,7 +723,7 @@ class Dispatcher {
     }
     await this.store.forget(id);
     this.ctx.log.info(
-      { deploymentId: id, deploymentName: record?.name ?? null, fromState: record?.state ?? null },
+      { deploymentId: id, deploymentName: record?.name ?? null, from: record?.state ?? null },
       'deployment forgotten: the next pass runs it as new if the metadata lists it',
     );
     return record;
@@ -962,14 +962,14 @@ class Dispatcher {
     // A hook may swallow its killed tool's failure: the shutdown, not the hook's verdict, says the removal is unfinished.
     if (this.ctx.signal.aborted) {
       this.ctx.log.info(
-        { deploymentId: record.id, hookGroup: group },
+        { deploymentId: record.id, group },
         'hook removal interrupted by shutdown; it runs again at the next start',
       );
       return 'interrupted';
     }
     if (failure !== undefined)
       this.ctx.log.warn({ deploymentId: record.id, reason: errorMessage(failure) }, 'hook removal failed');
-    else this.ctx.log.info({ deploymentId: record.id, hookGroup: group }, 'hook removal done');
+    else this.ctx.log.info({ deploymentId: record.id, group }, 'hook removal done');
     return 'done';
   }
 

@@ -247,7 +247,7 @@ export async function attemptQueuedSignal(entry: QueuedSignal, deps: QueueDeps):
   const attempts = entry.attempts + 1;
   if (entry.url === undefined || entry.text === undefined || (entry.kind === 'native' && !entry.token)) {
     const lastError = 'the queued signal has no URL, body or token in its file; it cannot be sent';
-    log.error({ code: 'ERR_SIGNAL', to: entry.shownUrl }, 'queued signal cannot be sent');
+    log.error({ code: 'ERR_SIGNAL', destination: entry.shownUrl }, 'queued signal cannot be sent');
     return save(deps.dir, settled(entry, { state: 'failed', attempts, lastAttemptAt: at, updatedAt: at, lastError }));
   }
   const delivery = await deliver(entry, deps, log);
@@ -261,7 +261,10 @@ export async function attemptQueuedSignal(entry: QueuedSignal, deps: QueueDeps):
   };
   if (delivery.outcome === 'sent') {
     const next = await save(deps.dir, settled(entry, { ...base, state: 'sent', sentAt: at, lastError: undefined }));
-    log.info({ kind: entry.kind, to: entry.shownUrl, status: delivery.status, attempts }, 'queued signal sent');
+    log.info(
+      { kind: entry.kind, destination: entry.shownUrl, httpStatus: delivery.status, attempts },
+      'queued signal sent',
+    );
     return next;
   }
   if (delivery.outcome === 'final' || attempts >= deps.maxAttempts) {
@@ -274,8 +277,8 @@ export async function attemptQueuedSignal(entry: QueuedSignal, deps: QueueDeps):
       {
         code: 'ERR_SIGNAL',
         kind: entry.kind,
-        to: entry.shownUrl,
-        status: delivery.status,
+        destination: entry.shownUrl,
+        httpStatus: delivery.status,
         attempts,
         reason: lastError,
       },
@@ -295,10 +298,10 @@ export async function attemptQueuedSignal(entry: QueuedSignal, deps: QueueDeps):
     {
       code: 'ERR_SIGNAL',
       kind: entry.kind,
-      to: entry.shownUrl,
-      status: delivery.status,
+      destination: entry.shownUrl,
+      httpStatus: delivery.status,
       attempts,
-      retryInSeconds: Math.round(delayMs / 100) / 10,
+      delayMs,
       reason: delivery.error,
     },
     'queued signal attempt failed; will retry',

@@ -135,7 +135,7 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
       record,
       'signalled',
       { signal: { state: 'sent', sentAt: at, ...base, ...attempt('sent') } },
-      { attempts, status: delivery.status },
+      { attempts, httpStatus: delivery.status },
     );
   }
   if (delivery.outcome === 'final' || attempts >= deps.maxAttempts) {
@@ -147,8 +147,8 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
       {
         code: 'ERR_SIGNAL',
         transport: target.transport,
-        to: where(target),
-        status: delivery.status,
+        destination: where(target),
+        httpStatus: delivery.status,
         attempts,
         reason: lastError,
       },
@@ -171,10 +171,10 @@ export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps):
     {
       code: 'ERR_SIGNAL',
       transport: target.transport,
-      to: where(target),
-      status: delivery.status,
+      destination: where(target),
+      httpStatus: delivery.status,
       attempts,
-      retryInSeconds: Math.round(delayMs / 100) / 10,
+      delayMs,
       reason: delivery.error,
     },
     'signal attempt failed; will retry',

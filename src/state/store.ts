@@ -192,16 +192,19 @@ export class StateStore {
     logFields: Record<string, unknown> = {},
   ): Promise<DeploymentRecord> {
     if (!isAllowedTransition(record.state, to)) throw new DeploymentTransitionError(record.id, record.state, to);
-    return this.commit({ ...record, ...patch, state: to }, record.state, logFields);
+    return this.commit({ ...record, ...patch, state: to }, record.state, logFields, record.failed === true);
   }
 
   private async commit(
     record: DeploymentRecord,
     from: DeploymentState | undefined,
     logFields: Record<string, unknown>,
+    failedBefore = false,
   ): Promise<DeploymentRecord> {
     const next = await this.save(record);
-    this.log.info(
+    // The move that records a failure is a warning (journalctl -p warning shows it); the moves after it are not news.
+    const level = next.failed === true && !failedBefore ? 'warn' : 'info';
+    this.log[level](
       {
         deploymentId: next.id,
         deploymentName: next.name,
@@ -209,7 +212,7 @@ export class StateStore {
         action: next.action,
         from: from ?? null,
         to: next.state,
-        ...(hasResult(next.state) ? { signal: next.signal.state, transport: next.signal.transport } : {}),
+        ...(hasResult(next.state) ? { signalState: next.signal.state, transport: next.signal.transport } : {}),
         ...logFields,
       },
       'deployment state changed',

@@ -58,7 +58,7 @@ export const hook: BuiltinHook = {
         ),
       );
       if (run.status === 0) log.info('cfn-init completed', { command });
-      else log.error('cfn-init failed', { command, status: run.status });
+      else log.error('cfn-init failed', { command, exitCode: run.status });
       return result(run);
     }
     return runNative(init, ctx);

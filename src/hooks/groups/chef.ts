@@ -89,7 +89,7 @@ export const hook: BuiltinHook = {
           'Install Chef Infra Client or Cinc Client (chef-client); the distributions do not package it.',
         ),
       );
-      if (run.status !== 0) log.error('chef-client failed', { status: run.status });
+      if (run.status !== 0) log.error('chef-client failed', { exitCode: run.status });
       return result({ ...run, outputs: await readOutputs(deployment, outputsPath, log) });
     } finally {
       await removeOutputs(outputs, id);

@@ -76,7 +76,11 @@ export const hook: BuiltinHook = {
       if (daemonUnreachable(run.stderr)) throw daemonFailure(docker, `container "${def.name}"`, run.stderr);
       // As upstream: the status is the last failing container's, and the others still run.
       status = run.status;
-      log.error('container failed', { container: def.name, command: formatCommand(docker, args), status: run.status });
+      log.error('container failed', {
+        container: def.name,
+        command: formatCommand(docker, args),
+        exitCode: run.status,
+      });
       stderrs.push(
         `container "${def.name}": ${def.action} failed with status ${run.status}: ${lastLine(run.stderr)}\n`,
       );

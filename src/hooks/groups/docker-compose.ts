@@ -57,7 +57,7 @@ export const hook: BuiltinHook = {
       log.info('compose project up', { project });
       return result(run);
     }
-    log.error('compose up failed', { project, status: run.status });
+    log.error('compose up failed', { project, exitCode: run.status });
     // compose's own output can be a long traceback: the last line names the project and the cause.
     const separator = run.stderr === '' || run.stderr.endsWith('\n') ? '' : '\n';
     return result({

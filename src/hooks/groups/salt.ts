@@ -77,7 +77,7 @@ export const hook: BuiltinHook = {
       );
       const { status, problems, states } = judge(run);
       if (status === 0) log.info('salt state applied', { state: stateFile });
-      else log.error('salt state failed', { state: stateFile, status });
+      else log.error('salt state failed', { state: stateFile, exitCode: status });
       const stderr =
         problems.length === 0
           ? run.stderr
