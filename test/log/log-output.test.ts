@@ -50,7 +50,7 @@ t.test(
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
     const tty = spawnSync('script', ['-qec', command, '/dev/null'], { encoding: 'utf8', env, timeout: 60_000 });
-    t.match(tty.stdout, /^\d\d:\d\d:\d\d\.\d{3} info  deployments processed  component=deploy deployments=0/m);
+    t.match(tty.stdout, /^\d\d:\d\d:\d\d\.\d{3} info {2}deployments processed {2}component=deploy deployments=0/m);
     t.notMatch(tty.stdout, /\{"level"/);
     const piped = spawnSync('sh', ['-c', command], { encoding: 'utf8', env, timeout: 60_000 });
     t.match(piped.stderr, /^\{"level":"info",.*"msg":"deployments processed"\}$/m);
