@@ -1,8 +1,9 @@
 import type { Command, Option } from 'commander';
 
 // Bash completion for every command name, written from the same definitions as their --help: the subcommands of
-// os-config-agent, each command's flags (hidden ones too: a flag accepted is a flag completed), file and directory
-// names after a flag that takes one (<file>, <dir>, <path>), and the values of a flag with fixed choices.
+// os-config-agent, each command's flags (the configuration overrides too; not those help hides: oslo's ignored log
+// flags, the --no- forms), file and directory names after a flag that takes one (<file>, <dir>, <path>), and the
+// values of a flag with fixed choices.
 
 type ValueKind = { readonly kind: 'file' | 'dir' | 'word' } | { readonly kind: 'choices'; readonly words: string[] };
 
@@ -18,7 +19,7 @@ function completable(cmd: Command): Completable {
   const values = new Map<string, ValueKind>();
   for (const option of cmd.options as readonly Option[]) {
     const names = [option.short, option.long].filter((n): n is string => n !== undefined);
-    flags.push(...names);
+    if (!option.hidden || option.helpGroupHeading !== undefined) flags.push(...names);
     if (!option.required && !option.optional) continue;
     const kind = valueKind(option);
     for (const name of names) values.set(name, kind);
