@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { ClientRequest } from 'node:http';
 import got, { type Got, type Response } from 'got';
 import { HttpError } from './http-error.js';
+import { VERSION } from '../version.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
 import type { ProxyInputs } from './proxy-env.js';
@@ -11,6 +12,9 @@ import { zonedAgents } from './zoned-agents.js';
 import { splitZone } from './zoned-url.js';
 
 export { HttpError } from './http-error.js';
+
+/** The User-Agent of every request: the project and its version. */
+export const USER_AGENT = `os-config-agent/${VERSION}`;
 
 // The agent's one HTTP client (got underneath, promise API so got's own retry machinery runs): per-request
 // connect/response/idle timeouts, bounded retries with jitter after network errors and 5xx only, a response size cap
@@ -53,7 +57,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     // Metadata is small; accepting compression would let a small download expand past the size cap.
     decompress: false,
     responseType: 'buffer',
-    headers: { 'user-agent': options.userAgent ?? 'os-config-agent' },
+    // Which agent and release asked: what a service's operator looks for in its access log.
+    headers: { 'user-agent': options.userAgent ?? USER_AGENT },
   });
   const caCache = new Map<string, string>();
   const proxies = options.proxy ? new ProxyRouting(options.proxy, options.log) : undefined;
