@@ -15,6 +15,7 @@ import {
   addCommonFlags,
   chooseLogLevel,
   commonFlagsOf,
+  configuredLogFormat,
   configSources,
   COMMON_HEADING,
   type CommonFlags,
@@ -32,14 +33,14 @@ const META_LIST_FILE = 'os_config_files.json';
 /** stderr logger, plus upstream's root-only /var/log/os-apply-config.log when [apply] legacy_log_file is set. */
 export function createApplyLogger(loaded: LoadedConfig | undefined, level: LogLevel): Logger {
   const legacy = loaded?.config.apply.legacy_log_file === true && process.geteuid?.() === 0;
-  const format = loaded?.config.agent.log_format || undefined;
+  const format = loaded ? configuredLogFormat(loaded.config.agent) : undefined;
   if (!legacy || !loaded) {
     const log = createLogger({ level, destination: 'stderr', buffered: true });
-    setLogFormat(log, format as 'json' | 'text' | undefined);
+    setLogFormat(log, format);
     return log;
   }
   const stderr = fdDestination(2);
-  stderr.setFormat(format as 'json' | 'text' | undefined);
+  stderr.setFormat(format);
   const file = pino.destination({ dest: loaded.paths.map(LEGACY_LOG_FILE), append: true, sync: true, mkdir: true });
   const stream = pino.multistream([
     { level: 'trace', stream: stderr },

@@ -106,5 +106,10 @@ export function chooseLogLevel(flags: CommonFlags, configured: string): LogLevel
 /** The level (flags first, then the configuration) and format (`[agent] log_format`) of a command's logger. */
 export function configureLogger(log: Logger, flags: CommonFlags, agent: AgentConfig['agent']): void {
   log.level = chooseLogLevel(flags, agent.log_level);
-  setLogFormat(log, agent.log_format === '' ? undefined : (agent.log_format as LogFormat));
+  setLogFormat(log, configuredLogFormat(agent));
+}
+
+/** `[agent] log_format`; undefined (unset) leaves each descriptor its default (text at a terminal). */
+export function configuredLogFormat(agent: AgentConfig['agent']): LogFormat | undefined {
+  return agent.log_format === 'json' || agent.log_format === 'text' ? agent.log_format : undefined;
 }
