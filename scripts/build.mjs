@@ -6,17 +6,17 @@
 // the renderer and not the collectors. docs/build.md.
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 
 const out = 'dist/os-config-agent.mjs';
 // The #! line of the entry and the launchers: V8's background threads sized to the machine's CPUs (--v8-pool-size=0);
-// Node's default is 4 whatever the count, which on a 2-CPU machine made a 200-template os-apply-config ~7 % slower. The
-// image's and the Debian package's launchers pass the same flag.
+// Node's default is 4 whatever the count, which oversubscribes a small machine while a one-shot command compiles
+// (docs/performance.md). The image's and the Debian package's launchers pass the same flag.
 const SHEBANG = '#!/usr/bin/env -S node --v8-pool-size=0';
 // OCA_BUILD_MINIFY=0 keeps names readable (CPU profiles); every shipped build is minified.
 const minify = process.env.OCA_BUILD_MINIFY !== '0';
 
-// On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici: 10 MB
+// On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici: megabytes
 // more in every process that makes a request, and in the daemon, whose V8 runs in lite mode without WebAssembly, an
 // uncaught error that ends the process. Our own code requires node:http (eslint.config.js says so); a dependency
 // that imports it (got) is given Node's module through require() instead: the same object, without the ES module
@@ -38,7 +38,7 @@ const httpThroughRequire = {
 // Package stand-ins, which buy correctness: the proxy agents trace through `debug`, whose output (to stderr when DEBUG
 // is set, outside the agent's log scrubbing) includes proxy credentials (scripts/debug-off.cjs); got's HTTP/2 support
 // is never used, and loading http2-wrapper builds a TLS socket that parses the system's CA store in every process
-// that makes a request (~50 ms, several MB; scripts/http2-off.cjs), while a request that did ask for HTTP/2 fails
+// that makes a request (scripts/http2-off.cjs), while a request that did ask for HTTP/2 fails
 // loudly instead of quietly using it.
 const PACKAGE_STAND_INS = { debug: './scripts/debug-off.cjs', 'http2-wrapper': './scripts/http2-off.cjs' };
 const common = {
@@ -52,11 +52,21 @@ const common = {
   alias: PACKAGE_STAND_INS,
 };
 
-// The one list of command names, read from its module (src/cli/command-names.ts) by bundling it.
-const namesModule = await build({ ...common, entryPoints: ['src/cli/command-names.ts'], format: 'esm', write: false });
-const { AGENT_COMMAND, COMPAT_COMMANDS, COMMAND_NAMES } = await import(
-  `data:text/javascript;base64,${Buffer.from(namesModule.outputFiles[0].text).toString('base64')}`
-);
+/** A module of src/ bundled in memory and imported, to read the lists it exports. */
+async function importSource(entry, plugins = []) {
+  const bundled = await build({ ...common, entryPoints: [entry], format: 'esm', write: false, plugins });
+  return import(`data:text/javascript;base64,${Buffer.from(bundled.outputFiles[0].text).toString('base64')}`);
+}
+// The hooks the registry loads stay out of its bundle: only its list of groups is read.
+const hooksLeftOut = {
+  name: 'hooks-left-out',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/groups\// }, (args) => ({ path: args.path, external: true }));
+  },
+};
+
+// The one list of command names, read from its module (src/cli/command-names.ts).
+const { AGENT_COMMAND, COMPAT_COMMANDS, COMMAND_NAMES } = await importSource('src/cli/command-names.ts');
 
 await rm('dist', { recursive: true, force: true });
 await build({
@@ -78,13 +88,14 @@ await build({
 await writeFile(out, `${SHEBANG}\n${await readFile(out, 'utf8')}`);
 await chmod(out, 0o755);
 
-// One launcher per compatibility name: it takes the name it runs as (the bundle chooses the command by it, as it does
-// for a link named after the command), then loads the entry. A file, not a link: npm leaves links out of a package.
+// One launcher per compatibility name: it gives its own path as the one it runs as (the bundle chooses the command by
+// its name, as it does for a link named after the command; cfn-create-aws-symlinks finds its siblings by its
+// directory), then loads the entry. A file, not a link: npm leaves links out of a package.
 await mkdir('dist/bin', { recursive: true });
 for (const name of COMPAT_COMMANDS) {
   await writeFile(
     `dist/bin/${name}`,
-    `${SHEBANG}\n// ${name}: os-config-agent's ${name} command (scripts/build.mjs).\nprocess.argv[1] = '${name}';\nawait import('../${AGENT_COMMAND}.mjs');\n`,
+    `${SHEBANG}\n// ${name}: os-config-agent's ${name} command (scripts/build.mjs).\nprocess.argv[1] = decodeURIComponent(new URL(import.meta.url).pathname);\nawait import('../${AGENT_COMMAND}.mjs');\n`,
   );
   await chmod(`dist/bin/${name}`, 0o755);
 }
@@ -93,16 +104,15 @@ for (const name of COMPAT_COMMANDS) {
 await writeFile('dist/command-names', `${COMMAND_NAMES.join('\n')}\n`);
 await writeFile('dist/command-names.json', `${JSON.stringify({ agent: AGENT_COMMAND, compat: COMPAT_COMMANDS })}\n`);
 
-// The built-in hooks: one self-contained executable per group (src/hooks/groups/<group>.ts), dist/hooks/<group>,
+// The built-in hooks: one self-contained executable per group of the registry (src/hooks/registry.ts; the module of
+// each is src/hooks/groups/<group>.ts), dist/hooks/<group>,
 // that any Node.js >= 20 runs with nothing beside it. CommonJS, because Node.js before 20.19 loads a file without an
 // extension as CommonJS wherever it is installed; dist/hooks/package.json says so for this tree only (the repository's
 // package.json says "module"). Not minified: operators read the hook that ran. The second line is the stamp by which
 // the agent recognises its own build and runs the hook in-process (src/hooks/host/stamp.ts: same format).
 const { version } = JSON.parse(await readFile('package.json', 'utf8'));
-const groups = (await readdir('src/hooks/groups'))
-  .filter((f) => f.endsWith('.ts'))
-  .map((f) => f.slice(0, -3))
-  .sort();
+const { BUILTIN_HOOK_GROUPS } = await importSource('src/hooks/registry.ts', [hooksLeftOut]);
+const groups = [...BUILTIN_HOOK_GROUPS].sort();
 await mkdir('dist/hooks', { recursive: true });
 await writeFile('dist/hooks/package.json', '{ "type": "commonjs" }\n');
 for (const group of groups) {

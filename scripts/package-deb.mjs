@@ -2,6 +2,7 @@
 // `npm run build` first). Layout (docs/debian-package.md):
 //   /usr/lib/os-config-agent/{lib,bin,node}   the bundle, the launchers, and a Node.js runtime (see below)
 //   /usr/bin/os-config-agent, os-collect-config, os-apply-config, os-refresh-config   links to the launchers
+//   /usr/sbin/cfn-create-aws-symlinks          a link to its launcher (heat-cfntools' other commands: PREFIX/bin only)
 //   /usr/libexec/heat-config/hooks/<group>    every built-in hook (55-heat-config's second hooks directory)
 //   /lib/systemd/system/os-config-agent.service
 //   /etc/os-collect-config.conf (the operator's conffile), /etc/os-collect-config.conf.d/ (00-heat.conf: the agent's)
@@ -51,8 +52,14 @@ if (!BUNDLED_NODE)
     'elements/os-config-agent/os-config-agent-data/node-lts-line names no Node.js LTS line (a major version on its own line)',
   );
 const PREFIX = '/usr/lib/os-config-agent';
-/** Not linked into /usr/bin: cfn-signal stays in PREFIX/bin so heat-cfntools' /usr/bin/cfn-signal is never touched. */
-const OFF_PATH = ['cfn-signal'];
+/**
+ * heat-cfntools' command names stay in PREFIX/bin, off /usr/bin, which heat-cfntools' package owns: the two install
+ * side by side and its files are never touched. Only cfn-create-aws-symlinks, which Heat's boot script runs from PATH,
+ * is linked, from /usr/sbin (ahead of /usr/bin on root's PATH); it links a real heat-cfntools' commands into
+ * /opt/aws/bin when one is installed, else ours (docs/cfntools.md).
+ */
+const isCfnCommand = (name) => name.startsWith('cfn-');
+const SBIN = ['cfn-create-aws-symlinks'];
 const DEB_ARCH = { x64: 'amd64', arm64: 'arm64' };
 
 function fail(message) {
@@ -231,8 +238,10 @@ function main() {
       symlinkSync('/usr/bin/node', at(`${PREFIX}/bin/node`));
     }
     dir('usr/bin');
-    for (const name of [agent, ...compat].filter((n) => !OFF_PATH.includes(n)))
+    for (const name of [agent, ...compat].filter((n) => !isCfnCommand(n)))
       symlinkSync(`../lib/os-config-agent/bin/${name}`, at(`usr/bin/${name}`));
+    dir('usr/sbin');
+    for (const name of SBIN) symlinkSync(`../lib/os-config-agent/bin/${name}`, at(`usr/sbin/${name}`));
 
     // Every built-in hook, started by the package's Node.js (a stock image has no other): run by hand, or by upstream's
     // 55-heat-config, as well as by the agent. Only the interpreter line changes; the stamp on the second line, by

@@ -88,7 +88,7 @@ export class MetadataCache {
       return jsonEqual(JSON.parse(last), value);
     } catch {
       this.log.warn(
-        { key, file: `${file}.last` },
+        { code: 'ERR_CACHE_CORRUPT', key, file: `${file}.last` },
         'committed cache file is not valid JSON; treating the key as changed',
       );
       return false;

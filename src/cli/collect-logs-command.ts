@@ -1,9 +1,8 @@
 import path from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../config/load.js';
-import { createLazyHttpClient } from '../http/lazy-client.js';
 import { createLogger } from '../log/logger.js';
-import { agentHttpOptions } from './agent-factory.js';
+import { oneAttemptHttpClient } from './command-http.js';
 import type { CommandContext } from './command-context.js';
 import {
   addCommonFlags,
@@ -59,7 +58,7 @@ export function defineCollectLogsCommand(cmd: Command, ctx: CommandContext): Com
     const log = createLogger({ level: 'error', destination: 'stderr' });
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     if (flags.logLevel || flags.debug) configureLogger(log, flags, loaded.config.agent);
-    const http = createLazyHttpClient({ ...agentHttpOptions(loaded, log), defaultRetries: 0 });
+    const http = oneAttemptHttpClient(loaded, log);
     const { collectBundle } = await import('../support/collect-bundle.js');
     const { writeTarball } = await import('../support/write-tarball.js');
     const entries = await collectBundle({

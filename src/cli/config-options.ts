@@ -1,6 +1,8 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { convertValue, type CliOverrides, type CliValue } from '../config/load.js';
-import { SECTION_NAMES, flagName, sectionSpecs, type OptionSpec, type SectionName } from '../config/options.js';
+import type { CliOverrides, CliValue } from '../config/load.js';
+import { convert } from '../config/option-values.js';
+import type { OptionSpec } from '../config/option-spec.js';
+import { SECTION_NAMES, flagName, sectionSpecs, type SectionName } from '../config/options.js';
 
 // One command-line flag per configuration option a command reads (upstream names: --polling-interval,
 // --cfn-metadata-url, --heat-local-path, ...), read back only when the user gave them, so config-file values are not
@@ -87,7 +89,7 @@ function optionFor(section: SectionName, name: string, spec: OptionSpec<unknown>
  */
 function checked(spec: OptionSpec<unknown>, value: string): string {
   if (value.includes('$')) return value;
-  const converted = convertValue(spec, [value]);
+  const converted = convert(spec, [value]);
   if (!converted.ok) throw new InvalidArgumentError(converted.error);
   return value;
 }

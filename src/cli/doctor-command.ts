@@ -2,10 +2,9 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { exitCodeOf, formatReport } from '../doctor/check.js';
 import { runDoctor } from '../doctor/run-doctor.js';
-import { createLazyHttpClient } from '../http/lazy-client.js';
 import { createLogger } from '../log/logger.js';
-import { agentHttpOptions } from './agent-factory.js';
 import type { CommandContext } from './command-context.js';
+import { oneAttemptHttpClient } from './command-http.js';
 import {
   addCommonFlags,
   commonFlagsOf,
@@ -52,7 +51,7 @@ export function defineDoctorCommand(cmd: Command, ctx: CommandContext): Command 
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     if (flags.logLevel || flags.debug) configureLogger(log, flags, loaded.config.agent);
     // No retries: one attempt per endpoint answers the question, and keeps the run bounded.
-    const http = createLazyHttpClient({ ...agentHttpOptions(loaded, log), defaultRetries: 0 });
+    const http = oneAttemptHttpClient(loaded, log);
     const report = await runDoctor({ loaded, http, log, env: process.env, timeoutMs: flags.timeout * 1000 });
     printData(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
     ctx.setExit(exitCodeOf(report));

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { firstOperandIndex } from './argv-normalise.js';
 import type { CommandContext } from './command-context.js';
-import { AGENT_COMMAND, isCommandName } from './command-names.js';
+import { AGENT_COMMAND, isCfnCommand, isCommandName, type CommandName } from './command-names.js';
 import { addCommonFlags, COMMON_HEADING } from './common-flags.js';
 import { newProgram, parseProgram, type ProgramName } from './program.js';
 import { SUBCOMMANDS } from './subcommands.js';
@@ -31,9 +31,14 @@ export async function buildProgram(name: ProgramName, ctx: CommandContext, defin
     (await import('./collect-command.js')).defineCollectCommand(program, ctx, { strictExit: false });
     addCommonFlags(program, COMMON_HEADING);
   } else if (name === 'os-apply-config') {
-    (await import('./apply-command.js')).defineOsApplyConfigCommand(program, ctx);
+    // compat: os-apply-config
+    (await import('./os-apply-config-command.js')).defineOsApplyConfigCommand(program, ctx);
   } else if (name === 'os-refresh-config') {
+    // compat: os-refresh-config
     (await import('./refresh-command.js')).defineRefreshCompatCommand(program, ctx);
+  } else if (isCfnCommand(name) && name !== 'cfn-signal') {
+    // compat: heat-cfntools' other commands
+    await defineCfnCommand(program, name, ctx.setExit);
   } else if (name === 'cfn-signal') {
     program.description(
       'Signal a wait condition (heat-cfntools cfn-signal compatible), through the os-config-agent signal queue.',
@@ -68,4 +73,16 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
   const helpOf = wanted === 'help' ? argv[operand + 1] : wanted;
   const program = await buildProgram(name, ctx, { all: false, ...(helpOf !== undefined ? { wanted: helpOf } : {}) });
   return parseProgram(program, argv, name, () => exitCode);
+}
+
+/** heat-cfntools' cfn-init, cfn-get-metadata, cfn-hup, cfn-push-stats and cfn-create-aws-symlinks, by name. */
+async function defineCfnCommand(program: Command, name: CommandName, setExit: (code: number) => void): Promise<void> {
+  program.description(`${name}: heat-cfntools' ${name}, by os-config-agent (docs/cfntools.md).`);
+  if (name === 'cfn-init') (await import('./cfn-init-command.js')).defineCfnInitCommand(program, setExit);
+  else if (name === 'cfn-get-metadata')
+    (await import('./cfn-get-metadata-command.js')).defineCfnGetMetadataCommand(program, setExit);
+  else if (name === 'cfn-hup') (await import('./cfn-hup-command.js')).defineCfnHupCommand(program, setExit);
+  else if (name === 'cfn-push-stats')
+    (await import('./cfn-aws-commands.js')).defineCfnPushStatsCommand(program, setExit);
+  else (await import('./cfn-aws-commands.js')).defineCfnCreateAwsSymlinksCommand(program, setExit);
 }

@@ -2,7 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { AgentError } from '../errors.js';
 import { VERSION } from '../version.js';
 import { firstOperandIndex, normaliseArgv } from './argv-normalise.js';
-import { AGENT_COMMAND, type CommandName } from './command-names.js';
+import { AGENT_COMMAND, isCfnCommand, type CommandName } from './command-names.js';
 
 // The commander program every command name runs in, and how its outcome becomes the process's exit code.
 
@@ -69,14 +69,14 @@ export async function parseProgram(
 ): Promise<number> {
   pointUsageErrorsToHelp(program);
   try {
-    // oslo's flag spellings are not cfn-signal's, and its values (-d, -r) are free text that must reach it untouched.
+    // oslo's flag spellings are not heat-cfntools', and their values (-d, -r, -c) are free text that must reach them
+    // untouched; global flags before the subcommand are the agent's own.
     const sub = firstOperandIndex(args);
-    const argv =
-      name === 'cfn-signal'
-        ? [...args]
-        : sub !== -1 && args[sub] === 'cfn-signal'
-          ? [...normaliseArgv(args.slice(0, sub)), ...args.slice(sub)]
-          : normaliseArgv(args);
+    const argv = isCfnCommand(name)
+      ? [...args]
+      : sub !== -1 && isCfnCommand(args[sub] ?? '')
+        ? [...normaliseArgv(args.slice(0, sub)), ...args.slice(sub)]
+        : normaliseArgv(args);
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
     if (err instanceof CommanderError) {

@@ -82,26 +82,8 @@ export function defineStatusCommand(cmd: Command, ctx: CommandContext): Command 
     }
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     if (flags.logLevel || flags.debug) configureLogger(log, flags, loaded.config.agent);
-    const width = flags.json ? undefined : outputWidth(process.env, process.stdout);
     try {
-      if (key !== undefined) {
-        ctx.setExit(await showOne(loaded, log, key, flags));
-        return;
-      }
-      const outcome = await readUntilSettled(flags, async () => {
-        const report = await readReport(loaded, log);
-        return { report, verdict: verdictOf(report) };
-      });
-      if (flags.wait && !outcome.report.agent.running && outcome.verdict.exitCode === EXIT.agentOrSignalError)
-        process.stderr.write(
-          'status: no os-config-agent daemon is running, so there is nothing to wait for; start it, or wait for one deployment by name (status NAME --wait)\n',
-        );
-      printData(
-        flags.json
-          ? `${JSON.stringify({ ...outcome.report, result: outcome.verdict }, null, 2)}\n`
-          : formatReport(outcome.report, outcome.verdict, width),
-      );
-      ctx.setExit(outcome.verdict.exitCode);
+      ctx.setExit(key !== undefined ? await showOne(loaded, log, key, flags) : await showReport(loaded, log, flags));
     } catch (err) {
       // The state could not be read (permissions, an I/O error): say so, and exit as for an agent error.
       const code = err instanceof AgentError ? ` [${err.code}]` : '';
@@ -110,6 +92,25 @@ export function defineStatusCommand(cmd: Command, ctx: CommandContext): Command 
     }
   });
   return cmd;
+}
+
+/** `status`: the whole report, printed (after --wait, if asked); the exit code of its verdict. */
+async function showReport(loaded: LoadedConfig, log: Logger, flags: StatusFlags): Promise<number> {
+  const width = flags.json ? undefined : outputWidth(process.env, process.stdout);
+  const outcome = await readUntilSettled(flags, async () => {
+    const report = await readReport(loaded, log);
+    return { report, verdict: verdictOf(report) };
+  });
+  if (flags.wait && !outcome.report.agent.running && outcome.verdict.exitCode === EXIT.agentOrSignalError)
+    process.stderr.write(
+      'status: no os-config-agent daemon is running, so there is nothing to wait for; start it, or wait for one deployment by name (status NAME --wait)\n',
+    );
+  printData(
+    flags.json
+      ? `${JSON.stringify({ ...outcome.report, result: outcome.verdict }, null, 2)}\n`
+      : formatReport(outcome.report, outcome.verdict, width),
+  );
+  return outcome.verdict.exitCode;
 }
 
 /** With --wait, read again every second until the verdict is no longer "still in progress" (or the time is up). */

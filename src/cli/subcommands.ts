@@ -63,6 +63,31 @@ export const SUBCOMMANDS: readonly Subcommand[] = [
     load: async () => (await import('./cfn-signal-command.js')).defineCfnSignalCommand,
   },
   {
+    name: 'cfn-init',
+    description: "apply a resource's AWS::CloudFormation::Init metadata as heat-cfntools' cfn-init does",
+    load: async () => {
+      const { defineCfnInitCommand } = await import('./cfn-init-command.js');
+      return (cmd, ctx) => defineCfnInitCommand(cmd, ctx.setExit);
+    },
+  },
+  {
+    name: 'cfn-get-metadata',
+    description: "print a resource's metadata (or one key of it) as heat-cfntools' cfn-get-metadata does",
+    load: async () => {
+      const { defineCfnGetMetadataCommand } = await import('./cfn-get-metadata-command.js');
+      return (cmd, ctx) => defineCfnGetMetadataCommand(cmd, ctx.setExit);
+    },
+  },
+  {
+    name: 'cfn-hup',
+    description:
+      "check the resources /etc/cfn/cfn-hup.conf's hooks watch once and fire the hooks whose triggers happened",
+    load: async () => {
+      const { defineCfnHupCommand } = await import('./cfn-hup-command.js');
+      return (cmd, ctx) => defineCfnHupCommand(cmd, ctx.setExit);
+    },
+  },
+  {
     name: 'completion',
     description: 'print the bash completion script of every command name (source it, or install it)',
     load: async () => (await import('./completion-command.js')).defineCompletionCommand,

@@ -29,7 +29,7 @@ export async function runSignalQueue(ctx: SignalQueueContext, signal: AbortSigna
     const fallback = watcher ? undefined : Date.now() + current.DEFAULT.polling_interval * 1000;
     // An empty queue (almost always) costs one readdir; the sending code is loaded only when there is work.
     if (!(await hasQueuedFiles(dir))) return fallback !== undefined ? { nextDueAt: fallback } : {};
-    const { flushSignalQueue, queueDepsFor } = await import('../signals/cfn-signal-queue.js');
+    const { flushSignalQueue, queueDepsFor } = await import('../signals/cfn-signal-queue/send.js');
     const report = await flushSignalQueue(queueDepsFor(current, ctx.http(), log, { signal: s }));
     if (report.attempted > 0)
       log.info(

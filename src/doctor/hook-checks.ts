@@ -1,23 +1,32 @@
-import { constants as fsConstants, promises as fs } from 'node:fs';
-import path from 'node:path';
 import type { LoadedConfig } from '../config/load.js';
 import { errorMessage } from '../errors.js';
 import { UNGROUPED } from '../heat/deployment.js';
+import type { ToolDeclaration } from '../hooks/declaration.js';
+import { candidateNames, chooseTool, type Probe } from '../hooks/kit/choose-tool.js';
 import { findHook, hookDirs } from '../hooks/locate.js';
+import { loadHookDeclaration } from '../hooks/registry.js';
 import { COMPONENT_GROUP } from '../heat/component.js';
 import { deploymentsFrom, readCachedMetadata } from '../deploy/deployments-input.js';
 import type { Logger } from '../log/logger.js';
 import { isJsonObject } from '../util/json-merge.js';
+import { runProcess } from '../util/process-group.js';
 import { fail, ok, skipped, type CheckResult } from './check.js';
-import { toolFor } from './tool-table.js';
 
 // For each group in the cached metadata's deployments: the hook the agent would run (found as dispatch finds it,
 // executable), and the program that hook drives installed. A component deployment counts each of its configs' tools.
+// The program is the one the built-in hook of that group would start here, chosen from its declaration by the rule
+// the hook itself uses (hooks/kit/choose-tool.ts), with the environment the hooks get: a subcommand is probed as the
+// hook probes it.
 
 /** Groups without a hook that the apply step serves, as in dispatch. */
 const APPLY_GROUPS = new Set(['os-apply-config', UNGROUPED]);
 
-export async function hookChecks(loaded: LoadedConfig, log: Logger, env: NodeJS.ProcessEnv): Promise<CheckResult[]> {
+export async function hookChecks(
+  loaded: LoadedConfig,
+  log: Logger,
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+): Promise<CheckResult[]> {
   let values: unknown[];
   try {
     values = await readCachedMetadata(loaded.config, loaded.paths, log);
@@ -34,7 +43,8 @@ export async function hookChecks(loaded: LoadedConfig, log: Logger, env: NodeJS.
   const groups = groupsOf(deployments);
   if (groups.length === 0) return [skipped('hooks', 'the cached metadata has no deployments')];
   const dirs = hookDirs(loaded.config, loaded.paths, env);
-  return Promise.all(groups.map((group) => groupCheck(loaded, group, dirs, env)));
+  const probe = processProbe(env, timeoutMs);
+  return Promise.all(groups.map((group) => groupCheck(loaded, group, dirs, env, probe)));
 }
 
 export function groupsOf(deployments: readonly unknown[]): string[] {
@@ -58,6 +68,7 @@ async function groupCheck(
   group: string,
   dirs: readonly string[],
   env: NodeJS.ProcessEnv,
+  probe: Probe,
 ): Promise<CheckResult> {
   const id = `hook.${group}`;
   const shownDirs = dirs.map((d) => loaded.paths.unmap(d)).join(', ');
@@ -77,38 +88,28 @@ async function groupCheck(
       `hook ${shown} ${lookup.found.problem ?? 'cannot be run'}`,
       `make it an executable file: chmod 0755 ${shown}`,
     );
-  const need = toolFor(group, env);
-  if (!need) return ok(id, `hook ${shown}`);
-  for (const command of need.alternatives) {
-    const found = await findCommand(command, env);
-    if (found) return ok(id, `hook ${shown}; it drives ${found}`);
+  let tool: ToolDeclaration | undefined;
+  try {
+    tool = (await loadHookDeclaration(group))?.tool;
+  } catch (err) {
+    return fail(id, errorMessage(err), 'reinstall the agent; report the defect if it stays');
   }
-  const names = need.alternatives.join(' or ');
-  const set = need.variable && env[need.variable] ? ` (named by ${need.variable})` : '';
+  const choice = tool && (await chooseTool(tool, env, probe));
+  if (!tool || !choice) return ok(id, `hook ${shown}`);
+  if (choice.found !== undefined) {
+    const daemon = tool.daemon ? `, whose service (${tool.daemon}) is not checked` : '';
+    return ok(id, `hook ${shown}; it drives ${[choice.found, ...choice.prefix].join(' ')}${daemon}`);
+  }
+  const set = choice.by === 'variable' ? ` (named by ${tool.variable})` : '';
+  const variable = tool.variable ? ` Or set ${tool.variable} to its path in the agent's environment.` : '';
   return fail(
     id,
-    `hook ${shown} drives ${names}${set}, which is not installed (PATH=${env.PATH ?? ''})`,
-    `${need.install}${need.variable ? `, or set ${need.variable} to its path in the agent's environment` : ''}`,
+    `hook ${shown} drives ${candidateNames(tool, env)}${set}, which is not installed (PATH=${env.PATH ?? ''})`,
+    `${tool.install}${variable}`,
   );
 }
 
-/** An absolute or relative path as it is, else the first executable of that name in PATH. */
-export async function findCommand(command: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  const candidates = command.includes('/')
-    ? [command]
-    : (env.PATH ?? '')
-        .split(':')
-        .filter((d) => d !== '')
-        .map((d) => path.join(d, command));
-  for (const file of candidates) {
-    try {
-      const st = await fs.stat(file);
-      if (!st.isFile()) continue;
-      await fs.access(file, fsConstants.X_OK);
-      return file;
-    } catch {
-      // Not here.
-    }
-  }
-  return undefined;
+/** Runs a subcommand's probe (`docker compose version`) as the hook would, bounded by the checks' timeout. */
+function processProbe(env: NodeJS.ProcessEnv, timeoutMs: number): Probe {
+  return async (file, args) => (await runProcess({ file, args, env, timeoutMs })).exitCode === 0;
 }

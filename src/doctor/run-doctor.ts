@@ -28,7 +28,10 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   const network = Promise.all(
     sourceChecks({ loaded: inputs.loaded, http, log: inputs.log, timeoutMs: inputs.timeoutMs }),
   );
-  const local = Promise.all([hookChecks(inputs.loaded, inputs.log, inputs.env), diskChecks(inputs.loaded)]);
+  const local = Promise.all([
+    hookChecks(inputs.loaded, inputs.log, inputs.env, inputs.timeoutMs),
+    diskChecks(inputs.loaded),
+  ]);
   const sources = await network;
   const [hooks, disks] = await local;
   const checks: CheckResult[] = [configCheck(inputs.loaded), ...sources, skewCheck(samples), ...hooks, ...disks];

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { ROOT_ENV } from '../util/rooted-path.js';
 
 // Where a hook's files go: the upstream variable when it is set and not empty, else upstream's default, placed under
 // OS_CONFIG_AGENT_ROOT (set by the agent under --root, so a test or the demo never writes to the real /var).
@@ -11,7 +12,7 @@ export function pathSetting(env: NodeJS.ProcessEnv, name: string, fallback: stri
 
 /** An absolute default path under OS_CONFIG_AGENT_ROOT when that is set. */
 export function underRoot(env: NodeJS.ProcessEnv, file: string): string {
-  const root = env.OS_CONFIG_AGENT_ROOT;
+  const root = env[ROOT_ENV];
   return root ? path.join(root, file) : file;
 }
 

@@ -1,12 +1,13 @@
-import { constants as fsConstants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { AgentConfig } from '../config/options.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { hookNameForGroup } from '../heat/component.js';
+import { executableStatus } from '../util/executable.js';
 
 // Hook lookup as heat-config does it: the sanitised group name in each hook directory, in order; the first entry
-// that exists wins. Upstream then tries to run whatever it found; here a found file that cannot be run (not a
-// regular file, no execute permission) is reported, so the failure can be signalled at once.
+// that exists wins (a dangling link does not exist, as for os.path.exists). Upstream then tries to run whatever it
+// found; here a found file that cannot be run (not a regular file, no execute permission: util/executable.ts) is
+// reported, so the failure can be signalled at once.
 
 export interface FoundHook {
   readonly path: string;
@@ -37,29 +38,23 @@ export async function findHook(group: string, dirs: readonly string[]): Promise<
   if (name === '') return { name, searched: dirs };
   for (const dir of dirs) {
     const file = path.join(dir, name);
-    let st;
-    try {
-      // stat follows symlinks: a dangling link does not exist, as for os.path.exists.
-      st = await fs.stat(file);
-    } catch {
-      continue;
+    const status = await executableStatus(file);
+    switch (status.kind) {
+      case 'absent':
+        continue;
+      case 'executable':
+        return { name, searched: dirs, found: { path: file, runnable: true } };
+      case 'not-a-file':
+        return { name, searched: dirs, found: { path: file, runnable: false, problem: 'is not a regular file' } };
+      case 'not-executable': {
+        const mode = status.mode.toString(8).padStart(4, '0');
+        return {
+          name,
+          searched: dirs,
+          found: { path: file, runnable: false, problem: `is not executable (mode ${mode})` },
+        };
+      }
     }
-    if (!st.isFile())
-      return { name, searched: dirs, found: { path: file, runnable: false, problem: 'is not a regular file' } };
-    try {
-      await fs.access(file, fsConstants.X_OK);
-    } catch {
-      return {
-        name,
-        searched: dirs,
-        found: {
-          path: file,
-          runnable: false,
-          problem: `is not executable (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')})`,
-        },
-      };
-    }
-    return { name, searched: dirs, found: { path: file, runnable: true } };
   }
   return { name, searched: dirs };
 }

@@ -1,6 +1,7 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { errorMessage } from '../errors.js';
 import { LOCKED_EXIT_CODE, RefreshLockedError, RefreshLockError } from './refresh-errors.js';
 
@@ -28,6 +29,44 @@ export async function acquireRefreshLock(file: string): Promise<RefreshLock> {
       { cause: err },
     );
   }
+  const holder = startFlock(file);
+  if (!(await holder.ready)) {
+    const code = await holder.exited;
+    if (code === LOCKED_EXIT_CODE) throw new RefreshLockedError(file);
+    const err = holder.spawnError();
+    throw new RefreshLockError(
+      err
+        ? `cannot run flock(1) to lock ${file}: ${err.message}; install util-linux`
+        : `flock(1) could not lock ${file} (exit status ${code ?? 'unknown'})`,
+      err ? { cause: err } : undefined,
+    );
+  }
+  await fs.truncate(file, 0).catch(() => undefined);
+  let released: Promise<void> | undefined;
+  return {
+    file,
+    release() {
+      released ??= (async () => {
+        await fs.truncate(file, 0).catch(() => undefined);
+        holder.child.stdin.end();
+        await holder.exited;
+      })();
+      return released;
+    },
+  };
+}
+
+interface FlockHolder {
+  readonly child: ChildProcessByStdio<Writable, Readable, null>;
+  /** Its exit status; null when it could not be started. */
+  readonly exited: Promise<number | null>;
+  /** True once it holds the lock; false when it ended without. */
+  readonly ready: Promise<boolean>;
+  spawnError(): Error | undefined;
+}
+
+/** flock(1) taking the lock on `file` and holding it while its stdin stays open. */
+function startFlock(file: string): FlockHolder {
   const child = spawn(
     'flock',
     [
@@ -60,28 +99,5 @@ export async function acquireRefreshLock(file: string): Promise<RefreshLock> {
     });
     void exited.then(() => resolve(false));
   });
-  if (!(await ready)) {
-    const code = await exited;
-    if (code === LOCKED_EXIT_CODE) throw new RefreshLockedError(file);
-    const err = spawnError;
-    throw new RefreshLockError(
-      err
-        ? `cannot run flock(1) to lock ${file}: ${err.message}; install util-linux`
-        : `flock(1) could not lock ${file} (exit status ${code ?? 'unknown'})`,
-      err ? { cause: err } : undefined,
-    );
-  }
-  await fs.truncate(file, 0).catch(() => undefined);
-  let released: Promise<void> | undefined;
-  return {
-    file,
-    release() {
-      released ??= (async () => {
-        await fs.truncate(file, 0).catch(() => undefined);
-        child.stdin.end();
-        await exited;
-      })();
-      return released;
-    },
-  };
+  return { child, exited, ready, spawnError: () => spawnError };
 }

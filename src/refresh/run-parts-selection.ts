@@ -1,14 +1,16 @@
-import { constants, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { isExecutableFile } from '../util/executable.js';
 
 // Which entries of a phase directory dib-run-parts runs, and in which order:
-// - depth 1 only; the entry must resolve to a regular file (symlinks to files count) and be executable by us;
+// - depth 1 only; the entry must resolve to a regular file (symlinks to files count) and be executable by us
+//   (util/executable.ts);
 // - the name must match RUN_PARTS_REGEX (an extended regex, unanchored like grep -E) or by default consist only of
 //   [0-9A-Za-z_-] — so `foo.sh`, `foo.bak` and `foo~` are silently skipped;
 // - order is `LANG=C sort -n`: by leading number (no number counts as 0, so unnumbered names run first), ties by
 //   byte order of the whole name.
 
-export const DEFAULT_RUN_PARTS_PATTERN = '^[0-9A-Za-z_-]+$';
+const DEFAULT_RUN_PARTS_PATTERN = '^[0-9A-Za-z_-]+$';
 /** environment.d files: dots are allowed there. */
 export const ENV_FILE_PATTERN = /^[0-9A-Za-z_.-]+$/;
 
@@ -78,17 +80,6 @@ export function compareRunParts(a: string, b: string): number {
 /** Byte order (what `sort -n` gives for environment.d paths, which never start with a digit). */
 export function compareBytes(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
-}
-
-/** True when `file` resolves to a regular file we may execute. */
-export async function isExecutableFile(file: string): Promise<boolean> {
-  try {
-    if (!(await fs.stat(file)).isFile()) return false;
-    await fs.access(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The names dib-run-parts would run from `dir`, in run order. A missing or unreadable directory has none. */

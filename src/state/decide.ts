@@ -1,9 +1,10 @@
 import type { DeploymentRecord } from './record.js';
-import type { DeploymentState } from './machine.js';
+import { targetOf, type DeploymentState } from './machine.js';
 
 // What a deployment pass does with one deployment of the metadata, decided from what is on disk and nothing else: a
 // pure function, so every crash window (the state left after each write of HOOK_RUN_WRITES) is unit-tested without
-// processes (test/deploy/dispatch-decision.test.ts). The dispatcher gathers the facts and carries the decision out.
+// processes (test/state/decide.test.ts). The deployment pass (src/deploy/pass.ts) gathers the facts and carries the
+// decision out.
 
 /** A hook interrupted this many times (agent killed, machine rebooted while it ran) is reported failed, not re-run. */
 export const MAX_HOOK_STARTS = 2;
@@ -60,9 +61,7 @@ function decideFor(record: DeploymentRecord, bootId: string | undefined): Decisi
       if (bootId === undefined || bootId !== record.bootId) return { action: 'run-after-reboot' };
       return record.rebootCommandRanAt === undefined ? { action: 'reboot-now' } : { action: 'wait-for-reboot' };
     case 'removed': {
-      // Records from before stateBeforeRemoval (and a damaged one naming removed itself) start over from pending.
-      const before = record.stateBeforeRemoval;
-      const to = before === undefined || before === 'removed' ? 'pending' : before;
+      const to = restoredState(record);
       return { action: 'restore', to, then: decideFor({ ...record, state: to }, bootId) };
     }
     case 'applied':
@@ -81,7 +80,11 @@ export function decideAbsent(record: DeploymentRecord): 'mark-removed' | 'keep' 
 /** Whether the facts need the boot id (read from /proc only then: no needless work on the pass). */
 export function needsBootId(record: DeploymentRecord): boolean {
   return (
-    record.state === 'awaiting-reboot' ||
-    (record.state === 'removed' && record.stateBeforeRemoval === 'awaiting-reboot')
+    record.state === 'awaiting-reboot' || (record.state === 'removed' && restoredState(record) === 'awaiting-reboot')
   );
+}
+
+/** The state a removed record goes back to when it is listed again (the table's listed-again, machine.ts). */
+function restoredState(record: DeploymentRecord): DeploymentState {
+  return targetOf(record, 'listed-again') ?? 'pending';
 }

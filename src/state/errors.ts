@@ -31,17 +31,42 @@ export class DeploymentRecordError extends AgentError {
   }
 }
 
-/** A state change the state machine (deployment-states.ts) does not allow: a defect of the agent, not of the input. */
+/**
+ * An event the state machine (machine.ts) does not allow from the record's state, or a move of its signal that does
+ * not go with the event (signal-machine.ts): a defect of the agent, not of the input.
+ */
 export class DeploymentTransitionError extends AgentError {
   override name = 'DeploymentTransitionError';
   constructor(
     readonly deploymentId: string,
     readonly from: string | undefined,
-    readonly to: string,
+    readonly event: string,
+    readonly signal?: { readonly from: string; readonly to?: string },
   ) {
+    const signalMove =
+      signal === undefined
+        ? ''
+        : signal.to === undefined
+          ? ` with its signal ${signal.from}`
+          : ` with its signal going from ${signal.from} to ${signal.to}`;
     super(
       'ERR_DEPLOYMENT_TRANSITION',
-      `deployment ${deploymentId} cannot move from ${from ?? '(new)'} to ${to}: the state machine has no such transition; the record was not changed (this is a defect of the agent: please report it with the log)`,
+      `deployment ${deploymentId} cannot take the event ${event} in state ${from ?? '(new)'}${signalMove}: the state machine has no such transition; the record was not changed (this is a defect of the agent: please report it with the log)`,
+    );
+  }
+}
+
+/** A move of a queued signal the signal table (signal-machine.ts) does not have: a defect of the agent. */
+export class SignalTransitionError extends AgentError {
+  override name = 'SignalTransitionError';
+  constructor(
+    readonly signalId: string,
+    readonly from: string,
+    readonly event: string,
+  ) {
+    super(
+      'ERR_SIGNAL_TRANSITION',
+      `signal ${signalId} cannot take the event ${event} in state ${from}: the signal state machine has no such transition; nothing was written (this is a defect of the agent: please report it with the log)`,
     );
   }
 }

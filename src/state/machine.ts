@@ -1,116 +1,32 @@
+import { signalEventFor, type SignalEvent, type SignalState } from './signal-machine.js';
+import { DEPLOYMENT_STATES, type DeploymentState } from './states.js';
+
 // The deployment state machine, declared once: which states there are, what each one means to the readers of the
-// records (status, status --wait, pruning, the outbox, the console line), and which moves between them the agent
-// makes, each named by the event that causes it. StateStore refuses any move not listed here, so a new code path
-// that would put a record somewhere unexpected fails loudly in tests instead of leaving a record that no reader
-// understands. docs/state-machine.md has the same table with the crash windows between the writes.
+// records (status, status --wait, pruning, the outbox, the console line), and the events that move a record, each
+// from the states it is allowed in to the one state it leads to. StateStore takes the event, derives the state from
+// here and refuses an event the record's state does not allow, so a new code path that would put a record somewhere
+// unexpected fails loudly in tests instead of leaving a record that no reader understands. The moves of the signal
+// inside a record have their own table (signal-machine.ts); each event here says which of them may go with it.
+// docs/state-machine.md shows these tables (generated from them) with the crash windows between the writes.
 
-export const DEPLOYMENT_STATES = [
-  'pending',
-  'running',
-  'awaiting-reboot',
-  'applied',
-  'done',
-  'signalled',
-  'skipped',
-  'removed',
-] as const;
-export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
+export {
+  DEPLOYMENT_STATES,
+  STATE_MEANINGS,
+  hasResult,
+  holdsSignal,
+  isDeploymentState,
+  isInProgress,
+  isListed,
+  isPrunable,
+  type DeploymentState,
+  type StateMeaning,
+} from './states.js';
 
-export interface StateMeaning {
-  /** One line for docs and error messages. */
-  readonly meaning: string;
-  /** Nothing more happens to it unless Heat lists it again, it leaves the metadata or an operator reruns it. */
-  readonly terminal: boolean;
-  /** `status --wait` keeps waiting while a deployment is in this state (exit code 3). */
-  readonly inProgress: boolean;
-  /** Its signal lives in the outbox: a pending signal is retried, a failed one is reported as undelivered. */
-  readonly holdsSignal: boolean;
-  /** The record carries a hook result (exit code, status code) that the console line and status show. */
-  readonly hasResult: boolean;
-  /** Pruned [deploy] prune_after days after it entered this state. */
-  readonly prunable: boolean;
-  /** Heat still lists it, so its outcome counts for `status` (a removed deployment's failure is history). */
-  readonly listed: boolean;
-}
-
-export const STATE_MEANINGS: Readonly<Record<DeploymentState, StateMeaning>> = {
-  pending: {
-    meaning: 'seen in the metadata; the hook has not started',
-    terminal: false,
-    inProgress: true,
-    holdsSignal: false,
-    hasResult: false,
-    prunable: false,
-    listed: true,
-  },
-  running: {
-    meaning: 'the hook was started (an interrupted one is run once more, then failed)',
-    terminal: false,
-    inProgress: true,
-    holdsSignal: false,
-    hasResult: false,
-    prunable: false,
-    listed: true,
-  },
-  'awaiting-reboot': {
-    meaning: 'the hook exited 194 and asked for a reboot; it runs again in the next boot',
-    terminal: false,
-    inProgress: true,
-    holdsSignal: false,
-    hasResult: false,
-    prunable: false,
-    listed: true,
-  },
-  applied: {
-    meaning: 'an os-apply-config deployment; signalled when the cycle that applied it ends',
-    terminal: false,
-    inProgress: true,
-    holdsSignal: false,
-    hasResult: false,
-    prunable: false,
-    listed: true,
-  },
-  done: {
-    meaning: 'the result and the signal are stored; the signal is in the outbox until delivered',
-    terminal: false,
-    inProgress: false,
-    holdsSignal: true,
-    hasResult: true,
-    prunable: false,
-    listed: true,
-  },
-  signalled: {
-    meaning: 'Heat has the signal (or an earlier agent had deployed it: adopted)',
-    terminal: true,
-    inProgress: false,
-    holdsSignal: false,
-    hasResult: true,
-    prunable: false,
-    listed: true,
-  },
-  skipped: {
-    meaning: 'nothing to run and nothing to signal',
-    terminal: true,
-    inProgress: false,
-    holdsSignal: false,
-    hasResult: false,
-    prunable: false,
-    listed: true,
-  },
-  removed: {
-    meaning: 'gone from the metadata; its undelivered signal was cancelled',
-    terminal: true,
-    inProgress: false,
-    holdsSignal: false,
-    hasResult: false,
-    prunable: true,
-    listed: false,
-  },
-};
+/** The events that create a record. */
+export type CreationEvent = 'seen' | 'adopted';
 
 export type TransitionEvent =
-  | 'seen'
-  | 'adopted'
+  | CreationEvent
   | 'hook-started'
   | 'hook-restarted'
   | 'rerun-after-reboot'
@@ -127,91 +43,178 @@ export type TransitionEvent =
   | 'listed-again'
   | 'rerun';
 
-export interface Transition {
-  /** undefined: the record is created in `to`. */
-  readonly from: DeploymentState | undefined;
-  readonly to: DeploymentState;
-  readonly event: TransitionEvent;
+/** A target read from the record, not written in the table: the state it was in when it left the metadata. */
+export const BEFORE_REMOVAL = 'the state before removal';
+export type Target = DeploymentState | typeof BEFORE_REMOVAL;
+
+export interface EventRule {
+  /** The states the event is taken from; undefined: the record is created. */
+  readonly from: readonly (DeploymentState | undefined)[];
+  /** The one state it leads to. */
+  readonly to: Target;
+  /** Moves of the record's signal (signal-machine.ts) that may go with it; none listed: the signal stays as it is. */
+  readonly signal?: readonly SignalEvent[];
+  /** One of `signal` must happen: a deployment is signalled by its delivered signal and nothing else. */
+  readonly signalRequired?: true;
+  /** One line for docs. */
+  readonly meaning: string;
 }
 
 // States a hook run can start from: pending, an interrupted run (running) and a run after the asked-for reboot.
 const RUNNABLE = ['pending', 'running', 'awaiting-reboot'] as const;
-
-function fromEach(froms: readonly DeploymentState[], to: DeploymentState, event: TransitionEvent): Transition[] {
-  return froms.map((from) => ({ from, to, event }));
-}
-
 const NOT_REMOVED = DEPLOYMENT_STATES.filter((s) => s !== 'removed');
+// Storing a result (a move to done) stores its signal: one to send, one that cannot be sent, or none (NO_SIGNAL).
+const RESULT_SIGNAL: readonly SignalEvent[] = ['queued', 'unsendable', 'reset'];
 
-export const TRANSITIONS: readonly Transition[] = [
-  { from: undefined, to: 'pending', event: 'seen' },
-  // deployed/<id>.json exists but no record: an earlier agent (upstream's, or one whose records were lost) ran it.
-  { from: undefined, to: 'signalled', event: 'adopted' },
-  { from: 'pending', to: 'running', event: 'hook-started' },
-  { from: 'running', to: 'running', event: 'hook-restarted' },
-  { from: 'awaiting-reboot', to: 'running', event: 'rerun-after-reboot' },
-  { from: 'running', to: 'done', event: 'hook-finished' },
-  // A missing or non-executable hook is a failure signal without a run; an interrupted-too-often hook likewise.
-  ...fromEach(RUNNABLE, 'done', 'hook-failed-to-run'),
-  { from: 'running', to: 'done', event: 'interrupted-too-often' },
-  { from: 'running', to: 'awaiting-reboot', event: 'reboot-requested' },
-  { from: 'awaiting-reboot', to: 'done', event: 'reboot-failed' },
-  ...fromEach(RUNNABLE, 'skipped', 'nothing-to-run'),
-  ...fromEach(RUNNABLE, 'applied', 'applied-by-cycle'),
-  // The end of the cycle: applied ones get their signal; when the cycle failed, so do pending ones it never reached.
-  ...fromEach(['applied', 'pending'], 'done', 'cycle-ended'),
-  { from: 'done', to: 'signalled', event: 'signal-delivered' },
-  ...fromEach(NOT_REMOVED, 'removed', 'left-metadata'),
-  // Back to where it was when it left (stateBeforeRemoval; pending for records from before that field).
-  ...NOT_REMOVED.map((to): Transition => ({ from: 'removed', to, event: 'listed-again' })),
-  // `deploy --rerun`: anything but a running hook goes back to pending.
-  ...fromEach(
-    DEPLOYMENT_STATES.filter((s) => s !== 'running'),
-    'pending',
-    'rerun',
-  ),
-];
+/** Every event: the states it is taken from and the one it leads to. */
+export const EVENTS: Readonly<Record<TransitionEvent, EventRule>> = {
+  seen: { from: [undefined], to: 'pending', meaning: 'seen in the metadata for the first time' },
+  adopted: {
+    from: [undefined],
+    to: 'signalled',
+    meaning:
+      'no record, but `deployed/<id>.json` exists: an earlier agent (upstream, or one whose records were lost) ran it; never run here',
+  },
+  'hook-started': { from: ['pending'], to: 'running', meaning: 'the hook is started' },
+  'hook-restarted': {
+    from: ['running'],
+    to: 'running',
+    meaning: 'an interrupted hook is started once more (`hookStarts` counts the starts)',
+  },
+  'rerun-after-reboot': {
+    from: ['awaiting-reboot'],
+    to: 'running',
+    meaning: 'the reboot it asked for happened: the hook runs again',
+  },
+  'hook-finished': {
+    from: ['running'],
+    to: 'done',
+    signal: RESULT_SIGNAL,
+    meaning: 'the hook exited or timed out (or asked for a reboot that is refused): its result and signal are stored',
+  },
+  'hook-failed-to-run': {
+    from: RUNNABLE,
+    to: 'done',
+    signal: RESULT_SIGNAL,
+    meaning: 'no hook for the group, or one that cannot be run: a failure signal without a run',
+  },
+  'interrupted-too-often': {
+    from: ['running'],
+    to: 'done',
+    signal: RESULT_SIGNAL,
+    meaning: 'interrupted `MAX_HOOK_STARTS` times: a failure signal instead of another start',
+  },
+  'reboot-requested': {
+    from: ['running'],
+    to: 'awaiting-reboot',
+    meaning: 'the hook exited 194 and a reboot is possible',
+  },
+  'reboot-failed': {
+    from: ['awaiting-reboot'],
+    to: 'done',
+    signal: RESULT_SIGNAL,
+    meaning: 'the reboot command failed, or reboots were turned off meanwhile: a failure signal',
+  },
+  'nothing-to-run': {
+    from: RUNNABLE,
+    to: 'skipped',
+    meaning: 'a component without a config for the action; an os-apply-config deployment asking for no signal',
+  },
+  'applied-by-cycle': {
+    from: RUNNABLE,
+    to: 'applied',
+    meaning: 'an os-apply-config deployment without a hook: the cycle applies its data',
+  },
+  'cycle-ended': {
+    from: ['applied', 'pending'],
+    to: 'done',
+    signal: RESULT_SIGNAL,
+    meaning: 'the cycle ended (pending: a failed cycle signals those the deployment step never reached)',
+  },
+  'signal-delivered': {
+    from: ['done'],
+    to: 'signalled',
+    signal: ['delivered'],
+    signalRequired: true,
+    meaning: 'Heat accepted the signal',
+  },
+  'left-metadata': {
+    from: NOT_REMOVED,
+    to: 'removed',
+    signal: ['cancelled'],
+    meaning:
+      'gone from the metadata (one without a `deployments` key removes nothing); an undelivered signal is cancelled',
+  },
+  'listed-again': {
+    from: ['removed'],
+    to: BEFORE_REMOVAL,
+    meaning: 'listed again: back to the state it left from (`pending` for records older than `stateBeforeRemoval`)',
+  },
+  rerun: {
+    from: DEPLOYMENT_STATES.filter((s) => s !== 'running'),
+    to: 'pending',
+    signal: ['reset'],
+    meaning: '`deploy --rerun`: run again, with a new signal (an undelivered one of the earlier run is dropped)',
+  },
+};
 
-/** The events that move `from` to `to` (empty: the move is not allowed). */
-export function eventsFor(from: DeploymentState | undefined, to: DeploymentState): TransitionEvent[] {
-  return TRANSITIONS.filter((t) => t.from === from && t.to === to).map((t) => t.event);
+export const TRANSITION_EVENTS = Object.keys(EVENTS) as TransitionEvent[];
+
+export interface Transition {
+  /** undefined: the record is created in `to`. */
+  readonly from: DeploymentState | undefined;
+  readonly event: TransitionEvent;
+  readonly to: Target;
 }
 
-export function isAllowedTransition(from: DeploymentState | undefined, to: DeploymentState): boolean {
-  return TRANSITIONS.some((t) => t.from === from && t.to === to);
+/** The table as one row per (from, event), in the order of EVENTS. */
+export const TRANSITIONS: readonly Transition[] = TRANSITION_EVENTS.flatMap((event) =>
+  EVENTS[event].from.map((from): Transition => ({ from, event, to: EVENTS[event].to })),
+);
+
+/** What a target depends on: the record's state (undefined: no record yet) and, for listed-again, its earlier one. */
+export interface Position {
+  readonly state: DeploymentState | undefined;
+  readonly stateBeforeRemoval?: DeploymentState | undefined;
 }
 
-export function isDeploymentState(value: unknown): value is DeploymentState {
-  return (DEPLOYMENT_STATES as readonly unknown[]).includes(value);
+/** The state `event` moves a record at `at` to; undefined when the event is not allowed there. */
+export function targetOf(at: Position, event: TransitionEvent): DeploymentState | undefined {
+  const rule = EVENTS[event];
+  if (!rule.from.includes(at.state)) return undefined;
+  return rule.to === BEFORE_REMOVAL ? restoredState(at.stateBeforeRemoval) : rule.to;
 }
 
-/** The states with a property, in table order (e.g. what `status --wait` waits for). */
-export function statesWhere(property: keyof Omit<StateMeaning, 'meaning'>): DeploymentState[] {
-  return DEPLOYMENT_STATES.filter((s) => STATE_MEANINGS[s][property]);
+/**
+ * Where a removed record goes back to: the state it left the metadata from. Records from before that field was kept
+ * (and a damaged one naming a state nothing leaves the metadata from) start over from pending.
+ */
+function restoredState(before: DeploymentState | undefined): DeploymentState {
+  return before !== undefined && EVENTS['left-metadata'].from.includes(before) ? before : 'pending';
 }
 
-export function isInProgress(state: DeploymentState): boolean {
-  return STATE_MEANINGS[state].inProgress;
+/**
+ * The move of the record's signal that goes with `event`: the signal event, 'kept' when the signal stays as it is
+ * and may, undefined when the table allows neither.
+ */
+export function signalMoveWith(
+  event: TransitionEvent,
+  from: SignalState,
+  to: SignalState,
+): SignalEvent | 'kept' | undefined {
+  const rule = EVENTS[event];
+  if (from === to && rule.signalRequired !== true) return 'kept';
+  return signalEventFor(from, to, rule.signal ?? []);
 }
 
-export function holdsSignal(state: DeploymentState): boolean {
-  return STATE_MEANINGS[state].holdsSignal;
-}
-
-export function hasResult(state: DeploymentState): boolean {
-  return STATE_MEANINGS[state].hasResult;
-}
-
-export function isPrunable(state: DeploymentState): boolean {
-  return STATE_MEANINGS[state].prunable;
-}
-
-export function isListed(state: DeploymentState): boolean {
-  return STATE_MEANINGS[state].listed;
-}
+/**
+ * Signal moves a record makes on its own, while its deployment stays where it is (the outbox's attempts that do not
+ * deliver), and only in a state that holds its signal. A delivery moves the deployment too (signal-delivered).
+ */
+export const SIGNAL_EVENTS_IN_PLACE: readonly SignalEvent[] = ['attempt-failed', 'gave-up', 'unsendable'];
 
 // The order of the writes of one hook run, each durable (fsync, rename) before the next starts. The decision of the
-// next pass (dispatch-decision.ts) depends on it: deployed/<id>.json before `running` so a deployed file without a
+// next pass (decide.ts) depends on it: deployed/<id>.json before `running` so a deployed file without a
 // record can only mean an earlier agent ran it; `running` before the hook so a crash mid-run is seen as an
 // interrupted run; the notify file before `done` so upstream tools never see a done record without it; `done` (with
 // the signal queued in the record) before the first attempt so a signal is never lost.

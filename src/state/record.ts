@@ -1,5 +1,6 @@
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
-import { DEPLOYMENT_STATES, isDeploymentState, type DeploymentState } from './machine.js';
+import { DEPLOYMENT_STATES, isDeploymentState, type DeploymentState } from './states.js';
+import { isSignalState, SIGNAL_STATES, type SignalState } from './signal-machine.js';
 import type { SignalTarget, Transport } from '../heat/signal-target.js';
 
 // The shape of a deployment record (<state_dir>/deployments/<id>.json) and its check on read. Every field is checked
@@ -9,8 +10,7 @@ import type { SignalTarget, Transport } from '../heat/signal-target.js';
 
 export const RECORD_VERSION = 1;
 
-export type SignalState = 'none' | 'pending' | 'sent' | 'failed' | 'cancelled';
-const SIGNAL_STATES: readonly SignalState[] = ['none', 'pending', 'sent', 'failed', 'cancelled'];
+export type { SignalState } from './signal-machine.js';
 const TRANSPORTS: readonly Transport[] = ['CFN_SIGNAL', 'TEMP_URL_SIGNAL', 'HEAT_SIGNAL', 'ZAQAR_SIGNAL', 'NO_SIGNAL'];
 
 export interface SignalRecord {
@@ -158,7 +158,7 @@ const RECORD_FIELDS: Fields = {
 };
 
 const SIGNAL_FIELDS: Fields = {
-  state: [(v) => (SIGNAL_STATES as readonly unknown[]).includes(v), `one of ${SIGNAL_STATES.join(', ')}`, true],
+  state: [isSignalState, `one of ${SIGNAL_STATES.join(', ')}`, true],
   transport: [(v) => (TRANSPORTS as readonly unknown[]).includes(v), `one of ${TRANSPORTS.join(', ')}`, true],
   attempts: [isCount, 'a count', true],
   target: [isJsonObject, 'an object', false],
@@ -230,7 +230,7 @@ function isRerunEntry(v: unknown): boolean {
   return (
     isString(v.at) &&
     isDeploymentState(v.fromState) &&
-    (SIGNAL_STATES as readonly unknown[]).includes(v.signal) &&
+    isSignalState(v.signal) &&
     (v.exitCode === undefined || v.exitCode === null || isNumber(v.exitCode)) &&
     (v.statusCode === undefined || isString(v.statusCode))
   );

@@ -2,32 +2,22 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { AgentConfig } from '../config/options.js';
 import type { Logger } from '../log/logger.js';
-import { readFileIfExists, writeFileAtomic } from '../util/atomic-write.js';
-import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import type { JsonObject } from '../util/json-merge.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { writeConsoleLine } from './console-line.js';
 import { isSafeFileName } from '../util/safe-name.js';
-import { DeploymentRecordError, DeploymentTransitionError, stateError } from './errors.js';
-import { checkDeploymentRecord, type DeploymentRecord } from './record.js';
-import { hasResult, isAllowedTransition, type DeploymentState } from './machine.js';
+import { DeploymentRecordError, stateError } from './errors.js';
+import { checkDeploymentRecord, type DeploymentRecord, type SignalRecord } from './record.js';
+import { hasResult, type CreationEvent, type DeploymentState, type TransitionEvent } from './machine.js';
+import type { SignalEvent } from './signal-machine.js';
+import { readStateFile, writeStateFile } from './state-file.js';
+import { checkMove, checkNote, checkSignalInPlace, type MoveStart, type StateNote } from './write-checks.js';
 
 // Durable per-deployment state: <state_dir>/deployments/<id>.json, one record per deployment, rewritten atomically
-// (fsync, rename) at every step, so whatever instant the agent dies at, the record says what is left to do. The
-// states and the moves between them are declared in deployment-states.ts; every write here is checked against it,
-// and every read is checked field by field (deployment-record.ts).
-//
-//   pending -> running -> done -> signalled        (skipped, applied, removed: see below)
-//
-// pending: seen, hook not started. running: hook started (hookStarts counts starts; an interrupted hook is run once
-// more, then reported failed, so a hook that reboots the machine cannot loop). done: the hook's result and the signal
-// (body and target) are stored; the signal is in the outbox until delivered. signalled: Heat has it. skipped: nothing
-// to run (a component without a config for the action, an os-apply-config deployment that asks for no signal).
-// applied: an os-apply-config deployment (no hook: its data is rendered by the apply step) whose signal waits for the
-// end of the cycle that applied it (pending -> applied -> done, with a failure signal when that cycle fails). removed:
-// gone from the metadata; pruned after [deploy] prune_after days. awaiting-reboot: the hook exited 194 and asked for a
-// reboot (reboot.ts); bootId says in which boot, and after a boot the deployment runs again (running -> done).
-// `deploy --rerun` puts a finished deployment back to pending (reruns counts it, rerunHistory keeps what it was);
-// `deploy --forget` deletes the record and the upstream files, so the next pass sees the deployment as new.
+// (fsync, rename) at every step, so whatever instant the agent dies at, the record says what is left to do. A record
+// changes state only by an event: the state machine (machine.ts, signal-machine.ts; docs/state-machine.md) gives the
+// state the event leads to and the moves of its signal that may go with it, and a write it does not allow is refused
+// before anything reaches the disk. Every read is checked field by field (record.ts).
 //
 // Next to it, the upstream files in [deploy] deployed_dir: <id>.json (the deployment, written before the hook runs,
 // as heat-config does) and <id>.notify.json (the signal, written after the hook), both 0600, indent 2. Upstream tools
@@ -46,7 +36,11 @@ export {
 
 export type TransitionListener = (record: DeploymentRecord, from: DeploymentState | undefined) => void | Promise<void>;
 
-const FILE_MODE = 0o600;
+/** What a transition may change besides the state, which the event gives. */
+export type RecordPatch = Partial<Omit<DeploymentRecord, 'version' | 'id' | 'state'>>;
+
+export type { StateNote } from './write-checks.js';
+
 const DIR_MODE = 0o700;
 
 export class StateStore {
@@ -89,7 +83,7 @@ export class StateStore {
   }
 
   /**
-   * The record of a deployment, or undefined when there is none. A record that cannot be used (deployment-record.ts)
+   * The record of a deployment, or undefined when there is none. A record that cannot be used (record.ts)
    * throws a DeploymentRecordError and stays where it is, for the operator (docs/state-machine.md: recovery).
    */
   async read(id: string): Promise<DeploymentRecord | undefined> {
@@ -147,77 +141,97 @@ export class StateStore {
     return (await this.listAll(readOnly ? 'ignore' : 'hold')).records;
   }
 
-  /** Write a record without a state change (signal bookkeeping). */
-  async save(record: DeploymentRecord): Promise<DeploymentRecord> {
-    const next = { ...record, updatedAt: this.timestamp() };
-    const file = this.recordPath(record.id);
-    try {
-      await writeFileAtomic(file, `${JSON.stringify(next, null, 2)}\n`, { mode: FILE_MODE });
-    } catch (err) {
-      throw stateError('write', file, err);
-    }
-    return next;
-  }
-
-  /** Record a deployment seen for the first time, in its first state (pending, or signalled when adopted). */
+  /** Record a deployment seen for the first time: `seen` puts it in pending, `adopted` in signalled. */
   async create(
     fields: { id: string; name: string; group: string; action: string },
-    state: DeploymentState = 'pending',
-    patch: Partial<DeploymentRecord> = {},
+    event: CreationEvent = 'seen',
+    patch: RecordPatch = {},
     logFields: Record<string, unknown> = {},
   ): Promise<DeploymentRecord> {
     const at = this.timestamp();
-    if (!isAllowedTransition(undefined, state)) throw new DeploymentTransitionError(fields.id, undefined, state);
     const record: DeploymentRecord = {
       version: 1,
       ...fields,
-      state,
+      state: 'pending',
       hookStarts: 0,
       firstSeenAt: at,
       updatedAt: at,
       signal: { state: 'none', transport: 'NO_SIGNAL', attempts: 0 },
       ...patch,
     };
-    return this.commit(record, undefined, logFields);
+    // A new record starts from no state, with no signal.
+    return this.move({ id: fields.id, state: undefined, signal: { state: 'none' } }, event, record, logFields);
   }
 
   /**
-   * Move a record to a new state: written durably first, then logged (one line per transition). A move the state
-   * machine does not have is refused before anything is written.
+   * Move a record by `event`: the state machine gives the state it leads to, and the patch's signal must move the
+   * way the event allows. Written durably first, then logged (one line per transition); an event the record's state
+   * does not allow is refused before anything is written.
    */
   async transition(
     record: DeploymentRecord,
-    to: DeploymentState,
-    patch: Partial<DeploymentRecord> = {},
+    event: TransitionEvent,
+    patch: RecordPatch = {},
     logFields: Record<string, unknown> = {},
   ): Promise<DeploymentRecord> {
-    if (!isAllowedTransition(record.state, to)) throw new DeploymentTransitionError(record.id, record.state, to);
-    return this.commit({ ...record, ...patch, state: to }, record.state, logFields, record.failed === true);
+    return this.move(record, event, { ...record, ...patch }, logFields, record.failed === true);
   }
 
-  private async commit(
+  /**
+   * A move of the record's signal while the deployment stays where it is (an attempt that failed, gave up or could
+   * not be made): `signal` replaces the record's, in the state the event leads to. Refused unless the deployment's
+   * state holds its signal and the signal table has the move. Not a transition: not logged, no listener call.
+   */
+  async moveSignal(
     record: DeploymentRecord,
-    from: DeploymentState | undefined,
+    event: SignalEvent,
+    signal: Omit<SignalRecord, 'state'>,
+    patch: { lastError?: string } = {},
+  ): Promise<DeploymentRecord> {
+    const to = checkSignalInPlace(record, event);
+    return this.write({ ...record, ...patch, signal: { ...signal, state: to } });
+  }
+
+  /** A fact of the record's current state that is not a move (the hook's pid, when the reboot command ran). */
+  async note(record: DeploymentRecord, facts: StateNote): Promise<DeploymentRecord> {
+    checkNote(record, facts);
+    return this.write({ ...record, ...facts });
+  }
+
+  /** `next` checked against the table for `event` from `record`, then written and logged. */
+  private async move(
+    record: MoveStart,
+    event: TransitionEvent,
+    next: DeploymentRecord,
     logFields: Record<string, unknown>,
     failedBefore = false,
   ): Promise<DeploymentRecord> {
-    const next = await this.save(record);
+    const { to, signal: signalMove } = checkMove(record, event, next.signal.state);
+    const written = await this.write({ ...next, state: to });
     // The move that records a failure is a warning (journalctl -p warning shows it); the moves after it are not news.
-    const level = next.failed === true && !failedBefore ? 'warn' : 'info';
+    const level = written.failed === true && !failedBefore ? 'warn' : 'info';
     this.log[level](
       {
-        deploymentId: next.id,
-        deploymentName: next.name,
-        group: next.group,
-        action: next.action,
-        from: from ?? null,
-        to: next.state,
-        ...(hasResult(next.state) ? { signalState: next.signal.state, transport: next.signal.transport } : {}),
+        deploymentId: written.id,
+        deploymentName: written.name,
+        group: written.group,
+        action: written.action,
+        event,
+        from: record.state ?? null,
+        to: written.state,
+        ...(signalMove !== 'kept' ? { signalEvent: signalMove } : {}),
+        ...(hasResult(written.state) ? { signalState: written.signal.state, transport: written.signal.transport } : {}),
         ...logFields,
       },
       'deployment state changed',
     );
-    await this.onTransition?.(next, from);
+    await this.onTransition?.(written, record.state);
+    return written;
+  }
+
+  private async write(record: DeploymentRecord): Promise<DeploymentRecord> {
+    const next = { ...record, updatedAt: this.timestamp() };
+    await writeStateFile(this.recordPath(record.id), `${JSON.stringify(next, null, 2)}\n`);
     return next;
   }
 
@@ -232,22 +246,12 @@ export class StateStore {
 
   /** deployed/<id>.json: the deployment as the hook receives it, upstream's format (indent 2, ASCII-escaped). */
   async writeDeployed(id: string, document: JsonObject): Promise<void> {
-    const file = this.deployedPath(id);
-    try {
-      await writeFileAtomic(file, pythonJsonDumps(document, { indent: 2 }), { mode: FILE_MODE });
-    } catch (err) {
-      throw stateError('write', file, err);
-    }
+    await writeStateFile(this.deployedPath(id), pythonJsonDumps(document, { indent: 2 }));
   }
 
   /** deployed/<id>.notify.json: the signal body. A whole new file each time (upstream left stale tails). */
   async writeNotify(id: string, body: JsonObject): Promise<void> {
-    const file = this.notifyPath(id);
-    try {
-      await writeFileAtomic(file, pythonJsonDumps(body, { indent: 2 }), { mode: FILE_MODE });
-    } catch (err) {
-      throw stateError('write', file, err);
-    }
+    await writeStateFile(this.notifyPath(id), pythonJsonDumps(body, { indent: 2 }));
   }
 
   /** Delete a deployment's record and upstream files. */
@@ -295,24 +299,4 @@ function withConsoleLine(
 /** The lock file serialising deployment runs (see deploy-lock.ts). */
 export function deployLockFile(config: AgentConfig): string {
   return path.join(config.agent.state_dir, 'deploy.lock');
-}
-
-/** A state file's JSON object when it is version 1 and names `id` (records, queued signals); else undefined. */
-export function parseStateObject(text: string, id: string): JsonObject | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  return isJsonObject(value) && value.version === 1 && value.id === id ? value : undefined;
-}
-
-/** A state file's text, or undefined when it does not exist; any other failure is a DeploymentStateError. */
-export async function readStateFile(file: string): Promise<string | undefined> {
-  try {
-    return await readFileIfExists(file);
-  } catch (err) {
-    throw stateError('read', file, err);
-  }
 }

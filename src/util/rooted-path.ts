@@ -39,3 +39,14 @@ export function isInside(parent: string, child: string): boolean {
   // Only a leading ".." segment leaves the parent; a child named "..data" stays inside.
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }
+
+/**
+ * The variable that carries `--root` to the processes the agent starts (phase scripts, hooks), so that they place
+ * their own files under it too. Set only under a root: on an instance it is absent.
+ */
+export const ROOT_ENV = 'OS_CONFIG_AGENT_ROOT';
+
+/** `env` with ROOT_ENV set to the mapper's root when there is one (the same object when there is none). */
+export function withRootEnv<T extends NodeJS.ProcessEnv>(env: T, paths: PathMapper): T {
+  return paths.root === '/' ? env : { ...env, [ROOT_ENV]: paths.root };
+}

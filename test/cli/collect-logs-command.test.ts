@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { enqueueSignal } from '../../src/signals/cfn-signal-queue.js';
+import { enqueueSignal } from '../../src/signals/cfn-signal-queue/files.js';
 import { signalQueueDir } from '../../src/state/signal-queue-paths.js';
 import { installBuiltinHooks, runBundle } from '../helpers/bundle.js';
 import { deployConfig, deployment, HOOKS_DIR } from '../helpers/deploy-fixtures.js';

@@ -220,7 +220,7 @@ t.test('a directory removed between stat and listing is skipped with a warning',
   const { ctx, captured } = await context(root, { local: { path: ['/doomed', '/stays'] } });
   t.same((await mocked.collect(ctx)).pairs, [{ key: 'b', value: 2 }]);
   t.match(captured.lines, [
-    { level: 'warn', dir: doomed, code: 'ENOENT', msg: 'local data directory could not be listed; skipping' },
+    { level: 'warn', dir: doomed, reason: 'ENOENT', msg: 'local data directory could not be listed; skipping' },
   ]);
 });
 

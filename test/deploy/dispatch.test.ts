@@ -423,7 +423,7 @@ t.test('a hook interrupted by a crash runs once more, then is reported failed', 
   const d = deployment({ id: 'int', config: { counter }, signal: sink.inputs('CFN_SIGNAL', 'int', 'int') });
   const fields = { id: 'int', name: d.name, group: 'fake', action: 'CREATE' };
   const r = await store.create(fields);
-  await store.transition(r, 'running', { hookStarts: 1 });
+  await store.transition(r, 'hook-started', { hookStarts: 1 });
   await runDeployments(h.ctx([d]));
   t.same(runs(), ['int CREATE'], 're-run after one interruption');
   t.equal((await record('int'))?.hookStarts, 2);
@@ -431,7 +431,7 @@ t.test('a hook interrupted by a crash runs once more, then is reported failed', 
 
   const d2 = deployment({ id: 'int2', config: { counter }, signal: sink.inputs('CFN_SIGNAL', 'int2', 'int2') });
   const r2 = await store.create({ ...fields, id: 'int2' });
-  await store.transition(r2, 'running', { hookStarts: MAX_HOOK_STARTS });
+  await store.transition(r2, 'hook-started', { hookStarts: MAX_HOOK_STARTS });
   const report = await runDeployments(h.ctx([d2]));
   t.same(
     report.failed.map((f) => f.id),
@@ -476,11 +476,13 @@ t.test('an unreachable signal server holds up nothing; the outbox delivers later
     store,
     http: h.http,
     log: h.captured.log,
-    timeoutSeconds: 2,
-    maxBackoffSeconds: 60,
-    maxAttempts: 50,
-    now: () => Date.now() + 600_000,
-    random: () => 1,
+    policy: {
+      timeoutSeconds: 2,
+      maxBackoffSeconds: 60,
+      maxAttempts: 50,
+      now: () => Date.now() + 600_000,
+      random: () => 1,
+    },
   };
   t.same(await flushDue(deps), { attempted: 3, sent: 3, failed: 0, pending: 0 });
   await runDeployments(h.ctx(list));

@@ -3,7 +3,6 @@ import { exitCodeOf, fail, formatReport, ok, reportOf, skipped, warn } from '../
 import { skewCheck } from '../../src/doctor/clock-skew.js';
 import { FAIL_FREE_BYTES, judgeSpace, WARN_FREE_BYTES } from '../../src/doctor/disk-check.js';
 import { groupsOf } from '../../src/doctor/hook-checks.js';
-import { toolFor } from '../../src/doctor/tool-table.js';
 
 // The pure parts of doctor: the report's result and exit code, the one-line format, and the thresholds of the disk
 // and clock checks (a full disk cannot be made in a unit test; its figures can).
@@ -59,19 +58,6 @@ t.test('clock skew: ok up to 5 minutes, warn up to 15, fail beyond; the worst sa
   t.equal(worst.verdict, 'fail');
   t.match(worst.cause, /901 s behind http:\/\/b/);
   t.match(worst.fix, /synchronise the clock/);
-});
-
-t.test('the tool each group drives: the hook variable when set, else the upstream default', async (t) => {
-  t.same(toolFor('puppet', {})?.alternatives, ['puppet']);
-  t.same(toolFor('puppet', { HEAT_PUPPET_CMD: '/opt/puppetlabs/bin/puppet' })?.alternatives, [
-    '/opt/puppetlabs/bin/puppet',
-  ]);
-  t.same(toolFor('ansible', {})?.alternatives, ['ansible-playbook']);
-  t.same(toolFor('docker-cmd', {})?.alternatives, ['docker', 'podman']);
-  t.same(toolFor('script', {})?.alternatives, ['bash']);
-  t.equal(toolFor('cfn-init', {}), undefined, 'the built-in cfn-init needs no program');
-  t.same(toolFor('cfn-init', { HEAT_CFN_INIT_CMD: 'cfn-init' })?.alternatives, ['cfn-init']);
-  t.equal(toolFor('json-file', {}), undefined);
 });
 
 t.test('groups in the deployments: ungrouped, each component tool, sorted and unique', async (t) => {

@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, wri
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { agentHttpOptions } from '../../src/cli/agent-factory.js';
+import { agentHttpOptions } from '../../src/cli/command-http.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { CheckResult, DoctorReport } from '../../src/doctor/check.js';
 import { runDoctor } from '../../src/doctor/run-doctor.js';
@@ -263,6 +263,59 @@ t.test('hooks: each group in the cached deployments needs its hook, executable, 
 
   const withPuppet = await run({ PATH: onlyBash, HEAT_PUPPET_CMD: path.join(root, 'tools/fake-puppet') });
   t.equal(byId(withPuppet, 'hook.puppet')?.verdict, 'ok', 'HEAT_PUPPET_CMD names the command');
+});
+
+t.test('hooks: the program doctor names is the one the hook would start there (fake tools on PATH)', async (t) => {
+  const groups = ['kubelet', 'docker-cmd', 'docker-compose'];
+  const files = {
+    'var/lib/os-collect-config/os_config_files.json': JSON.stringify(['/var/lib/os-collect-config/heat_local.json']),
+    'var/lib/os-collect-config/heat_local.json': JSON.stringify({
+      deployments: groups.map((group) => ({ id: group, group, config: {} })),
+    }),
+  };
+  const conf = '[DEFAULT]\ncollectors = local\n[deploy]\nhooks_dir = /hooks\n';
+  const { root } = await doctor(t, conf, { files, env: { PATH: '/nonexistent' } });
+  const loaded = await loadConfig({ root, configFiles: ['/etc/os-collect-config.conf'] });
+  const tool = (dir: string, name: string, script: string) => {
+    mkdirSync(path.join(root, dir), { recursive: true });
+    writeFileSync(path.join(root, dir, name), `#!/bin/sh\n${script}\n`, { mode: 0o755 });
+    return path.join(root, dir);
+  };
+  for (const group of groups) tool('hooks', group, 'exit 0');
+  const run = async (dir: string) => {
+    const report = await runDoctor({
+      loaded,
+      http: createLazyHttpClient({ ...agentHttpOptions(loaded, quiet), defaultRetries: 0 }),
+      log: quiet,
+      env: { PATH: dir },
+      timeoutMs: 5000,
+    });
+    return (group: string) => report.checks.find((c) => c.id === `hook.${group}`)!;
+  };
+
+  // podman and nothing else: docker-cmd runs podman, the kubelet hook looks for docker only and fails.
+  const podmanOnly = await run(tool('podman-only', 'podman', 'exit 125'));
+  t.equal(podmanOnly('docker-cmd').verdict, 'ok');
+  t.match(podmanOnly('docker-cmd').cause, /it drives .*\/podman-only\/podman/);
+  t.equal(podmanOnly('kubelet').verdict, 'fail', 'the kubelet hook never uses podman');
+  t.match(podmanOnly('kubelet').cause, /drives docker, which is not installed/);
+  t.match(podmanOnly('kubelet').fix, /Install docker \(Debian: docker\.io\)\. Or set HEAT_DOCKER_CMD/);
+  t.equal(podmanOnly('docker-compose').verdict, 'fail', 'podman without a compose subcommand, and no docker-compose');
+  t.match(podmanOnly('docker-compose').cause, /drives "docker compose" or docker-compose, which is not installed/);
+
+  // docker whose compose plugin answers `docker compose version`.
+  const plugin = await run(tool('plugin', 'docker', '[ "$1 $2" = "compose version" ] && exit 0; exit 1'));
+  t.equal(plugin('kubelet').verdict, 'ok');
+  t.match(plugin('kubelet').cause, /it drives .*\/plugin\/docker, whose service \(the docker daemon/);
+  t.equal(plugin('docker-compose').verdict, 'ok');
+  t.match(plugin('docker-compose').cause, /it drives .*\/plugin\/docker compose/);
+
+  // docker without the plugin: compose v1 when installed, as the hook falls back to it.
+  tool('v1', 'docker', 'exit 1');
+  const v1 = await run(tool('v1', 'docker-compose', 'exit 0'));
+  t.match(v1('docker-compose').cause, /it drives .*\/v1\/docker-compose/);
+  const neither = await run(tool('no-plugin', 'docker', 'exit 1'));
+  t.equal(neither('docker-compose').verdict, 'fail', 'docker alone is not compose');
 });
 
 t.test('configuration problems and disk figures are reported', async (t) => {

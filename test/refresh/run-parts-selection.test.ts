@@ -5,10 +5,10 @@ import t from 'tap';
 import {
   compareBytes,
   compareRunParts,
-  isExecutableFile,
   runPartsFilter,
   selectRunParts,
 } from '../../src/refresh/run-parts-selection.js';
+import { isExecutableFile } from '../../src/util/executable.js';
 import { writeScript } from './phase-fixtures.js';
 
 const TRICKY = [

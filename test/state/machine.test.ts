@@ -1,17 +1,34 @@
 import t from 'tap';
 import {
+  BEFORE_REMOVAL,
   DEPLOYMENT_STATES,
-  eventsFor,
-  isAllowedTransition,
+  EVENTS,
   isDeploymentState,
+  signalMoveWith,
   STATE_MEANINGS,
-  statesWhere,
+  targetOf,
+  TRANSITION_EVENTS,
   TRANSITIONS,
   type DeploymentState,
+  type TransitionEvent,
 } from '../../src/state/machine.js';
+
+/** The states with a property, in table order. */
+const statesWhere = (property: Exclude<keyof (typeof STATE_MEANINGS)[DeploymentState], 'meaning'>) =>
+  DEPLOYMENT_STATES.filter((s) => STATE_MEANINGS[s][property]);
+import { SIGNAL_STATES } from '../../src/state/signal-machine.js';
 import { statePath } from '../helpers/state-path.js';
 
-// The state machine's table: what each state means to its readers, and the moves the agent may make.
+// The state machine's table: what each state means to its readers, and the events that move a record.
+
+/** The events that move a record in `from` to `to` (for listed-again: one that was in `to` before removal). */
+function eventsFor(from: DeploymentState | undefined, to: DeploymentState): TransitionEvent[] {
+  return TRANSITION_EVENTS.filter((e) => targetOf({ state: from, stateBeforeRemoval: to }, e) === to);
+}
+
+function isAllowedTransition(from: DeploymentState | undefined, to: DeploymentState): boolean {
+  return eventsFor(from, to).length > 0;
+}
 
 t.test('every state has a meaning, and the readers see the lists they always had', async (t) => {
   t.same(Object.keys(STATE_MEANINGS).sort(), [...DEPLOYMENT_STATES].sort());
@@ -89,4 +106,61 @@ t.test('the table is consistent: every state is reachable, only terminal states 
     );
   }
   t.same(statePath('pending', 'signalled'), ['done', 'signalled']);
+});
+
+t.test('each event, from each state it is allowed in, leads to exactly one state', async (t) => {
+  const pairs = TRANSITIONS.map((x) => `${x.from ?? '(new)'} ${x.event}`);
+  t.equal(new Set(pairs).size, pairs.length, 'no (from, event) pair declared twice');
+  for (const event of TRANSITION_EVENTS) {
+    const rule = EVENTS[event];
+    t.ok(rule.from.length > 0, `${event} is allowed somewhere`);
+    t.ok(rule.meaning.length > 0, `${event} says what it means`);
+    for (const from of [undefined, ...DEPLOYMENT_STATES]) {
+      const at = { state: from, stateBeforeRemoval: 'done' as const };
+      const expected = rule.from.includes(from) ? (rule.to === BEFORE_REMOVAL ? 'done' : rule.to) : undefined;
+      t.equal(targetOf(at, event), expected, `${from ?? '(new)'} --${event}--> ${expected ?? 'refused'}`);
+    }
+  }
+  t.same(
+    TRANSITION_EVENTS.filter((e) => EVENTS[e].from.includes(undefined)),
+    ['seen', 'adopted'],
+    'only these create a record',
+  );
+});
+
+t.test('listed again: back to the state before removal, from the record; pending when it cannot be used', async (t) => {
+  for (const before of DEPLOYMENT_STATES.filter((s) => s !== 'removed'))
+    t.equal(targetOf({ state: 'removed', stateBeforeRemoval: before }, 'listed-again'), before, `back to ${before}`);
+  t.equal(targetOf({ state: 'removed' }, 'listed-again'), 'pending', 'a record from before stateBeforeRemoval');
+  t.equal(targetOf({ state: 'removed', stateBeforeRemoval: 'removed' }, 'listed-again'), 'pending', 'a damaged one');
+  t.equal(targetOf({ state: 'done', stateBeforeRemoval: 'done' }, 'listed-again'), undefined, 'only from removed');
+});
+
+t.test('the signal moves that go with each event', async (t) => {
+  t.equal(signalMoveWith('hook-finished', 'none', 'pending'), 'queued');
+  t.equal(signalMoveWith('hook-finished', 'none', 'failed'), 'unsendable', 'bad signal inputs');
+  t.equal(signalMoveWith('hook-finished', 'none', 'none'), 'kept', 'NO_SIGNAL');
+  t.equal(signalMoveWith('hook-finished', 'pending', 'sent'), undefined, 'a result never delivers');
+  t.equal(signalMoveWith('signal-delivered', 'pending', 'sent'), 'delivered');
+  t.equal(signalMoveWith('signal-delivered', 'pending', 'pending'), undefined, 'signalled only by a delivery');
+  t.equal(signalMoveWith('signal-delivered', 'failed', 'failed'), undefined);
+  t.equal(signalMoveWith('left-metadata', 'pending', 'cancelled'), 'cancelled');
+  t.equal(signalMoveWith('left-metadata', 'failed', 'failed'), 'kept');
+  t.equal(signalMoveWith('rerun', 'pending', 'none'), 'reset', "the earlier run's signal is dropped by name");
+  for (const event of TRANSITION_EVENTS) {
+    for (const from of SIGNAL_STATES) {
+      for (const to of SIGNAL_STATES) {
+        const move = signalMoveWith(event, from, to);
+        if (move === undefined || move === 'kept') continue;
+        t.ok(EVENTS[event].signal?.includes(move), `${event}: ${from} -> ${to} by ${move}, which it lists`);
+      }
+    }
+    if (EVENTS[event].signal === undefined)
+      t.ok(
+        SIGNAL_STATES.every((from) =>
+          SIGNAL_STATES.every((to) => (signalMoveWith(event, from, to) !== undefined) === (from === to)),
+        ),
+        `${event} leaves the signal as it is`,
+      );
+  }
 });

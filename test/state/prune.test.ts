@@ -18,18 +18,18 @@ t.test('removed records older than prune_after go with their upstream files; the
   const store = storeFor(loaded.config, captured.log, () => clock);
   await store.init();
   const fields = (id: string) => ({ id, name: `n-${id}`, group: 'script', action: 'CREATE' });
-  const old = await store.transition(await store.create(fields('old')), 'removed', {
+  const old = await store.transition(await store.create(fields('old')), 'left-metadata', {
     removedAt: new Date(start).toISOString(),
     stateBeforeRemoval: 'signalled',
   });
   await store.writeDeployed('old', { id: 'old' });
   await store.writeNotify('old', {});
-  const recent = await store.transition(await store.create(fields('recent')), 'removed', {
+  const recent = await store.transition(await store.create(fields('recent')), 'left-metadata', {
     removedAt: new Date(start + 5 * DAY).toISOString(),
   });
-  const undated = await store.transition(await store.create(fields('undated')), 'removed', {});
+  const undated = await store.transition(await store.create(fields('undated')), 'left-metadata', {});
   const live = await store.create(fields('live'));
-  const back = await store.transition(await store.create(fields('back')), 'removed', {
+  const back = await store.transition(await store.create(fields('back')), 'left-metadata', {
     removedAt: new Date(start).toISOString(),
   });
   mkdirSync(store.deployedDir, { recursive: true });
@@ -65,7 +65,7 @@ t.test('prune_after 0 prunes at once; a missing deployed directory is fine', asy
   const store = storeFor(loaded.config, captureLog().log);
   await store.init();
   const r = await store.create({ id: 'x', name: 'x', group: 'g', action: 'CREATE' });
-  const removed = await store.transition(r, 'removed', { removedAt: store.timestamp() });
+  const removed = await store.transition(r, 'left-metadata', { removedAt: store.timestamp() });
   t.same(
     await pruneState({
       store,

@@ -4,7 +4,7 @@ import t from 'tap';
 import { moveTo } from '../helpers/state-path.js';
 import { announceDaemon, daemonPresenceFile } from '../../src/status/daemon-presence.js';
 import { queuedSignal } from '../../src/signals/outbox.js';
-import { enqueueSignal } from '../../src/signals/cfn-signal-queue.js';
+import { enqueueSignal } from '../../src/signals/cfn-signal-queue/files.js';
 import { signalQueueDir } from '../../src/state/signal-queue-paths.js';
 import { storeFor } from '../../src/state/store.js';
 import { agentStatusPath } from '../../src/status/agent-facts.js';
@@ -110,7 +110,7 @@ t.test('each in-progress state keeps the verdict at waiting (3) while an agent r
   const { loaded, store, report } = await fixture(t);
   await runningAgent(t, loaded);
   const b = await store.create(f('b', 'beta'));
-  await store.transition(b, 'done', { failed: false, signal: queuedSignal(target, '{"deploy_stdout": "body"}') });
+  await moveTo(store, b, 'done', { failed: false, signal: queuedSignal(target, '{"deploy_stdout": "body"}') });
   const r = await report();
   t.equal(verdictOf(r).exitCode, 3, 'done but its signal pending: still waiting');
   t.same(
@@ -132,7 +132,7 @@ t.test('finished: 0 when all signalled, 1 when one failed, 2 when a signal faile
   t.same(failed.reasons, ['deployment b (beta) failed with status 3']);
   t.equal(failed.summary, 'a deployment failed');
   const c = await store.create(f('c', 'gamma'));
-  await store.transition(c, 'done', {
+  await moveTo(store, c, 'done', {
     failed: false,
     lastError: 'HTTP 403 from Heat; the answer is final, not retried',
     signal: { state: 'failed', transport: 'HEAT_SIGNAL', attempts: 1, lastStatus: 403 },
@@ -152,7 +152,7 @@ t.test('finished: 0 when all signalled, 1 when one failed, 2 when a signal faile
   t.match(text, /^RESULT: an error in the agent, or a signal not delivered \(exit 2\)$/m);
   t.match(text, /^ {2}deployment b \(beta\) failed with status 3$/m, 'the failure is listed too');
   const removed = await store.create(f('d', 'old'));
-  await store.transition(removed, 'removed', { failed: true, stateBeforeRemoval: 'signalled' });
+  await store.transition(removed, 'left-metadata', { failed: true, stateBeforeRemoval: 'signalled' });
   t.equal(verdictOf(await report()).exitCode, 2, 'a removed deployment changes nothing');
 });
 
@@ -162,7 +162,7 @@ t.test('a failure outranks what is still in progress: exit 1, and both are liste
   const a = await store.create(f('a', 'alpha'));
   await moveTo(store, a, 'signalled', { failed: true, exitCode: 0, statusCode: '1', signal: sent });
   const b = await store.create(f('b', 'beta'));
-  await store.transition(await store.transition(b, 'running', { hookStarts: 1 }), 'done', {
+  await store.transition(await store.transition(b, 'hook-started', { hookStarts: 1 }), 'hook-finished', {
     failed: true,
     exitCode: 0,
     statusCode: '2',
@@ -190,7 +190,7 @@ t.test(
     await runningAgent(t, loaded);
     const agent = (await report()).agent;
     const a = await store.create(f('a', 'alpha'));
-    const done = await store.transition(await store.transition(a, 'running', { hookStarts: 1 }), 'done', {
+    const done = await store.transition(await store.transition(a, 'hook-started', { hookStarts: 1 }), 'hook-finished', {
       failed: false,
       exitCode: 0,
       signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 1 },
@@ -207,11 +207,12 @@ t.test(
       { exitCode: EXIT.agentOrSignalError, reasons: [/^no agent is running to finish this/] },
       'with no agent to deliver it: an error',
     );
-    await store.save({
-      ...done,
-      signal: { state: 'failed', transport: 'CFN_SIGNAL', attempts: 2, lastStatus: 403 },
-      lastError: 'HTTP 403 from Heat',
-    });
+    await store.moveSignal(
+      done,
+      'gave-up',
+      { transport: 'CFN_SIGNAL', attempts: 2, lastStatus: 403 },
+      { lastError: 'HTTP 403 from Heat' },
+    );
     t.equal(
       verdictOfDeployment((await report()).deployments[0]!, agent).exitCode,
       EXIT.agentOrSignalError,

@@ -37,7 +37,7 @@ async function fixture(t: Parameters<Parameters<typeof import('tap').test>[0]>[0
     stackId: 's/1',
     resourceName: 'r',
   } as const;
-  await store.transition(b, 'done', {
+  await moveTo(store, b, 'done', {
     exitCode: 2,
     statusCode: '2',
     failed: true,
@@ -50,9 +50,9 @@ async function fixture(t: Parameters<Parameters<typeof import('tap').test>[0]>[0
   });
   await store.create(f('c-id', 'gamma'));
   const d = await store.create({ ...f('d-id', 'delta'), group: 'os-apply-config' });
-  await store.transition(d, 'skipped', {});
+  await store.transition(d, 'nothing-to-run', {});
   const e = await store.create(f('e-id', 'old'));
-  await store.transition(e, 'removed', {
+  await store.transition(e, 'left-metadata', {
     removedAt: '2026-02-01T12:00:00.000Z',
     stateBeforeRemoval: 'signalled',
     adopted: true,

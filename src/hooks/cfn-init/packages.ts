@@ -1,5 +1,5 @@
 import { HookFailure } from '../contract.js';
-import { findProgram } from '../kit/find-program.js';
+import { findExecutable } from '../../util/executable.js';
 import { PACKAGE_MANAGERS, type PackageEntry, type PackageSet } from './model.js';
 import { mustRun, tool, type InitRun } from './run-state.js';
 
@@ -94,7 +94,7 @@ async function rpmFamily(
   }
   if (wanted.length === 0) return [];
   // heat-cfntools: yum falls back to dnf where there is no yum.
-  const tool_ = manager === 'yum' && !(await findProgram(run.ctx.env, 'yum')) ? 'dnf' : manager;
+  const tool_ = manager === 'yum' && !(await findExecutable('yum', run.ctx.env)) ? 'dnf' : manager;
   const args =
     tool_ === 'zypper'
       ? ['-n', 'install', ...wanted]
@@ -124,7 +124,7 @@ async function rpmUrls(run: InitRun, resource: string, packages: readonly Packag
 }
 
 async function python(run: InitRun, resource: string, packages: readonly PackageEntry[]): Promise<string[]> {
-  const pip = (await findProgram(run.ctx.env, 'pip3')) ?? (await findProgram(run.ctx.env, 'pip'));
+  const pip = (await findExecutable('pip3', run.ctx.env)) ?? (await findExecutable('pip', run.ctx.env));
   for (const p of packages) {
     const version = p.versions[0];
     const spec = pip

@@ -1,9 +1,11 @@
 import path from 'node:path';
 import { inputText } from '../../heat/deployment.js';
 import type { BuiltinHook } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputEntries } from '../hook-deployment.js';
 import { commandSetting, pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { toolCommand } from '../kit/choose-tool.js';
 import { notInstalled, runTool } from '../kit/run-tool.js';
 import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/work-files.js';
 
@@ -13,8 +15,17 @@ import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/wo
 const workingDir = (env: NodeJS.ProcessEnv) =>
   pathSetting(env, 'HEAT_ANSIBLE_WORKING', '/var/lib/heat-config/heat-config-ansible');
 
+const ANSIBLE: ToolDeclaration = {
+  name: 'ansible',
+  variable: 'HEAT_ANSIBLE_CMD',
+  defaults: ['ansible-playbook'],
+  install: 'Install the ansible package (ansible-core on CentOS and RHEL).',
+};
+
+export const declaration: HookDeclaration = { group: 'ansible', tool: ANSIBLE };
+
 export const hook: BuiltinHook = {
-  group: 'ansible',
+  group: declaration.group,
 
   workFiles: (id, env) => [
     path.join(workingDir(env), `${id}_playbook.yaml`),
@@ -25,7 +36,7 @@ export const hook: BuiltinHook = {
     const { log, env } = ctx;
     const working = workingDir(env);
     const outputs = pathSetting(env, 'HEAT_ANSIBLE_OUTPUTS', '/var/run/heat-config/heat-config-ansible');
-    const command = commandSetting(env, 'HEAT_ANSIBLE_CMD', 'ansible-playbook');
+    const command = await toolCommand(ctx, ANSIBLE);
     await prepareDir(outputs);
     await prepareDir(working);
 
@@ -63,13 +74,7 @@ export const hook: BuiltinHook = {
       const run = await runTool(
         ctx,
         { file: command, args, cwd: working, env: toolEnv },
-        notInstalled(
-          env,
-          'ansible',
-          command,
-          'HEAT_ANSIBLE_CMD',
-          'Install the ansible package (ansible-core on CentOS and RHEL).',
-        ),
+        notInstalled(env, ANSIBLE, command),
       );
       if (run.status === 0) log.info('playbook completed', { playbook });
       else log.error('playbook failed', { playbook, exitCode: run.status });

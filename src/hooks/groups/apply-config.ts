@@ -3,10 +3,12 @@ import { FALLBACK_METADATA, loadMetadata, selectMetadataFiles } from '../../appl
 import { resolveTemplatesDir } from '../../apply/templates-dir.js';
 import { AgentError, errorMessage } from '../../errors.js';
 import { createLogger, type Logger } from '../../log/logger.js';
-import { createPathMapper } from '../../util/rooted-path.js';
+import { createPathMapper, ROOT_ENV } from '../../util/rooted-path.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import type { HookLogFields } from '../kit/hook-log.js';
 import { result } from '../hook-result.js';
+import { chooseTool, spawnProbe } from '../kit/choose-tool.js';
 import { runTool } from '../kit/run-tool.js';
 
 // Group "apply-config": renders the os-apply-config template tree over the current metadata again. Upstream's hook
@@ -16,14 +18,25 @@ import { runTool } from '../kit/run-tool.js';
 // os_config_files.json) over the heat-cfntools fallback files, output to /, not strict. The deployment's config and
 // inputs are not used, as upstream. HEAT_APPLY_CONFIG_CMD set to a program still runs that program.
 
+/** Unset, the agent's own apply runs in the hook: nothing to install. */
+const APPLY_CONFIG: ToolDeclaration = {
+  name: 'os-apply-config',
+  variable: 'HEAT_APPLY_CONFIG_CMD',
+  defaults: [],
+  install: "Install it, or unset HEAT_APPLY_CONFIG_CMD to use the agent's own apply.",
+};
+
+export const declaration: HookDeclaration = { group: 'apply-config', tool: APPLY_CONFIG };
+
 export const hook: BuiltinHook = {
-  group: 'apply-config',
+  group: declaration.group,
+  acceptsNoId: true,
 
   workFiles: () => [],
 
   async run(_deployment, ctx) {
-    const command = ctx.env.HEAT_APPLY_CONFIG_CMD;
-    if (command) {
+    const command = (await chooseTool(APPLY_CONFIG, ctx.env, spawnProbe(ctx)))?.file;
+    if (command !== undefined) {
       const run = await runTool(
         ctx,
         { file: command, env: ctx.env },
@@ -34,12 +47,10 @@ export const hook: BuiltinHook = {
       return result(run);
     }
     const summary = await applyNatively(ctx);
-    // stderr holds the apply's log lines, as upstream's holds os-apply-config's.
-    return result({
-      status: 0,
-      stdout: `${summary.written} files written, ${summary.unchanged} unchanged, ${summary.deleted} deleted\n`,
-      stderr: ctx.log.text(),
-    });
+    ctx.log.info('templates applied', { ...summary });
+    // stdout stays empty, as os-apply-config prints nothing when it succeeds; stderr holds the apply's log lines, as
+    // upstream's holds os-apply-config's.
+    return result({ status: 0, stdout: '', stderr: ctx.log.text() });
   },
 };
 
@@ -51,7 +62,7 @@ interface ApplySummary {
 
 async function applyNatively(ctx: HookContext): Promise<ApplySummary> {
   const { env } = ctx;
-  const paths = createPathMapper(env.OS_CONFIG_AGENT_ROOT);
+  const paths = createPathMapper(env[ROOT_ENV]);
   const log = forwardingLogger(ctx);
   try {
     const templates = await resolveTemplatesDir(undefined, paths, env);

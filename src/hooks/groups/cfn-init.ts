@@ -1,14 +1,15 @@
 import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
-import type { HttpClient } from '../../http/types.js';
-import { MAX_DOWNLOAD_BYTES } from '../cfn-init/download.js';
+import { ROOT_ENV } from '../../util/rooted-path.js';
 import { parseInit } from '../cfn-init/model.js';
-import type { InitRun } from '../cfn-init/run-state.js';
+import { createInitRun, type InitRun } from '../cfn-init/run-state.js';
 import { runConfigs } from '../cfn-init/runner.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { chooseTool, spawnProbe } from '../kit/choose-tool.js';
 import { notInstalled, runTool } from '../kit/run-tool.js';
 import { prepareDir } from '../kit/work-files.js';
 
@@ -20,8 +21,19 @@ import { prepareDir } from '../kit/work-files.js';
 const INIT_KEY = 'AWS::CloudFormation::Init';
 const DEFAULT_FETCH_TIMEOUT_SECONDS = 60;
 
+/** Unset, the hook applies the metadata itself: nothing to install. */
+const CFN_INIT: ToolDeclaration = {
+  name: 'cfn-init',
+  variable: 'HEAT_CFN_INIT_CMD',
+  defaults: [],
+  install: 'Install heat-cfntools, or unset HEAT_CFN_INIT_CMD to use the built-in interpreter.',
+};
+
+export const declaration: HookDeclaration = { group: 'cfn-init', tool: CFN_INIT };
+
 export const hook: BuiltinHook = {
-  group: 'cfn-init',
+  group: declaration.group,
+  acceptsNoId: true,
 
   // The metadata file is shared by every cfn-init deployment (and cfn-hup): nothing of one deployment to remove.
   workFiles: () => [],
@@ -44,19 +56,9 @@ export const hook: BuiltinHook = {
     await writeFileAtomic(metadataFile, JSON.stringify({ [INIT_KEY]: init }), { mode: 0o600 });
     log.info('metadata written', { file: metadataFile });
 
-    const command = env.HEAT_CFN_INIT_CMD;
-    if (command) {
-      const run = await runTool(
-        ctx,
-        { file: command, args: [], env },
-        notInstalled(
-          env,
-          'cfn-init',
-          command,
-          'HEAT_CFN_INIT_CMD',
-          'Install heat-cfntools, or unset HEAT_CFN_INIT_CMD to use the built-in interpreter.',
-        ),
-      );
+    const command = (await chooseTool(CFN_INIT, env, spawnProbe(ctx)))?.file;
+    if (command !== undefined) {
+      const run = await runTool(ctx, { file: command, args: [], env }, notInstalled(env, CFN_INIT, command));
       if (run.status === 0) log.info('cfn-init completed', { command });
       else log.error('cfn-init failed', { command, exitCode: run.status });
       return result(run);
@@ -80,23 +82,6 @@ async function runNative(init: unknown, ctx: HookContext) {
 
 function initRun(ctx: HookContext): InitRun {
   const timeout = Number(ctx.env.HEAT_CFN_INIT_FETCH_TIMEOUT);
-  let client: Promise<HttpClient> | undefined;
-  return {
-    ctx,
-    root: ctx.env.OS_CONFIG_AGENT_ROOT ?? '',
-    fetchTimeoutSeconds: Number.isFinite(timeout) && timeout > 0 ? timeout : DEFAULT_FETCH_TIMEOUT_SECONDS,
-    // Loaded only by a run that downloads something: got is most of the hook's code.
-    http: () =>
-      (client ??= import('../../http/client.js').then((m) =>
-        m.createHttpClient({
-          defaultMaxBytes: MAX_DOWNLOAD_BYTES,
-          defaultRetries: 2,
-          proxy: { config: {}, env: ctx.env },
-        }),
-      )),
-    stdout: [],
-    stderr: [],
-    changed: new Set(),
-    accounts: new Map(),
-  };
+  const seconds = Number.isFinite(timeout) && timeout > 0 ? timeout : DEFAULT_FETCH_TIMEOUT_SECONDS;
+  return createInitRun(ctx, ctx.env[ROOT_ENV] ?? '', seconds);
 }

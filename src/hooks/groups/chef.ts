@@ -1,26 +1,37 @@
-import { readdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { inputText } from '../../heat/deployment.js';
-import { HookFailure, type BuiltinHook, type HookContext, type HookOutcome } from '../contract.js';
+import { HookFailure, type BuiltinHook, type HookDeployment } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputEntries } from '../hook-deployment.js';
-import { commandSetting, pathSetting } from '../hook-paths.js';
+import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { toolCommand } from '../kit/choose-tool.js';
 import { hostnameF, notInstalled, runTool } from '../kit/run-tool.js';
-import { prepareDir, readOutputs, removeFiles, removeOutputs, writeWorkFile } from '../kit/work-files.js';
+import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/work-files.js';
+import { clientConfig } from '../chef/client-config.js';
+import { prepareKitchen, type Kitchen } from '../chef/kitchen.js';
+import type { HookLog } from '../kit/hook-log.js';
 
-// Group "chef": chef-client in local mode with the config as the run list and the inputs as node attributes,
-// optionally from a kitchen cloned with git. Upstream: heat-agents' hook-chef.py. Its node file and client.rb are per
-// machine, not per deployment: each run rewrites them, and they stay for the operator to read, as upstream's do.
+// Group "chef": chef-client in local mode with the config as the run list and the inputs as node attributes, with
+// cookbooks from the deployment's sources (src/hooks/chef/: git at a ref, tarballs, Berkshelf, Policyfiles).
+// Upstream: heat-agents' hook-chef.py. Its node file and client.rb are per machine, not per deployment: each run
+// rewrites them, and they stay for the operator to read, as upstream's do.
 
 const workingDir = (env: NodeJS.ProcessEnv) =>
   pathSetting(env, 'HEAT_CHEF_WORKING', '/var/lib/heat-config/heat-config-chef');
 
-/** A Ruby single-quoted string literal. */
-const rubyString = (text: string) => `'${text.replace(/[\\']/g, (c) => `\\${c}`)}'`;
+const CHEF: ToolDeclaration = {
+  name: 'chef',
+  variable: 'HEAT_CHEF_CMD',
+  defaults: ['chef-client'],
+  install: 'Install Chef Infra Client or Cinc Client (chef-client); the distributions do not package it.',
+};
+
+export const declaration: HookDeclaration = { group: 'chef', tool: CHEF };
 
 export const hook: BuiltinHook = {
-  group: 'chef',
+  group: declaration.group,
 
   workFiles: () => [],
 
@@ -28,34 +39,19 @@ export const hook: BuiltinHook = {
     const { log, env } = ctx;
     const working = workingDir(env);
     const outputs = pathSetting(env, 'HEAT_CHEF_OUTPUTS', '/var/run/heat-config/heat-config-chef');
-    const command = commandSetting(env, 'HEAT_CHEF_CMD', 'chef-client');
+    const command = await toolCommand(ctx, CHEF);
     await prepareDir(outputs);
     await prepareDir(working);
 
-    const { options, id } = deployment;
-    const kitchenPath = path.resolve(working, options.kitchen_path ? inputText(options.kitchen_path) : 'kitchen');
-    const client = [
-      'log_level :debug',
-      'log_location STDOUT',
-      'local_mode true',
-      'chef_zero.enabled true',
-      `cookbook_path ${rubyString(path.join(kitchenPath, 'cookbooks'))}`,
-      `role_path ${rubyString(path.join(kitchenPath, 'roles'))}`,
-      `environment_path ${rubyString(path.join(kitchenPath, 'environments'))}`,
-    ];
-    if (options.kitchen) {
-      const failed = await cloneKitchen(ctx, inputText(options.kitchen), kitchenPath, working);
-      if (failed) return failed;
-    }
-
+    const { id } = deployment;
     const runList = parseRunList(deployment.config);
-    const attributes: Array<[string, unknown]> = [];
-    for (const [name, value] of inputEntries(deployment)) {
-      if (name === 'environment') client.push(`environment ${rubyString(inputText(value))}`);
-      // deploy_* inputs are the agent's (ids, signal URL, credentials), not attributes for recipes.
-      else if (!name.startsWith('deploy_')) attributes.push([name, value]);
-    }
-    const node = { ...Object.fromEntries(attributes), run_list: runList };
+    const kitchen = await prepareKitchen(ctx, deployment, working);
+    if (kitchen.policy && runList.length > 0)
+      throw new HookFailure(
+        'the kitchen has a Policyfile.rb, whose run list chef-client runs: the config must be an empty run list ([])',
+      );
+
+    const { node, environment } = nodeAttributes(deployment, kitchen, runList, log);
 
     let fqdn = await hostnameF(ctx);
     if (!fqdn) {
@@ -64,7 +60,7 @@ export const hook: BuiltinHook = {
     }
     const nodeDir = path.join(working, 'node');
     const nodeFile = path.join(nodeDir, `${fqdn.replace(/\//g, '_')}.json`);
-    client.push(`node_path ${rubyString(nodeDir)}`);
+    const client = clientConfig(kitchen, nodeDir, environment);
     const clientFile = path.join(working, 'client.rb');
     const outputsPath = path.join(outputs, id);
 
@@ -81,13 +77,7 @@ export const hook: BuiltinHook = {
           cwd: working,
           env: { ...env, heat_outputs_path: outputsPath },
         },
-        notInstalled(
-          env,
-          'chef',
-          command,
-          'HEAT_CHEF_CMD',
-          'Install Chef Infra Client or Cinc Client (chef-client); the distributions do not package it.',
-        ),
+        notInstalled(env, CHEF, command),
       );
       if (run.status !== 0) log.error('chef-client failed', { exitCode: run.status });
       return result({ ...run, outputs: await readOutputs(deployment, outputsPath, log) });
@@ -96,6 +86,23 @@ export const hook: BuiltinHook = {
     }
   },
 };
+
+/** The node JSON (the inputs as attributes, and the run list) and the environment input's value. */
+function nodeAttributes(deployment: HookDeployment, kitchen: Kitchen, runList: unknown[], log: HookLog) {
+  const attributes: Array<[string, unknown]> = [];
+  let environment: string | undefined;
+  for (const [name, value] of inputEntries(deployment)) {
+    if (name === 'environment') environment = inputText(value);
+    // deploy_* inputs are the agent's (ids, signal URL, credentials), and the kitchen's credentials are for fetching
+    // it: neither is an attribute for recipes.
+    else if (!name.startsWith('deploy_') && !kitchen.credentialInputs.has(name)) attributes.push([name, value]);
+  }
+  if (kitchen.policy && environment !== undefined)
+    log.warn('environment input not used: a policy has no environment', { policy: kitchen.policy.name });
+  // In policy mode chef-client refuses a run list in the node JSON.
+  const node = { ...Object.fromEntries(attributes), ...(kitchen.policy ? {} : { run_list: runList }) };
+  return { node, environment };
+}
 
 /** The run list: the config as a JSON array (text, or already an array in a structured config). */
 function parseRunList(config: unknown): unknown[] {
@@ -112,36 +119,4 @@ function parseRunList(config: unknown): unknown[] {
   if (!Array.isArray(list))
     throw new HookFailure('the chef config must be a JSON array (a run list such as ["recipe[app]"])');
   return list;
-}
-
-/**
- * Clones the kitchen afresh into kitchenPath. Returns a failure result when git fails, else null. An earlier clone (a
- * directory with .git) is replaced: upstream removed it only on UPDATE, so any other deployment with a kitchen failed
- * on the existing directory. Any other non-empty directory is left alone and fails the deployment.
- */
-async function cloneKitchen(
-  ctx: HookContext,
-  kitchen: string,
-  kitchenPath: string,
-  working: string,
-): Promise<HookOutcome | null> {
-  const entries = await readdir(kitchenPath).catch((err: NodeJS.ErrnoException): string[] => {
-    if (err.code === 'ENOENT') return [];
-    throw err;
-  });
-  if (entries.includes('.git')) {
-    await removeFiles(kitchenPath);
-  } else if (entries.length > 0) {
-    throw new HookFailure(
-      `kitchen_path ${kitchenPath} is a non-empty directory that is not a git clone: not replacing it with the kitchen; point kitchen_path at a new directory or remove it`,
-    );
-  }
-  const run = await runTool(
-    ctx,
-    { file: 'git', args: ['clone', '--', kitchen, kitchenPath], cwd: working, env: ctx.env },
-    `git is not installed (PATH=${ctx.env.PATH ?? ''}): install the git package, which the chef hook needs to clone the kitchen option's repository.`,
-  );
-  if (run.status === 0) return null;
-  ctx.log.error('cloning the kitchen failed', { kitchenPath });
-  return result(run);
 }

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { inputText } from '../../heat/deployment.js';
-import { containerCommand, daemonFailure, daemonUnreachable, lastLine, runContainerTool } from '../kit/docker-cli.js';
+import { CONTAINER_CLI, ContainerCli, daemonFailure, daemonUnreachable, lastLine } from '../kit/docker-cli.js';
 import {
   containerDefs,
   containerLabels,
@@ -10,6 +10,7 @@ import {
   type ContainerDef,
 } from '../kit/docker-containers.js';
 import { HookFailure, type BuiltinHook, type HookContext, type HookDeployment } from '../contract.js';
+import type { HookDeclaration } from '../declaration.js';
 import { inputValues } from '../hook-deployment.js';
 import { result } from '../hook-result.js';
 import { formatCommand } from '../kit/run-tool.js';
@@ -24,19 +25,24 @@ import { formatCommand } from '../kit/run-tool.js';
 const NAME_ATTEMPTS = 20;
 const SUFFIX_CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
+export const declaration: HookDeclaration = { group: 'docker-cmd', tool: CONTAINER_CLI };
+
 export const hook: BuiltinHook = {
-  group: 'docker-cmd',
+  group: declaration.group,
+  acceptsNoId: true,
 
   // Nothing on disk: what it keeps are containers, which `removed` takes away.
   workFiles: () => [],
 
   async run(deployment, ctx) {
     const { log } = ctx;
-    const docker = await containerCommand(ctx);
+    const docker = await ContainerCli.choose(ctx, CONTAINER_CLI);
     const values = inputValues(deployment);
     if (values.deploy_action === 'DELETE') {
       // A daemon that is down must not block the stack's deletion (upstream did nothing here at all): the removal is
       // tried again when the deployment leaves the metadata.
+      // Without an id nothing tells this deployment's containers apart (upstream removed none either).
+      if (deployment.id === '') return result({ status: 0 });
       try {
         await removeContainers(ctx, docker, deployment.id);
         return result({ status: 0 });
@@ -61,35 +67,28 @@ export const hook: BuiltinHook = {
       log.info('container', { container: def.name, action: def.action });
       const args =
         def.action === 'run'
-          ? [
-              'run',
-              '--name',
-              await freeName(ctx, docker, def.name),
-              ...labelsFor(def, deployment),
-              ...runArguments(def),
-            ]
-          : ['exec', ...execArguments(def, await execTarget(ctx, docker, def, deployment.id))];
-      const run = await runContainerTool(ctx, docker, args);
+          ? ['run', '--name', await freeName(docker, def.name), ...labelsFor(def, deployment), ...runArguments(def)]
+          : ['exec', ...execArguments(def, await execTarget(docker, def, deployment.id))];
+      const run = await docker.run(args);
       if (run.stdout) stdouts.push(run.stdout);
       if (run.stderr) stderrs.push(run.stderr);
       if (def.exitCodes.includes(run.status)) continue;
-      if (daemonUnreachable(run.stderr)) throw daemonFailure(docker, `container "${def.name}"`, run.stderr);
-      // As upstream: the status is the last failing container's, and the others still run.
+      if (daemonUnreachable(run.stderr)) throw daemonFailure(docker.command, `container "${def.name}"`, run.stderr);
+      // As upstream: the status is the last failing container's, the others still run, and deploy_stderr is what the
+      // commands printed (the failing container is named in the log).
       status = run.status;
       log.error('container failed', {
         container: def.name,
-        command: formatCommand(docker, args),
+        command: formatCommand(docker.command, args),
         exitCode: run.status,
+        reason: lastLine(run.stderr),
       });
-      stderrs.push(
-        `container "${def.name}": ${def.action} failed with status ${run.status}: ${lastLine(run.stderr)}\n`,
-      );
     }
     return result({ stdout: stdouts.join('\n'), stderr: stderrs.join('\n'), status });
   },
 
   async removed(id, ctx) {
-    const docker = await containerCommand(ctx);
+    const docker = await ContainerCli.choose(ctx, CONTAINER_CLI);
     await removeContainers(ctx, docker, id);
     await restoreNames(ctx, docker);
   },
@@ -101,17 +100,18 @@ function labelsFor(def: ContainerDef, deployment: HookDeployment): string[] {
   return containerLabels(def, deployment.id, text('deploy_stack_id'), text('deploy_resource_name'));
 }
 
-/** The container's own name, or with a random suffix while another container holds it (upstream's rule). */
-async function freeName(ctx: HookContext, docker: string, wanted: string): Promise<string> {
+/**
+ * The container's own name, or with a random suffix while something holds it: upstream's rule and upstream's command
+ * (`inspect --format exists NAME`, so an image or volume of that name counts too), which heat-agents' tests check.
+ */
+async function freeName(docker: ContainerCli, wanted: string): Promise<string> {
   let name = wanted;
   for (let i = 0; i < NAME_ATTEMPTS; i++) {
-    const res = await runContainerTool(ctx, docker, ['inspect', '--type', 'container', '--format', 'exists', name]);
+    const res = await docker.run(['inspect', '--format', 'exists', name]);
     if (res.status !== 0) {
-      if (/no such (container|object)/i.test(res.stderr)) return name;
-      if (daemonUnreachable(res.stderr)) throw daemonFailure(docker, `container "${wanted}"`, res.stderr);
-      throw new HookFailure(
-        `container "${wanted}": ${docker} inspect failed with status ${res.status}: ${lastLine(res.stderr)}`,
-      );
+      // Any answer but "found" leaves the name free, as upstream; a daemon that cannot be reached is a failure.
+      if (daemonUnreachable(res.stderr)) throw daemonFailure(docker.command, `container "${wanted}"`, res.stderr);
+      return name;
     }
     const suffix = Array.from({ length: 8 }, () => SUFFIX_CHARS[randomInt(SUFFIX_CHARS.length)]).join('');
     name = `${wanted}-${suffix}`;
@@ -120,9 +120,9 @@ async function freeName(ctx: HookContext, docker: string, wanted: string): Promi
 }
 
 /** The container an exec runs in: the one this deployment started under that name, else the name as written. */
-async function execTarget(ctx: HookContext, docker: string, def: ContainerDef, configId: string): Promise<string> {
+async function execTarget(docker: ContainerCli, def: ContainerDef, configId: string): Promise<string> {
   const written = def.command[0]!;
-  const res = await runContainerTool(ctx, docker, [
+  const res = await docker.run([
     'ps',
     '-a',
     '--filter',
@@ -137,8 +137,8 @@ async function execTarget(ctx: HookContext, docker: string, def: ContainerDef, c
 }
 
 /** Removes every container docker-cmd ran for the deployment (upstream's configure.d script did it by config_id). */
-async function removeContainers(ctx: HookContext, docker: string, configId: string): Promise<void> {
-  const list = await runContainerTool(ctx, docker, [
+async function removeContainers(ctx: HookContext, docker: ContainerCli, configId: string): Promise<void> {
+  const list = await docker.run([
     'ps',
     '-q',
     '-a',
@@ -147,13 +147,13 @@ async function removeContainers(ctx: HookContext, docker: string, configId: stri
     '--filter',
     `label=config_id=${configId}`,
   ]);
-  if (list.status !== 0) throw listFailure(docker, list.stderr, list.status);
+  if (list.status !== 0) throw listFailure(docker.command, list.stderr, list.status);
   const ids = list.stdout.split(/\s+/).filter((c) => c !== '');
   if (ids.length === 0) return;
-  const rm = await runContainerTool(ctx, docker, ['rm', '-f', ...ids]);
+  const rm = await docker.run(['rm', '-f', ...ids]);
   if (rm.status !== 0)
     throw new HookFailure(
-      `the containers of deployment ${configId} could not be removed: ${docker} rm failed with status ${rm.status}: ${lastLine(rm.stderr)}`,
+      `the containers of deployment ${configId} could not be removed: ${docker.command} rm failed with status ${rm.status}: ${lastLine(rm.stderr)}`,
     );
   ctx.log.info('containers removed', { config_id: configId, containers: ids.length });
 }
@@ -162,8 +162,8 @@ async function removeContainers(ctx: HookContext, docker: string, configId: stri
  * Containers that took a suffixed name get their own name back once nobody holds it (upstream renamed any container
  * with a container_name label; here only docker-cmd's own).
  */
-async function restoreNames(ctx: HookContext, docker: string): Promise<void> {
-  const list = await runContainerTool(ctx, docker, [
+async function restoreNames(ctx: HookContext, docker: ContainerCli): Promise<void> {
+  const list = await docker.run([
     'ps',
     '-a',
     '--filter',
@@ -171,7 +171,7 @@ async function restoreNames(ctx: HookContext, docker: string): Promise<void> {
     '--format',
     '{{.Names}} {{.Label "container_name"}}',
   ]);
-  if (list.status !== 0) throw listFailure(docker, list.stderr, list.status);
+  if (list.status !== 0) throw listFailure(docker.command, list.stderr, list.status);
   const pairs = list.stdout
     .split('\n')
     .map((l) => l.trim().split(/\s+/))
@@ -183,7 +183,7 @@ async function restoreNames(ctx: HookContext, docker: string): Promise<void> {
       ctx.log.info('container keeps its suffixed name; its own name is taken', { container: current, wanted });
       continue;
     }
-    const rename = await runContainerTool(ctx, docker, ['rename', current!, wanted]);
+    const rename = await docker.run(['rename', current!, wanted]);
     if (rename.status === 0) {
       taken.delete(current!);
       taken.add(wanted);

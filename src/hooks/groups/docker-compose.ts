@@ -3,8 +3,9 @@ import path from 'node:path';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { isJsonObject } from '../../util/json-merge.js';
 import { composeCommand } from '../kit/compose-cli.js';
-import { lastLine } from '../kit/docker-cli.js';
+import { CONTAINER_CLI, lastLine } from '../kit/docker-cli.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputValues } from '../hook-deployment.js';
 import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
@@ -22,8 +23,19 @@ const COMPOSE_FILE = 'docker-compose.yml';
 /** Which deployment last brought the project up: a later deployment of the same name takes the project over. */
 const OWNER_FILE = '.heat-config-deployment-id';
 
+const COMPOSE: ToolDeclaration = {
+  name: 'docker-compose',
+  variable: 'HEAT_DOCKER_COMPOSE_CMD',
+  defaults: [{ of: CONTAINER_CLI, args: ['compose'], probe: ['compose', 'version'] }, 'docker-compose'],
+  install: 'Install docker-compose (Debian, Ubuntu) or the docker compose plugin.',
+  ...(CONTAINER_CLI.daemon === undefined ? {} : { daemon: CONTAINER_CLI.daemon }),
+};
+
+export const declaration: HookDeclaration = { group: 'docker-compose', tool: COMPOSE };
+
 export const hook: BuiltinHook = {
-  group: 'docker-compose',
+  group: declaration.group,
+  acceptsNoId: true,
 
   // The project directory is named after the deployment's name, not its id; `removed` finds it by OWNER_FILE.
   workFiles: () => [],
@@ -57,13 +69,9 @@ export const hook: BuiltinHook = {
       log.info('compose project up', { project });
       return result(run);
     }
-    log.error('compose up failed', { project, exitCode: run.status });
-    // compose's own output can be a long traceback: the last line names the project and the cause.
-    const separator = run.stderr === '' || run.stderr.endsWith('\n') ? '' : '\n';
-    return result({
-      ...run,
-      stderr: `${run.stderr}${separator}compose up in ${project} failed with status ${run.status}: ${lastLine(run.stderr)}\n`,
-    });
+    // compose's own output is the result, as upstream; the log names the project and the cause.
+    log.error('compose up failed', { project, exitCode: run.status, reason: lastLine(run.stderr) });
+    return result(run);
   },
 
   async removed(id, ctx) {
@@ -194,10 +202,9 @@ async function takeDown(ctx: HookContext, project: string): Promise<ToolOutcome>
 }
 
 async function compose(ctx: HookContext, project: string, args: readonly string[]): Promise<ToolOutcome> {
-  const command = await composeCommand(ctx);
-  const install = 'Install docker-compose (Debian, Ubuntu) or the docker compose plugin.';
+  const command = await composeCommand(ctx, COMPOSE);
   const missing = ctx.env.HEAT_DOCKER_COMPOSE_CMD
-    ? notInstalled(ctx.env, 'docker-compose', command.file, 'HEAT_DOCKER_COMPOSE_CMD', install)
-    : `docker-compose is not installed: neither "docker compose" nor "${command.file}" works (PATH=${ctx.env.PATH ?? ''}). ${install} Or set HEAT_DOCKER_COMPOSE_CMD to its path.`;
+    ? notInstalled(ctx.env, COMPOSE, command.file)
+    : `docker-compose is not installed: neither "docker compose" nor "${command.file}" works (PATH=${ctx.env.PATH ?? ''}). ${COMPOSE.install} Or set HEAT_DOCKER_COMPOSE_CMD to its path.`;
   return runTool(ctx, { file: command.file, args: [...command.prefix, ...args], cwd: project, env: ctx.env }, missing);
 }

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { isJsonObject } from '../../util/json-merge.js';
 import { makeDataDir, pythonJson, replaceDataFiles, type DataFile } from '../kit/data-files.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
+import type { HookDeclaration } from '../declaration.js';
 import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
 
@@ -14,8 +15,12 @@ const KNOWN_KEYS: readonly string[] = ['hierarchy', 'datafiles'];
 /** Data files are private: hiera data commonly holds passwords. */
 const FILE_MODE = 0o600;
 
+/** It writes files; its legacy-data check's command is optional (not installed: no legacy data). */
+export const declaration: HookDeclaration = { group: 'hiera' };
+
 export const hook: BuiltinHook = {
-  group: 'hiera',
+  group: declaration.group,
+  acceptsNoId: true,
 
   // hiera.yaml and the data files are read by later puppet runs: they stay when the deployment goes, as upstream.
   workFiles: () => [],

@@ -3,6 +3,7 @@ import { isJsonObject } from '../../util/json-merge.js';
 import { replaceDataFiles, pythonJson, type DataFile } from '../kit/data-files.js';
 import { checkName, resolveTarget, TargetRefused } from '../kit/file-target.js';
 import { HookFailure, type BuiltinHook } from '../contract.js';
+import type { HookDeclaration } from '../declaration.js';
 import { underRoot } from '../hook-paths.js';
 import { result } from '../hook-result.js';
 
@@ -13,8 +14,12 @@ import { result } from '../hook-result.js';
 /** New files are private: the data often holds passwords. An existing file keeps its mode and owner, as upstream. */
 const NEW_FILE_MODE = 0o600;
 
+/** It writes files and drives no program. */
+export const declaration: HookDeclaration = { group: 'json-file' };
+
 export const hook: BuiltinHook = {
-  group: 'json-file',
+  group: declaration.group,
+  acceptsNoId: true,
 
   // The files belong to the services that read them: they stay when the deployment goes, as upstream.
   workFiles: () => [],

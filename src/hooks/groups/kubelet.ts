@@ -2,10 +2,11 @@ import path from 'node:path';
 import { isJsonObject } from '../../util/json-merge.js';
 import { pythonJson, replaceDataFiles } from '../kit/data-files.js';
 import { HookFailure, type BuiltinHook, type HookContext, type HookDeployment } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import type { HookLogFields } from '../kit/hook-log.js';
-import { commandSetting, pathSetting } from '../hook-paths.js';
+import { ContainerCli, DOCKER_DAEMON } from '../kit/docker-cli.js';
+import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
-import { notInstalled } from '../kit/run-tool.js';
 
 // Group "kubelet": the config is a pod manifest (v1beta2: `containers` with `name` and `image`), put where a
 // standalone kubelet reads static pods; the hook then waits, as upstream, until every image is present and every
@@ -21,8 +22,19 @@ const DEFAULTS = { images_timeout: 600, containers_timeout: 120, poll_period: 5 
 /** Upstream polled without pause when poll_period was 0; one docker call per 100 ms is the most asked here. */
 const MIN_POLL_MS = 100;
 
+/** docker only, never podman: the kubelet runs its pods through docker, and podman does not list docker's containers. */
+const DOCKER: ToolDeclaration = {
+  name: 'docker',
+  variable: 'HEAT_DOCKER_CMD',
+  defaults: ['docker'],
+  install: 'Install docker (Debian: docker.io).',
+  daemon: DOCKER_DAEMON,
+};
+
+export const declaration: HookDeclaration = { group: 'kubelet', tool: DOCKER };
+
 export const hook: BuiltinHook = {
-  group: 'kubelet',
+  group: declaration.group,
 
   // The manifest goes when the deployment goes, and the kubelet then stops the pod, as upstream's
   // os-refresh-config script did by rewriting the directory.
@@ -39,7 +51,7 @@ export const hook: BuiltinHook = {
     ]);
     report.info('pod manifest written', { manifest });
 
-    const docker = new DockerCli(ctx, report);
+    const docker = new DockerWatch(await ContainerCli.choose(ctx, DOCKER), report);
     try {
       await waitForImages(docker, report, timing, pod.images);
       await waitForContainers(docker, report, timing, containerPatterns(deployment.id, pod.names));
@@ -114,7 +126,7 @@ function escapeRegExp(text: string): string {
 class PodNotReady extends Error {}
 
 async function waitForImages(
-  docker: DockerCli,
+  docker: DockerWatch,
   report: Report,
   timing: Timing,
   images: readonly string[],
@@ -142,7 +154,7 @@ async function waitForImages(
 }
 
 async function waitForContainers(
-  docker: DockerCli,
+  docker: DockerWatch,
   report: Report,
   timing: Timing,
   patterns: Map<string, RegExp>,
@@ -174,7 +186,7 @@ async function waitForContainers(
 }
 
 /** Containers of the pod that ran and stopped: why a container "never came up" is usually here. */
-async function exitedContainers(docker: DockerCli, missing: Map<string, RegExp>): Promise<string[]> {
+async function exitedContainers(docker: DockerWatch, missing: Map<string, RegExp>): Promise<string[]> {
   const lines =
     (await docker.lines(['ps', '--all', '--filter', 'status=exited', '--format', '{{.Names}}\t{{.Status}}'])) ?? [];
   const found: string[] = [];
@@ -204,42 +216,26 @@ async function poll(
   }
 }
 
-/** The docker CLI (HEAT_DOCKER_CMD, as upstream's docker-cmd hook names it). */
-class DockerCli {
-  private readonly command: string;
+/**
+ * docker as the waits ask it: a failed call (docker may still be starting at boot) is logged once per distinct error
+ * and the wait goes on; the last one is named if the wait times out.
+ */
+class DockerWatch {
   private error = '';
 
   constructor(
-    private readonly ctx: HookContext,
+    private readonly docker: ContainerCli,
     private readonly report: Report,
-  ) {
-    this.command = commandSetting(ctx.env, 'HEAT_DOCKER_CMD', 'docker');
-  }
+  ) {}
 
-  /**
-   * The command's output lines, or null when it failed: docker may still be starting at boot, so a failure is logged
-   * (once per distinct error) and the wait goes on; the last one is named if the wait times out.
-   */
+  /** The command's output lines, or null when it failed. */
   async lines(args: string[]): Promise<string[] | null> {
-    const res = await this.ctx.spawn({ file: this.command, args, env: this.ctx.env });
-    if (res.spawnError?.code === 'ENOENT') {
-      throw new HookFailure(
-        notInstalled(this.ctx.env, 'docker', this.command, 'HEAT_DOCKER_CMD', 'Install docker (Debian: docker.io).'),
-      );
-    }
-    if (res.spawnError || res.exitCode !== 0) {
-      const error = res.spawnError
-        ? res.spawnError.message
-        : `status ${res.exitCode ?? res.signal}: ${res.stderr.trim()}`;
-      if (error !== this.error)
-        this.report.warn('docker failed', { command: `${this.command} ${args[0] ?? ''}`, reason: error });
-      this.error = error;
-      return null;
-    }
-    return res.stdout
-      .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l !== '');
+    const answer = await this.docker.query(args);
+    if ('lines' in answer) return answer.lines;
+    if (answer.failure !== this.error)
+      this.report.warn('docker failed', { command: `${this.docker.command} ${args[0] ?? ''}`, reason: answer.failure });
+    this.error = answer.failure;
+    return null;
   }
 
   lastError(): string {

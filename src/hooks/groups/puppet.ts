@@ -1,9 +1,11 @@
 import path from 'node:path';
 import { inputText } from '../../heat/deployment.js';
 import { HookFailure, type BuiltinHook, type HookDeployment } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputEnv, inputValues } from '../hook-deployment.js';
-import { commandSetting, pathSetting, underRoot } from '../hook-paths.js';
+import { pathSetting, underRoot } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { toolCommand } from '../kit/choose-tool.js';
 import { hostnameF, notInstalled, runTool, type ToolOutcome } from '../kit/run-tool.js';
 import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/work-files.js';
 
@@ -13,8 +15,17 @@ import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/wo
 const workingDir = (env: NodeJS.ProcessEnv) =>
   pathSetting(env, 'HEAT_PUPPET_WORKING', '/var/lib/heat-config/heat-config-puppet');
 
+const PUPPET: ToolDeclaration = {
+  name: 'puppet',
+  variable: 'HEAT_PUPPET_CMD',
+  defaults: ['puppet'],
+  install: "Install the puppet package (Debian, Ubuntu, Fedora) or Puppet's puppet-agent.",
+};
+
+export const declaration: HookDeclaration = { group: 'puppet', tool: PUPPET };
+
 export const hook: BuiltinHook = {
-  group: 'puppet',
+  group: declaration.group,
 
   workFiles: (id, env) => [path.join(workingDir(env), `${id}.pp`)],
 
@@ -22,7 +33,7 @@ export const hook: BuiltinHook = {
     const { log, env } = ctx;
     const working = workingDir(env);
     const outputs = pathSetting(env, 'HEAT_PUPPET_OUTPUTS', '/var/run/heat-config/heat-config-puppet');
-    const command = commandSetting(env, 'HEAT_PUPPET_CMD', 'puppet');
+    const command = await toolCommand(ctx, PUPPET);
     const logDir = pathSetting(env, 'HEAT_PUPPET_LOGDIR', '/var/run/heat-config/deployed');
     const hieraDir = pathSetting(env, 'HEAT_PUPPET_HIERA_DATADIR', '/etc/puppet/hieradata');
     await prepareDir(outputs);
@@ -70,13 +81,7 @@ export const hook: BuiltinHook = {
       const run = await runTool(
         ctx,
         { file: command, args, cwd: working, env: { ...env, ...facts } },
-        notInstalled(
-          env,
-          'puppet',
-          command,
-          'HEAT_PUPPET_CMD',
-          "Install the puppet package (Debian, Ubuntu, Fedora) or Puppet's puppet-agent.",
-        ),
+        notInstalled(env, PUPPET, command),
       );
       await writeLogs(logDir, deployment, run);
       // --detailed-exitcodes: 2 means changes were applied, which is a success.

@@ -1,9 +1,11 @@
 import path from 'node:path';
 import { inputText } from '../../heat/deployment.js';
 import type { BuiltinHook, HookDeployment } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputEntries } from '../hook-deployment.js';
-import { commandSetting, pathSetting } from '../hook-paths.js';
+import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { toolCommand } from '../kit/choose-tool.js';
 import { notInstalled, runTool, type ToolOutcome } from '../kit/run-tool.js';
 import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/work-files.js';
 
@@ -19,8 +21,17 @@ const workingDir = (env: NodeJS.ProcessEnv) =>
 // other local users can read in the process list.
 const AGENT_CREDENTIALS = new Set(['deploy_password', 'deploy_signal_id']);
 
+const SALT: ToolDeclaration = {
+  name: 'salt',
+  variable: 'HEAT_SALT_CMD',
+  defaults: ['salt-call'],
+  install: "Install salt-minion (Salt's packages provide salt-call).",
+};
+
+export const declaration: HookDeclaration = { group: 'salt', tool: SALT };
+
 export const hook: BuiltinHook = {
-  group: 'salt',
+  group: declaration.group,
 
   workFiles: (id, env) => [path.join(workingDir(env), `${id}.sls`), path.join(workingDir(env), `${id}.minion`)],
 
@@ -29,7 +40,7 @@ export const hook: BuiltinHook = {
     const working = workingDir(env);
     const outputs = pathSetting(env, 'HEAT_SALT_OUTPUTS', '/var/run/heat-config/heat-config-salt');
     const minionConfig = pathSetting(env, 'SALT_MINION_CONFIG', '/etc/salt/minion');
-    const command = commandSetting(env, 'HEAT_SALT_CMD', 'salt-call');
+    const command = await toolCommand(ctx, SALT);
     await prepareDir(outputs);
     await prepareDir(working);
 
@@ -70,11 +81,7 @@ export const hook: BuiltinHook = {
       );
       await prepareDir(configDir);
       await writeWorkFile(path.join(configDir, 'minion'), `${JSON.stringify(minion, null, 2)}\n`, 0o600);
-      const run = await runTool(
-        ctx,
-        { file: command, args, cwd: working, env },
-        notInstalled(env, 'salt', command, 'HEAT_SALT_CMD', "Install salt-minion (Salt's packages provide salt-call)."),
-      );
+      const run = await runTool(ctx, { file: command, args, cwd: working, env }, notInstalled(env, SALT, command));
       const { status, problems, states } = judge(run);
       if (status === 0) log.info('salt state applied', { state: stateFile });
       else log.error('salt state failed', { state: stateFile, exitCode: status });

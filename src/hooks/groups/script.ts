@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { inputText } from '../../heat/deployment.js';
 import type { BuiltinHook } from '../contract.js';
+import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputEntries, inputEnv } from '../hook-deployment.js';
 import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
@@ -17,8 +18,20 @@ const outputsDir = (env: NodeJS.ProcessEnv) =>
 /** Longer input values are cut in the log (the script gets them whole). */
 const LOGGED_VALUE_CHARS = 200;
 
+/**
+ * The script names its own interpreter in its #! line, and the hook starts the script itself; bash is the interpreter
+ * script configs usually name, which is what doctor looks for.
+ */
+const INTERPRETER: ToolDeclaration = {
+  name: 'bash',
+  defaults: ['bash'],
+  install: 'Install bash (the usual interpreter of script configs).',
+};
+
+export const declaration: HookDeclaration = { group: 'script', tool: INTERPRETER };
+
 export const hook: BuiltinHook = {
-  group: 'script',
+  group: declaration.group,
 
   workFiles: (id, env) => [path.join(workingDir(env), id)],
 

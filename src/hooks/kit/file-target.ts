@@ -1,7 +1,7 @@
 import type { Stats } from 'node:fs';
 import { lstat, readlink } from 'node:fs/promises';
 import path from 'node:path';
-import { errorMessage } from '../../errors.js';
+import { errorMessage, type ErrorCode } from '../../errors.js';
 
 // Where a file named by a deployment may be written. The stack owner naming the file is root on the server anyway
 // (the script hook runs anything), so any absolute path is allowed, as upstream allows it. What is refused is what
@@ -11,7 +11,7 @@ import { errorMessage } from '../../errors.js';
 
 /** Why a name cannot be written; the hook reports it with the name. */
 export class TargetRefused extends Error {
-  readonly code = 'ERR_TARGET_REFUSED';
+  readonly code = 'ERR_TARGET_REFUSED' satisfies ErrorCode;
   constructor(message: string) {
     super(message);
     this.name = 'TargetRefused';

@@ -1,6 +1,7 @@
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { HookFailure, type HookContext, type ToolRun } from '../contract.js';
+import type { ToolDeclaration } from '../declaration.js';
 
 // Running a hook's tool and reading what it did.
 
@@ -40,15 +41,10 @@ export function formatCommand(command: string, args: readonly string[]): string 
   return [command, ...args].map(quote).join(' ');
 }
 
-/** The message for a tool that is not installed. */
-export function notInstalled(
-  env: NodeJS.ProcessEnv,
-  tool: string,
-  command: string,
-  envName: string,
-  install: string,
-): string {
-  return `${tool} is not installed: the command "${command}" was not found (PATH=${env.PATH ?? ''}). ${install} Or set ${envName} to the command's path.`;
+/** The message for a tool that is not installed: which, the command looked for, what to install, the variable. */
+export function notInstalled(env: NodeJS.ProcessEnv, tool: ToolDeclaration, command: string): string {
+  const variable = tool.variable ? ` Or set ${tool.variable} to the command's path.` : '';
+  return `${tool.name} is not installed: the command "${command}" was not found (PATH=${env.PATH ?? ''}). ${tool.install}${variable}`;
 }
 
 /** `hostname -f`, or null (with a warning) when it fails. */

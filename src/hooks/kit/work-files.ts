@@ -37,7 +37,7 @@ export async function makeDirs(dir: string, made: string[] = []): Promise<void> 
  * Writes a work file from scratch: truncated (upstream kept stale bytes after a shorter rewrite), with the given mode
  * even when the file existed, and never through a symbolic link planted in its place.
  */
-export async function writeWorkFile(file: string, content: string, mode: number): Promise<void> {
+export async function writeWorkFile(file: string, content: string | Uint8Array, mode: number): Promise<void> {
   const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW;
   const handle = await open(file, flags, mode);
   try {

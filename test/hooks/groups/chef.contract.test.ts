@@ -184,7 +184,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
   });
 
 for (const { name: mode, run: runIn } of HOOK_MODES)
-  t.test(`${mode}: contract: the kitchen is cloned with git, afresh for every deployment`, async (t) => {
+  t.test(`${mode}: contract: the kitchen is cloned with git, then reused and reset for every deployment`, async (t) => {
     const { dir, working, record, env } = setup(t);
     const repo = path.join(dir, 'kitchen-repo');
     mkdirSync(path.join(repo, 'cookbooks/app/recipes'), { recursive: true });
@@ -209,9 +209,11 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
 
     // A second deployment (upstream: only UPDATE removed the old clone, so this failed on the existing directory).
     writeFileSync(path.join(kitchenPath, 'leftover'), 'x');
+    writeFileSync(path.join(kitchenPath, '.git', 'marker'), 'x');
     const second = await runIn('chef', deployment('["recipe[app]"]', { id: 'chef-0002', options }), { env });
-    t.equal(second.result.deploy_status_code, 0, 'cloned again and ran', { result: second.result });
-    t.notOk(existsSync(path.join(kitchenPath, 'leftover')), 'a fresh clone');
+    t.equal(second.result.deploy_status_code, 0, 'updated and ran', { result: second.result });
+    t.notOk(existsSync(path.join(kitchenPath, 'leftover')), 'the checkout holds what the ref holds, nothing else');
+    t.ok(existsSync(path.join(kitchenPath, '.git', 'marker')), 'the same clone, not a fresh one');
 
     // The default kitchen_path is <working>/kitchen.
     await runIn('chef', deployment('["recipe[app]"]', { id: 'chef-0003', options: { kitchen: repo } }), { env });

@@ -221,9 +221,14 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       'a daemon that is not running',
       'dead',
       composeFile({ env_file: undefined }),
-      /compose up in .*dead failed with status 1: .*Error while fetching server API version/,
+      /Error while fetching server API version/,
       [],
       { ...env, DOCKER_HOST: DEAD_SOCKET },
+    );
+    t.match(
+      dead.stderr,
+      /compose up failed project=.*dead status=1 reason=.*Error while fetching server API version/,
+      "deploy_stderr is compose's own output, as upstream; the log names the project and the cause",
     );
     t.ok(existsSync(path.join(working, 'dead', 'docker-compose.yml')), 'the project is written, to be retried');
     t.ok(dead.result.deploy_status_code !== 0);

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { containerPatterns } from '../../../src/hooks/groups/kubelet.js';
@@ -209,6 +209,18 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     const empty = await runIn('kubelet', deployment({ version: 'v1beta2' }), { env });
     t.equal(empty.result.deploy_status_code, 0, 'a pod without containers has nothing to wait for, as upstream');
   });
+
+t.test('in-process: with podman and no docker, the hook fails saying docker is missing, as doctor says', async (t) => {
+  const { dir, manifests, env } = setup(t);
+  const bin = path.join(dir, 'bin');
+  mkdirSync(bin);
+  symlinkSync(path.join(FAKE_TOOLS, 'podman'), path.join(bin, 'podman'));
+  const { HEAT_DOCKER_CMD: _unset, ...noVariable } = env;
+  const run = await runHookInProcess('kubelet', deployment(POD), { env: { ...noVariable, PATH: bin } });
+  t.equal(run.result.deploy_status_code, 1);
+  t.match(run.result.deploy_stderr, /^docker is not installed: the command "docker" was not found/);
+  t.ok(existsSync(manifests), 'the manifest was written first, as before');
+});
 
 t.test('in-process: recording fake kubelet: a deployment stopped by its timeout stops polling docker', async (t) => {
   const { dir, record, env } = setup(t);

@@ -11,6 +11,7 @@ import { refusedUrl } from '../../helpers/http-test-server.js';
 import { startKeystoneServer, type KeystoneServer } from '../../helpers/keystone-server.js';
 import { captureLog, type CapturedLog } from '../../helpers/log-capture.js';
 import { startZaqarWsServer, type ZaqarWsServer } from '../../helpers/zaqar-ws-server.js';
+import { moveTo } from '../../helpers/state-path.js';
 
 // ZAQAR_SIGNAL over Zaqar's websocket API ([zaqar] use_websockets = true): authenticate, then message_post of
 // {"ttl": 600, "body": <signal>} to the deployment's queue, against a loopback Keystone and a websocket server speaking
@@ -187,15 +188,17 @@ t.test('the outbox retries a dropped websocket signal with backoff and delivers 
     store,
     http: s.ctx.http,
     log: s.captured.log,
-    timeoutSeconds: 2,
-    maxBackoffSeconds: 60,
-    maxAttempts: 10,
-    now: () => clock,
-    random: () => 1,
-    zaqarWebsockets: true,
+    policy: {
+      timeoutSeconds: 2,
+      maxBackoffSeconds: 60,
+      maxAttempts: 10,
+      now: () => clock,
+      random: () => 1,
+      zaqarWebsockets: true,
+    },
   };
   const r = await store.create({ id: 'd1', name: 'res-d1', group: 'fake', action: 'CREATE' });
-  await store.transition(r, 'done', {
+  await moveTo(store, r, 'done', {
     exitCode: 0,
     signal: queuedSignal(s.target('queue-d1'), '{"deploy_status_code": 0}'),
   });
