@@ -10,6 +10,7 @@ import { gzipSync } from 'node:zlib';
 /** The pages an operator reads on a server; the design and development pages stay in the source. */
 export const OPERATOR_DOCS = [
   'boot-sequence.md',
+  'cfntools.md',
   'cli.md',
   'collectors.md',
   'config-drive.md',

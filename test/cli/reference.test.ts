@@ -28,7 +28,7 @@ t.test('a page for every command; each reads without a warning and lists its fla
       .map((f) => f.replace(/\.1$/, ''))
       .sort(),
     expected,
-    "cfn-signal(1) is heat-cfntools'; the agent's is os-config-agent-cfn-signal(1)",
+    "heat-cfntools ships cfn-signal(1), cfn-init(1), ...; the agent's are os-config-agent-cfn-signal(1), ...",
   );
   for (const page of expected) {
     const r = spawnSync('man', ['--warnings', '-l', path.join(MAN, `${page}.1`)], {
