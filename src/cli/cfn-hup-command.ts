@@ -5,7 +5,7 @@ import { CFN_FILES, CFN_LOG_FILES } from '../cfntools/cfn-paths.js';
 import { loadHupConfig } from '../cfntools/hup-config.js';
 import { runHupPass } from '../cfntools/hup-pass.js';
 import { errorMessage } from '../errors.js';
-import { addCfnRuntimeFlags, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
+import { addCfnRuntimeFlags, cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
 
 // `cfn-hup [-f] [-c DIR] [-v]` (and `os-config-agent cfn-hup`): one check of the resources the hooks watch, firing
 // the hooks whose triggers happened (src/cfntools/hup-pass.ts). As heat-cfntools' cfn-hup, it checks once and exits
@@ -28,7 +28,7 @@ export function defineCfnHupCommand(cmd: Command, setExit: (code: number) => voi
     .option('-f, --no-daemon', 'Do not run as a daemon (one check either way, as heat-cfntools)')
     .option('-v, --verbose', 'Verbose logging (every line on stderr too)');
   cmd.action(async () => {
-    const flags = cmd.opts<CfnHupFlags>();
+    const flags = cfnFlagsOf<CfnHupFlags>(cmd);
     const runtime = await cfnRuntime(flags);
     const { paths, config } = runtime.loaded;
     const log = cfnLog(name, { file: paths.map(CFN_LOG_FILES['cfn-hup']), verbose: flags.verbose === true });

@@ -5,3 +5,6 @@ export interface CommandContext {
   readonly setExit: (code: number) => void;
   readonly helpAll: boolean;
 }
+
+/** The help heading of the flags every command shares, listed after the command's own. */
+export const COMMON_HEADING = 'Common options:';

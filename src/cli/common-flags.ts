@@ -15,7 +15,7 @@ export interface CommonFlags {
   debug?: boolean;
 }
 
-export const COMMON_HEADING = 'Common options:';
+export { COMMON_HEADING } from './command-context.js';
 
 /** The common flags, under their own heading when `heading` is given (a subcommand's help lists its own first). */
 export function addCommonFlags(cmd: Command, heading?: string): Command {
