@@ -28,6 +28,9 @@ const { version, author } = JSON.parse(readFileSync(path.join(REPO, 'package.jso
   version: string;
   author: string;
 };
+// The build, lintian and the scratch install take over two minutes on a loaded machine: longer than the suite's
+// per-file limit, shorter than the subtests' own timeouts.
+t.setTimeout(480_000);
 const out = mkdtempSync(path.join(os.tmpdir(), 'oca-deb-test-'));
 t.teardown(() => rmSync(out, { recursive: true, force: true }));
 let deb = '';
