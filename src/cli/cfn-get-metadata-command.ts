@@ -30,7 +30,7 @@ export function defineCfnGetMetadataCommand(
   setExit: (code: number) => void,
   name = 'cfn-get-metadata',
 ): Command {
-  addCfnRuntimeFlags(cmd)
+  cmd
     .option('-s, --stack <name>', 'A Heat stack name (required)')
     .option('-r, --resource <id>', 'A Heat logical resource ID (required)')
     .option('--access-key <key>', 'A Keystone access key')
@@ -39,6 +39,8 @@ export function defineCfnGetMetadataCommand(
     .option('--credential-file <file>', 'a file of AWSAccessKeyId= and AWSSecretKey= lines (wins over the keys)')
     .option('-u, --url <url>', "heat-api-cfn's URL (default: Heat's cfn-metadata-server, cfn-boto-cfg, [cfn])")
     .option('-k, --key <path>', "print only the value at this key path (keys joined by '.'; quote a key with a dot)");
+  // After its own flags: the help lists the command's own first.
+  addCfnRuntimeFlags(cmd);
   cmd.action(async () => {
     const flags = cfnFlagsOf<GetMetadataFlags>(cmd);
     // Required, as argparse says it; checked here so that an unknown flag is reported first (commander's order).

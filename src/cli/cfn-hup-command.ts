@@ -23,10 +23,12 @@ interface CfnHupFlags extends CfnRuntimeFlags {
 const SERVICE_TOOL_TIMEOUT_MS = 60_000;
 
 export function defineCfnHupCommand(cmd: Command, setExit: (code: number) => void, name = 'cfn-hup'): Command {
-  addCfnRuntimeFlags(cmd)
+  cmd
     .option('-c, --config <dir>', 'Hook Config Directory', CFN_FILES.hooksDir)
     .option('-f, --no-daemon', 'Do not run as a daemon (one check either way, as heat-cfntools)')
     .option('-v, --verbose', 'Verbose logging (every line on stderr too)');
+  // After its own flags: the help lists the command's own first.
+  addCfnRuntimeFlags(cmd);
   cmd.action(async () => {
     const flags = cfnFlagsOf<CfnHupFlags>(cmd);
     const runtime = await cfnRuntime(flags);

@@ -28,7 +28,7 @@ interface CfnInitFlags extends CfnRuntimeFlags {
 const DEFAULT_FETCH_TIMEOUT_SECONDS = 60;
 
 export function defineCfnInitCommand(cmd: Command, setExit: (code: number) => void, name = 'cfn-init'): Command {
-  addCfnRuntimeFlags(cmd)
+  cmd
     .option('-s, --stack <name>', 'A Heat stack name')
     .option('-r, --resource <id>', 'A Heat logical resource ID')
     .option('--access-key <key>', 'A Keystone access key')
@@ -38,6 +38,8 @@ export function defineCfnInitCommand(cmd: Command, setExit: (code: number) => vo
     .option('--credential-file <file>', 'a file of AWSAccessKeyId= and AWSSecretKey= lines (wins over the keys)')
     .option('-u, --url <url>', "heat-api-cfn's URL (default: Heat's cfn-metadata-server, cfn-boto-cfg, [cfn])")
     .option('-v, --verbose', 'every log line on stderr too, not only warnings and errors');
+  // After its own flags: the help lists the command's own first.
+  addCfnRuntimeFlags(cmd);
   cmd.action(async () => {
     const flags = cfnFlagsOf<CfnInitFlags>(cmd);
     const runtime = await cfnRuntime(flags);
