@@ -142,4 +142,27 @@ for (const group of groups) {
   await chmod(`dist/hooks/${group}`, 0o755);
 }
 
-console.log(`built ${out} and dist/chunks/, dist/bin/{${COMPAT_COMMANDS.join(',')}}, dist/hooks/{${groups.join(',')}}`);
+// The manual pages and the bash completion, written from the command definitions themselves (src/cli/reference.ts),
+// so that they say what --help says. The release date of the pages is this version's in CHANGELOG.md.
+const reference = 'dist/.reference.mjs';
+await build({
+  ...common,
+  entryPoints: ['src/cli/reference.ts'],
+  outfile: reference,
+  format: 'esm',
+  banner: {
+    js: "import { createRequire as __ocaCreateRequire } from 'node:module';\nconst require = __ocaCreateRequire(import.meta.url);",
+  },
+  plugins: [httpThroughRequire],
+});
+const changelog = await readFile('CHANGELOG.md', 'utf8').catch(() => '');
+const released = new RegExp(`^## \\[?${version.replace(/\./g, '\\.')}\\]? - (\\d{4}-\\d{2}-\\d{2})`, 'm').exec(
+  changelog,
+)?.[1];
+const date = released ?? new Date().toISOString().slice(0, 10);
+const pages = await (await import(`../${reference}`)).writeReference('dist', date);
+await rm(reference);
+
+console.log(
+  `built ${out} and dist/chunks/, dist/bin/{${COMPAT_COMMANDS.join(',')}}, dist/hooks/{${groups.join(',')}}, dist/man/ (${pages.length} pages), dist/completion/`,
+);

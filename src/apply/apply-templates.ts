@@ -56,14 +56,14 @@ async function applyTree(opts: ApplyOptions): Promise<ApplyResult> {
   try {
     staged = await stageAll(entries, opts, batch);
     if (opts.validate) {
-      log.info({ templates: entries.length }, 'templates validated; nothing written');
+      log.info({ validated: entries.length }, 'templates validated; nothing written');
       return { written: [], unchanged: [], deleted: [] };
     }
     for (const { target, outcome } of staged) {
-      if (outcome === 'written') log.info({ path: target }, 'writing file');
+      if (outcome === 'written') log.info({ file: target }, 'writing file');
       else if (outcome === 'deleted')
-        log.info({ path: target }, 'deleting file: empty rendering and allow_empty is false');
-      else if (outcome === 'skipped') log.info({ path: target }, 'not creating empty file: allow_empty is false');
+        log.info({ file: target }, 'deleting file: empty rendering and allow_empty is false');
+      else if (outcome === 'skipped') log.info({ file: target }, 'not creating empty file: allow_empty is false');
     }
     // The lines so far reach the log before the wait for the disk (a buffered logger holds them otherwise).
     log.flush();

@@ -38,6 +38,6 @@ export async function chooseTemplatesDir(
   log: Logger,
 ): Promise<string> {
   const choice = await resolveTemplatesDir(configured, paths, env);
-  if (choice.deprecated) log.warn({ templates: paths.unmap(choice.dir) }, 'deprecated template directory in use');
+  if (choice.deprecated) log.warn({ dir: paths.unmap(choice.dir) }, 'deprecated template directory in use');
   return choice.dir;
 }

@@ -6,10 +6,17 @@ import { FALLBACK_METADATA } from '../apply/metadata-sources.js';
 import { META_LIST_FILE } from '../cache/metadata-cache.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
-import { parseLogLevel } from '../log/logger.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { createApplyLogger } from './apply-logger.js';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
+import type { CommandContext } from './command-context.js';
+import {
+  addCommonFlags,
+  chooseLogLevel,
+  commonFlagsOf,
+  configSources,
+  COMMON_HEADING,
+  type CommonFlags,
+} from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 
 // `os-config-agent apply`: render the templates from the cached metadata, configured by the agent's config file. Logs
@@ -20,18 +27,21 @@ interface ApplyFlags extends CommonFlags {
   validate?: boolean;
 }
 
-export function defineApplyCommand(cmd: Command, setExit: (code: number) => void): Command {
-  addCommonFlags(cmd);
-  const bindings = addConfigOptions(cmd);
+export function defineApplyCommand(cmd: Command, ctx: CommandContext): Command {
   cmd.option(
     '--metadata <file>',
     'metadata file to merge instead of the cached list (repeat for more; later wins)',
     (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
   );
   cmd.option('--validate', 'render and check every template but write nothing');
+  addCommonFlags(cmd, COMMON_HEADING);
+  // What rendering reads: the list of cached metadata files, the size limit of a metadata file, the apply section.
+  const bindings = addConfigOptions(cmd, {
+    scope: { DEFAULT: ['cachedir'], agent: ['log_level', 'log_format', 'max_source_bytes'], apply: 'all' },
+    helpAll: ctx.helpAll,
+  });
   cmd.action(async () => {
-    const flags = cmd.opts<ApplyFlags>();
-    if (flags.logLevel) parseLogLevel(flags.logLevel);
+    const flags = commonFlagsOf<ApplyFlags>(cmd);
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     const log = createApplyLogger(loaded, chooseLogLevel(flags, loaded.config.agent.log_level));
     logProblems(loaded, log);
@@ -45,7 +55,7 @@ export function defineApplyCommand(cmd: Command, setExit: (code: number) => void
       log: log.child({ component: 'apply' }),
       validate: flags.validate === true,
     });
-    setExit(0);
+    ctx.setExit(0);
   });
   return cmd;
 }

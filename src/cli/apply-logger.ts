@@ -1,6 +1,7 @@
 import pino from 'pino';
 import type { LoadedConfig } from '../config/load.js';
-import { createLogger, fdDestination, type Logger, type LogLevel } from '../log/logger.js';
+import { createLogger, fdDestination, setLogFormat, type Logger, type LogLevel } from '../log/logger.js';
+import { configuredLogFormat } from './common-flags.js';
 
 // The log of both apply commands (`os-config-agent apply` and `os-apply-config`): stderr, since --key prints data on
 // stdout, and upstream's log file where it is asked for.
@@ -10,10 +11,17 @@ const LEGACY_LOG_FILE = '/var/log/os-apply-config.log';
 /** stderr logger, plus upstream's root-only /var/log/os-apply-config.log when [apply] legacy_log_file is set. */
 export function createApplyLogger(loaded: LoadedConfig | undefined, level: LogLevel): Logger {
   const legacy = loaded?.config.apply.legacy_log_file === true && process.geteuid?.() === 0;
-  if (!legacy || !loaded) return createLogger({ level, destination: 'stderr', buffered: true });
+  const format = loaded ? configuredLogFormat(loaded.config.agent) : undefined;
+  if (!legacy || !loaded) {
+    const log = createLogger({ level, destination: 'stderr', buffered: true });
+    setLogFormat(log, format);
+    return log;
+  }
+  const stderr = fdDestination(2);
+  stderr.setFormat(format);
   const file = pino.destination({ dest: loaded.paths.map(LEGACY_LOG_FILE), append: true, sync: true, mkdir: true });
   const stream = pino.multistream([
-    { level: 'trace', stream: fdDestination(2) },
+    { level: 'trace', stream: stderr },
     { level: 'trace', stream: file },
   ]);
   return createLogger({ level, destination: stream });

@@ -67,3 +67,15 @@ export function normaliseArgv(argv: readonly string[]): string[] {
   }
   return out;
 }
+
+/** The index of the first operand of `argv` (the subcommand's name, after any global flags and their values); -1 if none. */
+export function firstOperandIndex(argv: readonly string[]): number {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--') return i + 1 < argv.length ? i + 1 : -1;
+    if (!arg.startsWith('-') || arg === '-') return i;
+    if (VALUE_SHORT_FLAGS.has(arg)) i++;
+    else if (arg.startsWith('--') && !arg.includes('=') && VALUE_FLAGS.has(arg.slice(2).replace(/_/g, '-'))) i++;
+  }
+  return -1;
+}

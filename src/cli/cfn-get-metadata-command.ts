@@ -6,7 +6,7 @@ import { credentialsFrom } from '../cfntools/credentials.js';
 import { displayMetadata } from '../cfntools/get-metadata.js';
 import { retrieveMetadata } from '../cfntools/retrieve.js';
 import { errorMessage } from '../errors.js';
-import { addCfnRuntimeFlags, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
+import { addCfnRuntimeFlags, cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
 
 // `cfn-get-metadata -s STACK -r RESOURCE [-k KEY]` (and `os-config-agent cfn-get-metadata`): prints a resource's
 // metadata, or the value at a key path, as heat-cfntools' does (src/cfntools/get-metadata.ts). Exit 1 when the
@@ -30,7 +30,7 @@ export function defineCfnGetMetadataCommand(
   setExit: (code: number) => void,
   name = 'cfn-get-metadata',
 ): Command {
-  addCfnRuntimeFlags(cmd)
+  cmd
     .option('-s, --stack <name>', 'A Heat stack name (required)')
     .option('-r, --resource <id>', 'A Heat logical resource ID (required)')
     .option('--access-key <key>', 'A Keystone access key')
@@ -39,8 +39,10 @@ export function defineCfnGetMetadataCommand(
     .option('--credential-file <file>', 'a file of AWSAccessKeyId= and AWSSecretKey= lines (wins over the keys)')
     .option('-u, --url <url>', "heat-api-cfn's URL (default: Heat's cfn-metadata-server, cfn-boto-cfg, [cfn])")
     .option('-k, --key <path>', "print only the value at this key path (keys joined by '.'; quote a key with a dot)");
+  // After its own flags: the help lists the command's own first.
+  addCfnRuntimeFlags(cmd);
   cmd.action(async () => {
-    const flags = cmd.opts<GetMetadataFlags>();
+    const flags = cfnFlagsOf<GetMetadataFlags>(cmd);
     // Required, as argparse says it; checked here so that an unknown flag is reported first (commander's order).
     for (const [value, flag] of [
       [flags.stack, '-s, --stack <name>'],

@@ -5,7 +5,7 @@ import { CFN_FILES, CFN_LOG_FILES } from '../cfntools/cfn-paths.js';
 import { loadHupConfig } from '../cfntools/hup-config.js';
 import { runHupPass } from '../cfntools/hup-pass.js';
 import { errorMessage } from '../errors.js';
-import { addCfnRuntimeFlags, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
+import { addCfnRuntimeFlags, cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
 
 // `cfn-hup [-f] [-c DIR] [-v]` (and `os-config-agent cfn-hup`): one check of the resources the hooks watch, firing
 // the hooks whose triggers happened (src/cfntools/hup-pass.ts). As heat-cfntools' cfn-hup, it checks once and exits
@@ -23,12 +23,14 @@ interface CfnHupFlags extends CfnRuntimeFlags {
 const SERVICE_TOOL_TIMEOUT_MS = 60_000;
 
 export function defineCfnHupCommand(cmd: Command, setExit: (code: number) => void, name = 'cfn-hup'): Command {
-  addCfnRuntimeFlags(cmd)
+  cmd
     .option('-c, --config <dir>', 'Hook Config Directory', CFN_FILES.hooksDir)
     .option('-f, --no-daemon', 'Do not run as a daemon (one check either way, as heat-cfntools)')
     .option('-v, --verbose', 'Verbose logging (every line on stderr too)');
+  // After its own flags: the help lists the command's own first.
+  addCfnRuntimeFlags(cmd);
   cmd.action(async () => {
-    const flags = cmd.opts<CfnHupFlags>();
+    const flags = cfnFlagsOf<CfnHupFlags>(cmd);
     const runtime = await cfnRuntime(flags);
     const { paths, config } = runtime.loaded;
     const log = cfnLog(name, { file: paths.map(CFN_LOG_FILES['cfn-hup']), verbose: flags.verbose === true });

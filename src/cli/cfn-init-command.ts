@@ -5,7 +5,7 @@ import { CFN_LOG_FILES } from '../cfntools/cfn-paths.js';
 import { toolContext } from '../cfntools/cfn-context.js';
 import { credentialsFrom } from '../cfntools/credentials.js';
 import { errorMessage } from '../errors.js';
-import { addCfnRuntimeFlags, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
+import { addCfnRuntimeFlags, cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
 
 // `cfn-init` (and `os-config-agent cfn-init`): heat-cfntools' cfn-init, with its flags. Reads the resource's metadata
 // (heat-api-cfn with keys, else the local copy), saves it for cfn-hup, and applies its AWS::CloudFormation::Init
@@ -28,7 +28,7 @@ interface CfnInitFlags extends CfnRuntimeFlags {
 const DEFAULT_FETCH_TIMEOUT_SECONDS = 60;
 
 export function defineCfnInitCommand(cmd: Command, setExit: (code: number) => void, name = 'cfn-init'): Command {
-  addCfnRuntimeFlags(cmd)
+  cmd
     .option('-s, --stack <name>', 'A Heat stack name')
     .option('-r, --resource <id>', 'A Heat logical resource ID')
     .option('--access-key <key>', 'A Keystone access key')
@@ -38,8 +38,10 @@ export function defineCfnInitCommand(cmd: Command, setExit: (code: number) => vo
     .option('--credential-file <file>', 'a file of AWSAccessKeyId= and AWSSecretKey= lines (wins over the keys)')
     .option('-u, --url <url>', "heat-api-cfn's URL (default: Heat's cfn-metadata-server, cfn-boto-cfg, [cfn])")
     .option('-v, --verbose', 'every log line on stderr too, not only warnings and errors');
+  // After its own flags: the help lists the command's own first.
+  addCfnRuntimeFlags(cmd);
   cmd.action(async () => {
-    const flags = cmd.opts<CfnInitFlags>();
+    const flags = cfnFlagsOf<CfnInitFlags>(cmd);
     const runtime = await cfnRuntime(flags);
     const { paths, config } = runtime.loaded;
     const log = cfnLog(name, { file: paths.map(CFN_LOG_FILES['cfn-init']), verbose: flags.verbose === true });

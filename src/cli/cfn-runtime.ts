@@ -1,8 +1,9 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { cfnEndpoint, type CfnEndpoint } from '../cfntools/endpoint.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import type { HttpClient } from '../http/types.js';
+import { COMMON_HEADING } from './command-context.js';
 
 // What the heat-cfntools commands share: --root (every path under it) and the agent's configuration, read for what
 // heat-cfntools kept elsewhere: [cfn] metadata_url (heat-api-cfn, when Heat's boot data does not name it),
@@ -25,9 +26,36 @@ export interface CfnRuntime {
 
 export function addCfnRuntimeFlags(cmd: Command): Command {
   return cmd
-    .option('--root <dir>', 'prefix every absolute path read or written with DIR (tests, image builds)')
-    .option('--config-file <file>', "the agent's configuration file (repeat for more)", collect)
-    .option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)', collect);
+    .addOption(
+      new Option('--root <dir>', 'prefix every absolute path read or written with DIR (tests, image builds)').helpGroup(
+        COMMON_HEADING,
+      ),
+    )
+    .addOption(
+      new Option('--config-file <file>', "the agent's configuration file (repeat for more)")
+        .argParser(collect)
+        .helpGroup(COMMON_HEADING),
+    )
+    .addOption(
+      new Option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)')
+        .argParser(collect)
+        .helpGroup(COMMON_HEADING),
+    );
+}
+
+/** The command's flags, with the global ones given before it (`os-config-agent --root /mnt cfn-init`); its own win. */
+export function cfnFlagsOf<F extends CfnRuntimeFlags>(cmd: Command): F {
+  const own = cmd.opts<F>();
+  const global = cmd.parent?.opts<CfnRuntimeFlags>() ?? {};
+  const root = own.root ?? global.root;
+  const configFile = [...(global.configFile ?? []), ...(own.configFile ?? [])];
+  const configDir = [...(global.configDir ?? []), ...(own.configDir ?? [])];
+  return {
+    ...own,
+    ...(root !== undefined ? { root } : {}),
+    ...(configFile.length > 0 ? { configFile } : {}),
+    ...(configDir.length > 0 ? { configDir } : {}),
+  };
 }
 
 export async function cfnRuntime(flags: CfnRuntimeFlags): Promise<CfnRuntime> {

@@ -6,10 +6,18 @@ import { isDueSignal, type QueuedSignal } from '../signals/cfn-signal-queue/entr
 import { enqueueSignal, readQueuedSignal } from '../signals/cfn-signal-queue/files.js';
 import { attemptIfDue, queueDepsFor, type QueueDeps } from '../signals/cfn-signal-queue/send.js';
 import { SignalInputError } from '../heat/wait-condition-body.js';
-import { createLogger, parseLogLevel, type Logger } from '../log/logger.js';
+import { createLogger, type Logger } from '../log/logger.js';
 import { registerSecret } from '../log/redact.js';
+import type { CommandContext } from './command-context.js';
 import { oneAttemptHttpClient } from './command-http.js';
-import { chooseLogLevel, configSources } from './common-flags.js';
+import {
+  commonFlagsOf,
+  configureLogger,
+  configSources,
+  COMMON_HEADING,
+  logLevelArgument,
+  type CommonFlags,
+} from './common-flags.js';
 import { installSignalHandlers } from './process-signals.js';
 import { checkFlags, signalInput, type CfnSignalFlags, type SignalInput } from './signal-input.js';
 import { defaultUniqueId } from './signal-unique-id.js';
@@ -27,24 +35,17 @@ import { defaultUniqueId } from './signal-unique-id.js';
 export const EXIT_QUEUED_NOT_SENT = 3;
 const WAIT_POLL_MS = 200;
 
-interface CommandFlags extends CfnSignalFlags {
-  root?: string;
-  configFile?: string[];
-  configDir?: string[];
-  logLevel?: string;
+interface CommandFlags extends CfnSignalFlags, CommonFlags {
   now?: boolean;
   wait?: boolean;
   waitTimeout?: string;
 }
 
-export function defineCfnSignalCommand(
-  cmd: Command,
-  setExit: (code: number) => void,
-  name = 'os-config-agent',
-): Command {
+export function defineCfnSignalCommand(cmd: Command, ctx: CommandContext, name = 'os-config-agent'): Command {
+  const setExit = ctx.setExit;
   addCfnSignalOptions(cmd);
   cmd.action(async (url: string) => {
-    const flags = cmd.opts<CommandFlags>();
+    const flags = commonFlagsOf<CommandFlags>(cmd);
     const say = (line: string) => process.stderr.write(`${name}: ${line}\n`);
     if (flags.token) registerSecret(flags.token);
     // Only what the user set counts: commander's defaults stand for cfn-signal's, applied in signalInput.
@@ -54,14 +55,13 @@ export function defineCfnSignalCommand(
       checkFlags(url, given);
       if (!Number.isFinite(waitSeconds) || waitSeconds < 0)
         throw new SignalInputError('--wait-timeout must be a number of seconds, 0 or more');
-      if (flags.logLevel) parseLogLevel(flags.logLevel);
     } catch (err) {
       return usage(err, say, setExit, true);
     }
     const log = createLogger({ level: 'warn', destination: 'stderr' });
     const loaded = await loadConfig(configSources(flags, {}));
     logProblems(loaded, log);
-    if (flags.logLevel) log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
+    if (flags.logLevel || flags.debug) configureLogger(log, flags, loaded.config.agent);
     let input;
     try {
       input = await signalInput(url, given, () => defaultUniqueId(loaded));
@@ -96,10 +96,26 @@ function addCfnSignalOptions(cmd: Command): void {
     .option('--now', 'also try to deliver once before returning (the queue keeps retrying on failure)')
     .option('--wait', 'stay until the signal is delivered or refused (exit 0 or 1), or --wait-timeout passes (exit 3)')
     .option('--wait-timeout <seconds>', 'how long --wait waits', '300')
-    .option('--root <dir>', 'prefix every absolute path the agent reads or writes with DIR')
-    .option('--config-file <file>', 'configuration file (repeat for more)', collect)
-    .option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)', collect)
-    .option('--log-level <level>', 'fatal, error, warn, info, debug or trace (default: warn)');
+    .addOption(
+      new Option('--root <dir>', 'prefix every absolute path the agent reads or writes with DIR').helpGroup(
+        COMMON_HEADING,
+      ),
+    )
+    .addOption(
+      new Option('--config-file <file>', 'configuration file (repeat for more)')
+        .argParser(collect)
+        .helpGroup(COMMON_HEADING),
+    )
+    .addOption(
+      new Option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)')
+        .argParser(collect)
+        .helpGroup(COMMON_HEADING),
+    )
+    .addOption(
+      new Option('--log-level <level>', 'fatal, error, warn, info, debug or trace (default: warn)')
+        .argParser(logLevelArgument)
+        .helpGroup(COMMON_HEADING),
+    );
 }
 
 /** Queues the signal, tries it as the flags and a running daemon say, and returns the exit status. */
@@ -116,7 +132,7 @@ async function queueAndDeliver(
   try {
     const deps = queueDepsFor(config, http, log.child({ component: 'cfn-signal' }), { signal: handlers.signal });
     const entry = await enqueueSignal(deps.dir, input, deps.policy.now());
-    log.info({ signalId: entry.id, kind: entry.kind, to: entry.shownUrl }, 'signal queued');
+    log.info({ signalId: entry.id, kind: entry.kind, destination: entry.shownUrl }, 'signal queued');
     const daemon = await runningDaemon(daemonPresenceFile(config));
     let current: QueuedSignal | undefined = entry;
     if (flags.now || flags.wait || daemon === undefined) current = await attemptIfDue(deps, entry.id);

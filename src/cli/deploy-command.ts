@@ -16,10 +16,19 @@ import {
   readHeatConfigFile,
   writeHeatConfigFile,
 } from '../deploy/deployments-input.js';
-import { createLogger, parseLogLevel, type Logger } from '../log/logger.js';
+import { createLogger, type Logger } from '../log/logger.js';
+import type { CommandContext } from './command-context.js';
 import { oneAttemptHttpClient } from './command-http.js';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
+import {
+  addCommonFlags,
+  commonFlagsOf,
+  configureLogger,
+  configSources,
+  COMMON_HEADING,
+  type CommonFlags,
+} from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
+import { addExitStatus } from './help-notes.js';
 import { installSignalHandlers } from './process-signals.js';
 
 // `os-config-agent deploy`: one pass of the deployment runner (upstream: configure.d/55-heat-config) over the
@@ -36,9 +45,8 @@ interface DeployFlags extends CommonFlags {
   forget?: string;
 }
 
-export function defineDeployCommand(cmd: Command, setExit: (code: number) => void): Command {
-  addCommonFlags(cmd);
-  const bindings = addConfigOptions(cmd);
+export function defineDeployCommand(cmd: Command, ctx: CommandContext): Command {
+  const setExit = ctx.setExit;
   cmd.option(
     '--heat-config <file>',
     'read the deployments from this heat-config file (a JSON list) instead of the cached metadata',
@@ -48,15 +56,25 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
     'run this deployment of the metadata again and signal again, whatever its state (not while it runs)',
   );
   cmd.option('--forget <id>', 'delete the record and deployed files of this deployment: the next pass runs it as new');
+  addCommonFlags(cmd, COMMON_HEADING);
+  // What a pass reads: the cached metadata, the agent's state and HTTP settings, the deploy section, and whether
+  // Zaqar signals go over websockets.
+  const bindings = addConfigOptions(cmd, {
+    scope: { DEFAULT: ['cachedir'], agent: 'all', deploy: 'all', zaqar: ['use_websockets'] },
+    helpAll: ctx.helpAll,
+  });
+  addExitStatus(cmd, [
+    'Exit status: 0 every deployment done, 1 a deployment failed or the pass was',
+    'interrupted, 2 an unknown id or a usage error. Details: deployments.md.',
+  ]);
   cmd.action(async () => {
-    const flags = cmd.opts<DeployFlags>();
+    const flags = commonFlagsOf<DeployFlags>(cmd);
     if (flags.rerun !== undefined && flags.forget !== undefined)
-      cmd.error('error: --rerun and --forget cannot be used together', { exitCode: 2 });
-    if (flags.logLevel) parseLogLevel(flags.logLevel);
-    const log = createLogger({ level: flags.debug ? 'debug' : 'info', destination: 'stderr' });
+      cmd.error('--rerun and --forget cannot be used together');
+    const log = createLogger({ level: flags.debug ? 'debug' : (flags.logLevel ?? 'info'), destination: 'stderr' });
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     logProblems(loaded, log);
-    log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
+    configureLogger(log, flags, loaded.config.agent);
     // Signals get one attempt each here; the outbox keeps the rest for the daemon or the next `deploy`.
     const http = oneAttemptHttpClient(loaded, log);
     const handlers = installSignalHandlers(log);

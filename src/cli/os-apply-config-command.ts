@@ -12,6 +12,7 @@ import {
 import { chooseTemplatesDir, DEFAULT_TEMPLATES_DIR } from '../apply/templates-dir.js';
 import { loadConfig } from '../config/load.js';
 import { createApplyLogger } from './apply-logger.js';
+import type { CommandContext } from './command-context.js';
 import { printData } from './quiet-epipe.js';
 
 // The compatibility command `os-apply-config`: upstream's flags, output and exit codes (0 success, 1 failure or
@@ -85,7 +86,8 @@ const variadic = (value: string, previous: string[] | true | undefined): string[
 const listOf = (value: string[] | true | undefined): string[] | undefined =>
   value === undefined ? undefined : value === true ? [] : value;
 
-export function defineOsApplyConfigCommand(program: Command, setExit: (code: number) => void): Command {
+export function defineOsApplyConfigCommand(program: Command, ctx: CommandContext): Command {
+  const setExit = ctx.setExit;
   program.description('Render os-apply-config templates from merged metadata (os-apply-config compatible).');
   program
     .option(

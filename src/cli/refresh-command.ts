@@ -2,10 +2,18 @@ import { Option, InvalidArgumentError, type Command } from 'commander';
 import { loadConfig, type CliOverrides, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import { AgentError, errorMessage } from '../errors.js';
-import { createLogger, parseLogLevel, type Logger, type LogLevel } from '../log/logger.js';
+import { createLogger, type Logger, type LogLevel } from '../log/logger.js';
 import { resolveBaseDir } from '../refresh/base-dir.js';
 import { PHASES, runRefresh } from '../refresh/run-refresh.js';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
+import type { CommandContext } from './command-context.js';
+import {
+  addCommonFlags,
+  commonFlagsOf,
+  configureLogger,
+  configSources,
+  COMMON_HEADING,
+  type CommonFlags,
+} from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { installSignalHandlers } from './process-signals.js';
 import { printData } from './quiet-epipe.js';
@@ -87,25 +95,28 @@ async function execute(
 }
 
 /** `os-config-agent refresh`. */
-export function defineRefreshCommand(cmd: Command, setExit: (code: number) => void): Command {
-  addCommonFlags(cmd);
-  const bindings = addConfigOptions(cmd);
+export function defineRefreshCommand(cmd: Command, ctx: CommandContext): Command {
   cmd.option('--print-base', 'print the phase base directory and exit');
   cmd.option('--print-phases', 'print the phase names (tab separated) and exit');
+  addCommonFlags(cmd, COMMON_HEADING);
+  const bindings = addConfigOptions(cmd, {
+    scope: { agent: ['log_level', 'log_format'], refresh: 'all' },
+    helpAll: ctx.helpAll,
+  });
   cmd.action(async () => {
-    const flags = cmd.opts<RefreshFlags>();
-    if (flags.logLevel) parseLogLevel(flags.logLevel);
-    const log = createLogger({ level: flags.debug ? 'debug' : 'info', destination: 'stdout' });
+    const flags = commonFlagsOf<RefreshFlags>(cmd);
+    const log = createLogger({ level: flags.debug ? 'debug' : (flags.logLevel ?? 'info'), destination: 'stdout' });
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     logProblems(loaded, log);
-    log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
-    await execute(loaded, flags, log, setExit);
+    configureLogger(log, flags, loaded.config.agent);
+    await execute(loaded, flags, log, ctx.setExit);
   });
   return cmd;
 }
 
 /** The compatibility command `os-refresh-config`: upstream's flags, plus hidden --root and --config-file. */
-export function defineRefreshCompatCommand(program: Command, setExit: (code: number) => void): Command {
+export function defineRefreshCompatCommand(program: Command, ctx: CommandContext): Command {
+  const setExit = ctx.setExit;
   program
     .description('Run the configuration phases (os-refresh-config compatible).')
     .option('--print-base', 'print the base directory and exit')

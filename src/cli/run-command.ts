@@ -1,21 +1,32 @@
 import type { Command } from 'commander';
-import { createLogger, parseLogLevel } from '../log/logger.js';
+import { createLogger } from '../log/logger.js';
 import { claimDaemon, daemonPresenceFile } from '../status/daemon-presence.js';
 import { buildAgent } from './agent-factory.js';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
-import { addConfigOptions, readConfigOverrides } from './config-options.js';
+import type { CommandContext } from './command-context.js';
+import { addCommonFlags, commonFlagsOf, configureLogger, configSources, COMMON_HEADING } from './common-flags.js';
+import { addConfigOptions, ALL_OPTIONS, readConfigOverrides } from './config-options.js';
 import { installSignalHandlers } from './process-signals.js';
 
-// `os-config-agent run`: the daemon systemd starts. Logs JSON lines on stdout for journald.
-export function defineRunCommand(cmd: Command, setExit: (code: number) => void): Command {
-  addCommonFlags(cmd);
-  const bindings = addConfigOptions(cmd);
+// `os-config-agent run`: the daemon systemd starts. Logs go to stdout: JSON lines with their syslog priority for
+// journald, text on a terminal ([agent] log_format).
+
+/** The configuration options `run` and `collect` show with their own flags: the ones that shape the loop. */
+export const LOOP_OPTIONS = [
+  'DEFAULT.one_time',
+  'DEFAULT.force',
+  'DEFAULT.polling_interval',
+  'DEFAULT.min_polling_interval',
+  'DEFAULT.splay',
+];
+
+export function defineRunCommand(cmd: Command, ctx: CommandContext): Command {
+  const bindings = addConfigOptions(cmd, { scope: ALL_OPTIONS, own: LOOP_OPTIONS, helpAll: ctx.helpAll });
+  addCommonFlags(cmd, COMMON_HEADING);
   cmd.action(async () => {
-    const flags = cmd.opts<CommonFlags>();
-    if (flags.logLevel) parseLogLevel(flags.logLevel);
-    const log = createLogger({ level: flags.debug ? 'debug' : 'info', destination: 'stdout' });
+    const flags = commonFlagsOf(cmd);
+    const log = createLogger({ level: flags.debug ? 'debug' : (flags.logLevel ?? 'info'), destination: 'stdout' });
     const agent = await buildAgent(configSources(flags, readConfigOverrides(cmd, bindings)), log, 'run', true);
-    log.level = chooseLogLevel(flags, agent.loaded.config.agent.log_level);
+    configureLogger(log, flags, agent.loaded.config.agent);
     // One daemon per root: a second one would run every deployment and send every signal a second time.
     const withdraw = agent.loaded.config.DEFAULT.one_time
       ? undefined
@@ -30,7 +41,7 @@ export function defineRunCommand(cmd: Command, setExit: (code: number) => void):
       'agent starting',
     );
     try {
-      setExit(await agent.run(handlers.signal));
+      ctx.setExit(await agent.run(handlers.signal));
     } finally {
       handlers.dispose();
       await withdraw?.();

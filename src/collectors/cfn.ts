@@ -103,7 +103,7 @@ async function settingsFrom(ctx: CollectContext): Promise<CfnSettings> {
   for (const spec of cfg.path) {
     const [resource, field, ...keys] = spec.split('.');
     if (!resource || !field) {
-      ctx.log.error({ path: spec }, 'cfn path must look like Resource.Metadata[.key...]');
+      ctx.log.error({ cfnPath: spec }, 'cfn path must look like Resource.Metadata[.key...]');
       throw notConfigured(`[cfn] path "${spec}" is not of the form Resource.Field[.key...]`);
     }
     paths.push({ spec, resource, field, keys });

@@ -127,7 +127,7 @@ async function readCached(ctx: CollectContext): Promise<unknown> {
   if (!read.ok) {
     if (read.reason !== 'missing')
       ctx.log.warn(
-        { file, reason: read.reason, detail: read.detail },
+        { file, reason: `${read.reason}: ${read.detail}` },
         'cached ec2 metadata unusable; fetching it again',
       );
     return undefined;
@@ -170,7 +170,7 @@ async function imdsToken(base: string, ctx: CollectContext): Promise<string | un
   }
   const token = res.body.toString('utf8').trim();
   if (res.statusCode !== 200 || token === '' || /\s/.test(token)) {
-    ctx.log.debug({ status: res.statusCode }, 'metadata service offers no IMDSv2 token; using IMDSv1');
+    ctx.log.debug({ httpStatus: res.statusCode }, 'metadata service offers no IMDSv2 token; using IMDSv1');
     return undefined;
   }
   // One IMDSv2 session token at a time: each walk's replaces the last one's.

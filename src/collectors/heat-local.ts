@@ -23,7 +23,7 @@ export const heatLocalCollector: Collector = {
       const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
       if (!read.ok) {
         if (read.reason !== 'missing')
-          ctx.log.warn({ file, reason: read.reason, detail: read.detail }, 'heat_local file skipped');
+          ctx.log.warn({ file, reason: `${read.reason}: ${read.detail}` }, 'heat_local file skipped');
         continue;
       }
       if (!read.value || typeof read.value !== 'object' || Array.isArray(read.value)) {

@@ -12,6 +12,8 @@ export function convert(spec: OptionSpec<unknown>, values: readonly string[]): C
     case 'multi':
       return { ok: true, value: values.filter((v) => v !== '') };
     case 'str': {
+      if (spec.choices && !spec.choices.includes(last))
+        return { ok: false, error: `"${last}" is not one of ${spec.choices.filter((c) => c !== '').join(', ')}` };
       const error = spec.check?.(last);
       return error === undefined ? { ok: true, value: last } : { ok: false, error };
     }

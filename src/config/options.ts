@@ -132,6 +132,11 @@ export const SCHEMA = {
         }
       },
     }),
+    log_format: str(
+      '',
+      'How log lines are written: json (one object a line) or text (the message, then key=value); empty: text on a terminal, JSON anywhere else (journald, files, pipes).',
+      { choices: ['', 'json', 'text'] },
+    ),
     native_pipeline: bool(
       true,
       'In `run`, apply templates and run deployments in-process (false: run `command` like upstream).',

@@ -5,6 +5,7 @@ import { type AgentFacts, type CycleResult, type SourceFacts } from '../status/a
 import { errorMessage, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
+import { VERSION } from '../version.js';
 
 // The daemon's side of `status`: it keeps the facts in memory and publishes them to a file on the runtime directory
 // (tmpfs) at the end of a cycle that changed something (its result, a source's state), and every IDLE_REWRITE_MS
@@ -81,6 +82,7 @@ export class AgentStatusPublisher {
     const endedAt = this.iso();
     const facts: AgentFacts = {
       version: 1,
+      agentVersion: VERSION,
       pid: process.pid,
       ...(this.startTicks !== undefined ? { startTicks: this.startTicks } : {}),
       startedAt: this.startedAt,

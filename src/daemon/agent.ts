@@ -231,7 +231,7 @@ export class Agent {
     if (splay <= 0) return;
     const delay = splaySeconds(splay, random());
     this.deps.service?.progress(delay * 1000 + this.stallMs(), this.stallMs());
-    this.deps.log.info({ seconds: delay }, 'splay: delaying the first poll');
+    this.deps.log.info({ delayMs: Math.round(delay * 1000) }, 'splay: delaying the first poll');
     await this.waker.wait(delay * 1000, signal);
   }
 
@@ -277,7 +277,7 @@ export class Agent {
     this.signalledMeanwhile = false;
     const nextAt = Date.now() + seconds * 1000;
     await ended.status.cycleEnded(ended.result, ended.report.exitCode, nextAt, config.DEFAULT.polling_interval);
-    this.deps.log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
+    this.deps.log.debug({ delayMs: Math.round(seconds * 1000) }, 'sleeping');
     this.deps.service?.progress(seconds * 1000 + this.stallMs(), this.stallMs());
     const reason = await this.waker.wait(seconds * 1000, signal);
     if (reason === 'woken') this.deps.log.debug('woken early');

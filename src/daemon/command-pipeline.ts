@@ -41,9 +41,9 @@ async function runCommand(command: string, ctx: PipelineContext, stdio: 'inherit
         child.once('exit', (c, s) => resolve({ code: c, signal: s }));
       },
     );
-    const seconds = (Date.now() - started) / 1000;
+    const durationMs = Date.now() - started;
     if (code === 0) {
-      ctx.log.info({ command, seconds }, 'command succeeded');
+      ctx.log.info({ command, durationMs }, 'command succeeded');
       return;
     }
     // Upstream exits with the command's code, or 256-N for a command killed by signal N.

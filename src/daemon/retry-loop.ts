@@ -54,7 +54,7 @@ export class RetryLoop {
         waitMs = waitFor(result, this.now(), this.retryMs);
       } catch (err) {
         this.log.error(
-          { work: this.name, reason: errorMessage(err), retryInSeconds: this.retryMs / 1000 },
+          { work: this.name, reason: errorMessage(err), delayMs: this.retryMs },
           'background work failed; retrying later',
         );
         waitMs = this.retryMs;

@@ -59,7 +59,7 @@ export async function readCachedMetadata(config: AgentConfig, paths: PathMapper,
     const data = await readJsonFile(paths.map(file), config.agent.max_source_bytes);
     if (!data.ok) {
       log.warn(
-        { file: paths.unmap(paths.map(file)), reason: data.reason, detail: data.detail },
+        { file: paths.unmap(paths.map(file)), reason: `${data.reason}: ${data.detail}` },
         'cached metadata file skipped',
       );
       continue;

@@ -97,7 +97,7 @@ export async function forget(deps: DeployDeps, id: string): Promise<DeploymentRe
   }
   await store.forget(id);
   ctx.log.info(
-    { deploymentId: id, deploymentName: record?.name ?? null, fromState: record?.state ?? null },
+    { deploymentId: id, deploymentName: record?.name ?? null, from: record?.state ?? null },
     'deployment forgotten: the next pass runs it as new if the metadata lists it',
   );
   return record;

@@ -63,14 +63,14 @@ async function undoHook(ctx: DeployContext, record: DeploymentRecord): Promise<'
   // A hook may swallow its killed tool's failure: the shutdown, not the hook's verdict, says the removal is unfinished.
   if (ctx.signal.aborted) {
     ctx.log.info(
-      { deploymentId: record.id, hookGroup: group },
+      { deploymentId: record.id, group },
       'hook removal interrupted by shutdown; it runs again at the next start',
     );
     return 'interrupted';
   }
   if (failure !== undefined)
     ctx.log.warn({ deploymentId: record.id, reason: errorMessage(failure) }, 'hook removal failed');
-  else ctx.log.info({ deploymentId: record.id, hookGroup: group }, 'hook removal done');
+  else ctx.log.info({ deploymentId: record.id, group }, 'hook removal done');
   return 'done';
 }
 

@@ -1,5 +1,6 @@
 import type { ClientRequest } from 'node:http';
 import got, { type CancelableRequest, type Got, type Response } from 'got';
+import { VERSION } from '../version.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
 import { CaFiles } from './ca-files.js';
@@ -11,6 +12,9 @@ import { retryOptions } from './retry-policy.js';
 import type { HttpClient, HttpRequest, HttpResponse } from './types.js';
 import { zonedAgents } from './zoned-agents.js';
 import { splitZone } from './zoned-url.js';
+
+/** The User-Agent of every request: the project and its version. */
+export const USER_AGENT = `os-config-agent/${VERSION}`;
 
 // The agent's one HTTP client (got underneath, promise API so got's own retry machinery runs): a deadline on the
 // whole request (connect, TLS handshake, headers and body: a server trickling its body a byte at a time still ends
@@ -38,7 +42,8 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     // Metadata is small; accepting compression would let a small download expand past the size cap.
     decompress: false,
     responseType: 'buffer',
-    headers: { 'user-agent': options.userAgent ?? 'os-config-agent' },
+    // Which agent and release asked: what a service's operator looks for in its access log.
+    headers: { 'user-agent': options.userAgent ?? USER_AGENT },
   });
   const client: ClientParts = {
     options,

@@ -93,7 +93,7 @@ async function discover(http: HttpClient, authUrl: string, options: DiscoveryOpt
     // Not a version document (a proxy that forwards /v3 only, an HTML page): the agent's behaviour before discovery.
     const fallback = `${trimSlashes(authUrl)}/v3`;
     options.log?.warn(
-      { url: res.redactedUrl, status: res.statusCode, using: redactUrl(fallback) },
+      { url: res.redactedUrl, httpStatus: res.statusCode, using: redactUrl(fallback) },
       'no Keystone version document at auth_url; appending /v3',
     );
     return fallback;

@@ -119,7 +119,7 @@ export class TokenCache {
       await writeFileAtomic(file, JSON.stringify(doc), { mode: 0o600, mkdirMode: 0o700 });
     } catch (err) {
       this.options.log?.warn(
-        { file, error: (err as NodeJS.ErrnoException).code ?? String(err) },
+        { file, reason: (err as NodeJS.ErrnoException).code ?? String(err) },
         'cannot write the Keystone token cache; the token is kept in memory only',
       );
     }
@@ -132,7 +132,7 @@ export class TokenCache {
       await fs.rm(file, { force: true });
     } catch (err) {
       this.options.log?.warn(
-        { file, error: (err as NodeJS.ErrnoException).code ?? String(err) },
+        { file, reason: (err as NodeJS.ErrnoException).code ?? String(err) },
         'cannot remove a refused token from the Keystone token cache',
       );
     }

@@ -1,9 +1,11 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { ErrorCode } from '../errors.js';
 import { LineSink } from './line-sink.js';
+import { LogOutput, type LogFormat } from './log-output.js';
 import { redactFields, scrubText } from './redact.js';
 
 export type { Logger } from 'pino';
+export type { LogFormat } from './log-output.js';
 
 // The `code` field of every log line is one of the documented error codes (docs/troubleshooting.md#error-codes):
 // pino merges LogFnFields into the fields of each log call, so a code outside the union is a type error.
@@ -49,14 +51,24 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 }
 
 /**
- * A synchronous writer on a descriptor, behind a LineSink (held for good when `buffered`). Given to pino as `dest`,
- * not `fd`: with `fd` pino also reads process.stdout.fd, which creates process.stdout at start-up (see
- * cli/quiet-epipe.ts and cli/stdio-blocking.ts).
+ * A synchronous writer on a descriptor, behind a LineSink (held for good when `buffered`), in the descriptor's format
+ * (log-output.ts). Given to pino as `dest`, not `fd`: with `fd` pino also reads process.stdout.fd, which creates
+ * process.stdout at start-up (see cli/quiet-epipe.ts and cli/stdio-blocking.ts).
  */
-export function fdDestination(fd: number, buffered = false): DestinationStream {
+export function fdDestination(fd: number, buffered = false): LogOutput {
   const sink = new LineSink(pino.destination({ dest: fd, sync: true }));
   if (buffered) sink.hold();
-  return sink;
+  return new LogOutput(sink, fd);
+}
+
+/** The logger's lines as `format` from now on (`[agent] log_format`; unset: its descriptor's default). */
+export function setLogFormat(log: Logger, format: LogFormat | undefined): void {
+  const stream = streamOf(log);
+  if (stream instanceof LogOutput) stream.setFormat(format);
+}
+
+function streamOf(log: Logger): unknown {
+  return (log as unknown as Record<symbol, unknown>)[pino.symbols.streamSym];
 }
 
 /**
@@ -64,7 +76,8 @@ export function fdDestination(fd: number, buffered = false): DestinationStream {
  * (one per rendered file). A no-op for destinations other than a descriptor's.
  */
 export function holdLogLines(log: Logger): () => void {
-  const stream = (log as unknown as Record<symbol, unknown>)[pino.symbols.streamSym];
+  const stream = streamOf(log);
+  if (stream instanceof LogOutput) return stream.sink.hold();
   return stream instanceof LineSink ? stream.hold() : () => undefined;
 }
 

@@ -135,7 +135,7 @@ async function phaseEntries(
   for (const step of steps) {
     const shadowed = path.join(dir, step.name);
     if (isDir && (await exists(shadowed)))
-      log.info({ phase, script: step.name, path: shadowed }, 'in-process step replaces script');
+      log.info({ phase, script: step.name, file: shadowed }, 'in-process step replaces script');
     entries.push({ kind: 'step', name: step.name, step });
   }
   return entries.sort((a, b) => compareRunParts(a.name, b.name));
@@ -177,8 +177,8 @@ async function runFile(name: string, env: Record<string, string>, options: RunPh
       phase: options.phase,
       script: name,
       exitCode: result.exitCode,
-      signal: result.signal ?? undefined,
-      seconds: round(result.seconds),
+      killedBy: result.signal ?? undefined,
+      durationMs: Math.round(result.seconds * 1000),
     },
     'script finished',
   );
@@ -228,10 +228,10 @@ async function runStep(
     if (timer) clearTimeout(timer);
     options.signal.removeEventListener('abort', onAbort);
   }
-  const seconds = round(Number(process.hrtime.bigint() - started) / 1e9);
+  const durationMs = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
   const failed = error !== undefined || timedOut || options.signal.aborted;
   options.log.info(
-    { phase: options.phase, script: step.name, inProcess: true, exitCode: failed ? 1 : 0, seconds },
+    { phase: options.phase, script: step.name, inProcess: true, exitCode: failed ? 1 : 0, durationMs },
     'script finished',
   );
   if (!failed) return;
@@ -239,8 +239,4 @@ async function runStep(
   if (timedOut) fail(`in-process step ${step.name} was stopped by the timeout`, details, error);
   if (options.signal.aborted) fail(`in-process step ${step.name} was stopped by shutdown`, details, error);
   fail(`in-process step ${step.name} failed: ${errorMessage(error)}`, details, error);
-}
-
-function round(seconds: number): number {
-  return Math.round(seconds * 1000) / 1000;
 }

@@ -71,7 +71,7 @@ export async function runRefresh(opts: RunRefreshOptions): Promise<void> {
             phase,
             script: err.details.script,
             exitCode: err.details.scriptExitCode,
-            signal: err.details.scriptSignal ?? undefined,
+            killedBy: err.details.scriptSignal ?? undefined,
             err: err.message,
           },
           'phase failed',

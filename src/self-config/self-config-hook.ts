@@ -1,4 +1,5 @@
 import { promises as fs } from 'node:fs';
+import path from 'node:path';
 import type { AfterCollectHook } from '../pipeline/contract.js';
 import { parseOsloIni } from '../config/oslo-ini.js';
 import { errorMessage } from '../errors.js';
@@ -48,7 +49,10 @@ export const selfConfigHook: AfterCollectHook = async (outcome, ctx) => {
       { file: paths.unmap(target), collectors },
       'agent configuration rewritten from os-collect-config metadata; reloading',
     );
-    if (files.length > 0 && !files.includes(target)) {
+    // A target in the configuration directory of a file it reads (/etc/os-collect-config.conf.d/00-heat.conf) is read
+    // from the reload on, even when it did not exist before.
+    const readDir = files.some((f) => path.dirname(target) === `${f}.d`);
+    if (files.length > 0 && !files.includes(target) && !readDir) {
       log.warn(
         { file: paths.unmap(target), reads: files.map((f) => paths.unmap(f)) },
         'config_target is not among the config files this agent reads; the new settings apply only where it is read',

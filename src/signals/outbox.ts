@@ -51,7 +51,8 @@ function outboxClient(deps: OutboxDeps): SignalClient<DeploymentRecord> {
       history: signal.history,
     }),
     logOf: (record) => deps.log.child({ deploymentId: record.id, deploymentName: record.name }),
-    fieldsOf: ({ signal: { target } }) => (target ? { transport: target.transport, to: describeTarget(target) } : {}),
+    fieldsOf: ({ signal: { target } }) =>
+      target ? { transport: target.transport, destination: describeTarget(target) } : {},
     record: (record, decision) => recordDecision(deps.store, record, decision),
   };
 }
@@ -73,7 +74,7 @@ function recordDecision(
   switch (decision.event) {
     case 'delivered': {
       const signal = { state: 'sent', sentAt: at, ...base, history } as const;
-      return store.transition(record, 'signal-delivered', { signal }, { attempts, status });
+      return store.transition(record, 'signal-delivered', { signal }, { attempts, httpStatus: status });
     }
     case 'gave-up': {
       const { lastError } = decision;

@@ -174,7 +174,7 @@ export class StateStore {
     patch: RecordPatch = {},
     logFields: Record<string, unknown> = {},
   ): Promise<DeploymentRecord> {
-    return this.move(record, event, { ...record, ...patch }, logFields);
+    return this.move(record, event, { ...record, ...patch }, logFields, record.failed === true);
   }
 
   /**
@@ -204,10 +204,13 @@ export class StateStore {
     event: TransitionEvent,
     next: DeploymentRecord,
     logFields: Record<string, unknown>,
+    failedBefore = false,
   ): Promise<DeploymentRecord> {
     const { to, signal: signalMove } = checkMove(record, event, next.signal.state);
     const written = await this.write({ ...next, state: to });
-    this.log.info(
+    // The move that records a failure is a warning (journalctl -p warning shows it); the moves after it are not news.
+    const level = written.failed === true && !failedBefore ? 'warn' : 'info';
+    this.log[level](
       {
         deploymentId: written.id,
         deploymentName: written.name,
@@ -217,7 +220,7 @@ export class StateStore {
         from: record.state ?? null,
         to: written.state,
         ...(signalMove !== 'kept' ? { signalEvent: signalMove } : {}),
-        ...(hasResult(written.state) ? { signal: written.signal.state, transport: written.signal.transport } : {}),
+        ...(hasResult(written.state) ? { signalState: written.signal.state, transport: written.signal.transport } : {}),
         ...logFields,
       },
       'deployment state changed',

@@ -24,6 +24,8 @@ export interface SourceFacts {
 
 export interface AgentFacts {
   readonly version: 1;
+  /** The daemon's own version (absent in facts written before 0.2.0). */
+  readonly agentVersion?: string;
   readonly pid: number;
   /** The process's start time (clock ticks since boot), so a reused pid does not look like the daemon. */
   readonly startTicks?: string;

@@ -9,6 +9,8 @@ import { inputText, isSecretInput } from '../heat/deployment.js';
 import { DeploymentRecordError } from '../state/errors.js';
 import { storeFor, type DeploymentRecord, type SignalAttempt, type StateStore } from '../state/store.js';
 import { toStatus, type DeploymentStatus } from './status.js';
+import { count } from './text-table.js';
+import { resultText } from './format.js';
 
 // `status <id|name>`: one deployment's report, from its record, deployed/<id>.json (inputs, options) and
 // deployed/<id>.notify.json (the signal body: output tails and outputs). Secret inputs are masked; output text is
@@ -125,8 +127,8 @@ export function formatDetail(d: DeploymentDetail): string {
     `  group: ${s.group}   action: ${s.action}   state: ${s.state}${s.adopted ? ' (adopted)' : ''}`,
     `  hook: ${s.hook ?? '-'}   starts: ${s.hookStarts}`,
     `  seen: ${s.firstSeenAt}   started: ${s.startedAt ?? '-'}   ended: ${s.endedAt ?? '-'}${d.durationSeconds !== undefined ? ` (${d.durationSeconds} s)` : ''}`,
-    `  exit code: ${s.exitCode ?? '-'}   deploy_status_code: ${s.statusCode ?? '-'}   failed: ${s.failed === undefined ? '-' : s.failed ? 'yes' : 'no'}`,
-    `  signal: ${s.signal.state} via ${s.signal.transport}, ${s.signal.attempts} attempts${s.signal.sentAt ? `, sent ${s.signal.sentAt}` : ''}${s.signal.nextAttemptAt ? `, next ${s.signal.nextAttemptAt}` : ''}`,
+    `  result: ${resultText(s)}   deploy_status_code: ${s.statusCode ?? '-'}   hook exit: ${s.exitCode ?? '-'}`,
+    `  signal: ${s.signal.state} via ${s.signal.transport}, ${count(s.signal.attempts, 'attempt')}${s.signal.sentAt ? `, sent ${s.signal.sentAt}` : ''}${s.signal.nextAttemptAt ? `, next ${s.signal.nextAttemptAt}` : ''}`,
   ];
   if (s.lastError) lines.push(`  last error: ${s.lastError}`);
   lines.push(

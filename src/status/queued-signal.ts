@@ -5,7 +5,9 @@ import { isSafeFileName } from '../util/safe-name.js';
 import { signalQueueDir } from '../state/signal-queue-paths.js';
 import type { QueuedSignal } from '../signals/cfn-signal-queue/entry.js';
 import { readQueuedSignal } from '../signals/cfn-signal-queue/files.js';
-import { STATUS_VERSION, verdictOf, type Verdict } from './report.js';
+import { STATUS_VERSION, type AgentSummary } from './report.js';
+import { verdictOf, type Verdict, type VerdictOptions } from './verdict.js';
+import { VERSION } from '../version.js';
 
 // `status <id>` for an entry of the cfn-signal queue (what `cfn-signal` queued, listed by `status` under UNDELIVERED
 // SIGNALS): where it goes, its attempts and how they ended, and what it says while it waits. Read only. The URL is
@@ -64,15 +66,24 @@ export async function readQueuedSignalDetail(config: AgentConfig, id: string): P
  * Pending: still in progress (3); failed for good: a signal not delivered (2); sent: done (0). The whole report's
  * verdict over this one signal, so its code and reason are those `status` gives it in the list.
  */
-export function verdictOfQueuedSignal(d: QueuedSignalDetail): Verdict {
+export function verdictOfQueuedSignal(
+  d: QueuedSignalDetail,
+  agent: AgentSummary,
+  options: VerdictOptions = {},
+): Verdict {
   const { state } = d.signal;
-  return verdictOf({
-    version: STATUS_VERSION,
-    agent: { running: false },
-    sources: [],
-    deployments: [],
-    signals: state === 'sent' ? [] : [{ ...d.signal, state }],
-  });
+  return verdictOf(
+    {
+      version: STATUS_VERSION,
+      agentVersion: VERSION,
+      // It is known, so the agent has run.
+      agent: { ...agent, hasRun: true },
+      sources: [],
+      deployments: [],
+      signals: state === 'sent' ? [] : [{ ...d.signal, state }],
+    },
+    options,
+  );
 }
 
 export function formatQueuedSignal(d: QueuedSignalDetail): string {

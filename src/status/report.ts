@@ -1,13 +1,16 @@
+import { readdir } from 'node:fs/promises';
 import type { LoadedConfig } from '../config/load.js';
+import { VERSION } from '../version.js';
 import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
 import { daemonPresenceFile, runningDaemon } from './daemon-presence.js';
-import { holdsSignal, isInProgress, isListed } from '../state/machine.js';
+import { holdsSignal } from '../state/machine.js';
 import { isSameProcess } from '../util/process-identity.js';
 import { signalQueueDir } from '../state/signal-queue-paths.js';
 import { listQueuedSignalIds, readQueuedSignal } from '../signals/cfn-signal-queue/files.js';
 import { agentStatusPath, readAgentFacts, type AgentFacts, type SourceFacts } from './agent-facts.js';
 import { readStatusAll, type DeploymentStatus, type UnusableRecord } from './status.js';
+import { verdictOf, type Verdict, type VerdictOptions } from './verdict.js';
 
 // The whole of `status`: the agent, its sources, the deployments and the signals not yet delivered, in one versioned
 // shape (docs/status.md), and the verdict its exit code comes from. Read only: two `status` at once never conflict.
@@ -22,6 +25,13 @@ export interface AgentSummary {
   readonly lastCycle?: AgentFacts['lastCycle'];
   readonly nextPollAt?: string;
   readonly pollingIntervalSeconds?: number;
+  /** The running daemon's version, when it published one (it differs from `agentVersion` after an upgrade). */
+  readonly version?: string;
+  /**
+   * Whether the agent has left any trace here: a running daemon, its facts, deployment records, queued signals or a
+   * metadata cache. Absent in the report of one deployment (which exists, so the agent ran).
+   */
+  readonly hasRun?: boolean;
 }
 
 export interface UndeliveredSignal {
@@ -39,6 +49,8 @@ export interface UndeliveredSignal {
 
 export interface StatusReport {
   readonly version: typeof STATUS_VERSION;
+  /** The version of the agent that wrote this report. */
+  readonly agentVersion: string;
   readonly agent: AgentSummary;
   readonly sources: readonly SourceFacts[];
   readonly deployments: readonly DeploymentStatus[];
@@ -49,11 +61,31 @@ export interface StatusReport {
 
 export async function readReport(loaded: LoadedConfig, log: Logger): Promise<StatusReport> {
   const config = loaded.config;
-  const [facts, daemonPid, { deployments, unusable }, queued] = await Promise.all([
-    readAgentFacts(agentStatusPath(loaded.paths)),
-    runningDaemon(daemonPresenceFile(config)),
+  const [{ agent, sources }, { deployments, unusable }, queue, cached] = await Promise.all([
+    readAgent(loaded),
     readStatusAll(config, log),
     readQueue(signalQueueDir(config)),
+    hasCacheFiles(config.DEFAULT.cachedir),
+  ]);
+  const traces = deployments.length > 0 || unusable.length > 0 || queue.entries > 0 || cached;
+  return {
+    version: STATUS_VERSION,
+    agentVersion: VERSION,
+    agent: { ...agent, hasRun: agent.hasRun === true || traces },
+    sources,
+    deployments,
+    signals: [...deploymentSignals(deployments), ...queue.undelivered],
+    ...(unusable.length > 0 ? { unusableRecords: unusable } : {}),
+  };
+}
+
+/** The daemon: whether it runs (its pid file, or its published facts' process), and what it last published. */
+export async function readAgent(
+  loaded: LoadedConfig,
+): Promise<{ agent: AgentSummary; sources: readonly SourceFacts[] }> {
+  const [facts, daemonPid] = await Promise.all([
+    readAgentFacts(agentStatusPath(loaded.paths)),
+    runningDaemon(daemonPresenceFile(loaded.config)),
   ]);
   // The facts are the running daemon's when their pid is that of the pid file, or their process still runs.
   const factsAlive =
@@ -65,6 +97,7 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
     running,
     ...(daemonPid !== undefined ? { pid: daemonPid } : factsAlive ? { pid: facts.pid } : {}),
     ...(facts ? { startedAt: facts.startedAt, mode: facts.mode } : {}),
+    ...(facts?.agentVersion && factsAlive ? { version: facts.agentVersion } : {}),
     // A running daemon's last cycle is its own: facts left by an earlier process do not count for it.
     ...(facts?.lastCycle && (factsAlive || !running) ? { lastCycle: facts.lastCycle } : {}),
     // An idle daemon rewrites its facts only now and then: a next poll already past is not shown, the interval is.
@@ -74,16 +107,15 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
     ...(facts?.pollingIntervalSeconds !== undefined && factsAlive
       ? { pollingIntervalSeconds: facts.pollingIntervalSeconds }
       : {}),
+    hasRun: running || facts !== undefined,
   };
-  const signals = [...deploymentSignals(deployments), ...queued];
-  return {
-    version: STATUS_VERSION,
-    agent,
-    sources: facts?.sources ?? [],
-    deployments,
-    signals,
-    ...(unusable.length > 0 ? { unusableRecords: unusable } : {}),
-  };
+  return { agent, sources: facts?.sources ?? [] };
+}
+
+/** Whether the metadata cache holds anything: a collection was committed here. */
+async function hasCacheFiles(dir: string): Promise<boolean> {
+  const names = await readdir(dir).catch(() => []);
+  return names.some((n) => n.endsWith('.json'));
 }
 
 /** The deployments' signals in the outbox that are not delivered: still pending, or failed for good. */
@@ -106,8 +138,11 @@ function deploymentSignals(deployments: readonly DeploymentStatus[]): Undelivere
   return signals;
 }
 
-/** The cfn-signal queue's pending and failed entries (sent ones are history), without URL secrets or tokens. */
-async function readQueue(dir: string): Promise<UndeliveredSignal[]> {
+/**
+ * The cfn-signal queue's pending and failed entries (sent ones are history), without URL secrets or tokens, and how
+ * many entries it holds in all.
+ */
+async function readQueue(dir: string): Promise<{ undelivered: UndeliveredSignal[]; entries: number }> {
   // status only reads: a queue directory it cannot list shows no queued signals.
   const ids = await listQueuedSignalIds(dir).catch(() => []);
   const out: UndeliveredSignal[] = [];
@@ -125,61 +160,25 @@ async function readQueue(dir: string): Promise<UndeliveredSignal[]> {
       ...(entry.lastError ? { lastError: scrubText(entry.lastError) } : {}),
     });
   }
-  return out;
-}
-
-/** Exit codes of `status` (docs/status.md). */
-export const EXIT = { done: 0, deploymentFailed: 1, agentOrSignalError: 2, waiting: 3 } as const;
-
-export interface Verdict {
-  readonly exitCode: number;
-  /** What is still being waited for, or what went wrong; one short line each. */
-  readonly reasons: readonly string[];
+  return { undelivered: out, entries: ids.length };
 }
 
 /** The verdict of one deployment (`status <id|name>`): its state, and its own signal (pending: 3, failed: 2). */
-export function verdictOfDeployment(deployment: DeploymentStatus): Verdict {
-  return verdictOf({
-    version: STATUS_VERSION,
-    agent: { running: false },
-    sources: [],
-    deployments: [deployment],
-    signals: deploymentSignals([deployment]),
-  });
-}
-
-/** Whether everything is done, and how it ended: still waiting wins, then agent/signal errors, then failures. */
-export function verdictOf(report: StatusReport): Verdict {
-  const waiting = [
-    // At boot the deployments are not known before the first cycle has collected them.
-    ...(report.agent.running && !report.agent.lastCycle ? ['the agent has not finished its first cycle yet'] : []),
-    ...report.deployments
-      .filter((d) => isInProgress(d.state))
-      .map((d) => `deployment ${d.id} (${d.name}) is ${d.state}`),
-    ...report.signals
-      .filter((s) => s.state === 'pending')
-      .map((s) => `${s.kind} signal ${s.id} is not delivered yet (${s.attempts} attempts)`),
-  ];
-  if (waiting.length > 0) return { exitCode: EXIT.waiting, reasons: waiting };
-  const errors = report.signals
-    .filter((s) => s.state === 'failed')
-    .map((s) => `${s.kind} signal ${s.id} failed for good: ${s.lastError ?? 'no answer recorded'}`);
-  for (const u of report.unusableRecords ?? [])
-    errors.push(
-      `deployment ${u.id} is held: its record ${u.file} cannot be used (${u.problem}); see docs/state-machine.md`,
-    );
-  // A source that is up but had entries left out: their deployments never run until renamed.
-  for (const s of report.sources)
-    if (s.consecutiveFailures > 0 && s.lastErrorCode === 'ERR_RESERVED_NAME')
-      errors.push(`source ${s.name}: ${s.lastError ?? 'an entry under a reserved name was left out'}`);
-  if (report.agent.running && report.agent.lastCycle?.result === 'failed')
-    errors.push(`the agent's last cycle failed (exit code ${report.agent.lastCycle.exitCode}); see its journal`);
-  if (errors.length > 0) return { exitCode: EXIT.agentOrSignalError, reasons: errors };
-  const failed = report.deployments
-    .filter((d) => isListed(d.state) && d.failed === true)
-    .map(
-      (d) => `deployment ${d.id} (${d.name}) failed${d.statusCode !== undefined ? ` with status ${d.statusCode}` : ''}`,
-    );
-  if (failed.length > 0) return { exitCode: EXIT.deploymentFailed, reasons: failed };
-  return { exitCode: EXIT.done, reasons: [] };
+export function verdictOfDeployment(
+  deployment: DeploymentStatus,
+  agent: AgentSummary,
+  options: VerdictOptions = {},
+): Verdict {
+  return verdictOf(
+    {
+      version: STATUS_VERSION,
+      agentVersion: VERSION,
+      // It is known, so the agent has run.
+      agent: { ...agent, hasRun: true },
+      sources: [],
+      deployments: [deployment],
+      signals: deploymentSignals([deployment]),
+    },
+    options,
+  );
 }

@@ -2,9 +2,7 @@ import type { AgentConfig } from '../config/options.js';
 import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
 import type { Transport } from '../heat/signal-target.js';
-import { hasResult } from '../state/machine.js';
 import { storeFor, type DeploymentRecord, type DeploymentState, type SignalState } from '../state/store.js';
-import { terminalText } from '../util/terminal-text.js';
 
 // `os-config-agent status`: what the agent knows about every deployment, from the state records (read only). The
 // signal's target and body stay out of it: they hold credentials and can be large.
@@ -92,58 +90,4 @@ export async function readStatusAll(
       .map((e) => ({ id: e.deploymentId, file: e.file, problem: e.problem }))
       .sort((a, b) => a.id.localeCompare(b.id)),
   };
-}
-
-const COLUMNS = ['ID', 'NAME', 'GROUP', 'ACTION', 'STATE', 'STARTED', 'ENDED', 'EXIT', 'SIGNAL', 'ERROR'] as const;
-const MAX_ERROR_WIDTH = 80;
-
-/** A plain text table, one deployment per line. */
-export function formatStatusTable(list: readonly DeploymentStatus[]): string {
-  if (list.length === 0) return 'no deployments known\n';
-  const rows = list.map((d) => [
-    d.id,
-    d.name,
-    d.group,
-    d.action,
-    d.state + (d.adopted ? ' (adopted)' : ''),
-    shortTime(d.startedAt),
-    shortTime(d.endedAt ?? d.removedAt),
-    d.exitCode === undefined || d.exitCode === null ? (d.statusCode ?? '-') : String(d.exitCode),
-    signalText(d),
-    oneLine(d.lastError ?? '-'),
-  ]);
-  return formatTable(COLUMNS, rows);
-}
-
-/** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
-export function formatTable(columns: readonly string[], rows: readonly (readonly string[])[]): string {
-  // Cells hold names, ids and errors from metadata: shown escaped, so none can fake a row or drive the terminal.
-  const cells = rows.map((r) => r.map(terminalText));
-  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd();
-  return [line(columns), ...cells.map(line)].join('\n') + '\n';
-}
-
-export function shortTime(iso: string | undefined): string {
-  return iso ? iso.replace(/\.\d{3}Z$/, 'Z') : '-';
-}
-
-function signalText(d: DeploymentStatus): string {
-  const s = d.signal;
-  // A signal is shown once there is a result to signal (and for removed ones, what became of it).
-  if (!hasResult(d.state) && d.state !== 'removed') return '-';
-  if (s.state === 'none') return s.transport === 'NO_SIGNAL' ? 'none' : '-';
-  const base = `${s.state} ${s.transport}`;
-  if (s.state === 'pending')
-    return `${base} (${s.attempts} tries${s.nextAttemptAt ? `, next ${shortTime(s.nextAttemptAt)}` : ''})`;
-  return base;
-}
-
-export function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > MAX_ERROR_WIDTH ? `${flat.slice(0, MAX_ERROR_WIDTH - 1)}…` : flat;
 }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EXIT, type Verdict } from './report.js';
+import { EXIT, type Verdict } from './verdict.js';
 
 // `status --wait` (the whole report, or one deployment's): read the state files again every interval until the
 // verdict is no longer "still in progress" or the time is up. Only reads, so any number of waiters can run beside

@@ -41,7 +41,7 @@ t.test('renders the tree, reports written then unchanged', async (t) => {
   t.equal(readFileSync(path.join(dir, 'out/run.sh'), 'utf8'), '{"db": {"host": "h"}, "l": [1, 2], "pw": "pw"}');
   t.match(lines.at(-1), { msg: 'templates applied', written: 3, unchanged: 0 });
   t.same(
-    lines.filter((l) => l.msg === 'writing file').map((l) => path.relative(opts.outputDir, l.path as string)),
+    lines.filter((l) => l.msg === 'writing file').map((l) => path.relative(opts.outputDir, l.file as string)),
     ['run.sh', 'etc/app.conf', 'etc/secret'],
     'one line per file written, in tree order',
   );

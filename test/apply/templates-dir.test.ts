@@ -46,7 +46,7 @@ t.test(
     mkdirSync(paths.map('/opt/stack/os-apply-config/templates'), { recursive: true });
     t.equal(await chooseTemplatesDir(undefined, paths, {}, log), paths.map('/opt/stack/os-apply-config/templates'));
     t.match(lines, [
-      { level: 'warn', msg: 'deprecated template directory in use', templates: '/opt/stack/os-apply-config/templates' },
+      { level: 'warn', msg: 'deprecated template directory in use', dir: '/opt/stack/os-apply-config/templates' },
     ]);
   },
 );

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import t from 'tap';
 import { normaliseArgv } from '../../src/cli/argv-normalise.js';
-import { addConfigOptions, readConfigOverrides } from '../../src/cli/config-options.js';
+import { ALL_OPTIONS, addConfigOptions, readConfigOverrides } from '../../src/cli/config-options.js';
 import { SECTION_NAMES, flagName, sectionSpecs } from '../../src/config/options.js';
 
 t.test('oslo mixed spellings become the dashed flags', async (t) => {
@@ -87,7 +87,7 @@ t.test('single-dash and positional arguments are untouched', async (t) => {
 t.test('normalised upstream spellings parse with the real option set', async (t) => {
   const cmd = new Command().exitOverride().allowExcessArguments();
   cmd.option('--root <dir>');
-  const bindings = addConfigOptions(cmd);
+  const bindings = addConfigOptions(cmd, { scope: ALL_OPTIONS, helpAll: false });
   cmd.parse(
     normaliseArgv([
       '--heat_local-path',

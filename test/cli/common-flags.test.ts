@@ -1,6 +1,12 @@
 import { Command } from 'commander';
 import t from 'tap';
-import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from '../../src/cli/common-flags.js';
+import {
+  addCommonFlags,
+  chooseLogLevel,
+  commonFlagsOf,
+  configSources,
+  type CommonFlags,
+} from '../../src/cli/common-flags.js';
 
 const parse = (argv: string[]) =>
   addCommonFlags(new Command('x').exitOverride()).parse(argv, { from: 'user' }).opts<CommonFlags>();
@@ -46,3 +52,21 @@ t.test(
     t.equal(chooseLogLevel({}, 'loud'), 'info');
   },
 );
+
+t.test('given before the subcommand or after it: after wins, files add up (before first)', async (t) => {
+  const program = addCommonFlags(new Command('p').exitOverride().enablePositionalOptions());
+  let flags: CommonFlags = {};
+  const sub = addCommonFlags(program.command('s'), 'Common options:').action(() => {
+    flags = commonFlagsOf(sub);
+  });
+  program.parse(
+    ['--root', '/before', '--log-level', 'debug', '--config-file', 'a', 's', '--root', '/after', '--config-file', 'b'],
+    { from: 'user' },
+  );
+  t.same(flags, { root: '/after', logLevel: 'debug', configFile: ['a', 'b'] });
+});
+
+t.test('a bad --log-level is a usage error', async (t) => {
+  t.throws(() => parse(['--log-level', 'loud']), { code: 'commander.invalidArgument' });
+  t.equal(parse(['--log-level', 'WARNING']).logLevel, 'warn');
+});

@@ -1,12 +1,12 @@
 import { Command, CommanderError } from 'commander';
 import t from 'tap';
-import { addConfigOptions, readConfigOverrides } from '../../src/cli/config-options.js';
+import { ALL_OPTIONS, addConfigOptions, readConfigOverrides, type ConfigScope } from '../../src/cli/config-options.js';
 import { loadConfig } from '../../src/config/load.js';
 import { SECTION_NAMES, flagName, sectionSpecs } from '../../src/config/options.js';
 
-function parse(args: string[], sections?: Parameters<typeof addConfigOptions>[1]) {
+function parse(args: string[], scope: ConfigScope = ALL_OPTIONS) {
   const cmd = new Command().exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
-  const bindings = addConfigOptions(cmd, sections);
+  const bindings = addConfigOptions(cmd, { scope, helpAll: false });
   cmd.parse(args, { from: 'user' });
   return readConfigOverrides(cmd, bindings);
 }
@@ -75,7 +75,7 @@ t.test('a value flag without a value is a usage error', async (t) => {
 
 t.test('every non-file-only option has exactly its derived flag', async (t) => {
   const cmd = new Command();
-  addConfigOptions(cmd);
+  addConfigOptions(cmd, { scope: ALL_OPTIONS, helpAll: true });
   const longs = new Set(cmd.options.map((o) => o.long));
   for (const section of SECTION_NAMES) {
     for (const [name, spec] of Object.entries(sectionSpecs(section))) {
@@ -89,9 +89,48 @@ t.test('every non-file-only option has exactly its derived flag', async (t) => {
   t.equal(new Set(cmd.options.map((o) => o.long)).size, cmd.options.length, 'no duplicate flags');
 });
 
-t.test('sections can be limited', async (t) => {
-  t.same(parse(['--polling-interval', '3'], ['DEFAULT']), { DEFAULT: { polling_interval: '3' } });
-  t.throws(() => parse(['--cfn-metadata-url', 'x'], ['DEFAULT']), CommanderError);
+t.test('a command is offered the options it reads, nothing else', async (t) => {
+  t.same(parse(['--polling-interval', '3'], { DEFAULT: 'all' }), { DEFAULT: { polling_interval: '3' } });
+  t.throws(() => parse(['--cfn-metadata-url', 'x'], { DEFAULT: 'all' }), CommanderError);
+  const status: ConfigScope = { DEFAULT: ['cachedir'], agent: ['state_dir'] };
+  t.same(parse(['--cachedir', '/c', '--agent-state-dir', '/s'], status), {
+    DEFAULT: { cachedir: '/c' },
+    agent: { state_dir: '/s' },
+  });
+  for (const flag of ['--one-time', '--print', '--force', '--agent-watch'])
+    t.throws(() => parse([flag], status), { code: 'commander.unknownOption' }, `${flag} is not status's`);
+});
+
+t.test('a value of the wrong kind is a usage error before anything runs', async (t) => {
+  for (const [flag, value] of [
+    ['--polling-interval', 'abc'],
+    ['--polling-interval', '-1'],
+    ['--agent-http-retries', '1.5'],
+    ['--agent-log-format', 'xml'],
+  ] as const)
+    t.throws(() => parse([flag, value]), { code: 'commander.invalidArgument' }, `${flag} ${value}`);
+  t.same(
+    parse(['--polling-interval', '$min_polling_interval']),
+    {
+      DEFAULT: { polling_interval: '$min_polling_interval' },
+    },
+    "a reference to another option is the loader's to expand and check",
+  );
+  t.same(parse(['--agent-log-format', 'text']), { agent: { log_format: 'text' } });
+});
+
+t.test('help: overrides counted, listed only with help-all; promoted ones with the own flags', async (t) => {
+  let text = '';
+  const short = new Command('x').configureOutput({ writeOut: (s) => (text += s) });
+  addConfigOptions(short, { scope: ALL_OPTIONS, own: ['DEFAULT.one_time'], helpAll: false });
+  short.outputHelp();
+  t.match(text, /--one-time/);
+  t.notMatch(text, /--cfn-metadata-url|--agent-state-dir/);
+  t.match(text, /Configuration overrides: \d+ more flags/);
+  const all = new Command('x');
+  addConfigOptions(all, { scope: ALL_OPTIONS, own: ['DEFAULT.one_time'], helpAll: true });
+  t.match(all.helpInformation(), /Configuration overrides[^\n]*:\n(.|\n)*--cfn-metadata-url <value>/);
+  t.match(all.helpInformation(), /--cachedir <path>/, 'a path option says so (and is completed as one)');
 });
 
 t.test('overrides feed loadConfig: flags beat the file, absent flags do not', async (t) => {

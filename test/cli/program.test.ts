@@ -1,6 +1,6 @@
 import t from 'tap';
 import pkg from '../../package.json' with { type: 'json' };
-import { newProgram, parseProgram } from '../../src/cli/program.js';
+import { newProgram, parseProgram, versionLine } from '../../src/cli/program.js';
 import { AgentError } from '../../src/errors.js';
 
 // How a command's outcome becomes the exit code, as every command name (and each compatibility bundle) runs it.
@@ -37,23 +37,34 @@ t.test('the exit code the action set is the result', async (t) => {
   t.equal(r.code, 255);
 });
 
-t.test('--version prints the package version and exits 0; --help exits 0', async (t) => {
+t.test('--version names the project and its version and exits 0; --help exits 0', async (t) => {
   const version = program(() => undefined);
   const v = await captured(() => parseProgram(version.p, ['--version'], 'os-apply-config', version.exitCode));
   t.equal(v.code, 0);
-  t.equal(v.out.trim(), pkg.version);
+  t.equal(v.out, `os-apply-config (os-config-agent) ${pkg.version}\n`, 'a compatibility name says whose it is');
+  t.equal(versionLine('os-config-agent'), `os-config-agent ${pkg.version}`);
   const help = program(() => undefined);
   const h = await captured(() => parseProgram(help.p, ['--help'], 'os-apply-config', help.exitCode));
   t.equal(h.code, 0);
   t.match(h.out, /^Usage: os-apply-config /);
 });
 
-t.test('a usage error exits 2 and shows the help after the error', async (t) => {
+t.test('a usage error exits 2: one line saying what is wrong, one saying where to look', async (t) => {
   const prog = program(() => undefined);
   const r = await captured(() => parseProgram(prog.p, ['--no-such-flag'], 'os-apply-config', prog.exitCode));
   t.equal(r.code, 2);
-  t.match(r.err, /unknown option '--no-such-flag'/);
-  t.match(r.err, /Usage: os-apply-config /);
+  t.equal(
+    r.err,
+    "os-apply-config: unknown option '--no-such-flag'\nTry 'os-apply-config --help' for its options.\n",
+    'never the whole help',
+  );
+  const near = program(() => undefined);
+  const n = await captured(() => parseProgram(near.p, ['--flg', 'x'], 'os-apply-config', near.exitCode));
+  t.equal(
+    n.err.split('\n')[0],
+    "os-apply-config: unknown option '--flg' (did you mean --flag?)",
+    'the hint on the same line',
+  );
 });
 
 t.test('a failure exits 1 with the command name, and for an AgentError its stable code', async (t) => {

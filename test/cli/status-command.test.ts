@@ -1,17 +1,45 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import pkg from '../../package.json' with { type: 'json' };
 import { moveTo } from '../helpers/state-path.js';
 import { enqueueSignal } from '../../src/signals/cfn-signal-queue/files.js';
 import { signalQueueDir } from '../../src/state/signal-queue-paths.js';
 import { storeFor } from '../../src/state/store.js';
 import type { DeploymentStatus } from '../../src/status/status.js';
-import { runBundle as run } from '../helpers/bundle.js';
-import { deployConfig, deployment, installHooks } from '../helpers/deploy-fixtures.js';
+import { claimDaemon, daemonPresenceFile } from '../../src/status/daemon-presence.js';
+import { agentStatusPath } from '../../src/status/agent-facts.js';
+import type { LoadedConfig } from '../../src/config/load.js';
+import { installBuiltinHooks, runBundle as run } from '../helpers/bundle.js';
+import { deployConfig, deployment, HOOKS_DIR, installHooks } from '../helpers/deploy-fixtures.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { startSignalSink } from '../helpers/signal-sink.js';
 
 // `os-config-agent status` as the bundle: after a real `deploy`, --wait, one deployment's report, bad input.
+
+type Test = Parameters<Parameters<typeof t.test>[0]>[0];
+
+/**
+ * A daemon that runs, as status sees one: this test process named by the pid file, and facts of a finished cycle.
+ * (The real daemon is run by the daemon tests; here only what status reads matters.)
+ */
+async function pretendDaemon(t: Test, loaded: LoadedConfig): Promise<void> {
+  t.teardown(await claimDaemon(daemonPresenceFile(loaded.config)));
+  const file = agentStatusPath(loaded.paths);
+  mkdirSync(path.dirname(file), { recursive: true });
+  const at = new Date().toISOString();
+  writeFileSync(
+    file,
+    JSON.stringify({
+      version: 1,
+      pid: process.pid,
+      startedAt: at,
+      mode: 'run',
+      lastCycle: { startedAt: at, endedAt: at, result: 'applied', exitCode: 0 },
+      sources: [],
+    }),
+  );
+}
 
 t.test('status lists what deploy did, as a table and as JSON, without secrets', async (t) => {
   const root = t.testdir();
@@ -19,10 +47,10 @@ t.test('status lists what deploy did, as a table and as JSON, without secrets', 
   const sink = await startSignalSink();
   t.teardown(() => sink.close());
   const empty = await run(['status', '--root', root]);
-  t.equal(empty.code, 0);
+  t.equal(empty.code, 2, 'nothing ever ran here: not "all done"');
   t.match(empty.stdout, /^AGENT: not running\n/);
   t.match(empty.stdout, /^DEPLOYMENTS\nno deployments known\n/m);
-  t.match(empty.stdout, /^RESULT: all done and signalled \(exit 0\)$/m);
+  t.match(empty.stdout, /^RESULT: the agent has not run here \(exit 2\)$/m);
   const file = path.join(root, 'hc.json');
   mkdirSync(root, { recursive: true });
   writeFileSync(
@@ -40,10 +68,10 @@ t.test('status lists what deploy did, as a table and as JSON, without secrets', 
     .split('\n\n')[0]!
     .split('\n');
   t.equal(lines.length, 3);
-  t.match(lines[1], /^ok-1\s+web\s+fake\s+CREATE\s+signalled\s+\S+Z\s+\S+Z\s+0\s+sent HEAT_SIGNAL\s+-$/);
+  t.match(lines[1], /^ok-1\s+web\s+fake\s+CREATE\s+signalled\s+\S+Z\s+\S+Z\s+ok\s+0\s+sent HEAT_SIGNAL\s+-$/);
   t.match(
     lines[2],
-    /^bad-2\s+db\s+nothing-here\s+CREATE\s+signalled\s+-\s+\S+Z\s+127\s+sent CFN_SIGNAL\s+no hook for group "nothing-here"/,
+    /^bad-2\s+db\s+nothing-here\s+CREATE\s+signalled\s+-\s+\S+Z\s+failed: 127\s+-\s+sent CFN_SIGNAL\s+no hook for group "nothing-here"/,
   );
   const json = await run(['status', '--root', root, '--json']);
   t.equal(json.code, 1);
@@ -74,6 +102,7 @@ t.test(
     const store = storeFor(loaded.config, captureLog().log);
     await store.init();
     const record = await store.create({ id: 'w-1', name: 'web', group: 'script', action: 'CREATE' });
+    await pretendDaemon(t, loaded);
     const timedOut = await run(['status', '--root', root, '--wait', '--timeout', '0.5']);
     t.equal(timedOut.code, 3, timedOut.stderr);
     t.match(timedOut.stdout, /^RESULT: still in progress \(exit 3\)\n {2}deployment w-1 \(web\) is pending$/m);
@@ -141,6 +170,7 @@ t.test(
       },
       Date.now(),
     );
+    await pretendDaemon(t, loaded);
     const pending = await run(['status', '--root', root, entry.id]);
     t.equal(pending.code, 3, pending.stderr);
     t.match(pending.stdout, new RegExp(`^cfn-signal signal ${entry.id}\n {2}state: pending`));
@@ -193,5 +223,85 @@ t.test(
     const bad = await run(['status', '--root', root, '--wait', '--timeout', 'soon']);
     t.equal(bad.code, 2);
     t.match(bad.stderr, /--timeout wants a number of seconds, not "soon"/);
+    const nowhere = await run(['status', '--root', path.join(root, 'no/such/dir')]);
+    t.equal(nowhere.code, 2, 'a root that is not there is not "all done"');
+    t.equal(nowhere.stdout, '');
+    t.match(nowhere.stderr, /^status: --root \S+no\/such\/dir is not a directory/);
+  },
+);
+
+t.test(
+  'after real failures (a script that exits 1, a missing hook) and a signal still pending: the truth, in columns that mean one thing',
+  async (t) => {
+    const root = t.testdir();
+    installBuiltinHooks(path.join(root, HOOKS_DIR));
+    const sink = await startSignalSink();
+    t.teardown(() => sink.close());
+    const script = (id: string, name: string, body: string, signal = sink.inputs('CFN_SIGNAL', id, name)) =>
+      deployment({ id, name, group: 'script', config: `#!/bin/sh\n${body}\n`, signal });
+    writeFileSync(
+      path.join(root, 'hc.json'),
+      JSON.stringify([
+        script('s-ok', 'good', 'echo fine'),
+        script('s-bad', 'exits-one', 'echo broken >&2; exit 1'),
+        deployment({
+          id: 's-gone',
+          name: 'no-hook',
+          group: 'nothing-here',
+          signal: sink.inputs('CFN_SIGNAL', 's-gone', 'no-hook'),
+        }),
+        script('s-wait', 'unsignalled', 'echo fine', sink.inputs('HEAT_SIGNAL', 's-wait', 'unsignalled')),
+      ]),
+    );
+    // The last deployment's signal meets a Heat that answers 503: it stays pending in the outbox.
+    sink.answers = [200, 200, 200, 503];
+    t.equal((await run(['deploy', '--root', root, '--heat-config', '/hc.json'])).code, 1);
+    const loaded = await deployConfig(root);
+
+    const alone = await run(['status', '--root', root]);
+    t.equal(alone.code, 2, 'no agent to deliver the pending signal: an error, not "in progress"');
+    t.match(alone.stdout, /^RESULT: not finished, and no agent is running to finish it \(exit 2\)$/m);
+    t.match(alone.stdout, /^ {2}deployment s-bad \(exits-one\) failed with status 1$/m, 'the failures are listed');
+    const gaveUp = await run(['status', '--root', root, '--wait'], { timeoutMs: 30_000 });
+    t.equal(gaveUp.code, 2, '--wait with no agent gives up at once');
+    t.match(gaveUp.stderr, /no os-config-agent daemon is running, so there is nothing to wait for/);
+
+    await pretendDaemon(t, loaded);
+    const r = await run(['status', '--root', root]);
+    t.equal(r.code, 1, 'a failure outranks the pending signal');
+    t.match(r.stdout, /^RESULT: 2 deployments failed \(exit 1\)$/m);
+    t.match(r.stdout, /^ {2}deployment s-bad \(exits-one\) failed with status 1$/m);
+    t.match(r.stdout, /^ {2}deployment s-gone \(no-hook\) failed with status 127$/m);
+    t.match(
+      r.stdout,
+      /^ {2}deployment signal s-wait is not delivered yet \(1 attempt\)$/m,
+      'and the signal, in the singular',
+    );
+    const row = (id: string) => r.stdout.split('\n').find((l) => l.startsWith(`${id} `)) ?? '';
+    t.match(row('s-ok'), /\sok\s+0\s+sent CFN_SIGNAL/);
+    t.match(row('s-bad'), /\sfailed: 1\s+0\s+sent CFN_SIGNAL/, "the script's failure; the hook itself exited 0");
+    t.match(row('s-gone'), /\sfailed: 127\s+-\s+sent CFN_SIGNAL/, 'no hook ran: no hook exit code');
+    t.match(row('s-wait'), /\sok\s+0\s+pending HEAT_SIGNAL \(1 try/);
+    t.match(row('s-gone'), /install the hook or correct the deployment's group$/, 'piped: the whole error');
+
+    const json = JSON.parse((await run(['status', '--root', root, '--json'])).stdout) as {
+      agentVersion: string;
+      result: { exitCode: number; summary: string; reasons: string[] };
+    };
+    t.equal(json.result.exitCode, 1);
+    t.equal(json.result.reasons.length, 3, '--json lists both failures and the signal');
+    t.equal(json.agentVersion, pkg.version);
+
+    const narrow = await run(['status', '--root', root], { env: { ...process.env, COLUMNS: '150' } });
+    const table = narrow.stdout.slice(narrow.stdout.indexOf('DEPLOYMENTS'), narrow.stdout.indexOf('RESULT'));
+    t.ok(
+      table.split('\n').every((l) => l.length <= 150),
+      'COLUMNS=150: every line of the table fits',
+    );
+    t.match(
+      narrow.stdout.split('\n').find((l) => l.startsWith('s-gone ')),
+      /…$/,
+      'the error column is cut to what is left',
+    );
   },
 );

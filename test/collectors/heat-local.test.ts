@@ -65,7 +65,7 @@ t.test('invalid JSON and non-object files are skipped with a warning; missing fi
   });
   t.same((await heatLocalCollector.collect(ctx)).pairs, [{ key: 'heat_local', value: { ok: true } }]);
   t.match(captured.lines, [
-    { level: 'warn', file: `${root}/bad.json`, reason: 'invalid-json', msg: 'heat_local file skipped' },
+    { level: 'warn', file: `${root}/bad.json`, reason: /^invalid-json: /, msg: 'heat_local file skipped' },
     { level: 'warn', file: `${root}/list.json`, msg: 'heat_local file does not hold a JSON object; skipped' },
     { level: 'warn', file: `${root}/null.json`, msg: 'heat_local file does not hold a JSON object; skipped' },
     { level: 'warn', file: `${root}/str.json`, msg: 'heat_local file does not hold a JSON object; skipped' },

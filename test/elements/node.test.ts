@@ -257,7 +257,7 @@ t.test(
     t.same(readdirSync(path.join(b.root, 'opt/os-config-agent/node')).sort(), ['LICENSE', 'bin']);
     t.equal(
       spawnSync(path.join(b.root, 'usr/local/bin/os-config-agent'), ['--version'], { encoding: 'utf8' }).stdout.trim(),
-      pkg.version,
+      `os-config-agent ${pkg.version}`,
       'the agent runs',
     );
   },
@@ -537,7 +537,7 @@ t.test(
           spawnSync(path.join(b.root, 'usr/local/bin/os-config-agent'), ['--version'], {
             encoding: 'utf8',
           }).stdout.trim(),
-          pkg.version,
+          `os-config-agent ${pkg.version}`,
         );
       },
     );

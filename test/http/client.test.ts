@@ -4,6 +4,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import t from 'tap';
+import pkg from '../../package.json' with { type: 'json' };
 import { createHttpClient } from '../../src/http/client.js';
 import { HttpError } from '../../src/http/http-error.js';
 import { captureLog } from '../helpers/log-capture.js';
@@ -32,7 +33,7 @@ t.test('a 200 body, headers and final URL come back; methods and bodies are sent
   t.equal(res.headers['x-echo'], 'PUT');
   t.equal(res.redactedUrl, `${server.url}/x`);
   t.equal(server.requests[0]?.headers['x-test'], '1');
-  t.equal(server.requests[0]?.headers['user-agent'], 'os-config-agent');
+  t.equal(server.requests[0]?.headers['user-agent'], `os-config-agent/${pkg.version}`, 'the project and its version');
   t.notOk(
     server.requests[0]?.headers['accept-encoding']?.includes('gzip'),
     'no compression asked for (it would defeat the size cap)',

@@ -136,7 +136,10 @@ node_major_at_least_20() {
     [ "${v%%.*}" -ge 20 ]
 }
 version_matches() {
-    [ "$(chroot "${tree}" "$1" --version)" = "$(cd "${repo}" && node -p 'require("./package.json").version')" ]
+    # `os-config-agent 0.2.0`, `os-collect-config (os-config-agent) 0.2.0`: the project's version last.
+    local said
+    said=$(chroot "${tree}" "$1" --version)
+    [ "${said##* }" = "$(cd "${repo}" && node -p 'require("./package.json").version')" ] && [ "${said#*os-config-agent}" != "${said}" ]
 }
 
 node_line_is_ours() {

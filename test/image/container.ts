@@ -210,8 +210,11 @@ export async function unitNumber(c: Container, unit: string, property: string): 
 
 /** The fields of the agent's journal lines the image tests read. */
 export interface JournalLine {
+  level?: string;
   msg?: string;
   deploymentId?: string;
+  deploymentName?: string;
+  failed?: boolean;
   from?: string | null;
   to?: string;
 }

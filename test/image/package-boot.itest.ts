@@ -54,6 +54,15 @@ const SELF_UPGRADE = {
   outputs: [],
 };
 
+/** A `script` deployment that fails: journald files its state change as a warning. */
+const FAILING = {
+  ...SELF_UPGRADE,
+  id: '6d0c1f4e-7b3a-4c52-9e1d-2a8f5b7c9e11',
+  name: 'fails-on-purpose',
+  config: '#!/bin/sh\necho "failing on purpose" >&2\nexit 3\n',
+  inputs: SELF_UPGRADE.inputs.map((i) => (i.name === 'deploy_resource_name' ? { ...i, value: 'fails' } : i)),
+};
+
 interface StatusJson {
   agent?: { pid?: number; lastCycle?: { endedAt?: string } };
   deployments?: Array<{ id: string; state: string; exitCode?: number; hookStarts?: number }>;
@@ -115,7 +124,22 @@ t.test(
     t.equal(await say(c, ['systemctl', 'is-enabled', UNIT]), 'enabled', 'the unit is enabled');
     await waitUntil('the agent to be active', async () => (await active()) === 'active', 60_000, c.service);
     t.pass('the unit is active');
-    t.equal(await say(c, ['os-collect-config', '--version']), VERSION, 'os-collect-config --version is ours');
+    t.equal(
+      await say(c, ['os-collect-config', '--version']),
+      `os-collect-config (os-config-agent) ${VERSION}`,
+      'os-collect-config --version is ours, and says so',
+    );
+    // A hook run by hand on this stock system, which has no node of its own: its interpreter is the package's.
+    t.equal(await say(c, ['sh', '-c', 'command -v node || echo none']), 'none', 'no node on PATH');
+    t.match(
+      await say(c, [
+        'sh',
+        '-c',
+        `printf '%s' '${JSON.stringify({ id: 'by-hand', name: 'by-hand', group: 'script', config: '#!/bin/sh\necho by hand\n', inputs: [], outputs: [], options: {} })}' | /usr/libexec/heat-config/hooks/script`,
+      ]),
+      /"deploy_stdout":"by hand\\n".*"deploy_status_code":0/,
+      'the script hook runs by hand',
+    );
     t.equal(
       await say(c, ['readlink', '-f', '/usr/bin/os-collect-config']),
       '/usr/lib/os-config-agent/bin/os-collect-config',
@@ -157,7 +181,7 @@ t.test(
     // records the OS_CONFIG_AGENT_PID it was given and apt's output.
     const localData = path.join(ROOT, 'var/lib/os-collect-config/local-data');
     mkdirSync(localData, { recursive: true, mode: 0o700 });
-    writeFileSync(path.join(localData, 'upgrade.json'), JSON.stringify({ deployments: [SELF_UPGRADE] }), {
+    writeFileSync(path.join(localData, 'upgrade.json'), JSON.stringify({ deployments: [SELF_UPGRADE, FAILING] }), {
       mode: 0o600,
     });
     writeFileSync(path.join(BOOT, 'occ.conf.d/upgrade-test.conf'), '[DEFAULT]\ncollectors = local\n');
@@ -193,6 +217,24 @@ t.test(
     );
     const record = (await statusJson()).deployments?.find((d) => d.id === SELF_UPGRADE.id);
     t.match(record, { state: 'done', exitCode: 0, hookStarts: 1 }, 'the deployment is done, its hook started once');
+    // journald's priorities: the failed deployment is among the warnings, and nothing below a warning is.
+    const warnings = agentLines(await say(c, ['journalctl', '--no-pager', '-u', UNIT, '-p', 'warning', '-o', 'cat']));
+    t.ok(
+      warnings.some(
+        (l) => l.msg === 'deployment state changed' && l.deploymentName === FAILING.name && l.failed === true,
+      ),
+      'journalctl -p warning shows the failed deployment',
+    );
+    t.ok(
+      warnings.every((l) => ['warn', 'error', 'fatal'].includes(String(l.level))),
+      'and only warnings and worse',
+    );
+    const status = await c.exec(['os-config-agent', 'status']).catch((e: { code?: number; stdout?: string }) => e);
+    t.match(
+      typeof status === 'string' ? status : (status.stdout ?? ''),
+      /^RESULT: a deployment failed \(exit 1\)$/m,
+      'status: the failure, with the agent running',
+    );
     // Its own lines only: the agent before it may have said the same, had one of its passes ended between the shell
     // reinstall's unpacking and the restart that reinstall queued.
     const oldAgent = agentLines(

@@ -102,7 +102,8 @@ function prepareBoot(metadata: unknown, instanceId: string, userData: string): R
   writeFileSync(path.join(BOOT, 'journald/console.conf'), '[Journal]\nForwardToConsole=yes\nMaxLevelConsole=info\n');
   return {
     [path.join(BOOT, 'seed')]: '/var/lib/cloud/seed/nocloud',
-    [path.join(BOOT, 'occ.conf.d')]: '/etc/os-collect-config.conf.d',
+    // The file, not the directory: the agent writes Heat's settings beside it (conf.d/00-heat.conf).
+    [path.join(BOOT, 'occ.conf.d/pristine-test.conf')]: '/etc/os-collect-config.conf.d/pristine-test.conf',
     [path.join(BOOT, 'cloud-test.cfg')]: '/etc/cloud/cloud.cfg.d/99-pristine-test.cfg',
     [path.join(BOOT, 'journald')]: '/etc/systemd/journald.conf.d',
   };
@@ -262,16 +263,29 @@ t.test(
       metadata,
       'the part-handler wrote the server metadata before the agent existed',
     );
-    const conf = await say(c, ['cat', '/etc/os-collect-config.conf']);
+    const heat = await say(c, ['cat', '/etc/os-collect-config.conf.d/00-heat.conf']);
     t.match(
-      conf,
+      heat,
       /collectors = cfn/,
-      'the agent configured itself from cfn-init-data (heat_local) for the CFN transport',
+      'the agent configured itself from cfn-init-data (heat_local) for the CFN transport, in conf.d/00-heat.conf',
     );
     t.equal(
-      await say(c, ['stat', '-c', '%a', '/etc/os-collect-config.conf']),
+      await say(c, ['stat', '-c', '%a', '/etc/os-collect-config.conf.d/00-heat.conf']),
       '600',
-      'the rewritten configuration is 0600',
+      'the configuration written from Heat is 0600',
+    );
+    t.equal(
+      `${await say(c, ['cat', '/etc/os-collect-config.conf'])}\n`,
+      readFileSync(path.join(REPO, 'scripts/deb/os-collect-config.conf'), 'utf8'),
+      "the package's conffile is untouched: the operator's, and an upgrade asks nothing about it",
+    );
+    const warnings = (await say(c, ['journalctl', '--no-pager', '-u', 'os-config-agent', '-p', 'warning', '-o', 'cat']))
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
+    t.ok(
+      warnings.every((l) => /^\{"level":"(warn|error|fatal)"/.test(l)),
+      'journalctl -p warning: warnings and worse only (each line has its syslog priority)',
+      { warnings },
     );
     t.equal(await say(c, ['cat', '/var/lib/pristine-test/runs']), 'hello CREATE', 'the script ran once');
 

@@ -164,7 +164,7 @@ t.test(
       );
       t.equal(server.requests.length, 1, 'remembered');
       t.same(
-        captured.lines.map((l) => [l.level, l.msg, l.status]),
+        captured.lines.map((l) => [l.level, l.msg, l.httpStatus]),
         [['warn', 'no Keystone version document at auth_url; appending /v3', status]],
       );
     }

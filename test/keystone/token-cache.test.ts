@@ -211,7 +211,7 @@ t.test('write and remove failures are logged, not thrown', async (t) => {
   });
   await cache.save(ID, TOKEN, NOW);
   t.same(
-    captured.lines.map((l) => [l.level, l.msg, l.error]),
+    captured.lines.map((l) => [l.level, l.msg, l.reason]),
     [['warn', 'cannot write the Keystone token cache; the token is kept in memory only', 'ENOTDIR']],
   );
   t.notOk(captured.text().includes(TOKEN.token));

@@ -80,7 +80,7 @@ t.test('each compatibility launcher is a small file that runs the one bundle und
     t.ok(text.length < 300, `${name}: a launcher, not a bundle`);
     const version = run(file, ['--version']);
     t.equal(version.status, 0, version.stderr);
-    t.equal(version.stdout, `${pkg.version}\n`);
+    t.equal(version.stdout, `${name} (os-config-agent) ${pkg.version}\n`, 'the name, and whose it is');
     t.equal(version.stderr, '');
     const help = run(file, ['--help']);
     t.match(help.stdout, new RegExp(`^Usage: ${name} `), `${name} --help`);

@@ -130,7 +130,7 @@ t.test(
       );
     const first = oac(cache, ['--version']);
     t.equal(first.status, 0, first.stderr);
-    t.equal(first.stdout, `${pkg.version}\n`);
+    t.equal(first.stdout, `os-apply-config (os-config-agent) ${pkg.version}\n`);
     t.equal(first.stderr, '');
     const [versionDir] = readdirSync(cache);
     t.ok(versionDir, 'Node keeps its entries in a directory of its version');
@@ -146,7 +146,7 @@ t.test(
     ] as const) {
       const r = oac(where, ['--version']);
       t.equal(r.status, 0, `${label}: ${r.stderr}`);
-      t.equal(r.stdout, `${pkg.version}\n`, label);
+      t.equal(r.stdout, `os-apply-config (os-config-agent) ${pkg.version}\n`, label);
       t.equal(r.stderr, '', `${label}: nothing said`);
     }
   },

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { BUILTIN_HOOK_GROUPS } from '../../src/hooks/registry.js';
-import { REPO } from '../helpers/bundle.js';
+import { REPO, runProcess, type BundleRun } from '../helpers/bundle.js';
 import { SCRATCH_ROOT_MOUNTS, SCRATCH_ROOT_RUN } from '../helpers/scratch-root.js';
 
 // `npm run package` (scripts/package-deb.mjs) with Debian's own tools: the .deb is built from dist/, checked with
@@ -24,10 +24,17 @@ const skip =
         ? 'needs the build (npm run build)'
         : false;
 
-const { version } = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
+const { version, author } = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
+  version: string;
+  author: string;
+};
+// The build, lintian and the scratch install take over two minutes on a loaded machine: longer than the suite's
+// per-file limit, shorter than the subtests' own timeouts.
+t.setTimeout(480_000);
 const out = mkdtempSync(path.join(os.tmpdir(), 'oca-deb-test-'));
 t.teardown(() => rmSync(out, { recursive: true, force: true }));
 let deb = '';
+let lintian: Promise<BundleRun> | undefined;
 
 t.before(() => {
   if (skip) return;
@@ -39,12 +46,15 @@ t.before(() => {
   );
   if (res.status !== 0) throw new Error(`package-deb failed: ${res.stderr}${res.stdout}`);
   deb = path.join(out, `os-config-agent_${version}-1_amd64.deb`);
+  // lintian takes most of a minute of CPU: it runs while the scratch installs below wait on the disk, and its verdict
+  // is read last (the file has tap's two minutes in all).
+  lintian = runProcess('lintian', ['--tag-display-limit', '0', deb], { timeoutMs: 280_000 });
 });
 
 const dpkgDeb = (...args: string[]) =>
   spawnSync('dpkg-deb', [...args, deb], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).stdout;
 
-t.test('control fields: version, architecture, the Python commands taken over', { skip }, async (t) => {
+t.test('control fields: version, architecture, the Python commands taken over, who made it', { skip }, async (t) => {
   const field = (name: string) =>
     dpkgDeb('-f')
       .split('\n')
@@ -57,6 +67,10 @@ t.test('control fields: version, architecture, the Python commands taken over', 
   for (const f of ['Conflicts', 'Replaces'])
     t.equal(field(f), 'python3-os-collect-config, python3-os-apply-config, python3-os-refresh-config', f);
   t.equal(dpkgDeb('--ctrl-tarfile').length > 0, true);
+  t.equal(field('Maintainer'), author, "the project's maintainers (package.json author), no placeholder");
+  t.notMatch(dpkgDeb('-f'), /opendev\.org|heat-agents\b.*Homepage|lists\.example\.org/, "no other project's page");
+  const homepage = field('Homepage');
+  if (homepage !== undefined) t.notMatch(homepage, /opendev|heat-agents/);
 });
 
 t.test(
@@ -64,6 +78,11 @@ t.test(
   { skip },
   async (t) => {
     const listing = dpkgDeb('-c');
+    t.match(
+      listing,
+      /^drwxr-xr-x root\/root +0 \S+ \S+ \.\/\n/,
+      "./ is 0755: dpkg-deb -x leaves its target as others' can read",
+    );
     for (const name of ['os-config-agent', 'os-collect-config', 'os-apply-config', 'os-refresh-config']) {
       t.match(
         listing,
@@ -90,6 +109,38 @@ t.test(
         `hook ${group}`,
       );
     t.match(listing, /^-rw------- root\/root .* \.\/etc\/os-collect-config\.conf$/m, 'the configuration, 0600');
+    t.match(listing, /^drwxr-xr-x root\/root .* \.\/etc\/os-collect-config\.conf\.d\/$/m, 'conf.d, for local settings');
+    t.notMatch(
+      listing,
+      /os-collect-config\.conf\.d\/./,
+      "nothing in it that dpkg would own: 00-heat.conf is the agent's",
+    );
+    for (const page of [
+      'os-config-agent',
+      'os-config-agent-status',
+      'os-config-agent-collect-logs',
+      'os-collect-config',
+    ])
+      t.match(
+        listing,
+        new RegExp(`^-rw-r--r-- root/root .* \\./usr/share/man/man1/${page}\\.1\\.gz$`, 'm'),
+        `${page}(1)`,
+      );
+    t.match(listing, /\.\/usr\/share\/bash-completion\/completions\/os-config-agent$/m, 'the completion');
+    t.match(
+      listing,
+      /\.\/usr\/share\/bash-completion\/completions\/os-collect-config -> os-config-agent$/m,
+      'found by every command name',
+    );
+    for (const doc of [
+      'README.md.gz',
+      'changelog.gz',
+      'status.md.gz',
+      'troubleshooting.md.gz',
+      'logging.md.gz',
+      'copyright',
+    ])
+      t.match(listing, new RegExp(`\\./usr/share/doc/os-config-agent/${doc.replace(/\./g, '\\.')}$`, 'm'), doc);
     t.match(listing, /\.\/usr\/lib\/os-config-agent\/node\/bin\/node$/m, 'a Node.js runtime');
 
     const tree = path.join(out, 'tree');
@@ -106,7 +157,30 @@ t.test(
       [path.join(tree, 'usr/lib/os-config-agent/lib/os-config-agent.mjs'), '--version'],
       { encoding: 'utf8' },
     );
-    t.equal(node.stdout.trim(), version, 'the bundled runtime runs the bundle');
+    t.equal(node.stdout.trim(), `os-config-agent ${version}`, 'the bundled runtime runs the bundle');
+    for (const group of BUILTIN_HOOK_GROUPS)
+      t.equal(
+        readFileSync(path.join(tree, 'usr/libexec/heat-config/hooks', group), 'utf8').split('\n', 1)[0],
+        '#!/usr/lib/os-config-agent/bin/node',
+        `hook ${group}: started by the package's Node.js`,
+      );
+    const conf = readFileSync(path.join(tree, 'etc/os-collect-config.conf'), 'utf8');
+    t.match(
+      conf,
+      /^config_target = \/etc\/os-collect-config\.conf\.d\/00-heat\.conf$/m,
+      "Heat's settings go elsewhere",
+    );
+    t.notMatch(conf, /add local settings below/);
+    const man = spawnSync(
+      'man',
+      ['--warnings', '-l', path.join(tree, 'usr/share/man/man1/os-config-agent-status.1.gz')],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, MANWIDTH: '80' },
+      },
+    );
+    t.equal(man.stderr, '', 'the installed page reads without a warning');
+    t.match(man.stdout, /--wait/);
     t.equal(
       spawnSync('dpkg-deb', ['-I', deb, 'conffiles'], { encoding: 'utf8' }).stdout,
       '/etc/os-collect-config.conf\n',
@@ -114,17 +188,6 @@ t.test(
     );
   },
 );
-
-t.test('lintian: no errors', { skip, timeout: 300_000 }, async (t) => {
-  const res = spawnSync('lintian', ['--tag-display-limit', '0', deb], {
-    encoding: 'utf8',
-    timeout: 280_000,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  const errors = res.stdout.split('\n').filter((l) => l.startsWith('E:'));
-  t.same(errors, [], 'no E: tags');
-  t.comment(`lintian warnings: ${res.stdout.split('\n').filter((l) => l.startsWith('W:')).length}`);
-});
 
 // In a scratch root (overlay over /): apt install of the .deb, then remove, then purge. Each step's facts go to $OUT.
 const SCRATCH = `
@@ -143,6 +206,11 @@ echo "python3-os-collect-config=$(state python3-os-collect-config)" >> "$OUT/fac
 echo "version=$(run os-collect-config --version)" >> "$OUT/facts"
 echo "enabled=$(readlink "$S/m/etc/systemd/system/multi-user.target.wants/os-config-agent.service" || echo no)" >> "$OUT/facts"
 echo "statedir=$(stat -c %a "$S/m/var/lib/os-config-agent")" >> "$OUT/facts"
+echo "confd=$(stat -c %a "$S/m/etc/os-collect-config.conf.d")" >> "$OUT/facts"
+# A hook run by hand, with no node on PATH (a stock image has none): its interpreter line names the package's.
+printf '%s' '{"id":"h1","name":"by-hand","group":"script","config":"#!/bin/sh\\necho by hand\\n","inputs":[],"outputs":[],"options":{}}' > "$S/m/tmp/dep.json"
+echo "hook=$(chroot "$S/m" /usr/bin/env -i PATH=/nonexistent HOME=/root /usr/libexec/heat-config/hooks/script < "$S/m/tmp/dep.json" | tr -d '\n ')" >> "$OUT/facts"
+echo "man=$(run man -w os-config-agent-status 2>&1)" >> "$OUT/facts"
 echo "heat-cfntools=$(state heat-cfntools)" >> "$OUT/facts"
 run cfn-create-aws-symlinks > "$OUT/symlinks.log" 2>&1 || echo "symlinks-exit=$?" >> "$OUT/facts"
 echo "aws-cfn-init=$(readlink "$S/m/opt/aws/bin/cfn-init" || echo none)" >> "$OUT/facts"
@@ -184,9 +252,13 @@ t.test(
     t.equal(got.installed, 'ii');
     if (got.before?.startsWith('ii'))
       t.not(got['python3-os-collect-config'], 'ii', "Debian's python3-os-collect-config made way");
-    t.equal(got.version, version, 'os-collect-config is ours');
+    t.equal(got.version, `os-collect-config (os-config-agent) ${version}`, 'os-collect-config is ours, and says so');
     t.equal(got.enabled, '/lib/systemd/system/os-config-agent.service', 'the unit is enabled');
     t.equal(got.statedir, '700', 'state directory 0700');
+    t.equal(got.confd, '755', '/etc/os-collect-config.conf.d is there');
+    t.match(got.hook, /"deploy_stdout":"byhand/, 'a hook runs by hand with no node on PATH');
+    t.match(got.hook, /"deploy_status_code":0/);
+    t.equal(got.man, '/usr/share/man/man1/os-config-agent-status.1.gz', 'man finds the page');
     t.equal(got['symlinks-exit'], undefined, 'cfn-create-aws-symlinks ran from PATH', { log: read('symlinks.log') });
     // This machine has Debian's heat-cfntools (the conformance reference): installed beside it, ours links its commands.
     if (got['heat-cfntools'] === 'ii')
@@ -295,3 +367,10 @@ t.test(
     });
   },
 );
+
+t.test('lintian: no errors', { skip, timeout: 300_000 }, async (t) => {
+  const res = await lintian!;
+  const errors = res.stdout.split('\n').filter((l) => l.startsWith('E:'));
+  t.same(errors, [], 'no E: tags');
+  t.comment(`lintian warnings: ${res.stdout.split('\n').filter((l) => l.startsWith('W:')).length}`);
+});

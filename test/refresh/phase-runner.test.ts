@@ -46,7 +46,7 @@ t.test('scripts run in dib-run-parts order; skipped names and non-executables ne
       ['configure', '20-b', 0],
     ],
   );
-  t.ok(finished.every((l) => typeof l.seconds === 'number'));
+  t.ok(finished.every((l) => typeof l.durationMs === 'number' && Number.isInteger(l.durationMs)));
 });
 
 t.test('a missing directory is skipped; a file in its place fails the phase', async (t) => {
@@ -117,7 +117,7 @@ t.test('in-process steps take their place by name and replace a same-name file',
   ]);
   const replaced = captured.lines.filter((l) => l.msg === 'in-process step replaces script');
   t.same(
-    replaced.map((l) => [l.level, l.path]),
+    replaced.map((l) => [l.level, l.file]),
     [['info', path.join(dir, '20-os-apply-config')]],
   );
 });

@@ -152,6 +152,26 @@ t.test('a config_target the agent does not read is written, with a warning', asy
   );
 });
 
+t.test(
+  "a config_target in the configuration directory of the file read (the Debian package's 00-heat.conf): no warning, the main file untouched",
+  async (t) => {
+    const { root, target, ctx, captured } = await setup(t, '[DEFAULT]\ncommand = c\n', {
+      agent: { config_target: '/etc/os-collect-config.conf.d/00-heat.conf' },
+    });
+    t.same(await selfConfigHook(outcome([{ key: 'heat_local', value: section('s-0123456') }]), ctx), {
+      reload: true,
+    });
+    const written = path.join(root, 'etc/os-collect-config.conf.d/00-heat.conf');
+    t.match(readFileSync(written, 'utf8'), /^# Written by os-config-agent/);
+    t.equal(statSync(written).mode & 0o777, 0o600);
+    t.equal(readFileSync(target, 'utf8'), '[DEFAULT]\ncommand = c\n', "the operator's file is untouched");
+    t.notOk(
+      captured.lines.some((l) => l.level === 'warn'),
+      'nothing to warn about',
+    );
+  },
+);
+
 t.test('unreadable lines in the existing file are reported, then dropped', async (t) => {
   const { target, ctx, captured } = await setup(t, '[DEFAULT]\ncommand = c\nthis line is junk\n');
   await selfConfigHook(outcome([{ key: 'heat_local', value: section('s-0123456') }]), ctx);

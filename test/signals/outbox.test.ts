@@ -116,7 +116,7 @@ t.test('a 403 (expired pre-signed URL) is final: logged, marked failed, never re
   t.match(r?.lastError, /answered 403 .*Credential is expired.*final, not retried/);
   const line = captured.lines.find((l) => l.msg === 'signal failed; not retried');
   t.equal(line?.code, 'ERR_SIGNAL');
-  t.equal(line?.status, 403);
+  t.equal(line?.httpStatus, 403);
   t.notMatch(captured.text(), /Signature=[A-Za-z0-9%+/]{10}/, 'no signature in the logs');
   advance(3_600_000);
   await flushDue(deps);

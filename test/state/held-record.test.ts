@@ -8,7 +8,8 @@ import {
   settleAppliedDeployments,
 } from '../../src/deploy/dispatch.js';
 import { storeFor } from '../../src/state/store.js';
-import { EXIT, readReport, verdictOf } from '../../src/status/report.js';
+import { readReport } from '../../src/status/report.js';
+import { EXIT, verdictOf } from '../../src/status/verdict.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import { startSignalSink } from '../helpers/signal-sink.js';
 

@@ -334,7 +334,7 @@ t.test('the signal moves only as the event allows; anything else is refused, not
   });
   t.equal(readFileSync(store.recordPath('dep-1'), 'utf8'), before, 'the record is unchanged');
   const done = await store.transition(running, 'hook-finished', { signal: PENDING });
-  t.match(captured.lines.at(-1), { event: 'hook-finished', signalEvent: 'queued', signal: 'pending' });
+  t.match(captured.lines.at(-1), { event: 'hook-finished', signalEvent: 'queued', signalState: 'pending' });
   await t.rejects(store.transition(done, 'signal-delivered'), {
     signal: { from: 'pending', to: 'pending' },
     message: /signal-delivered in state done with its signal going from pending to pending/,

@@ -4,10 +4,17 @@ import t from 'tap';
 import { enqueueSignal } from '../../src/signals/cfn-signal-queue/files.js';
 import { signalQueueDir } from '../../src/state/signal-queue-paths.js';
 import { formatQueuedSignal, readQueuedSignalDetail, verdictOfQueuedSignal } from '../../src/status/queued-signal.js';
-import { EXIT } from '../../src/status/report.js';
+import { EXIT } from '../../src/status/verdict.js';
 import { deployConfig } from '../helpers/deploy-fixtures.js';
 
 // `status <id>` of a cfn-signal queue entry, from real queue files: what it shows, what it never shows, its verdict.
+
+const cycle = {
+  startedAt: '2026-02-01T10:00:00.000Z',
+  endedAt: '2026-02-01T10:00:01.000Z',
+  result: 'unchanged',
+  exitCode: 0,
+} as const;
 
 t.test('a pending cfn-signal: where it goes (no signature), what it says (no data), still in progress', async (t) => {
   const loaded = await deployConfig(t.testdir());
@@ -27,10 +34,17 @@ t.test('a pending cfn-signal: where it goes (no signature), what it says (no dat
   t.notMatch(shown, 'private-data-Zk9', 'the data is never shown');
   t.match(formatQueuedSignal(d!), /^cfn-signal signal \S+\n {2}state: pending {3}to: http:\/\/127\.0\.0\.1:1\//);
   t.match(formatQueuedSignal(d!), /^ {2}says: status SUCCESS, reason configured, unique id web-1$/m);
-  t.same(verdictOfQueuedSignal(d!), {
+  t.same(verdictOfQueuedSignal(d!, { running: true, lastCycle: cycle }), {
     exitCode: EXIT.waiting,
+    summary: 'still in progress',
     reasons: [`cfn-signal signal ${entry.id} is not delivered yet (0 attempts)`],
   });
+  t.match(
+    verdictOfQueuedSignal(d!, { running: false }),
+    { exitCode: EXIT.agentOrSignalError, summary: 'not finished, and no agent is running to finish it' },
+    'no daemon to deliver it',
+  );
+  t.equal(verdictOfQueuedSignal(d!, { running: false }, { awaitAgent: true }).exitCode, EXIT.waiting, '--wait: 3');
 });
 
 t.test(
@@ -62,13 +76,14 @@ t.test(
     const failed = await readQueuedSignalDetail(loaded.config, entry.id);
     t.match(failed, { signal: { kind: 'wc-notify', state: 'failed', lastStatus: 404 } });
     t.notOk(failed!.says, 'the body is not kept once settled');
-    t.same(verdictOfQueuedSignal(failed!), {
+    t.same(verdictOfQueuedSignal(failed!, { running: false }), {
       exitCode: EXIT.agentOrSignalError,
+      summary: 'an error in the agent, or a signal not delivered',
       reasons: [`wc-notify signal ${entry.id} failed for good: HTTP 404 from Heat; the answer is final`],
     });
     settle({ state: 'sent', sentAt: entry.createdAt });
     const sent = await readQueuedSignalDetail(loaded.config, entry.id);
-    t.equal(verdictOfQueuedSignal(sent!).exitCode, EXIT.done);
+    t.equal(verdictOfQueuedSignal(sent!, { running: false }).exitCode, EXIT.done);
     t.match(formatQueuedSignal(sent!), /sent: \S+/);
     t.equal(await readQueuedSignalDetail(loaded.config, 'no-such-signal'), undefined);
     t.equal(await readQueuedSignalDetail(loaded.config, '../etc/passwd'), undefined, 'a path is not an id');

@@ -9,7 +9,9 @@ import { signalQueueDir } from '../../src/state/signal-queue-paths.js';
 import { storeFor } from '../../src/state/store.js';
 import { agentStatusPath } from '../../src/status/agent-facts.js';
 import { formatReport } from '../../src/status/format.js';
-import { EXIT, readReport, verdictOf, verdictOfDeployment } from '../../src/status/report.js';
+import { readReport, verdictOfDeployment } from '../../src/status/report.js';
+import { EXIT, verdictOf } from '../../src/status/verdict.js';
+import { VERSION } from '../../src/version.js';
 import { deployConfig } from '../helpers/deploy-fixtures.js';
 import { captureLog } from '../helpers/log-capture.js';
 
@@ -37,23 +39,76 @@ async function fixture(t: Test) {
   return { root, loaded, store, report: () => readReport(loaded, captureLog().log) };
 }
 
-t.test('nothing known: done, agent not running, no sources', async (t) => {
+/** A daemon that runs (this process, by its pid file) and has finished a cycle (its published facts). */
+async function runningAgent(t: Test, loaded: Awaited<ReturnType<typeof deployConfig>>): Promise<void> {
+  const withdraw = await claimDaemon(daemonPresenceFile(loaded.config));
+  t.teardown(withdraw);
+  const file = agentStatusPath(loaded.paths);
+  mkdirSync(path.dirname(file), { recursive: true });
+  const cycle = { startedAt: '2026-02-01T10:01:00.000Z', endedAt: '2026-02-01T10:01:01.000Z' };
+  writeFileSync(
+    file,
+    JSON.stringify({
+      version: 1,
+      pid: process.pid,
+      startedAt: '2026-02-01T10:00:00.000Z',
+      mode: 'run',
+      lastCycle: { ...cycle, result: 'unchanged', exitCode: 0 },
+      sources: [],
+    }),
+  );
+}
+
+t.test('nothing known and no agent: not "all done", the agent has not run here (2)', async (t) => {
   const { report } = await fixture(t);
   const r = await report();
-  t.same(r, { version: 1, agent: { running: false }, sources: [], deployments: [], signals: [] });
-  t.same(verdictOf(r), { exitCode: EXIT.done, reasons: [] });
+  t.same(r, {
+    version: 1,
+    agentVersion: VERSION,
+    agent: { running: false, hasRun: false },
+    sources: [],
+    deployments: [],
+    signals: [],
+  });
+  const v = verdictOf(r);
+  t.equal(v.exitCode, EXIT.agentOrSignalError);
+  t.equal(v.summary, 'the agent has not run here');
+  t.match(v.reasons, [/nothing shows that the agent ever ran here/]);
+  t.same(verdictOf(r, { awaitAgent: true }), { exitCode: 0, summary: 'all done and signalled', reasons: [] });
 });
 
-t.test('each in-progress state keeps the verdict at waiting (3), and says which', async (t) => {
+t.test('a metadata cache is a trace of the agent: nothing to do is then all done (0)', async (t) => {
+  const { loaded, report } = await fixture(t);
+  mkdirSync(loaded.config.DEFAULT.cachedir, { recursive: true });
+  writeFileSync(path.join(loaded.config.DEFAULT.cachedir, 'os_config_files.json'), '[]');
+  const r = await report();
+  t.equal(r.agent.hasRun, true);
+  t.same(verdictOf(r), { exitCode: EXIT.done, summary: 'all done and signalled', reasons: [] });
+});
+
+t.test('work in progress with no agent running: an error that says so (2), the work listed', async (t) => {
+  const { store, report } = await fixture(t);
+  await store.create(f('a', 'alpha'));
+  const v = verdictOf(await report());
+  t.equal(v.exitCode, EXIT.agentOrSignalError);
+  t.equal(v.summary, 'not finished, and no agent is running to finish it');
+  t.match(v.reasons, [/^no agent is running to finish this: start it/, 'deployment a (alpha) is pending']);
+  t.match(formatReport(await report(), v), /^RESULT: not finished, and no agent is running to finish it \(exit 2\)$/m);
+  t.equal(verdictOf(await report(), { awaitAgent: true }).exitCode, EXIT.waiting, 'waiting for an agent to come: 3');
+});
+
+t.test('each in-progress state keeps the verdict at waiting (3) while an agent runs, and says which', async (t) => {
   for (const state of ['pending', 'running', 'applied', 'awaiting-reboot'] as const) {
-    const { store, report } = await fixture(t);
+    const { loaded, store, report } = await fixture(t);
+    await runningAgent(t, loaded);
     const a = await store.create(f('a', 'alpha'));
     if (state !== 'pending') await moveTo(store, a, state);
     const v = verdictOf(await report());
     t.equal(v.exitCode, 3, state);
     t.match(v.reasons[0], `deployment a (alpha) is ${state}`);
   }
-  const { store, report } = await fixture(t);
+  const { loaded, store, report } = await fixture(t);
+  await runningAgent(t, loaded);
   const b = await store.create(f('b', 'beta'));
   await moveTo(store, b, 'done', { failed: false, signal: queuedSignal(target, '{"deploy_stdout": "body"}') });
   const r = await report();
@@ -75,6 +130,7 @@ t.test('finished: 0 when all signalled, 1 when one failed, 2 when a signal faile
   const failed = verdictOf(await report());
   t.equal(failed.exitCode, 1);
   t.same(failed.reasons, ['deployment b (beta) failed with status 3']);
+  t.equal(failed.summary, 'a deployment failed');
   const c = await store.create(f('c', 'gamma'));
   await moveTo(store, c, 'done', {
     failed: false,
@@ -94,15 +150,45 @@ t.test('finished: 0 when all signalled, 1 when one failed, 2 when a signal faile
   t.match(text, /^UNDELIVERED SIGNALS\nKIND\s+ID\s+NAME\s+STATE/m);
   t.match(text, /^deployment\s+c\s+gamma\s+failed\s+HEAT_SIGNAL\s+1\s+-\s+HTTP 403/m);
   t.match(text, /^RESULT: an error in the agent, or a signal not delivered \(exit 2\)$/m);
+  t.match(text, /^ {2}deployment b \(beta\) failed with status 3$/m, 'the failure is listed too');
   const removed = await store.create(f('d', 'old'));
   await store.transition(removed, 'left-metadata', { failed: true, stateBeforeRemoval: 'signalled' });
   t.equal(verdictOf(await report()).exitCode, 2, 'a removed deployment changes nothing');
 });
 
+t.test('a failure outranks what is still in progress: exit 1, and both are listed', async (t) => {
+  const { loaded, store, report } = await fixture(t);
+  await runningAgent(t, loaded);
+  const a = await store.create(f('a', 'alpha'));
+  await moveTo(store, a, 'signalled', { failed: true, exitCode: 0, statusCode: '1', signal: sent });
+  const b = await store.create(f('b', 'beta'));
+  await store.transition(await store.transition(b, 'hook-started', { hookStarts: 1 }), 'hook-finished', {
+    failed: true,
+    exitCode: 0,
+    statusCode: '2',
+    signal: queuedSignal(target, '{}'),
+  });
+  await store.create(f('c', 'gamma'));
+  const r = await report();
+  const v = verdictOf(r);
+  t.equal(v.exitCode, EXIT.deploymentFailed);
+  t.equal(v.summary, '2 deployments failed');
+  t.same(v.reasons, [
+    'deployment a (alpha) failed with status 1',
+    'deployment b (beta) failed with status 2',
+    'deployment c (gamma) is pending',
+    'deployment signal b is not delivered yet (0 attempts)',
+  ]);
+  const json = JSON.parse(JSON.stringify({ ...r, result: v })) as { result: { reasons: string[] } };
+  t.equal(json.result.reasons.length, 4, '--json lists them all too');
+});
+
 t.test(
   'one deployment (status <id>): its own signal counts — pending is waiting (3), failed for good is an error (2)',
   async (t) => {
-    const { store, report } = await fixture(t);
+    const { loaded, store, report } = await fixture(t);
+    await runningAgent(t, loaded);
+    const agent = (await report()).agent;
     const a = await store.create(f('a', 'alpha'));
     const done = await store.transition(await store.transition(a, 'hook-started', { hookStarts: 1 }), 'hook-finished', {
       failed: false,
@@ -112,9 +198,14 @@ t.test(
     const one = (await report()).deployments[0]!;
     t.equal(one.state, 'done');
     t.match(
-      verdictOfDeployment(one),
-      { exitCode: EXIT.waiting, reasons: [/deployment signal a is not delivered yet \(1 attempts\)/] },
+      verdictOfDeployment(one, agent),
+      { exitCode: EXIT.waiting, reasons: [/deployment signal a is not delivered yet \(1 attempt\)$/] },
       'finished but not signalled: still waiting',
+    );
+    t.match(
+      verdictOfDeployment(one, { running: false }),
+      { exitCode: EXIT.agentOrSignalError, reasons: [/^no agent is running to finish this/] },
+      'with no agent to deliver it: an error',
     );
     await store.moveSignal(
       done,
@@ -123,14 +214,17 @@ t.test(
       { lastError: 'HTTP 403 from Heat' },
     );
     t.equal(
-      verdictOfDeployment((await report()).deployments[0]!).exitCode,
+      verdictOfDeployment((await report()).deployments[0]!, agent).exitCode,
       EXIT.agentOrSignalError,
       'its signal failed for good',
     );
     const b = await store.create(f('b', 'beta'));
     await moveTo(store, b, 'signalled', { failed: true, exitCode: 3, statusCode: '3', signal: sent });
     t.equal(
-      verdictOfDeployment((await report()).deployments.find((d) => d.id === 'b')!).exitCode,
+      verdictOfDeployment(
+        (await report()).deployments.find((d) => d.id === 'b')!,
+        agent,
+      ).exitCode,
       EXIT.deploymentFailed,
       'signalled, failed: 1, whatever the others',
     );
@@ -139,6 +233,7 @@ t.test(
 
 t.test('cfn-signal queue entries: pending waits, failed is an error, sent is history; no URL secrets', async (t) => {
   const { loaded, report } = await fixture(t);
+  await runningAgent(t, loaded);
   const dir = signalQueueDir(loaded.config);
   const url = 'http://127.0.0.1:1/v1/signal/arn?Signature=s3cr3t-sig&AWSAccessKeyId=AK';
   const entry = await enqueueSignal(dir, { kind: 'cfn', url, text: '{"Status":"SUCCESS"}' }, Date.now());
@@ -221,7 +316,7 @@ t.test('the agent: running by its pid file, its published facts, and an agent er
   t.notOk(r.agent.lastCycle, "facts of another process are not the running daemon's");
   t.same(
     verdictOf(r),
-    { exitCode: 3, reasons: ['the agent has not finished its first cycle yet'] },
+    { exitCode: 3, summary: 'still in progress', reasons: ['the agent has not finished its first cycle yet'] },
     'a daemon before its first cycle: waiting',
   );
   writeFileSync(file, JSON.stringify(facts));
@@ -234,11 +329,13 @@ t.test('the agent: running by its pid file, its published facts, and an agent er
     lastCycle: facts.lastCycle,
     nextPollAt: facts.nextPollAt,
     pollingIntervalSeconds: 30,
+    hasRun: true,
   });
   t.same(r.sources, facts.sources);
   const v = verdictOf(r);
   t.equal(v.exitCode, 2);
   t.match(v.reasons[0], /last cycle failed \(exit code 1\)/);
+  t.equal(v.summary, "the agent's last cycle failed");
   const text = formatReport(r, v);
   t.match(text, new RegExp(`^AGENT: running \\(pid ${process.pid}, run mode, since 2026-02-01T10:00:00Z\\)$`, 'm'));
   t.match(text, new RegExp(`^ {2}next poll: ${facts.nextPollAt.replace(/\.\d{3}Z$/, 'Z')}$`, 'm'));
@@ -259,7 +356,7 @@ t.test('the agent: running by its pid file, its published facts, and an agent er
 t.test('a source with an entry under a reserved name is an error (2), though its other data is used', async (t) => {
   const lastCycle = { startedAt: '2026-02-01T10:00:00.000Z', endedAt: '2026-02-01T10:00:01.000Z' };
   const agent = { running: true, lastCycle: { ...lastCycle, result: 'applied', exitCode: 0 } } as const;
-  const base = { version: 1, agent, deployments: [], signals: [] } as const;
+  const base = { version: 1, agentVersion: VERSION, agent, deployments: [], signals: [] } as const;
   const source = { name: 'local', consecutiveFailures: 0, lastSuccessAt: '2026-02-01T10:00:00.000Z' };
   t.equal(verdictOf({ ...base, sources: [source] }).exitCode, 0);
   const reserved = {
@@ -268,7 +365,7 @@ t.test('a source with an entry under a reserved name is an error (2), though its
     lastErrorCode: 'ERR_RESERVED_NAME',
     lastError: 'a local file named "heat_local" from local was left out',
   };
-  t.same(verdictOf({ ...base, sources: [reserved] }), {
+  t.match(verdictOf({ ...base, sources: [reserved] }), {
     exitCode: EXIT.agentOrSignalError,
     reasons: ['source local: a local file named "heat_local" from local was left out'],
   });

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { moveTo } from '../helpers/state-path.js';
-import { formatStatusTable, readStatusAll, toStatus } from '../../src/status/status.js';
+import { formatDeployments } from '../../src/status/format.js';
+import { readStatusAll, toStatus } from '../../src/status/status.js';
 import { queuedSignal } from '../../src/signals/outbox.js';
 import { storeFor } from '../../src/state/store.js';
 import { deployConfig } from '../helpers/deploy-fixtures.js';
@@ -88,23 +89,23 @@ t.test('readStatusAll lists every record oldest first, without signal targets or
   t.equal(list[4]?.adopted, true);
 });
 
-t.test('the table: one line per deployment, times without milliseconds, short errors', async (t) => {
+t.test('the table: one line per deployment, times without milliseconds, result and hook exit apart', async (t) => {
   const { loaded } = await fixture(t);
-  const table = formatStatusTable((await readStatusAll(loaded.config, captureLog().log)).deployments);
+  const table = formatDeployments((await readStatusAll(loaded.config, captureLog().log)).deployments);
   const lines = table.trimEnd().split('\n');
   t.equal(lines.length, 6);
-  t.match(lines[0], /^ID\s+NAME\s+GROUP\s+ACTION\s+STATE\s+STARTED\s+ENDED\s+EXIT\s+SIGNAL\s+ERROR$/);
+  t.match(lines[0], /^ID\s+NAME\s+GROUP\s+ACTION\s+STATE\s+STARTED\s+ENDED\s+RESULT\s+HOOK EXIT\s+SIGNAL\s+ERROR$/);
   t.match(
     lines[1],
-    /^a-id\s+alpha\s+script\s+CREATE\s+signalled\s+2026-02-01T10:00:01Z\s+2026-02-01T10:00:02Z\s+0\s+sent CFN_SIGNAL\s+-$/,
+    /^a-id\s+alpha\s+script\s+CREATE\s+signalled\s+2026-02-01T10:00:01Z\s+2026-02-01T10:00:02Z\s+ok\s+0\s+sent CFN_SIGNAL\s+-$/,
   );
   t.match(
     lines[2],
-    /^b-id\s+beta\s+.*done\s+-\s+-\s+2\s+pending HEAT_SIGNAL \(3 tries, next 2026-02-01T11:00:00Z\)\s+deploy_status_code 2$/,
+    /^b-id\s+beta\s+.*done\s+-\s+-\s+failed: 2\s+2\s+pending HEAT_SIGNAL \(3 tries, next 2026-02-01T11:00:00Z\)\s+deploy_status_code 2$/,
   );
-  t.match(lines[3], /^c-id\s+gamma\s+.*pending\s+-\s+-\s+-\s+-\s+-$/);
-  t.match(lines[5], /removed \(adopted\)\s+-\s+2026-02-01T12:00:00Z\s+-\s+none/);
-  t.equal(formatStatusTable([]), 'no deployments known\n');
+  t.match(lines[3], /^c-id\s+gamma\s+.*pending\s+-\s+-\s+-\s+-\s+-\s+-$/);
+  t.match(lines[5], /removed \(adopted\)\s+-\s+2026-02-01T12:00:00Z\s+\S+\s+\S+\s+none/);
+  t.equal(formatDeployments([]), 'no deployments known\n');
 });
 
 t.test('toStatus flattens long errors and scrubs credential-shaped text', async (t) => {
@@ -125,7 +126,18 @@ t.test('toStatus flattens long errors and scrubs credential-shaped text', async 
     signal: { state: 'failed', transport: 'CFN_SIGNAL', attempts: 1, lastError: 'e' },
   });
   t.notMatch(s.lastError, 'abcdef');
-  const table = formatStatusTable([s]);
-  t.match(table, /line one x+…\n$/);
-  t.match(table, /\s1\s+failed CFN_SIGNAL/, 'the status code stands in for a missing exit code');
+  const table = formatDeployments([s]);
+  t.match(
+    table,
+    /line one x{200} https:\/\/h\/v1\/signal\/a\?Signature=\[REDACTED\]&x=1\n$/,
+    'no width: the whole error',
+  );
+  t.match(formatDeployments([s], 120), /line one x+…\n$/, 'a terminal 120 wide: cut to fit');
+  t.ok(
+    formatDeployments([s], 120)
+      .split('\n')
+      .every((l) => l.length <= 120),
+    'every line fits',
+  );
+  t.match(table, /\s-\s+failed CFN_SIGNAL/, 'no hook exit code: "-", never the status code in its place');
 });

@@ -1,9 +1,10 @@
 import t from 'tap';
 import { formatReport as formatDoctor, fail, reportOf } from '../../src/doctor/check.js';
 import { formatDetail } from '../../src/status/detail.js';
-import { formatReport } from '../../src/status/format.js';
-import { EXIT, verdictOf } from '../../src/status/report.js';
-import { formatStatusTable, type DeploymentStatus } from '../../src/status/status.js';
+import { formatDeployments, formatReport } from '../../src/status/format.js';
+import type { DeploymentStatus } from '../../src/status/status.js';
+import { EXIT, verdictOf } from '../../src/status/verdict.js';
+import { VERSION } from '../../src/version.js';
 import { terminalLines, terminalText } from '../../src/util/terminal-text.js';
 
 // Text from metadata shown on a terminal: no control character, no bidi override and no line break of its own
@@ -51,10 +52,11 @@ function assertSafe(t: Test, text: string, lines: number): void {
 }
 
 t.test('status: the deployments table, the sources and the verdict show hostile text escaped', async (t) => {
-  assertSafe(t, formatStatusTable([hostile]), 2);
+  assertSafe(t, formatDeployments([hostile]), 2);
   const report = {
     version: 1,
-    agent: { running: false },
+    agentVersion: VERSION,
+    agent: { running: true },
     sources: [{ name: 'local', consecutiveFailures: 1, lastErrorCode: 'ERR_SOURCE_INVALID_DATA', lastError: HOSTILE }],
     deployments: [{ ...hostile, state: 'running' as const }],
     signals: [],

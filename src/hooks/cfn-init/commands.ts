@@ -36,7 +36,7 @@ export async function applyCommands(run: InitRun, config: string, commands: read
     if (cmd.test !== undefined) {
       const test = await tool(run, { file: '/bin/sh', args: ['-c', cmd.test], ...where });
       if (test.status !== 0) {
-        run.ctx.log.info('command skipped: its test returned false', { command: cmd.name, status: test.status });
+        run.ctx.log.info('command skipped: its test returned false', { command: cmd.name, exitCode: test.status });
         continue;
       }
     }
@@ -52,9 +52,9 @@ export async function applyCommands(run: InitRun, config: string, commands: read
     if (res.status === 0) {
       run.ctx.log.info('command succeeded', { command: cmd.name });
     } else if (cmd.ignoreErrors) {
-      run.ctx.log.warn('command failed; ignoreErrors is set', { command: cmd.name, status: res.status });
+      run.ctx.log.warn('command failed; ignoreErrors is set', { command: cmd.name, exitCode: res.status });
     } else {
-      run.ctx.log.error('command failed', { command: cmd.name, status: res.status });
+      run.ctx.log.error('command failed', { command: cmd.name, exitCode: res.status });
       throw new HookFailure(
         `cfn-init: ${resource} failed with status ${res.status}; the commands after it and the services were not run`,
       );

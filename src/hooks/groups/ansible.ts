@@ -77,7 +77,7 @@ export const hook: BuiltinHook = {
         notInstalled(env, ANSIBLE, command),
       );
       if (run.status === 0) log.info('playbook completed', { playbook });
-      else log.error('playbook failed', { playbook, status: run.status });
+      else log.error('playbook failed', { playbook, exitCode: run.status });
       return result({ ...run, outputs: await readOutputs(deployment, outputsPath, log) });
     } finally {
       await removeOutputs(outputs, id);

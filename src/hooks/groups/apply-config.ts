@@ -43,7 +43,7 @@ export const hook: BuiltinHook = {
         `HEAT_APPLY_CONFIG_CMD names ${command}, which was not found: install it or unset the variable to use the agent's own apply`,
       );
       if (run.status === 0) ctx.log.info('apply-config completed', { command });
-      else ctx.log.error('apply-config failed', { command, status: run.status });
+      else ctx.log.error('apply-config failed', { command, exitCode: run.status });
       return result(run);
     }
     const summary = await applyNatively(ctx);

@@ -61,7 +61,7 @@ export const hook: BuiltinHook = {
     if (command !== undefined) {
       const run = await runTool(ctx, { file: command, args: [], env }, notInstalled(env, CFN_INIT, command));
       if (run.status === 0) log.info('cfn-init completed', { command });
-      else log.error('cfn-init failed', { command, status: run.status });
+      else log.error('cfn-init failed', { command, exitCode: run.status });
       return result(run);
     }
     return runNative(init, ctx);

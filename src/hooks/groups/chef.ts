@@ -79,7 +79,7 @@ export const hook: BuiltinHook = {
         },
         notInstalled(env, CHEF, command),
       );
-      if (run.status !== 0) log.error('chef-client failed', { status: run.status });
+      if (run.status !== 0) log.error('chef-client failed', { exitCode: run.status });
       return result({ ...run, outputs: await readOutputs(deployment, outputsPath, log) });
     } finally {
       await removeOutputs(outputs, id);

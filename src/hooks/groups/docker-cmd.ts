@@ -80,7 +80,7 @@ export const hook: BuiltinHook = {
       log.error('container failed', {
         container: def.name,
         command: formatCommand(docker.command, args),
-        status: run.status,
+        exitCode: run.status,
         reason: lastLine(run.stderr),
       });
     }

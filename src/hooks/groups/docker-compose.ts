@@ -72,7 +72,7 @@ export const hook: BuiltinHook = {
       return result(run);
     }
     // compose's own output is the result, as upstream; the log names the project and the cause.
-    log.error('compose up failed', { project, status: run.status, reason: lastLine(run.stderr) });
+    log.error('compose up failed', { project, exitCode: run.status, reason: lastLine(run.stderr) });
     return result(run);
   },
 

@@ -87,7 +87,7 @@ export const hook: BuiltinHook = {
       // --detailed-exitcodes: 2 means changes were applied, which is a success.
       const status = run.status === 2 ? 0 : run.status;
       if (status === 0) log.info('manifest applied', { manifest });
-      else log.error('manifest failed', { manifest, status: run.status });
+      else log.error('manifest failed', { manifest, exitCode: run.status });
       return result({ ...run, status, outputs: await readOutputs(deployment, outputsPath, log) });
     } finally {
       await removeOutputs(outputs, id);

@@ -84,7 +84,7 @@ export const hook: BuiltinHook = {
       const run = await runTool(ctx, { file: command, args, cwd: working, env }, notInstalled(env, SALT, command));
       const { status, problems, states } = judge(run);
       if (status === 0) log.info('salt state applied', { state: stateFile });
-      else log.error('salt state failed', { state: stateFile, status });
+      else log.error('salt state failed', { state: stateFile, exitCode: status });
       const stderr =
         problems.length === 0
           ? run.stderr

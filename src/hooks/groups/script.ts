@@ -58,7 +58,7 @@ export const hook: BuiltinHook = {
         "the script's interpreter was not found: check the #! line at the top of the config",
       );
       if (run.status === 0) log.info('script completed', { script });
-      else log.error('script failed', { script, status: run.status });
+      else log.error('script failed', { script, exitCode: run.status });
       return result({ ...run, outputs: await readOutputs(deployment, outputsPath, log) });
     } finally {
       await removeOutputs(outputs, deployment.id);

@@ -88,7 +88,7 @@ export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
 
 /** The hook's lines: the agent's log (its INFO lines are detail, so debug), and kept as the executable's stderr. */
 function hookLogOf(o: InProcessOptions): HookLog {
-  const hookLog = o.log.child({ hookGroup: o.hook.group });
+  const hookLog = o.log.child({ group: o.hook.group });
   return new HookLog(`heat-config-${o.hook.group}`, (level, message, fields) =>
     hookLog[LEVELS[level]]({ detail: fields }, message),
   );
@@ -135,7 +135,7 @@ export interface RemovalOptions {
 export async function runRemovalInProcess(o: RemovalOptions): Promise<void> {
   const { removed } = o.hook;
   if (!removed) return;
-  const hookLog = o.log.child({ hookGroup: o.hook.group, deploymentId: o.id });
+  const hookLog = o.log.child({ group: o.hook.group, deploymentId: o.id });
   const log = new HookLog(`heat-config-${o.hook.group}`, (level, message, fields) =>
     hookLog[LEVELS[level]]({ detail: fields }, message),
   );

@@ -63,7 +63,8 @@ export class HookLog {
     let line = `[${pythonLogTime(this.now())}] (${this.name}) [${level}] ${this.mask(message)}`;
     for (const [key, value] of Object.entries(fields)) {
       const text = this.mask(typeof value === 'string' ? value : inputText(value));
-      masked[key] = text;
+      // A number or a boolean holds no secret and keeps its type in the agent's log (exitCode is a number there).
+      masked[key] = typeof value === 'number' || typeof value === 'boolean' ? value : text;
       line += ` ${key}=${text}`;
     }
     line += '\n';

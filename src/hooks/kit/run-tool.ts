@@ -31,7 +31,7 @@ export async function runTool(ctx: HookContext, run: ToolRun, missing: string): 
     const separator = stderr === '' || stderr.endsWith('\n') ? '' : '\n';
     stderr += `${separator}${tool} was killed by ${res.signal}\n`;
   }
-  ctx.log.info('tool exited', { tool, status });
+  ctx.log.info('tool exited', { tool, exitCode: status });
   return { status, stdout: res.stdout, stderr };
 }
 

@@ -57,7 +57,7 @@ function queueClient(deps: QueueDeps): SignalClient<QueuedSignal> {
     unsendableReason: 'the queued signal has no URL, body or token in its file; it cannot be sent',
     pendingOf: (entry) => ({ target: targetOf(entry), text: entry.text, attempts: entry.attempts }),
     logOf: (entry) => deps.log.child({ signalId: entry.id }),
-    fieldsOf: (entry) => ({ kind: entry.kind, to: entry.shownUrl }),
+    fieldsOf: (entry) => ({ kind: entry.kind, destination: entry.shownUrl }),
     record: (entry, decision) => recordDecision(deps.dir, entry, decision),
   };
 }

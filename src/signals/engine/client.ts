@@ -48,15 +48,14 @@ function logDecision(
     log.error({ code: 'ERR_SIGNAL', ...fields }, messages.unsendable);
     return;
   }
-  const { status, attempts } = decision;
+  const { status: httpStatus, attempts } = decision;
   if (decision.event === 'delivered') {
-    if (messages.sent !== undefined) log.info({ ...fields, status, attempts }, messages.sent);
+    if (messages.sent !== undefined) log.info({ ...fields, httpStatus, attempts }, messages.sent);
   } else if (decision.event === 'gave-up') {
-    log.error({ code: 'ERR_SIGNAL', ...fields, status, attempts, reason: decision.lastError }, messages.gaveUp);
+    log.error({ code: 'ERR_SIGNAL', ...fields, httpStatus, attempts, reason: decision.lastError }, messages.gaveUp);
   } else {
-    const retryInSeconds = Math.round(decision.retryInMs / 100) / 10;
     log.warn(
-      { code: 'ERR_SIGNAL', ...fields, status, attempts, retryInSeconds, reason: decision.lastError },
+      { code: 'ERR_SIGNAL', ...fields, httpStatus, attempts, delayMs: decision.retryInMs, reason: decision.lastError },
       messages.retry,
     );
   }

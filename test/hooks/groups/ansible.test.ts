@@ -106,7 +106,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     );
     t.equal(modeOf(varsFile), '600', 'the variables file (which holds every input) is readable by its owner only');
     t.same(readdirSync(outputs), [], 'the outputs are removed once read');
-    t.match(run.stderr, logLine('INFO', 'tool exited tool=ansible-playbook status=0'));
+    t.match(run.stderr, logLine('INFO', 'tool exited tool=ansible-playbook exitCode=0'));
     t.match(run.stderr, logLine('INFO', `playbook completed playbook=${playbookFile}`));
     assertNoSecrets(t, run.stderr, 'the log');
   });
@@ -132,8 +132,8 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       run.stderr,
       logLine('INFO', `running tool command=ansible-playbook -i localhost, ${playbookFile} --extra-vars @${varsFile}`),
     );
-    t.match(run.stderr, logLine('INFO', 'tool exited tool=ansible-playbook status=2'));
-    t.match(run.stderr, logLine('ERROR', `playbook failed playbook=${playbookFile} status=2`));
+    t.match(run.stderr, logLine('INFO', 'tool exited tool=ansible-playbook exitCode=2'));
+    t.match(run.stderr, logLine('ERROR', `playbook failed playbook=${playbookFile} exitCode=2`));
     t.equal(readFileSync(playbookFile, 'utf8'), playbook, 'the failed playbook is kept too');
   });
 
@@ -198,7 +198,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     t.equal(variables.heat_outputs_path, path.join(outputs, 'ans-0001'));
     t.equal(readFileSync(playbook, 'utf8'), '- hosts: all\n', 'the playbook is kept after the run');
     t.equal(readFileSync(vars, 'utf8'), rec.files[vars]?.content, 'the variables file is kept after the run');
-    t.match(run.stderr, logLine('ERROR', `playbook failed playbook=${playbook} status=4`));
+    t.match(run.stderr, logLine('ERROR', `playbook failed playbook=${playbook} exitCode=4`));
 
     // Defaults: HEAT_ANSIBLE_INVENTORY, no optional flags.
     await runIn('ansible', deployment('- hosts: all\n'), { env: { ...fakeEnv, HEAT_ANSIBLE_INVENTORY: '/etc/inv' } });

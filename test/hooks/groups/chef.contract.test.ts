@@ -143,7 +143,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       t.same(readdirSync(working).sort(), ['client.rb', 'node'], 'nothing else is left in the working directory');
       t.same(readdirSync(outputs), [], 'the outputs are removed once read');
       t.match(run.stderr, logLine('INFO', `running tool command=chef-client -z --config ${clientRb} -j ${nodeFile}`));
-      t.match(run.stderr, logLine('INFO', 'tool exited tool=chef-client status=0'));
+      t.match(run.stderr, logLine('INFO', 'tool exited tool=chef-client exitCode=0'));
       t.notMatch(run.stderr, /\[ERROR\]/, 'no error logged');
       assertNoSecrets(t, run.stderr, 'the log');
     },
@@ -168,8 +168,8 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     t.same(run.result, { deploy_stdout: '', deploy_stderr: 'FATAL: boom', deploy_status_code: 3 });
     const rec = readRecords(record)[0];
     t.match(JSON.parse(Object.values(rec?.files ?? {})[1]?.content ?? '{}'), { run_list: ['recipe[x]'] });
-    t.match(run.stderr, logLine('INFO', 'tool exited tool=cinc-client status=3'));
-    t.match(run.stderr, logLine('ERROR', 'chef-client failed status=3'));
+    t.match(run.stderr, logLine('INFO', 'tool exited tool=cinc-client exitCode=3'));
+    t.match(run.stderr, logLine('ERROR', 'chef-client failed exitCode=3'));
   });
 
 for (const { name: mode, run: runIn } of HOOK_MODES)

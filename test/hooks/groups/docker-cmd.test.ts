@@ -263,7 +263,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       );
       t.match(
         missing.stderr,
-        new RegExp(`container failed container=${mode}-ghost .*status=125 reason=docker: Error response from daemon`),
+        new RegExp(`container failed container=${mode}-ghost .*exitCode=125 reason=docker: Error response from daemon`),
         'the log names the container and the cause',
       );
       t.same(namesOf(`img-${mode}`), [`${mode}-later`], 'the other containers still run, as upstream');
@@ -388,7 +388,7 @@ t.test(
     );
     t.match(
       run.stderr,
-      /container failed container=bad .*status=2 reason=Creating bad\.\.\./,
+      /container failed container=bad .*exitCode=2 reason=Creating bad\.\.\./,
       'the log names the failing container',
     );
   },

@@ -227,7 +227,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     );
     t.match(
       dead.stderr,
-      /compose up failed project=.*dead status=1 reason=.*Error while fetching server API version/,
+      /compose up failed project=.*dead exitCode=1 reason=.*Error while fetching server API version/,
       "deploy_stderr is compose's own output, as upstream; the log names the project and the cause",
     );
     t.ok(existsSync(path.join(working, 'dead', 'docker-compose.yml')), 'the project is written, to be retried');

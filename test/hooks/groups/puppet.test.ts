@@ -126,8 +126,8 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       `${String(run.result.deploy_stdout)}${String(run.result.deploy_stderr)}`,
       /'\/bin\/false' returned 1 instead of one of \[0\]/,
     );
-    t.match(run.stderr, logLine('INFO', 'tool exited tool=puppet status=4'));
-    t.match(run.stderr, logLine('ERROR', `manifest failed manifest=${path.join(working, 'pup-0001.pp')} status=4`));
+    t.match(run.stderr, logLine('INFO', 'tool exited tool=puppet exitCode=4'));
+    t.match(run.stderr, logLine('ERROR', `manifest failed manifest=${path.join(working, 'pup-0001.pp')} exitCode=4`));
   });
 
 for (const { name: mode, run: runIn } of HOOK_MODES)
@@ -218,7 +218,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     );
     t.same(rec2?.argv, ['apply', '--color', 'false', '--detailed-exitcodes', '--logdest', 'console', manifest]);
     t.equal(readFileSync(manifest, 'utf8'), 'x', 'the kept manifest is rewritten by the next run');
-    t.match(failed.stderr, logLine('ERROR', `manifest failed manifest=${manifest} status=6`));
+    t.match(failed.stderr, logLine('ERROR', `manifest failed manifest=${manifest} exitCode=6`));
   });
 
 for (const { name: mode, run: runIn } of HOOK_MODES)

@@ -179,7 +179,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
         ),
         'the command is logged, secrets masked',
       );
-      t.match(run.stderr, logLine('INFO', 'tool exited tool=salt-call status=0'));
+      t.match(run.stderr, logLine('INFO', 'tool exited tool=salt-call exitCode=0'));
       t.match(run.stderr, logLine('INFO', `salt state applied state=${stateFile}`));
     },
   );
@@ -226,8 +226,8 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       failed.result.deploy_stderr,
       'err\nconf: Source file salt://x not found\nsvc: One or more requisite failed\nconf\n',
     );
-    t.match(failed.stderr, logLine('INFO', 'tool exited tool=salt-call status=2'));
-    t.match(failed.stderr, logLine('ERROR', `salt state failed state=${stateFile} status=2`));
+    t.match(failed.stderr, logLine('INFO', 'tool exited tool=salt-call exitCode=2'));
+    t.match(failed.stderr, logLine('ERROR', `salt state failed state=${stateFile} exitCode=2`));
     t.same(
       readdirSync(working).sort(),
       ['salt-0001.minion', 'salt-0001.sls'],
@@ -238,14 +238,14 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       env: { ...env, FAKE_TOOL_STDOUT: saltOutput(states), FAKE_TOOL_EXIT: '0' },
     });
     t.equal(zeroButFailed.result.deploy_status_code, 1, 'a failed state is a failure whatever salt-call exits with');
-    t.match(zeroButFailed.stderr, logLine('INFO', 'tool exited tool=salt-call status=0'));
-    t.match(zeroButFailed.stderr, logLine('ERROR', `salt state failed state=${stateFile} status=1`));
+    t.match(zeroButFailed.stderr, logLine('INFO', 'tool exited tool=salt-call exitCode=0'));
+    t.match(zeroButFailed.stderr, logLine('ERROR', `salt state failed state=${stateFile} exitCode=1`));
 
     const okButNonZero = await runIn('salt', deployment('x'), {
       env: { ...env, FAKE_TOOL_STDOUT: saltOutput(okState('a')), FAKE_TOOL_EXIT: '1' },
     });
     t.equal(okButNonZero.result.deploy_status_code, 0, 'every state succeeded: success, as upstream (bug 1483336)');
-    t.match(okButNonZero.stderr, logLine('INFO', 'tool exited tool=salt-call status=1'));
+    t.match(okButNonZero.stderr, logLine('INFO', 'tool exited tool=salt-call exitCode=1'));
     t.match(okButNonZero.stderr, logLine('INFO', `salt state applied state=${stateFile}`));
     t.notMatch(okButNonZero.stderr, /\[ERROR\]/);
   });

@@ -132,7 +132,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       deploy_stderr: 'went wrong\n',
       deploy_status_code: 7,
     });
-    t.match(run.stderr, /\[ERROR\] script failed script=.*dep-0001 status=7/);
+    t.match(run.stderr, /\[ERROR\] script failed script=.*dep-0001 exitCode=7/);
   });
 
 for (const { name: mode, run: runIn } of HOOK_MODES)

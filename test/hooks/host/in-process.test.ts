@@ -161,7 +161,7 @@ t.test(
     t.equal(body('throws').deploy_status_code, 1);
     t.match(body('throws').deploy_stderr, /^the script hook failed: EISDIR/);
     t.ok(
-      h.captured.lines.some((l) => l.msg === 'hook crashed' && l.level === 'error' && l.hookGroup === 'script'),
+      h.captured.lines.some((l) => l.msg === 'hook crashed' && l.level === 'error' && l.group === 'script'),
       "the crash is in the agent's log",
     );
 
