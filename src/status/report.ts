@@ -155,7 +155,11 @@ export function verdictOf(report: StatusReport): Verdict {
     ...(report.agent.running && !report.agent.lastCycle ? ['the agent has not finished its first cycle yet'] : []),
     ...report.deployments
       .filter((d) => isInProgress(d.state))
-      .map((d) => `deployment ${d.id} (${d.name}) is ${d.state}`),
+      .map((d) =>
+        d.state === 'running' && d.lastError !== undefined
+          ? `deployment ${d.id} (${d.name}) stopped: ${d.lastError}`
+          : `deployment ${d.id} (${d.name}) is ${d.state}`,
+      ),
     ...report.signals
       .filter((s) => s.state === 'pending')
       .map((s) => `${s.kind} signal ${s.id} is not delivered yet (${s.attempts} attempts)`),
