@@ -4,6 +4,7 @@ import { jsonDepth, MAX_JSON_DEPTH } from '../util/json-depth.js';
 import { deepMerge, isJsonObject, type JsonObject } from '../util/json-merge.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { MetadataError } from './apply-errors.js';
+import { parsePythonJson } from '../util/python-json-parse.js';
 
 // Which metadata files os-apply-config reads, and how it merges them: the fallback files first (lowest priority),
 // then -m files, or else $OS_CONFIG_FILES, or else the JSON list in os_config_files.json; later files win, objects
@@ -58,7 +59,7 @@ function readFileList(mapped: string, shown: string): string[] {
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parsePythonJson(text);
   } catch (err) {
     throw new MetadataError(`Could not parse ${shown}: ${(err as Error).message}`, { cause: err });
   }
@@ -105,7 +106,7 @@ function readMetadataFile(file: string): unknown {
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parsePythonJson(text);
   } catch (err) {
     throw new MetadataError(`Could not parse metadata file: ${file} (${(err as Error).message})`, { cause: err });
   }

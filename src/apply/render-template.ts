@@ -1,4 +1,6 @@
 import { isJsonObject } from '../util/json-merge.js';
+import { TemplateError } from './apply-errors.js';
+import { ExactNumber } from '../util/exact-number.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { parseTemplate, type Node } from './mustache-parse.js';
 
@@ -35,9 +37,24 @@ export function interpolateValue(value: unknown): string {
   return pythonJsonDumps(value);
 }
 
+/** In a `u` regex a surrogate pair is one code point, so only a lone surrogate is of category Cs. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Text a UTF-8 file can hold. A lone surrogate (which JSON carries as "\\ud800") cannot be encoded: os-apply-config
+ * dies on it with UnicodeEncodeError, and writing U+FFFD instead would change the value silently.
+ */
+function writableText(text: string, name: string): string {
+  if (!LONE_SURROGATE.test(text)) return text;
+  throw new TemplateError(
+    `the value of {{${name}}} holds a lone UTF-16 surrogate, which a UTF-8 file cannot hold; fix that value in the metadata`,
+  );
+}
+
 /** Python truthiness of a JSON value: false, null, 0, "", [] and {} are false. */
 export function isTruthy(value: unknown): boolean {
   if (value === null || value === undefined || value === false || value === 0 || value === '') return false;
+  if (value instanceof ExactNumber) return value.value !== 0;
   if (Array.isArray(value)) return value.length > 0;
   if (isJsonObject(value)) return Object.keys(value).length > 0;
   return true;
@@ -68,7 +85,7 @@ function renderNodes(nodes: readonly Node[], stack: unknown[], out: Output): voi
       for (let i = 1; i < path.length && value !== MISSING; i++) value = ownMember(value, path[i] as string);
     }
     if (node.kind === 'var') {
-      if (value !== MISSING) out.parts.push(interpolateValue(value));
+      if (value !== MISSING) out.parts.push(writableText(interpolateValue(value), node.name));
       else if (!out.missing.includes(node.name)) out.missing.push(node.name);
       continue;
     }

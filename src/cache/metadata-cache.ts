@@ -7,6 +7,7 @@ import { jsonEqual, jsonIdentical } from '../util/json-equal.js';
 import { isDirectory } from '../util/path-kind.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { checkFileName } from '../util/safe-name.js';
+import { parsePythonJson } from '../util/python-json-parse.js';
 import { TrustCheck, UntrustedPathError } from '../util/trust.js';
 
 // The os-collect-config cache, file for file:
@@ -97,7 +98,7 @@ export class MetadataCache {
     // A commit copies the cache file byte for byte, so an unchanged key has the same text in both.
     if (last === text) return true;
     try {
-      return jsonEqual(JSON.parse(last), value);
+      return jsonEqual(parsePythonJson(last), value);
     } catch {
       this.log.warn(
         { code: 'ERR_CACHE_CORRUPT', key, file: `${file}.last` },
@@ -171,7 +172,7 @@ export class MetadataCache {
 /** Whether a cache file's text is valid JSON holding `value`, keys in the same order (a damaged file is not). */
 function holdsValue(text: string, value: unknown): boolean {
   try {
-    return jsonIdentical(JSON.parse(text), value);
+    return jsonIdentical(parsePythonJson(text), value);
   } catch {
     return false;
   }

@@ -1,3 +1,4 @@
+import { parsePythonJson } from '../util/python-json-parse.js';
 import { describeStackResourceUrl } from '../collectors/cfn-signature.js';
 import { parseXml, type XmlElement } from '../collectors/cfn-response.js';
 import { errorMessage } from '../errors.js';
@@ -60,7 +61,7 @@ export async function describeResourceMetadata(http: HttpClient, req: DescribeRe
   const metadata = detail ? path(detail, ['Metadata']) : undefined;
   if (!metadata) throw new CfnMetadataError(`heat-api-cfn at ${shown} sent no Metadata for ${what}`);
   try {
-    return JSON.parse(metadata.text) as unknown;
+    return parsePythonJson(metadata.text);
   } catch {
     throw new CfnMetadataError(`the Metadata heat-api-cfn sent for ${what} is not JSON`);
   }

@@ -1,3 +1,5 @@
+import { pythonJsonDumps } from '../util/python-json.js';
+import { parsePythonJson } from '../util/python-json-parse.js';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
@@ -38,7 +40,7 @@ export async function readBaseline(paths: PathMapper, resource: string): Promise
     const text = await readSmall(file);
     if (text === undefined) continue;
     try {
-      return JSON.parse(text) as unknown;
+      return parsePythonJson(text);
     } catch {
       return undefined;
     }
@@ -50,7 +52,8 @@ export async function readBaseline(paths: PathMapper, resource: string): Promise
 export async function saveMetadata(paths: PathMapper, metadata: unknown, resource?: string): Promise<void> {
   const shared = cfnPath(paths, 'lastMetadata');
   await mkdir(path.dirname(shared), { recursive: true, mode: 0o700 });
-  const text = JSON.stringify(metadata);
+  // As heat-cfntools writes it (json.dumps): exact numbers, NaN and Infinity kept.
+  const text = pythonJsonDumps(metadata);
   await writeFileAtomic(shared, text, { mode: 0o600 });
   if (resource !== undefined) await writeFileAtomic(ownCopy(paths, resource), text, { mode: 0o600 });
 }

@@ -1,3 +1,4 @@
+import { parsePythonJson } from '../util/python-json-parse.js';
 import type { HttpClient } from '../http/types.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import type { HookLog } from '../hooks/kit/hook-log.js';
@@ -65,7 +66,7 @@ export async function retrieveMetadata(o: RetrieveOptions): Promise<Retrieved> {
       'no credentials were given and there is no local copy of the metadata (/var/cache/heat-cfntools/last_metadata, /var/lib/heat-cfntools/cfn-init-data): give --access-key and --secret-key, or --credential-file',
     );
   try {
-    return { metadata: JSON.parse(local.text) as unknown, from: local.file };
+    return { metadata: parsePythonJson(local.text), from: local.file };
   } catch {
     throw new CfnMetadataError(`the local metadata ${local.file} is not JSON`);
   }

@@ -1,6 +1,7 @@
 import { SaxesParser } from 'saxes';
 import { SourceUnavailableError } from '../errors.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { parsePythonJson } from '../util/python-json-parse.js';
 
 // heat-api-cfn's DescribeStackResource answer, read with saxes: a strict XML 1.0 parser that refuses anything not
 // well-formed, including a reference to an entity XML does not predefine. A DOCTYPE is refused outright (nothing of a
@@ -67,7 +68,7 @@ export function extractMetadata(
   if (!fieldEl) throw invalid(`path ${p.spec} does not exist in the response from ${shown}`);
   let value: unknown;
   try {
-    value = JSON.parse(fieldEl.text);
+    value = parsePythonJson(fieldEl.text);
   } catch {
     throw invalid(`${p.field} of ${p.spec} is not valid JSON`);
   }

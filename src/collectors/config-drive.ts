@@ -6,6 +6,7 @@ import { readJsonFile } from '../util/read-json-file.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { ec2FromOpenstack } from './openstack-metadata.js';
 import { runTool, type ToolResult } from './run-tool.js';
+import { parsePythonJson } from '../util/python-json-parse.js';
 
 // The OpenStack config drive as os-collect-config's ec2 collector reads it (config_drive.py): the first block device
 // blkid reports with LABEL=config-2 and TYPE vfat or iso9660; its existing mount from /proc/mounts if it has one,
@@ -205,7 +206,7 @@ async function withoutMount(
     }
     let value: unknown;
     try {
-      value = JSON.parse(res.stdout.toString('utf8'));
+      value = parsePythonJson(res.stdout.toString('utf8'));
     } catch (err) {
       return {
         kind: 'unusable',

@@ -6,6 +6,7 @@ import { explodeDeployments } from './explode-deployments.js';
 import { checkConfigured, sourceSession, withToken } from './keystone-source.js';
 import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
+import { parsePythonJson } from '../util/python-json-parse.js';
 
 // `heat`: the server resource's metadata from the Heat native API, with a Keystone v3 password login. Differences
 // from upstream: the token is kept across polls until it nears expiry or Heat answers 401 (upstream logged in on
@@ -39,7 +40,7 @@ export const heatCollector: Collector<HeatMemory> = {
     }
     let body: unknown;
     try {
-      body = JSON.parse(res.body.toString('utf8'));
+      body = parsePythonJson(res.body.toString('utf8'));
     } catch {
       throw new SourceUnavailableError('heat', `Heat at ${res.redactedUrl} returned a body that is not JSON`, {
         code: 'ERR_SOURCE_INVALID_DATA',

@@ -1,4 +1,5 @@
 import { setOwnKey } from '../util/json-merge.js';
+import { ExactNumber } from '../util/exact-number.js';
 
 // A config drive without ec2/latest/meta-data.json (nova can leave the EC2 tree out) still has OpenStack's
 // openstack/latest/meta_data.json. Templates written for the ec2 source name EC2 keys, so the keys both formats carry
@@ -13,7 +14,7 @@ export function ec2FromOpenstack(doc: Record<string, unknown>): Record<string, u
   // A key named "__proto__" in the drive's JSON is data, not a prototype change.
   const set = (key: string, value: unknown): void => setOwnKey(out, key, value);
   const text = (v: unknown): string | undefined =>
-    typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
+    typeof v === 'string' ? v : typeof v === 'number' || v instanceof ExactNumber ? String(v) : undefined;
 
   const uuid = text(doc.uuid);
   if (uuid !== undefined) set('instance-id', uuid);

@@ -5,6 +5,7 @@ import { isJsonObject } from '../util/json-merge.js';
 import { explodeDeployments } from './explode-deployments.js';
 import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, CollectedPair, Collector, CollectResult } from './types.js';
+import { parsePythonJson } from '../util/python-json-parse.js';
 
 // `request`: one JSON document from any URL, typically a Swift TempURL that Heat rewrites on every metadata change
 // (POLL_TEMP_URL). Upstream did HEAD + full GET on every poll, its Last-Modified check being dead code (B10); here
@@ -73,7 +74,7 @@ export const requestCollector: Collector<RequestMemory> = {
     }
     let doc: unknown;
     try {
-      doc = JSON.parse(res.body.toString('utf8'));
+      doc = parsePythonJson(res.body.toString('utf8'));
     } catch {
       throw new SourceUnavailableError('request', `${shown} did not return valid JSON`, {
         code: 'ERR_SOURCE_INVALID_DATA',

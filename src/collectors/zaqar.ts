@@ -11,6 +11,7 @@ import { checkConfigured, sourceSession, withToken } from './keystone-source.js'
 import { sourceErrorFromHttp } from './source-error.js';
 import { closeWebsocket, popOverWebsocket, type ZaqarWebsocketMemory } from './zaqar-websocket.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
+import { parsePythonJson } from '../util/python-json-parse.js';
 
 // `zaqar`: Heat posts the whole server metadata to a Zaqar queue on every change (ZAQAR_MESSAGE); each poll pops
 // (reads and deletes) one message, as upstream does with the v2 HTTP API. The Keystone token is kept across polls
@@ -51,7 +52,7 @@ export const zaqarCollector: Collector<ZaqarMemory> = {
     }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(res.body.toString('utf8'));
+      parsed = parsePythonJson(res.body.toString('utf8'));
     } catch {
       throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} returned a body that is not JSON`, {
         code: 'ERR_SOURCE_INVALID_DATA',

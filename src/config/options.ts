@@ -127,6 +127,10 @@ export const SCHEMA = {
     ),
     watch: bool(true, 'Watch local sources and start a cycle as soon as they change.'),
     watch_debounce: float(0.02, 'Seconds to wait for a burst of local changes to settle.'),
+    poll_after_signal: bool(
+      true,
+      "After the agent signals Heat, poll at min_polling_interval again and back off to polling_interval (false: upstream's sequence, which never shrinks).",
+    ),
     poll_jitter: float(0.1, 'Random fraction (0-1) added to each sleep so a fleet does not poll in lockstep.'),
     http_max_bytes: int(16 * 1024 * 1024, 'Largest metadata response accepted, in bytes.'),
     http_retries: int(2, 'Retries of a failed request within one poll (5xx and network errors only).'),

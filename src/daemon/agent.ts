@@ -15,7 +15,7 @@ import { reloadConfig } from './config-reload.js';
 import { runCycle, type CycleHost, type CycleReport } from './cycle.js';
 import type { Pipeline } from './pipeline.js';
 import type { RetryLoop } from './retry-loop.js';
-import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
+import { pollSleep, pollTiming, splaySeconds } from './schedule.js';
 import { InstalledFilesWatch, startedBySystemd } from './self-upgrade.js';
 import { Waker } from './waker.js';
 import { CollectorWatch } from './watch.js';
@@ -39,6 +39,8 @@ export class Agent {
   private readonly failing = new Set<string>();
   private readonly waker = new Waker();
   private reloadRequested = false;
+  /** A signal reached Heat outside a cycle (outbox, cfn-signal queue) since the last sleep began. */
+  private signalledMeanwhile = false;
   private readonly watch: CollectorWatch;
   /** The daemon loop's facts for `status` (not in one-time runs). */
   private status: AgentStatusPublisher | undefined;
@@ -190,7 +192,7 @@ export class Agent {
         await status.cycleEnded(result, report.exitCode, undefined);
         continue;
       }
-      sleep = await this.sleepAfter(config, { status, result, exitCode: report.exitCode }, sleep, random, signal);
+      sleep = await this.sleepAfter(config, { status, result, report }, sleep, random, signal);
     }
     await this.watch.close();
     await services.outbox?.done;
@@ -211,7 +213,7 @@ export class Agent {
       log.child({ component: 'self-upgrade' }),
     );
     await this.watch.restart(this.loadedConfig.config);
-    const inForce = { loaded: () => this.loadedConfig, http: () => this.http };
+    const inForce = { loaded: () => this.loadedConfig, http: () => this.http, signalled: () => this.sentMeanwhile() };
     const native = this.deps.mode === 'run' && this.loadedConfig.config.agent.native_pipeline;
     const outbox =
       this.deps.backgroundPass && native ? startOutbox(this.deps.backgroundPass, inForce, log, signal) : undefined;
@@ -265,26 +267,27 @@ export class Agent {
   /** Publishes the cycle's end and sleeps until the next poll (or a wake-up); returns the sleep it chose. */
   private async sleepAfter(
     config: AgentConfig,
-    ended: { status: AgentStatusPublisher; result: CycleResult; exitCode: number },
+    ended: { status: AgentStatusPublisher; result: CycleResult; report: CycleReport },
     previous: number | undefined,
     random: () => number,
     signal: AbortSignal,
   ): Promise<number> {
-    const sleep = nextSleepSeconds(previous, config.DEFAULT.min_polling_interval, config.DEFAULT.polling_interval);
-    const spread =
-      config.agent.poll_jitter > 0 ? capPhaseOffset(previous, sleep, config.DEFAULT.polling_interval, random()) : 0;
-    const seconds = withJitter(sleep, config.agent.poll_jitter, random()) + spread;
-    await ended.status.cycleEnded(
-      ended.result,
-      ended.exitCode,
-      Date.now() + seconds * 1000,
-      config.DEFAULT.polling_interval,
-    );
+    const signalled = (ended.report.signalled ?? 0) > 0 || this.signalledMeanwhile;
+    const { sleep, seconds } = pollSleep(previous, pollTiming(config), signalled, random);
+    this.signalledMeanwhile = false;
+    const nextAt = Date.now() + seconds * 1000;
+    await ended.status.cycleEnded(ended.result, ended.report.exitCode, nextAt, config.DEFAULT.polling_interval);
     this.deps.log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
     this.deps.service?.progress(seconds * 1000 + this.stallMs(), this.stallMs());
     const reason = await this.waker.wait(seconds * 1000, signal);
     if (reason === 'woken') this.deps.log.debug('woken early');
     return sleep;
+  }
+
+  /** A signal went out beside the loop: the next sleep starts again at min_polling_interval, and the current one ends. */
+  private sentMeanwhile(): void {
+    this.signalledMeanwhile = true;
+    if (this.loadedConfig.config.agent.poll_after_signal) this.waker.wake();
   }
 
   private stallMs(): number {

@@ -19,14 +19,15 @@ export type OutboxPass = (
 
 /** A service of the daemon (the cfn-signal queue, the built-in cfn-hup): runs until the signal aborts. */
 export type DaemonService = (
-  ctx: { loaded: () => LoadedConfig; http: () => HttpClient; log: Logger },
+  ctx: { loaded: () => LoadedConfig; http: () => HttpClient; log: Logger; signalled?: () => void },
   signal: AbortSignal,
 ) => Promise<void>;
 
-/** The configuration and HTTP client in force now. */
+/** The configuration and HTTP client in force now, and whom to tell that a signal reached Heat. */
 export interface InForce {
   loaded(): LoadedConfig;
   http(): HttpClient;
+  signalled?(): void;
 }
 
 /** The outbox's loop, woken by a cycle that ran a pipeline; `done` settles when the signal aborts. */
@@ -37,7 +38,15 @@ export function startOutbox(
   signal: AbortSignal,
 ): { loop: RetryLoop; done: Promise<void> } {
   const olog = log.child({ component: 'outbox' });
-  const loop = new RetryLoop('signal outbox', (s) => pass(inForce.loaded(), olog, inForce.http(), s), olog);
+  const loop = new RetryLoop(
+    'signal outbox',
+    async (s) => {
+      const result = await pass(inForce.loaded(), olog, inForce.http(), s);
+      if ((result.sent ?? 0) > 0) inForce.signalled?.();
+      return result;
+    },
+    olog,
+  );
   return { loop, done: loop.run(signal) };
 }
 
@@ -55,7 +64,8 @@ export function startSignalQueue(
   signal: AbortSignal,
 ): Promise<void> {
   const qlog = log.child({ component: 'signal-queue' });
-  return service({ loaded: () => inForce.loaded(), http: () => inForce.http(), log: qlog }, signal).catch(
+  const signalled = () => inForce.signalled?.();
+  return service({ loaded: () => inForce.loaded(), http: () => inForce.http(), log: qlog, signalled }, signal).catch(
     (err: unknown) => {
       qlog.error({ reason: errorMessage(err) }, 'signal queue stopped; queued signals wait for the next start');
     },

@@ -14,7 +14,7 @@ import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import type { PathMapper } from '../util/rooted-path.js';
-import { shallowMerge, type JsonObject } from '../util/json-merge.js';
+import { isJsonObject, setOwnKey, shallowMerge, type JsonObject } from '../util/json-merge.js';
 import { MAX_JSON_DEPTH, jsonDepth } from '../util/json-depth.js';
 
 // One pass over the configured collectors, in order (upstream collect_all). Differences from upstream, each to keep
@@ -74,7 +74,7 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
       now: deps.now ?? Date.now,
     };
     try {
-      const pairs = checkedPairs(name, (await collector.collect(ctx)).pairs, log);
+      const pairs = checkedPairs((await collector.collect(ctx)).pairs, slot.lastPairs, log);
       slot.lastPairs = pairs;
       ordered.push(...pairs);
       available.push(name);
@@ -101,22 +101,53 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
   return { pairs, files, changedKeys, failures, available };
 }
 
-/** A collector's pairs as the cache may take them: too deep refuses the source, an unsafe key is dropped. */
-function checkedPairs(name: string, pairs: readonly CollectedPair[], log: Logger): CollectedPair[] {
+/**
+ * A collector's pairs as the cache may take them. A value nested too deep to carry is refused by itself, naming the
+ * key, and the rest of the document is kept: a top-level key of a document, or else the pair, keeps its last good
+ * value (or is left out). An unsafe key is dropped.
+ */
+function checkedPairs(
+  pairs: readonly CollectedPair[],
+  lastPairs: readonly CollectedPair[] | undefined,
+  log: Logger,
+): CollectedPair[] {
+  const out: CollectedPair[] = [];
   for (const p of pairs) {
-    if (jsonDepth(p.value) > MAX_JSON_DEPTH) {
-      throw new SourceUnavailableError(
-        name,
-        `data for "${String(p.key).slice(0, 80)}" is nested deeper than ${MAX_JSON_DEPTH} levels; refused`,
-        { code: 'ERR_SOURCE_INVALID_DATA' },
-      );
+    if (!isSafeFileName(p.key)) {
+      log.warn({ key: String(p.key).slice(0, 80) }, 'key is not a safe file name; dropped');
+      continue;
+    }
+    if (jsonDepth(p.value) <= MAX_JSON_DEPTH) {
+      out.push(p);
+      continue;
+    }
+    const last = lastPairs?.find((l) => l.key === p.key)?.value;
+    const value = withoutDeepKeys(p.key, p.value, last, (key) =>
+      log.warn(
+        { code: 'ERR_SOURCE_INVALID_DATA', key: key.slice(0, 160), maxDepth: MAX_JSON_DEPTH },
+        'value is nested too deep to carry; refused, its last good value and the rest of the document are kept',
+      ),
+    );
+    if (value !== undefined) out.push({ key: p.key, value });
+  }
+  return out;
+}
+
+/** A too deep value without its too deep top-level keys, each replaced by its last good value when there is one. */
+function withoutDeepKeys(key: string, value: unknown, last: unknown, refuse: (key: string) => void): unknown {
+  if (!isJsonObject(value)) {
+    refuse(key);
+    return last;
+  }
+  const kept: JsonObject = {};
+  for (const k of Object.keys(value)) {
+    if (jsonDepth(value[k]) < MAX_JSON_DEPTH) setOwnKey(kept, k, value[k]);
+    else {
+      refuse(`${key}.${k}`);
+      if (isJsonObject(last) && Object.hasOwn(last, k)) setOwnKey(kept, k, last[k]);
     }
   }
-  return pairs.filter((p) => {
-    if (isSafeFileName(p.key)) return true;
-    log.warn({ key: String(p.key).slice(0, 80) }, 'key is not a safe file name; dropped');
-    return false;
-  });
+  return kept;
 }
 
 /** A source that failed this pass: told to the observer, logged once per transition (a bug always). */

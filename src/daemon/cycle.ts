@@ -15,6 +15,8 @@ export interface CycleReport {
   readonly ran: boolean;
   readonly exitCode: number;
   readonly failures: CollectionOutcome['failures'];
+  /** Signals the pipeline sent (or queued) to Heat in this cycle (0 when it did not say, or did not run). */
+  readonly signalled?: number;
 }
 
 /** What a cycle needs of the agent that runs it. */
@@ -47,11 +49,12 @@ export async function runCycle(host: CycleHost, signal: AbortSignal, force: bool
   const outcome = await collectAndConfigure(host, signal);
   const badInput = outcome.failures.some((f) => BAD_INPUT_CODES.has(f.code));
   const failureExit = host.strictExit && badInput ? 1 : 0;
-  const report = (ran: boolean, exitCode: number): CycleReport => ({
+  const report = (ran: boolean, exitCode: number, signalled = 0): CycleReport => ({
     changedKeys: outcome.changedKeys,
     ran,
     exitCode,
     failures: outcome.failures,
+    signalled,
   });
   if (outcome.changedKeys.length === 0 && !force) {
     log.debug('no changes detected');
@@ -63,7 +66,9 @@ export async function runCycle(host: CycleHost, signal: AbortSignal, force: bool
   log.info({ changed: outcome.changedKeys, force }, 'metadata changed');
   const hashBefore = await hashConfigFiles(host.loaded().hashedFiles);
   const pipeline = host.pipeline();
-  const exitCode = pipeline ? await runPipeline(host, pipeline, outcome, signal, force) : 0;
+  const { exitCode, signalled } = pipeline
+    ? await runPipeline(host, pipeline, outcome, signal, force)
+    : { exitCode: 0, signalled: 0 };
   if (exitCode === 0 && !signal.aborted) {
     for (const key of outcome.changedKeys) await cache.commit(key);
     log.info({ committed: outcome.changedKeys.length }, 'cycle complete; cache committed');
@@ -72,7 +77,7 @@ export async function runCycle(host: CycleHost, signal: AbortSignal, force: bool
   }
   // Upstream re-execs when the config files changed after a command run; here: reload in-process.
   if ((await hashConfigFiles(host.loaded().hashedFiles)) !== hashBefore) host.reloadBeforeNextCycle();
-  return report(pipeline !== undefined, exitCode || failureExit);
+  return report(pipeline !== undefined, exitCode || failureExit, signalled);
 }
 
 /** A collection pass; when self-configuration changed the configuration, it is reloaded and used in this cycle. */
@@ -119,18 +124,18 @@ async function recordForPipeline(
   }
 }
 
-/** The pipeline's exit status: 0, or the failed command's (1 for any other failure). */
+/** The pipeline's exit status (0, or the failed command's, 1 for any other failure) and what it signalled. */
 async function runPipeline(
   host: CycleHost,
   pipeline: Pipeline,
   outcome: CollectionOutcome,
   signal: AbortSignal,
   force: boolean,
-): Promise<number> {
+): Promise<{ exitCode: number; signalled: number }> {
   const log = host.log;
   try {
     log.info({ pipeline: pipeline.name }, 'running pipeline');
-    await pipeline.run({
+    const ran = await pipeline.run({
       loaded: host.loaded(),
       log: log.child({ component: pipeline.name }),
       signal,
@@ -139,13 +144,13 @@ async function runPipeline(
       changedKeys: outcome.changedKeys,
       force,
     });
-    return 0;
+    return { exitCode: 0, signalled: ran?.signalled ?? 0 };
   } catch (err) {
     const exitCode = err instanceof CommandFailedError ? err.exitCode : 1;
     log.error(
       { code: err instanceof AgentError ? err.code : undefined, reason: errorMessage(err), exitCode },
       'pipeline failed; new data not committed',
     );
-    return exitCode;
+    return { exitCode, signalled: 0 };
   }
 }

@@ -4,7 +4,7 @@ import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import type { InProcessStep } from '../refresh/run-refresh.js';
 import { withRootEnv } from '../util/rooted-path.js';
-import type { Pipeline, PipelineContext } from './pipeline.js';
+import type { Pipeline, PipelineContext, PipelineOutcome } from './pipeline.js';
 
 // The `run` pipeline: os-refresh-config's phases with two of upstream's configure.d scripts done in-process at their
 // upstream positions: 20-os-apply-config (render templates from this cycle's metadata) and 55-heat-config (run and
@@ -26,13 +26,24 @@ export function createNativePipeline(loaded: LoadedConfig, log: Logger, http: Ht
   };
 }
 
-async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: PipelineContext): Promise<void> {
+/** Counts what the steps signalled, for the loop's timing (a signal is when Heat publishes what depended on it). */
+interface Signalled {
+  count: number;
+}
+
+async function runNative(
+  loaded: LoadedConfig,
+  log: Logger,
+  http: HttpClient,
+  ctx: PipelineContext,
+): Promise<PipelineOutcome> {
   const { config, paths } = loaded;
   const [{ runRefresh }, { resolveBaseDir }] = await Promise.all([
     import('../refresh/run-refresh.js'),
     import('../refresh/base-dir.js'),
   ]);
   const env = phaseEnv(loaded, ctx.configFiles);
+  const signalled: Signalled = { count: 0 };
   try {
     await runRefresh({
       baseDir: await resolveBaseDir({ configured: config.refresh.base_dir, env, paths, log }),
@@ -41,7 +52,7 @@ async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ct
       env,
       log,
       signal: ctx.signal,
-      inProcessSteps: inProcessSteps(loaded, log, http, ctx),
+      inProcessSteps: inProcessSteps(loaded, log, http, ctx, signalled),
     });
   } catch (err) {
     // The cycle stays uncommitted and is retried; the refresh already logged which phase and script failed.
@@ -57,17 +68,24 @@ async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ct
   }
   // A failure here (local state) fails the cycle: it is retried, and the deployments still wait for its end.
   const { settleCycle } = await import('../deploy/deploy-step.js');
-  await settleCycle(
+  const settled = await settleCycle(
     loaded,
     log.child({ step: SETTLE_STEP }),
     http,
     { pairs: ctx.pairs, signal: ctx.signal },
     { ok: true },
   );
+  return { signalled: signalled.count + settled.signalled.length };
 }
 
 /** The two configure.d scripts done in-process: render the templates, then run and signal the deployments. */
-function inProcessSteps(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: PipelineContext): InProcessStep[] {
+function inProcessSteps(
+  loaded: LoadedConfig,
+  log: Logger,
+  http: HttpClient,
+  ctx: PipelineContext,
+  signalled: Signalled,
+): InProcessStep[] {
   return [
     {
       phase: 'configure',
@@ -86,7 +104,15 @@ function inProcessSteps(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx
       name: DEPLOY_STEP,
       run: async (stepEnv, signal) => {
         const { deployFromPairs } = await import('../deploy/deploy-step.js');
-        await deployFromPairs(loaded, log.child({ step: DEPLOY_STEP }), http, { pairs: ctx.pairs, signal }, stepEnv);
+        const report = await deployFromPairs(
+          loaded,
+          log.child({ step: DEPLOY_STEP }),
+          http,
+          { pairs: ctx.pairs, signal },
+          stepEnv,
+        );
+        // Each deployment that ran was signalled (or its signal queued); older signals may have gone out too.
+        signalled.count += report.ran.length + report.signals.sent;
       },
     },
   ];

@@ -1,12 +1,12 @@
-import type { PipelineContext } from '../pipeline/contract.js';
+import type { PipelineContext, PipelineOutcome } from '../pipeline/contract.js';
 
-export type { PipelineContext } from '../pipeline/contract.js';
+export type { PipelineContext, PipelineOutcome } from '../pipeline/contract.js';
 
 // What runs after a collection found changes: the configured command (upstream behaviour), or the agent's native
 // pipeline (apply + deployments in-process). A pipeline that throws keeps the cache uncommitted (a CommandFailedError
-// gives the cycle its exit code).
+// gives the cycle its exit code). A pipeline that signals Heat says how often (the command pipeline cannot know).
 
 export interface Pipeline {
   readonly name: string;
-  run(ctx: PipelineContext): Promise<void>;
+  run(ctx: PipelineContext): Promise<PipelineOutcome | void>;
 }

@@ -11,6 +11,8 @@ export interface RetryPassResult {
   readonly nextDueAt?: number;
   /** The work is held by another process: try again soon. */
   readonly busy?: boolean;
+  /** Signals delivered to Heat in this pass (the poll loop then polls soon: Heat publishes what depended on them). */
+  readonly sent?: number;
 }
 
 export type RetryPass = (signal: AbortSignal) => Promise<RetryPassResult>;

@@ -1,12 +1,16 @@
+import type { AgentConfig } from '../config/options.js';
+
 // Pure timing functions of the poll loop: no timers, no clock, so tests check exact sequences.
 
 /**
- * Sleep after a cycle, as upstream: the first sleep is min_polling_interval, every later one doubles the previous,
- * capped at polling_interval, and the sequence never shrinks (it restarts only on reload, like upstream's re-exec).
- * If min > max the first sleep is min and every later one is max (upstream's test_main_min_polling_interval).
+ * Sleep after a cycle. The first sleep is min_polling_interval, every later one doubles the previous, capped at
+ * polling_interval (upstream's sequence, which never shrinks). `restart`: the cycle signalled Heat, which is when Heat
+ * publishes what depended on that signal, so the sequence starts again at min_polling_interval and backs off as before;
+ * an idle server (nothing signalled) follows upstream's sequence exactly. If min > max the first sleep is min and every
+ * later one is max (upstream's test_main_min_polling_interval).
  */
-export function nextSleepSeconds(previous: number | undefined, min: number, max: number): number {
-  if (previous === undefined) return min;
+export function nextSleepSeconds(previous: number | undefined, min: number, max: number, restart = false): number {
+  if (previous === undefined || restart) return min;
   return Math.min(previous * 2, max);
 }
 
@@ -34,4 +38,34 @@ export function splaySeconds(splay: number, random: number): number {
   const whole = Math.floor(splay);
   if (whole <= 0) return 0;
   return Math.min(Math.floor(random * whole), whole - 1);
+}
+
+/** What the loop's sleep depends on: the configured intervals, the fleet's jitter, and whether to poll soon after a signal. */
+export interface PollTiming {
+  readonly min: number;
+  readonly max: number;
+  readonly jitter: number;
+  readonly afterSignal: boolean;
+}
+
+/** The timing options of a configuration. */
+export function pollTiming(config: AgentConfig): PollTiming {
+  const { min_polling_interval: min, polling_interval: max } = config.DEFAULT;
+  return { min, max, jitter: config.agent.poll_jitter, afterSignal: config.agent.poll_after_signal };
+}
+
+/**
+ * The loop's next sleep after a cycle: `sleep` is the schedule's step (the next call's `previous`), `seconds` the wait,
+ * with the fleet's jitter and the one-time phase spreading at the cap. `signalled`: the agent signalled Heat since the
+ * last sleep began (a restart of the sequence when `afterSignal`).
+ */
+export function pollSleep(
+  previous: number | undefined,
+  timing: PollTiming,
+  signalled: boolean,
+  random: () => number,
+): { sleep: number; seconds: number } {
+  const sleep = nextSleepSeconds(previous, timing.min, timing.max, timing.afterSignal && signalled);
+  const spread = timing.jitter > 0 ? capPhaseOffset(previous, sleep, timing.max, random()) : 0;
+  return { sleep, seconds: withJitter(sleep, timing.jitter, random()) + spread };
 }

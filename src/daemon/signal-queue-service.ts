@@ -17,6 +17,8 @@ export interface SignalQueueContext {
   readonly loaded: () => LoadedConfig;
   readonly http: () => HttpClient;
   readonly log: Logger;
+  /** Told when a signal reached Heat (the poll loop then polls soon). */
+  readonly signalled?: () => void;
 }
 
 export async function runSignalQueue(ctx: SignalQueueContext, signal: AbortSignal): Promise<void> {
@@ -36,6 +38,7 @@ export async function runSignalQueue(ctx: SignalQueueContext, signal: AbortSigna
         { attempted: report.attempted, sent: report.sent, failed: report.failed, pending: report.pending },
         'signal queue flushed',
       );
+    if (report.sent > 0) ctx.signalled?.();
     const times = [report.nextDueAt, fallback].filter((x): x is number => x !== undefined);
     return { ...(report.busy ? { busy: true } : {}), ...(times.length > 0 ? { nextDueAt: Math.min(...times) } : {}) };
   };

@@ -1,6 +1,8 @@
 import { isSecretName } from '../log/secret-names.js';
 import { deepClone, isJsonObject, setOwnKey, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
+import { numericValue } from '../util/exact-number.js';
+import { pythonJsonDumps } from '../util/python-json.js';
 
 // One element of Heat's `deployments` list (the software deployments of the server's metadata, as Heat's
 // SoftwareDeployment resources write them), validated. The id names files, so it must be a safe file name; everything else is kept as Heat sent it, because hooks read the whole document.
@@ -36,7 +38,7 @@ export function secretInputTexts(deployment: Pick<Deployment, 'inputs'>): string
 
 export function inputText(value: unknown): string {
   if (value === null || value === undefined) return '';
-  return typeof value === 'string' ? value : JSON.stringify(value);
+  return typeof value === 'string' ? value : pythonJsonDumps(value);
 }
 
 export interface DeploymentInput {
@@ -143,10 +145,10 @@ function lastInput(inputs: readonly DeploymentInput[], name: string): unknown {
 function hookTimeout(options: unknown, warnings: string[]): number | undefined {
   if (!isJsonObject(options) || options.hook_timeout === undefined || options.hook_timeout === null) return undefined;
   const raw = options.hook_timeout;
-  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
+  const n = numericValue(raw) ?? (typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN);
   if (!Number.isFinite(n) || n < 0) {
     warnings.push(
-      `options.hook_timeout ${JSON.stringify(raw)} is not a number of seconds; the configured hook_timeout applies`,
+      `options.hook_timeout ${pythonJsonDumps(raw)} is not a number of seconds; the configured hook_timeout applies`,
     );
     return undefined;
   }

@@ -1,6 +1,9 @@
 import { constants } from 'node:os';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { ExactNumber } from '../util/exact-number.js';
+import { MAX_JSON_DEPTH } from '../util/json-depth.js';
 import { pythonJsonDumps } from '../util/python-json.js';
+import { parsePythonJson, PythonJsonError } from '../util/python-json-parse.js';
 import type { DeploymentOutput } from './deployment.js';
 import type { ProcessResult as HookResult } from '../util/process-group.js';
 import type { Transport } from './signal-target.js';
@@ -59,6 +62,13 @@ export function bodyFromHookResult(result: HookResult, hook: string, timeoutSeco
   }
   const code = result.exitCode ?? (result.signal ? 128 + (constants.signals[result.signal as NodeJS.Signals] ?? 0) : 1);
   const parsed = result.stdout !== '' && !result.stdoutTruncated ? parseObject(result.stdout) : undefined;
+  if (parsed === TOO_DEEP)
+    return failureBody(
+      `hook ${hook} printed JSON nested deeper than ${MAX_JSON_DEPTH} levels; its answer was refused (exit code ${code})`,
+      code === 0 ? 1 : code,
+      '',
+      result.stderr,
+    );
   if (parsed) {
     if (code !== 0 && !Object.hasOwn(parsed, 'deploy_status_code')) parsed.deploy_status_code = code;
     return parsed;
@@ -68,12 +78,18 @@ export function bodyFromHookResult(result: HookResult, hook: string, timeoutSeco
   return { deploy_stdout: result.stdout, deploy_stderr: result.stderr, deploy_status_code: code };
 }
 
-function parseObject(text: string): JsonObject | undefined {
+const TOO_DEEP = Symbol('too deep');
+
+/**
+ * The hook's answer read as heat-config reads it (Python's json: exact numbers, NaN, Infinity). An answer nested
+ * deeper than any legitimate one is refused: upstream's reader dies on it, and the agent's would exhaust its stack.
+ */
+function parseObject(text: string): JsonObject | typeof TOO_DEEP | undefined {
   try {
-    const value: unknown = JSON.parse(text);
+    const value: unknown = parsePythonJson(text, { maxDepth: MAX_JSON_DEPTH });
     return isJsonObject(value) ? value : undefined;
-  } catch {
-    return undefined;
+  } catch (err) {
+    return err instanceof PythonJsonError && err.tooDeep ? TOO_DEEP : undefined;
   }
 }
 
@@ -91,7 +107,7 @@ export interface SignalVerdict {
 export function judgeSignal(body: JsonObject, outputs: readonly DeploymentOutput[]): SignalVerdict {
   const raw = body.deploy_status_code;
   const statusCode =
-    raw === undefined || raw === null ? undefined : typeof raw === 'string' ? raw : JSON.stringify(raw);
+    raw === undefined || raw === null ? undefined : typeof raw === 'string' ? raw : pythonJsonDumps(raw);
   if (pythonTruthy(raw) && statusCode !== '0')
     return { failed: true, statusCode, reason: `deploy_status_code ${statusCode}` };
   for (const output of outputs) {
@@ -108,6 +124,7 @@ export function judgeSignal(body: JsonObject, outputs: readonly DeploymentOutput
 
 function pythonTruthy(v: unknown): boolean {
   if (v === undefined || v === null || v === false || v === 0 || v === '') return false;
+  if (v instanceof ExactNumber) return v.value !== 0;
   if (Array.isArray(v)) return v.length > 0;
   if (isJsonObject(v)) return Object.keys(v).length > 0;
   return true;

@@ -3,6 +3,7 @@ import { setSecrets } from '../log/redact.js';
 import { inputText, parseDeployment, secretInputTexts, type Deployment } from '../heat/deployment.js';
 import { HookFailure, type HookDeployment } from './contract.js';
 import type { HookLog } from './kit/hook-log.js';
+import { parsePythonJson } from '../util/python-json-parse.js';
 
 // The deployment a hook works on, read with the agent's own model and rules (one id rule, one input list), so a
 // deployment the agent accepted is one its hooks accept.
@@ -23,7 +24,7 @@ export function hookDeployment(dep: Deployment): HookDeployment {
 export function parseHookInput(text: string, acceptsNoId = false): HookDeployment {
   let data: unknown;
   try {
-    data = JSON.parse(text);
+    data = parsePythonJson(text);
   } catch (err) {
     throw new HookFailure(
       `the hook's stdin is not JSON (${(err as Error).message}): it expects one deployment object from the agent`,

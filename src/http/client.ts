@@ -12,8 +12,9 @@ import type { HttpClient, HttpRequest, HttpResponse } from './types.js';
 import { zonedAgents } from './zoned-agents.js';
 import { splitZone } from './zoned-url.js';
 
-// The agent's one HTTP client (got underneath, promise API so got's own retry machinery runs): per-request
-// connect/response/idle timeouts, bounded retries with jitter after network errors and 5xx only, a response size cap
+// The agent's one HTTP client (got underneath, promise API so got's own retry machinery runs): a deadline on the
+// whole request (connect, TLS handshake, headers and body: a server trickling its body a byte at a time still ends
+// within the timeout), connect/response/idle timeouts inside it, bounded retries with jitter after network errors and 5xx only, a response size cap
 // (the download is cancelled as soon as it crosses the cap), CA bundles, and an AbortSignal for prompt shutdown.
 // Errors carry redacted URLs only.
 
@@ -78,6 +79,8 @@ async function request(client: ClientParts, req: HttpRequest): Promise<HttpRespo
       socket: timeoutMs,
       response: timeoutMs,
       send: timeoutMs,
+      // The whole attempt, body included: the per-read timeouts above never fire on a body that trickles.
+      request: timeoutMs,
     },
     retry: retryOptions({
       limit: req.retries ?? client.options.defaultRetries,

@@ -35,10 +35,16 @@ export function proxyRefusal(statusCode: number, shown: string, route?: RequestR
 function describeError(err: unknown, timeoutMs: number): string {
   const e = err as { name?: string; code?: string; message?: string };
   if (e.name === 'AbortError') return 'aborted (shutting down)';
+  if (e.name === 'TimeoutError' && (e as { event?: string }).event === 'request')
+    return `no answer within ${timeoutMs / 1000} s (ETIMEDOUT; the timeout covers the whole response, body included)`;
   if (e.name === 'TimeoutError') return `no answer within ${timeoutMs / 1000} s (${e.code ?? 'ETIMEDOUT'})`;
   if (e.code === 'ECONNREFUSED') return 'connection refused';
   if (e.code === 'ECONNRESET' || e.name === 'ReadError')
     return `connection closed before the whole response arrived (${e.code ?? 'ReadError'})`;
+  // Node's HTTP parser refused the answer: headers past its size limit, bytes beyond the declared length, bad framing.
+  if (e.code === 'HPE_HEADER_OVERFLOW') return `the response headers are over the size limit (${e.code})`;
+  if (e.code?.startsWith('HPE_') === true) return `the response is not well-formed HTTP (${e.code})`;
+  if (e.name === 'MaxRedirectsError') return `redirected too many times (a loop?) (${e.code ?? e.name})`;
   if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `host name not resolvable (${e.code})`;
   if (typeof e.code === 'string' && /CERT|SSL|TLS|SELF_SIGNED|VERIFY|ISSUER|ALTNAME/i.test(e.code))
     return `TLS verification failed (${e.code}); check the CA certificate option`;

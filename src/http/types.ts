@@ -6,7 +6,10 @@ export interface HttpRequest {
   method?: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE';
   headers?: Record<string, string>;
   body?: string | Uint8Array;
-  /** Seconds for connect and for each response read (upstream `timeout` options). */
+  /**
+   * Seconds one attempt may take in all: connect, TLS, headers and the whole body (upstream `timeout` options). Each
+   * retry gets its own deadline.
+   */
   timeoutSeconds?: number;
   /** Retries after a network error or 5xx (never after a 4xx). */
   retries?: number;

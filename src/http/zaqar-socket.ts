@@ -4,6 +4,7 @@ import type { RawData, WebSocket } from 'ws';
 import { AgentError } from '../errors.js';
 import { redactUrl } from '../log/redact.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { pythonJsonDumps } from '../util/python-json.js';
 
 // One connection to Zaqar's websocket API (the `messaging-websocket` catalog service), shared by the zaqar collector
 // and the ZAQAR_SIGNAL transport. The protocol, as python-zaqarclient's websocket transport and Zaqar's server speak
@@ -129,6 +130,7 @@ export class ZaqarSocket {
   private ended: string | undefined;
   private lastError: Error | undefined;
   private readonly onAbort = () => this.close('the agent is shutting down');
+  private handshakeTimedOut = false;
 
   constructor(
     private readonly ws: WebSocket,
@@ -141,9 +143,19 @@ export class ZaqarSocket {
     ws.on('error', (err: Error) => {
       this.lastError = err;
     });
+    // ws's handshakeTimeout is an idle timeout: a server sending a header line now and then resets it forever. The
+    // whole opening handshake gets the timeout instead.
+    const deadline = setTimeout(() => {
+      this.handshakeTimedOut = true;
+      ws.terminate();
+    }, options.timeoutMs);
     this.opened = new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
+      ws.once('open', () => {
+        clearTimeout(deadline);
+        resolve();
+      });
       ws.on('close', (code: number, reason: Buffer) => {
+        clearTimeout(deadline);
         const why = this.closeReason(code, reason.toString('utf8'));
         reject(
           new ZaqarSocketError('connect', `could not open the Zaqar websocket at ${where}: ${why}`, {
@@ -199,7 +211,8 @@ export class ZaqarSocket {
       'X-Project-ID': this.options.projectId,
       'X-Auth-Token': token,
     };
-    const frame = JSON.stringify(body === undefined ? { action, headers } : { action, headers, body });
+    // Python's json format: a signal body keeps its exact numbers, NaN and Infinity (Zaqar reads them as heat-config wrote them).
+    const frame = pythonJsonDumps(body === undefined ? { action, headers } : { action, headers, body });
     return new Promise<ZaqarReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         const seconds = Math.round(this.options.timeoutMs / 100) / 10;
@@ -279,6 +292,8 @@ export class ZaqarSocket {
   }
 
   private closeReason(code: number, reason: string): string {
+    if (this.handshakeTimedOut)
+      return `the opening handshake did not finish within ${Math.round(this.options.timeoutMs / 100) / 10} s`;
     if (code === AUTH_EXPIRED) return 'Zaqar ended the session: the token expired';
     if (code === TOO_BIG || errorCodeOf(this.lastError) === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH')
       return 'a frame was larger than the limit ([agent] max_source_bytes)';

@@ -44,3 +44,9 @@ export interface PipelineContext {
   readonly changedKeys: readonly string[];
   readonly force: boolean;
 }
+
+/** What a pipeline run did that the poll loop's timing depends on. */
+export interface PipelineOutcome {
+  /** Signals sent (or queued) to Heat in this run: Heat publishes what depended on them, so the loop polls soon. */
+  readonly signalled: number;
+}

@@ -1,3 +1,5 @@
+import { ExactNumber } from './exact-number.js';
+
 // Metadata nested deeper than this is refused: nothing legitimate comes close, and unbounded nesting would exhaust
 // the stack of every recursive consumer (serialiser, merge, templates). Python's own json gives up near 1000.
 export const MAX_JSON_DEPTH = 512;
@@ -14,7 +16,7 @@ export function jsonDepth(value: unknown, limit = MAX_JSON_DEPTH + 1): number {
   while (values.length > 0) {
     const v = values.pop();
     const d = depths.pop() as number;
-    if (v === null || typeof v !== 'object') continue;
+    if (v === null || typeof v !== 'object' || v instanceof ExactNumber) continue;
     const depth = d + 1;
     if (depth > max) max = depth;
     if (max >= limit) return max;

@@ -1,3 +1,5 @@
+import { ExactNumber } from './exact-number.js';
+
 // Deep equality of parsed JSON values. Object key order is ignored (as Python dict equality ignores it); list order
 // matters. Unlike Python, `true` and `1` differ: upstream's `true == 1` hid real changes (B14,
 // docs/migrating.md).
@@ -17,8 +19,12 @@ export function jsonIdentical(a: unknown, b: unknown): boolean {
 }
 
 function sameJson(a: unknown, b: unknown, ordered: boolean): boolean {
-  if (a === b) return true;
+  // NaN is a value a source can send (Python reads it): the same document holding it is unchanged.
+  if (a === b || (a !== a && b !== b)) return true;
   if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
+  // Exact numbers are equal when Python would print them alike (1.0 and 1 are not: the cache text differs).
+  if (a instanceof ExactNumber || b instanceof ExactNumber)
+    return a instanceof ExactNumber && b instanceof ExactNumber && a.text === b.text;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
   if (Array.isArray(a)) {
     const bb = b as unknown[];

@@ -1,10 +1,13 @@
 // Merges of parsed JSON that are safe against keys such as "__proto__" and "constructor": values are copied with
 // defineProperty, never assigned, so metadata cannot change an object's prototype.
 
+import { ExactNumber } from './exact-number.js';
+
 export type JsonObject = Record<string, unknown>;
 
+/** A JSON object: not null, an array, or a number kept exact (an ExactNumber is a number). */
 export function isJsonObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof ExactNumber);
 }
 
 /** `target[key] = value` as data: a key named "__proto__" in parsed JSON sets a key, never the prototype. */

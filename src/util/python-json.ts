@@ -2,8 +2,13 @@
 // ensure_ascii escaping (\uXXXX, surrogate pairs for astral characters), ", " / ": " separators when compact,
 // "," at line ends when indented, and "[]" / "{}" for empty containers.
 //
-// Known limits: JavaScript numbers cannot tell 1 from 1.0, so a float with a zero fraction prints as an integer; and
-// JSON.parse puts integer-like object keys ("2") before the others, so only such keys can come out reordered.
+// Numbers print as Python prints them: an ExactNumber (a big integer, or a float with no fraction, as the reader of
+// python-json-parse.ts keeps them) as its text, NaN and the infinities as NaN, Infinity, -Infinity.
+//
+// Known limit: JavaScript objects put integer-like keys ("2") before the others, so only such keys can come out
+// reordered.
+
+import { ExactNumber } from './exact-number.js';
 
 export interface PythonJsonOptions {
   /** Spaces per level; undefined means compact single-line output. */
@@ -22,6 +27,7 @@ function dump(value: unknown, indent: number | undefined, depth: number, ascii: 
   if (typeof value === 'string') return quote(value, ascii);
   if (typeof value === 'number') return formatNumber(value);
   if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (value instanceof ExactNumber) return value.text;
   if (Array.isArray(value)) {
     if (value.length === 0) return '[]';
     const items = value.map((v) => dump(v, indent, depth + 1, ascii));
@@ -43,7 +49,8 @@ function wrap(open: string, close: string, items: string[], indent: number | und
   return `${open}\n${inner}${items.join(`,\n${inner}`)}\n${outer}${close}`;
 }
 
-function formatNumber(n: number): string {
+/** A plain number as Python's json.dumps writes a float or an int of that value. */
+export function formatNumber(n: number): string {
   if (Number.isNaN(n)) return 'NaN';
   if (n === Infinity) return 'Infinity';
   if (n === -Infinity) return '-Infinity';

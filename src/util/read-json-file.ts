@@ -1,4 +1,5 @@
 import { constants as fsConstants, promises as fs } from 'node:fs';
+import { parsePythonJson } from './python-json-parse.js';
 
 export type JsonFileResult =
   | { ok: true; value: unknown; size: number }
@@ -26,7 +27,7 @@ export async function readJsonFile(file: string, maxBytes: number): Promise<Json
     if (total > maxBytes) return { ok: false, reason: 'too-large', detail: `over the ${maxBytes}-byte limit` };
     const text = buf.subarray(0, total).toString('utf8');
     try {
-      return { ok: true, value: JSON.parse(text), size: total };
+      return { ok: true, value: parsePythonJson(text), size: total };
     } catch (err) {
       return { ok: false, reason: 'invalid-json', detail: (err as Error).message };
     }

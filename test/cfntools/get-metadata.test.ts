@@ -1,5 +1,9 @@
 import t from 'tap';
 import { displayMetadata } from '../../src/cfntools/get-metadata.js';
+import { readBaseline, readLocalMetadata, saveMetadata } from '../../src/cfntools/metadata-store.js';
+import { parsePythonJson } from '../../src/util/python-json-parse.js';
+import { pythonJsonDumps } from '../../src/util/python-json.js';
+import { createPathMapper } from '../../src/util/rooted-path.js';
 import { seededRandom } from '../helpers/fault-daemon.js';
 
 // cfn-get-metadata's output: json.dumps of the metadata or of the value at -k's path (the conformance test compares it
@@ -46,4 +50,14 @@ t.test('every path to a value of random metadata prints that value (seeded)', as
   }
   t.same(wrong, [], 'no path printed something else');
   t.ok(checked > 100, `${checked} paths`);
+});
+
+t.test('metadata saved and read back keeps its values as heat-cfntools (Python json) would', async (t) => {
+  const paths = createPathMapper(t.testdir());
+  const text = '{"big": 12345678901234567890, "one": 1.0, "huge": 1e400, "nan": NaN, "neg": -0.0}';
+  await saveMetadata(paths, parsePythonJson(text), 'server');
+  const local = await readLocalMetadata(paths, 'server');
+  t.equal(local?.text, '{"big": 12345678901234567890, "one": 1.0, "huge": Infinity, "nan": NaN, "neg": -0.0}');
+  t.equal(displayMetadata(parsePythonJson(local?.text ?? ''), 'big'), '12345678901234567890\n');
+  t.equal(pythonJsonDumps(await readBaseline(paths, 'server')), local?.text, 'the baseline reads it back whole');
 });

@@ -205,26 +205,40 @@ t.test('a signal-queue service that fails is logged; the poll loop goes on and s
   t.equal(await running, 0);
 });
 
-t.test('local data nested deeper than the limit is refused; the last good data stays in OS_CONFIG_FILES', async (t) => {
-  const { cmd, root, deps, logged } = setup(
-    t,
-    (command) => `[DEFAULT]\ncommand = ${command}\ncollectors = local\n[agent]\nwatch = false\n`,
-  );
-  root.writeLocal('a', { v: 1 });
-  const agent = await Agent.create(deps());
-  const signal = new AbortController().signal;
-  t.equal((await agent.cycle(signal)).exitCode, 0);
-  // 600 levels: valid JSON that JSON.parse reads, but deep enough to overflow a recursive merge or render.
-  root.writeLocal('a', `${'{"x":'.repeat(600)}1${'}'.repeat(600)}`);
-  const report = await agent.cycle(signal);
-  t.match(report.failures, [
-    { collector: 'local', code: 'ERR_SOURCE_INVALID_DATA', message: /nested deeper than 512 levels; refused/ },
-  ]);
-  t.same(report.changedKeys, [], 'nothing changed: the last good data is kept');
-  t.equal(logged('source unavailable')[0]?.code, 'ERR_SOURCE_INVALID_DATA');
-  t.same(JSON.parse(readFileSync(path.join(root.root, 'var/lib/os-collect-config/a.json'), 'utf8')), { v: 1 });
-  t.equal(runs(cmd.record).length, 1);
-});
+t.test(
+  'a value nested deeper than the limit is refused by itself: its last good value and the rest are kept',
+  async (t) => {
+    const { cmd, root, deps, logged } = setup(
+      t,
+      (command) => `[DEFAULT]\ncommand = ${command}\ncollectors = local\n[agent]\nwatch = false\n`,
+    );
+    root.writeLocal('a', { v: 1, x: 'good' });
+    const agent = await Agent.create(deps());
+    const signal = new AbortController().signal;
+    t.equal((await agent.cycle(signal)).exitCode, 0);
+    // 600 levels: valid JSON, but deep enough to overflow a recursive merge or render.
+    root.writeLocal('a', `{"v": 2, "x": ${'{"x":'.repeat(600)}1${'}'.repeat(600)}}`);
+    const report = await agent.cycle(signal);
+    t.same(report.failures, [], 'the source itself is available');
+    t.same(report.changedKeys, ['a']);
+    t.match(
+      logged('value is nested too deep to carry; refused, its last good value and the rest of the document are kept'),
+      [{ level: 'warn', code: 'ERR_SOURCE_INVALID_DATA', collector: 'local', key: 'a.x' }],
+    );
+    t.same(JSON.parse(readFileSync(path.join(root.root, 'var/lib/os-collect-config/a.json'), 'utf8')), {
+      v: 2,
+      x: 'good',
+    });
+    t.equal(runs(cmd.record).length, 2);
+    // A document that is too deep as a whole keeps its last good value.
+    root.writeLocal('a', `${'['.repeat(600)}${']'.repeat(600)}`);
+    t.same((await agent.cycle(signal)).changedKeys, []);
+    t.same(JSON.parse(readFileSync(path.join(root.root, 'var/lib/os-collect-config/a.json'), 'utf8')), {
+      v: 2,
+      x: 'good',
+    });
+  },
+);
 
 t.test(
   'two sources producing the same cache key: the later one wins, with one warning (upstream looped forever, B6)',

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from '../../src/daemon/schedule.js';
+import { capPhaseOffset, nextSleepSeconds, pollSleep, splaySeconds, withJitter } from '../../src/daemon/schedule.js';
 
 /** The first n sleeps of a fresh loop. */
 function sleepSequence(min: number, max: number, n: number): number[] {
@@ -45,4 +45,62 @@ t.test('the phase is spread once, when the doubling first reaches the cap', asyn
   t.equal(capPhaseOffset(undefined, 30, 30, 0.5), 15, 'min >= max: the first sleep is already the cap');
   t.equal(capPhaseOffset(undefined, 0, 0, 0.5), 0, 'a zero interval gets no offset');
   t.equal(capPhaseOffset(30, 30, 30, 0.9), 0, 'steady state: no offset');
+});
+
+/** The steps of a loop whose cycles signalled Heat where `signalled` says (one entry per cycle). */
+function stepsWith(signalled: readonly boolean[], afterSignal: boolean, min = 1, max = 30): number[] {
+  const timing = { min, max, jitter: 0, afterSignal };
+  const out: number[] = [];
+  let prev: number | undefined;
+  for (const s of signalled) {
+    prev = pollSleep(prev, timing, s, () => 0).sleep;
+    out.push(prev);
+  }
+  return out;
+}
+
+const idle = (n: number) => Array.from({ length: n }, () => false);
+
+t.test('an idle server follows the upstream sequence and settles at polling_interval', async (t) => {
+  t.same(stepsWith(idle(8), true), [1, 2, 4, 8, 16, 30, 30, 30]);
+  t.same(stepsWith(idle(8), true), stepsWith(idle(8), false), 'the option changes nothing while nothing is signalled');
+});
+
+t.test(
+  'after a signal the sleeps start again at min_polling_interval and double back to polling_interval',
+  async (t) => {
+    const cycles = [...idle(6), true, ...idle(6)];
+    t.same(stepsWith(cycles, true), [1, 2, 4, 8, 16, 30, 1, 2, 4, 8, 16, 30, 30]);
+    t.same(stepsWith([false, false, true, true, false], true), [1, 2, 1, 1, 2], 'each signalling cycle restarts');
+    t.equal(nextSleepSeconds(30, 1, 30, true), 1);
+    t.same(stepsWith([false, true, false], true, 10, 5), [10, 10, 5], 'min above max: a restart is min again');
+  },
+);
+
+t.test('poll_after_signal = false keeps the upstream sequence that never shrinks', async (t) => {
+  t.same(stepsWith([...idle(6), true, ...idle(2)], false), [1, 2, 4, 8, 16, 30, 30, 30, 30]);
+  t.same(stepsWith([true, true, true, true], false), [1, 2, 4, 8]);
+});
+
+t.test('jitter and the phase spreading stay within their bounds after a restart', async (t) => {
+  const timing = { min: 1, max: 30, jitter: 0.1, afterSignal: true };
+  const high = () => 0.999999;
+  const restarted = pollSleep(30, timing, true, high);
+  t.equal(restarted.sleep, 1);
+  t.ok(restarted.seconds >= 1 && restarted.seconds < 1.1, 'up to 10% jitter, no phase offset below the cap');
+  const capped = pollSleep(16, timing, false, high);
+  t.equal(capped.sleep, 30);
+  t.ok(
+    capped.seconds >= 30 && capped.seconds < 30 * 1.1 + 30,
+    'the cap reached again: one spread of up to an interval',
+  );
+  const steady = pollSleep(30, timing, false, high);
+  t.ok(steady.seconds >= 30 && steady.seconds < 33, 'steady state: jitter only');
+  t.equal(pollSleep(30, { ...timing, jitter: 0 }, false, high).seconds, 30, 'no jitter: exactly polling_interval');
+});
+
+t.test('an idle fleet polls no more often than upstream over a long run', async (t) => {
+  // Sum of sleeps over 1000 idle cycles is the same with and without the option: no extra requests.
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  t.equal(sum(stepsWith(idle(1000), true)), sum(stepsWith(idle(1000), false)));
 });

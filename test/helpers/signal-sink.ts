@@ -1,3 +1,4 @@
+import { parsePythonJson } from '../../src/util/python-json-parse.js';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -113,9 +114,10 @@ export async function startSignalSink(): Promise<SignalSink> {
     );
   }
 
+  /** Heat reads a signal body with Python's json: NaN, Infinity and exact numbers are valid. */
   function parse(raw: string): unknown {
     try {
-      return JSON.parse(raw);
+      return parsePythonJson(raw);
     } catch {
       return undefined;
     }

@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import { pythonJsonDumps } from '../../src/util/python-json.js';
+import { parsePythonJson } from '../../src/util/python-json-parse.js';
 
-// Each case is JSON source text: both Python's json.loads and JSON.parse read it, then each side dumps it and the
-// outputs must be byte-identical. Python runs once for the whole table.
+// Each case is JSON source text: Python's json.loads and the agent's reader (parsePythonJson) read it, then each side
+// dumps it and the outputs must be byte-identical. Python runs once for the whole table.
 const CASES: readonly string[] = [
   // scalars
   'null',
@@ -31,6 +32,24 @@ const CASES: readonly string[] = [
   '1e+100',
   '1e+21',
   '1.7976931348623157e308',
+  // numbers a JavaScript number cannot carry as Python does: floats with no fraction, big integers, non-finite
+  '1.0',
+  '1E5',
+  '2.5E+3',
+  '-0.0',
+  '0.0',
+  '1e16',
+  '1e22',
+  '123456789012345678.0',
+  '1e400',
+  '-1e400',
+  'NaN',
+  'Infinity',
+  '-Infinity',
+  '12345678901234567890',
+  '-98765432109876543210987654321',
+  '9007199254740993',
+  '[1.0, {"x": 2.50, "y": 1E+2}, 10000000000000001]',
   // strings
   '""',
   '"plain ascii"',
@@ -54,6 +73,8 @@ const CASES: readonly string[] = [
   '{"ключ": "значение", "😀": ["😀"]}',
   '{"deployments": [{"name": "d1", "group": "os-apply-config", "config": {"k": "v"}, "inputs": []}]}',
   '{"nested": {"deeper": {"deepest": {"list": [1, {"x": null}]}}}}',
+  '{"a": 1, "b": 2, "a": 3}',
+  '{"__proto__": {"polluted": 1}, "constructor": 2}',
 ];
 
 // indent=None (compact), indent=1 (cache files), indent=0 and indent=2; ensure_ascii on and off.
@@ -98,7 +119,7 @@ t.test(
           ...(variant.indent === undefined ? {} : { indent: variant.indent }),
           ...(variant.ensureAscii === undefined ? {} : { ensureAscii: variant.ensureAscii }),
         };
-        t.equal(pythonJsonDumps(JSON.parse(source), options), expected[i]?.[j], `${variant.label}: ${source}`);
+        t.equal(pythonJsonDumps(parsePythonJson(source), options), expected[i]?.[j], `${variant.label}: ${source}`);
       });
     });
   },
@@ -132,11 +153,16 @@ t.test('float formatting follows Python repr', async (t) => {
   t.equal(pythonJsonDumps(-Infinity), '-Infinity');
 });
 
-t.test('documented limits: zero-fraction floats print as integers, -0 as 0', async (t) => {
-  // Python prints 2.0 and 1e+16 for floats, 2 and 10000000000000000 for ints; a JavaScript number cannot say which.
-  t.equal(pythonJsonDumps(JSON.parse('2.0')), '2');
-  t.equal(pythonJsonDumps(1e16), '10000000000000000');
-  t.equal(pythonJsonDumps(-0), '0', 'as Python prints the integer -0');
+t.test('floats with no fraction and big integers print as Python reads them (fixed expectations)', async (t) => {
+  t.equal(pythonJsonDumps(parsePythonJson('2.0')), '2.0');
+  t.equal(pythonJsonDumps(parsePythonJson('1e16')), '1e+16');
+  t.equal(pythonJsonDumps(parsePythonJson('10000000000000000')), '10000000000000000');
+  t.equal(pythonJsonDumps(parsePythonJson('-0')), '0', 'the integer -0 is 0');
+  t.equal(pythonJsonDumps(parsePythonJson('-0.0')), '-0.0');
+  t.equal(pythonJsonDumps(parsePythonJson('12345678901234567890')), '12345678901234567890');
+  // A plain number says nothing of how it was written: the nearest form.
+  t.equal(pythonJsonDumps(2), '2');
+  t.equal(pythonJsonDumps(-0), '0');
 });
 
 t.test('non-JSON values (undefined, functions) print null', async (t) => {

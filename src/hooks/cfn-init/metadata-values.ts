@@ -2,6 +2,7 @@
 // of booleans. A failure names where in the metadata the value is.
 
 import { HookFailure } from '../contract.js';
+import { ExactNumber } from '../../util/exact-number.js';
 
 export type Json = Record<string, unknown>;
 export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -30,7 +31,7 @@ export function checkKeys(v: Json, allowed: readonly string[], where: string): v
 
 export function text(v: unknown, where: string): string {
   if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  if (typeof v === 'number' || typeof v === 'boolean' || v instanceof ExactNumber) return String(v);
   fail(where, `must be a string, not ${describe(v)}`);
 }
 

@@ -1,3 +1,4 @@
+import { parsePythonJson } from '../../util/python-json-parse.js';
 import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
@@ -43,7 +44,7 @@ export const hook: BuiltinHook = {
     let init: unknown = deployment.config ?? {};
     if (typeof init === 'string') {
       try {
-        init = JSON.parse(init) as unknown;
+        init = parsePythonJson(init);
       } catch (err) {
         throw new HookFailure(
           `cfn-init: the config is text but not JSON (${errorMessage(err)}): give the AWS::CloudFormation::Init section`,

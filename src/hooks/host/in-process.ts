@@ -6,6 +6,7 @@ import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js'
 import { hookDeployment } from '../hook-deployment.js';
 import { HookLog, type HookLogLevel } from '../kit/hook-log.js';
 import { executeHook } from './execute-hook.js';
+import { pythonJsonDumps } from '../../util/python-json.js';
 
 // A built-in hook run inside the agent: no process per deployment. The tool it drives still runs as a child in a
 // process group of its own, with the deployment's timeout, the output cap and the pid recorded for orphan handling,
@@ -78,7 +79,7 @@ export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
       durationMs: Date.now() - started,
     };
     if (timedOut || aborted || done === undefined) return { ...base, exitCode: null, signal: 'SIGTERM', stdout: '' };
-    return { ...base, exitCode: done.crashed ? 1 : 0, signal: null, stdout: JSON.stringify(done.outcome) };
+    return { ...base, exitCode: done.crashed ? 1 : 0, signal: null, stdout: pythonJsonDumps(done.outcome) };
   } finally {
     if (timer) clearTimeout(timer);
     o.signal?.removeEventListener('abort', onAbort);

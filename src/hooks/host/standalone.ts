@@ -3,6 +3,7 @@ import type { BuiltinHook, HookContext } from '../contract.js';
 import { parseHookInput } from '../hook-deployment.js';
 import { HookLog } from '../kit/hook-log.js';
 import { executeHook } from './execute-hook.js';
+import { pythonJsonDumps } from '../../util/python-json.js';
 
 // A built-in hook run as its own executable (dist/hooks/<group>), as heat-config runs any hook: the deployment JSON on
 // stdin, the result JSON on stdout, heat-config's log lines on stderr. The agent runs the hook in a process group of
@@ -40,7 +41,7 @@ export async function runStandaloneHook(hook: BuiltinHook): Promise<void> {
     async () => parseHookInput(await readStdin(), hook.acceptsNoId === true),
     ctx,
   );
-  process.stdout.write(JSON.stringify(outcome));
+  process.stdout.write(pythonJsonDumps(outcome));
   if (crashed) process.exitCode = 1;
 }
 

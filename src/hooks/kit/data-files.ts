@@ -2,6 +2,8 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import { stageFileAtomic, syncDirectory, type StagedFile } from '../../util/atomic-write.js';
+import { ExactNumber } from '../../util/exact-number.js';
+import { formatNumber } from '../../util/python-json.js';
 import { resolveWriteTarget, TargetRefused } from '../../util/write-target.js';
 import { HookFailure } from '../contract.js';
 import { makeDirs } from './work-files.js';
@@ -33,6 +35,7 @@ function encode(value: unknown, layout: JsonLayout, pad: string): string {
     const inner = pad + ' '.repeat(layout.indent);
     return `[\n${value.map((v) => inner + encode(v, layout, inner)).join(',\n')}\n${pad}]`;
   }
+  if (value instanceof ExactNumber) return value.text;
   if (value !== null && typeof value === 'object') {
     const keys = Object.keys(value);
     if (keys.length === 0) return '{}';
@@ -42,7 +45,8 @@ function encode(value: unknown, layout: JsonLayout, pad: string): string {
     return `{\n${keys.map((k) => `${inner}${asciiJson(k)}: ${encode(record[k], layout, inner)}`).join(',\n')}\n${pad}}`;
   }
   if (typeof value === 'string') return asciiJson(value);
-  // Numbers, booleans and null; anything else (undefined) cannot come from parsed JSON, but must not vanish.
+  if (typeof value === 'number') return formatNumber(value);
+  // Booleans and null; anything else (undefined) cannot come from parsed JSON, but must not vanish.
   return JSON.stringify(value) ?? 'null';
 }
 

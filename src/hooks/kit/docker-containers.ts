@@ -1,6 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import { isJsonObject, type JsonObject } from '../../util/json-merge.js';
 import { HookFailure } from '../contract.js';
+import { ExactNumber } from '../../util/exact-number.js';
 
 // docker-cmd's config read whole before any container starts: a map of container name → definition (upstream's
 // form) or a list of definitions each with a `name`, in start order (start_order, then the order written, as
@@ -125,7 +126,10 @@ function commandWords(command: unknown, fail: (cause: string) => HookFailure): s
       'command',
       fail,
     );
-  if (Array.isArray(command) && command.every((w) => typeof w === 'string' || typeof w === 'number')) {
+  if (
+    Array.isArray(command) &&
+    command.every((w) => typeof w === 'string' || typeof w === 'number' || w instanceof ExactNumber)
+  ) {
     return noNul(command.map(String), 'command', fail);
   }
   throw fail('command must be a string or a list of strings');

@@ -5,6 +5,7 @@ import { classifySignalStatus } from '../engine/backoff.js';
 import type { SignalTarget } from '../../heat/signal-target.js';
 import type { Delivery, DeliveryContext } from './delivery.js';
 import { keystoneSessionFor, loginFailure } from './keystone-sessions.js';
+import { parsePythonJson } from '../../util/python-json-parse.js';
 
 // ZAQAR_SIGNAL over Zaqar's websocket API ([zaqar] use_websockets = true). heat-config-notify only posts over HTTP;
 // this is the same message {"ttl": 600, "body": <signal>} sent the way os-collect-config's websocket collector talks
@@ -25,7 +26,7 @@ export async function sendZaqarSignalOverWebsocket(
 ): Promise<Delivery> {
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    body = parsePythonJson(text);
   } catch {
     return { outcome: 'final', error: 'Zaqar signal: the stored signal body is not JSON' };
   }
