@@ -1,4 +1,6 @@
-import { existsSync, promises as fsp, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, promises as fsp, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { runDeployments } from '../../src/deploy/dispatch.js';
@@ -58,4 +60,44 @@ t.test('ENOSPC during a deployment is recorded as its cause; status says so; the
   t.equal(done?.lastError, undefined, 'the cause goes with the result');
   t.ok(existsSync(store.notifyPath('full')));
   t.ok(counterLines(readFileSync(counter, 'utf8')).length >= 1);
+});
+
+// The same on a real full filesystem: a 1 MiB tmpfs the test mounts over the state directories and fills. Needs root
+// (mount); skipped with the reason otherwise.
+const notRoot = process.getuid?.() !== 0 ? 'mounting a tmpfs needs root' : false;
+t.test('a real full disk (a small tmpfs): nothing lost, nothing run twice', { skip: notRoot }, async (t) => {
+  // Not t.testdir(): tap removes that before the teardown below has unmounted the tmpfs.
+  const root = mkdtempSync(path.join(tmpdir(), 'oca-full-disk-'));
+  const lib = path.join(root, 'var/lib');
+  mkdirSync(lib, { recursive: true });
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m,mode=0755', 'oca-full-disk', lib]);
+  t.teardown(() => {
+    execFileSync('umount', ['-l', lib]);
+    rmSync(root, { recursive: true, force: true });
+  });
+  installHooks(root, { fake: {} });
+  const h = await deployHarness(root);
+  const store = storeFor(h.loaded.config, h.captured.log);
+  const counter = path.join(root, 'runs.txt');
+  const d = deployment({ id: 'tmpfs', config: { counter } });
+  const filler = path.join(lib, 'filler');
+  try {
+    execFileSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=4k'], { stdio: 'ignore' });
+  } catch {
+    // dd ends with "No space left on device": the filesystem is full.
+  }
+
+  await t.rejects(runDeployments(h.ctx([d])), 'the pass fails while the disk is full');
+  const during = await store.read('tmpfs').catch(() => undefined);
+  t.not(during?.state, 'done', 'no result stored on a full disk');
+
+  rmSync(filler);
+  await runDeployments(h.ctx([d]));
+  t.equal((await store.read('tmpfs'))?.state, 'done', 'completed once space returned');
+  t.ok(existsSync(store.notifyPath('tmpfs')));
+  const runs = existsSync(counter) ? counterLines(readFileSync(counter, 'utf8')) : [];
+  t.ok(
+    runs.length >= 1 && runs.length <= (during?.state === 'running' ? 2 : 1),
+    'run once (again only if it had started)',
+  );
 });
