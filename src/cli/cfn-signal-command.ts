@@ -185,7 +185,7 @@ async function waitUntilSettled(
 ): Promise<QueuedSignal | undefined> {
   let current = await readQueuedSignal(deps.dir, id);
   while (current?.state === 'pending' && Date.now() < deadline && !stop.aborted) {
-    if (isDueSignal(current, deps.policy.now())) current = await attemptIfDue(deps, id);
+    if (isDueSignal(current, deps.policy.now(), deps.policy.maxBackoffSeconds)) current = await attemptIfDue(deps, id);
     if (current?.state !== 'pending') break;
     const dueIn = current.nextAttemptAt ? Date.parse(current.nextAttemptAt) - Date.now() : WAIT_POLL_MS;
     await sleep(Math.max(10, Math.min(WAIT_POLL_MS, dueIn, deadline - Date.now())), stop);

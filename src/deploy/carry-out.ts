@@ -51,7 +51,12 @@ async function carryOutFor(
       const back = await deps.store.transition(
         record,
         'listed-again',
-        { removedAt: undefined, stateBeforeRemoval: undefined },
+        // Back to pending (its effects were undone): a new run, counted from its first start.
+        {
+          removedAt: undefined,
+          stateBeforeRemoval: undefined,
+          ...(decision.to === 'pending' ? { hookStarts: 0 } : {}),
+        },
         { reason: 'listed again' },
       );
       return carryOutFor(deps, dep, back, decision.then);

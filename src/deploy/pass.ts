@@ -114,7 +114,39 @@ async function deployOne(
     const reason = unusable?.message ?? 'its record cannot be used';
     return step(undefined, { kind: 'held', failure: { id: dep.id, name: dep.name, reason } });
   }
-  return carryOut(deps, dep, existing, decision);
+  try {
+    return await carryOut(deps, dep, existing, decision);
+  } catch (err) {
+    const full = diskFullError(err);
+    if (full) await noteDiskFull(deps, dep.id, full);
+    throw err;
+  }
+}
+
+/** The ENOSPC under a failed write (a state file's DeploymentStateError carries it as its cause). */
+function diskFullError(err: unknown): NodeJS.ErrnoException | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++)
+    if ((e as NodeJS.ErrnoException).code === 'ENOSPC') return e;
+  return undefined;
+}
+
+/**
+ * A full disk stopped the run between its writes: the record still says running, so the cause goes on it (a short
+ * write that may fit where the result did not) and status reports it rather than a run that is not there. When even
+ * that fails, the log line is the record of it.
+ */
+async function noteDiskFull(deps: DeployDeps, id: string, err: NodeJS.ErrnoException): Promise<void> {
+  const lastError = `no space left on device (${err.path !== undefined ? deps.ctx.paths.unmap(err.path) : 'a state file'}); the deployment stopped and resumes when space is freed`;
+  deps.ctx.log.error(
+    { deploymentId: id, code: 'ERR_DEPLOYMENT_STATE', errno: 'ENOSPC', path: err.path },
+    'deployment stopped: disk full',
+  );
+  try {
+    const record = await deps.store.read(id);
+    if (record?.state === 'running') await deps.store.note(record, { lastError });
+  } catch {
+    // Still full: the log line above says it.
+  }
 }
 
 /** Step 3: the records of deployments the metadata no longer lists are marked removed, until a shutdown. */

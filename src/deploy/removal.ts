@@ -11,13 +11,16 @@ import { hookEnv, killGrace, type DeployContext, type DeployDeps } from './conte
 // a newer action's).
 
 /**
- * Undo what the deployment's hook keeps, then record it removed. Undefined when a shutdown cut the hook's removal
+ * Undo what the deployment's hook keeps, then record it removed. A removal that undid effects (containers gone) is
+ * recorded as leaving from pending: listed again, it is applied again rather than said done with nothing running.
+ * Undefined when a shutdown cut the hook's removal
  * short: the record stays as it was, so the next pass (after the restart) removes it again rather than leaving its
  * containers behind for good.
  */
 export async function markRemoved(deps: DeployDeps, record: DeploymentRecord): Promise<DeploymentRecord | undefined> {
   const { ctx, store } = deps;
-  if ((await undoHook(ctx, record)) === 'interrupted') return undefined;
+  const undo = await undoHook(ctx, record);
+  if (undo === 'interrupted') return undefined;
   await removeHookWorkFiles(ctx, record);
   const pending = record.signal.state === 'pending';
   const signal: SignalRecord = pending
@@ -31,23 +34,23 @@ export async function markRemoved(deps: DeployDeps, record: DeploymentRecord): P
   return store.transition(
     record,
     'left-metadata',
-    { stateBeforeRemoval: record.state, removedAt: store.timestamp(), signal },
+    { stateBeforeRemoval: undo === 'undone' ? 'pending' : record.state, removedAt: store.timestamp(), signal },
     pending ? { signalCancelled: true } : {},
   );
 }
 
 /**
  * What the deployment's built-in hook left running goes. A failure is logged and not tried again (the tool may be
- * gone for good); the pass goes on.
+ * gone for good); the pass goes on. 'undone': the hook's removal ran (a failed one may have undone a part).
  */
-async function undoHook(ctx: DeployContext, record: DeploymentRecord): Promise<'done' | 'interrupted'> {
+async function undoHook(ctx: DeployContext, record: DeploymentRecord): Promise<'nothing' | 'undone' | 'interrupted'> {
   const loading = loadBuiltinHook(hookNameForGroup(record.group));
-  if (!loading) return 'done';
+  if (!loading) return 'nothing';
   let failure: unknown;
   let group: string | undefined;
   try {
     const hook = await loading;
-    if (!hook.removed) return 'done';
+    if (!hook.removed) return 'nothing';
     group = hook.group;
     await runRemovalInProcess({
       hook,
@@ -71,7 +74,7 @@ async function undoHook(ctx: DeployContext, record: DeploymentRecord): Promise<'
   if (failure !== undefined)
     ctx.log.warn({ deploymentId: record.id, reason: errorMessage(failure) }, 'hook removal failed');
   else ctx.log.info({ deploymentId: record.id, group }, 'hook removal done');
-  return 'done';
+  return 'undone';
 }
 
 /** The work files its built-in hook kept go (upstream kept them forever). */

@@ -1,3 +1,4 @@
+import { isSecretName } from '../log/secret-names.js';
 import { deepClone, isJsonObject, setOwnKey, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { numericValue } from '../util/exact-number.js';
@@ -13,15 +14,14 @@ import { pythonJsonDumps } from '../util/python-json.js';
 const DEPLOY_ACTIONS = ['CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME'] as const;
 export const UNGROUPED = 'Heat::Ungrouped';
 
-// Inputs whose values never appear in a log line: names containing password, secret, token, private_key, ssh_key or
-// known_hosts (any case; the last three are how a deployment hands a hook SSH credentials), and deploy_signal_id (a
-// pre-signed URL: whoever has it can signal). The agent registers their values for log scrubbing
-// as soon as a deployment is read, and the hooks mask them in their own log.
-const SECRET_INPUT_NAME = /password|secret|token|private_key|ssh_key|known_hosts/i;
+// Inputs whose values never appear in a log line or in status: the one secret-name rule (src/log/secret-names.ts:
+// password, passwd, secret, token, credential, private, key, and known_hosts, how a deployment hands a hook SSH
+// credentials), and deploy_signal_id (a pre-signed URL: whoever has it can signal). The agent registers their values
+// for log scrubbing as soon as a deployment is read, and the hooks mask them in their own log.
 
 /** True for an input whose value must not be logged. */
 export function isSecretInput(name: string): boolean {
-  return SECRET_INPUT_NAME.test(name) || name === 'deploy_signal_id';
+  return isSecretName(name) || name === 'deploy_signal_id';
 }
 
 /**

@@ -5,6 +5,7 @@ import type { SignalTarget } from '../heat/signal-target.js';
 import { holdsSignal } from '../state/machine.js';
 import { deployLockFile, storeFor, type DeploymentRecord, type SignalRecord, type StateStore } from '../state/store.js';
 import type { AttemptDecision } from './engine/attempt.js';
+import { dueTimeOf } from './engine/backoff.js';
 import { attemptOnce, type SignalClient } from './engine/client.js';
 import { BUSY, FlushTally, waitingSummary, type FlushReport } from './engine/flush-report.js';
 import { whenLockFree } from './engine/lock.js';
@@ -31,9 +32,9 @@ export function queuedSignal(target: SignalTarget, text: string): SignalRecord {
   return { state: 'pending', transport: target.transport, attempts: 0, target, text };
 }
 
-export function isDue(record: DeploymentRecord, now: number): boolean {
+export function isDue(record: DeploymentRecord, now: number, maxBackoffSeconds: number): boolean {
   if (!holdsSignal(record.state) || record.signal.state !== 'pending') return false;
-  return record.signal.nextAttemptAt === undefined || Date.parse(record.signal.nextAttemptAt) <= now;
+  return dueTimeOf(record.signal.nextAttemptAt, now, maxBackoffSeconds) <= now;
 }
 
 function outboxClient(deps: OutboxDeps): SignalClient<DeploymentRecord> {
@@ -103,7 +104,7 @@ export async function flushDue(deps: OutboxDeps, exclude: ReadonlySet<string> = 
   const { records } = await deps.store.listAll('quiet');
   const now = deps.policy.now();
   const due = records
-    .filter((r) => isDue(r, now) && !exclude.has(r.id))
+    .filter((r) => isDue(r, now, deps.policy.maxBackoffSeconds) && !exclude.has(r.id))
     .sort((a, b) => a.firstSeenAt.localeCompare(b.firstSeenAt));
   const client = outboxClient(deps);
   const tally = new FlushTally();
@@ -114,18 +115,22 @@ export async function flushDue(deps: OutboxDeps, exclude: ReadonlySet<string> = 
     tally.count(next.signal.state);
     after.set(next.id, next);
   }
-  return tally.report(dueTimes([...after.values()]));
+  return tally.report(dueTimes([...after.values()], deps.policy.now(), deps.policy.maxBackoffSeconds));
 }
 
-export function pendingSummary(records: readonly DeploymentRecord[]): { pending: number; nextDueAt?: number } {
-  return waitingSummary(dueTimes(records));
+export function pendingSummary(
+  records: readonly DeploymentRecord[],
+  now: number,
+  maxBackoffSeconds: number,
+): { pending: number; nextDueAt?: number } {
+  return waitingSummary(dueTimes(records, now, maxBackoffSeconds));
 }
 
-/** When each pending signal is due (0: at once). */
-function dueTimes(records: readonly DeploymentRecord[]): number[] {
+/** When each pending signal is due (dueTimeOf: never further away than the largest backoff). */
+function dueTimes(records: readonly DeploymentRecord[], now: number, maxBackoffSeconds: number): number[] {
   return records
     .filter((r) => holdsSignal(r.state) && r.signal.state === 'pending')
-    .map((r) => (r.signal.nextAttemptAt ? Date.parse(r.signal.nextAttemptAt) : 0));
+    .map((r) => dueTimeOf(r.signal.nextAttemptAt, now, maxBackoffSeconds));
 }
 
 /**

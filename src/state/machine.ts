@@ -148,7 +148,8 @@ export const EVENTS: Readonly<Record<TransitionEvent, EventRule>> = {
   'listed-again': {
     from: ['removed'],
     to: BEFORE_REMOVAL,
-    meaning: 'listed again: back to the state it left from (`pending` for records older than `stateBeforeRemoval`)',
+    meaning:
+      'listed again: back to the state it left from; `pending` (run again) when its removal undid its effects (containers), and for records older than `stateBeforeRemoval`',
   },
   rerun: {
     from: DEPLOYMENT_STATES.filter((s) => s !== 'running'),

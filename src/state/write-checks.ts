@@ -15,10 +15,14 @@ import { signalTarget, type SignalEvent, type SignalState } from './signal-machi
 // check throws a DeploymentTransitionError naming the event, so a refused write leaves the record as it was.
 
 /** Facts a record notes without a move, and the one state each belongs to. */
-export type StateNote = Partial<Pick<DeploymentRecord, 'hookPid' | 'hookPidStart' | 'rebootCommandRanAt'>>;
+export type StateNote = Partial<
+  Pick<DeploymentRecord, 'hookPid' | 'hookPidStart' | 'rebootCommandRanAt' | 'lastError'>
+>;
 const NOTED_IN: Readonly<Record<keyof StateNote, DeploymentState>> = {
   hookPid: 'running',
   hookPidStart: 'running',
+  // Why a run stopped without a result (a full disk): status shows it instead of "is running".
+  lastError: 'running',
   rebootCommandRanAt: 'awaiting-reboot',
 };
 

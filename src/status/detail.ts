@@ -1,6 +1,7 @@
 import type { AgentConfig } from '../config/options.js';
 import type { Logger } from '../log/logger.js';
-import { scrubText } from '../log/redact.js';
+import { scrubText, setSecrets } from '../log/redact.js';
+import { isSecretName } from '../log/secret-names.js';
 import { readFileIfExists } from '../util/atomic-write.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
@@ -17,6 +18,8 @@ import { resultText } from './format.js';
 // cut to its tail. Read only: a corrupt record is reported, not set aside.
 
 export const MASK = '******';
+/** The owner of the secrets `status <id>` registers: the one deployment it shows. */
+const DETAIL_OWNER = 'status-detail';
 const TAIL_LINES = 20;
 const TAIL_CHARS = 4000;
 const VALUE_CHARS = 2000;
@@ -69,16 +72,24 @@ export async function readDetail(config: AgentConfig, log: Logger, key: string):
 async function detailOf(store: StateStore, record: DeploymentRecord): Promise<DeploymentDetail> {
   const deployed = await readObject(store.deployedPath(record.id));
   const body = await readObject(store.notifyPath(record.id));
-  const inputs = Array.isArray(deployed?.inputs) ? deployed.inputs.filter(isJsonObject).map(shownInput) : [];
+  const given = Array.isArray(deployed?.inputs) ? deployed.inputs.filter(isJsonObject) : [];
+  // The values of its secret inputs join the registry the logs scrub with, so a tail or an output that prints one
+  // (a hook echoing db_password) shows [REDACTED] here as it does in the journal.
+  setSecrets(
+    DETAIL_OWNER,
+    given.filter((i) => isSecretInput(String(i.name))).map((i) => inputText(i.value)),
+  );
+  const inputs = given.map(shownInput);
   const outputs: JsonObject = {};
-  for (const [k, v] of Object.entries(body ?? {})) if (!k.startsWith('deploy_')) outputs[k] = bounded(v);
+  for (const [k, v] of Object.entries(body ?? {}))
+    if (!k.startsWith('deploy_')) outputs[k] = isSecretName(k) ? MASK : bounded(v);
   const started = record.startedAt ? Date.parse(record.startedAt) : NaN;
   const ended = record.endedAt ? Date.parse(record.endedAt) : NaN;
   return {
     version: 1,
     deployment: toStatus(record),
     inputs,
-    options: isJsonObject(deployed?.options) ? deployed.options : {},
+    options: isJsonObject(deployed?.options) ? (scrubbed(deployed.options) as JsonObject) : {},
     ...(Number.isFinite(started) && Number.isFinite(ended)
       ? { durationSeconds: Math.round(ended - started) / 1000 }
       : {}),
@@ -94,11 +105,19 @@ function shownInput(input: JsonObject): { name: string; value: unknown } {
   return { name, value: isSecretInput(name) ? MASK : bounded(input.value) };
 }
 
-/** A value as stored, or its text cut short when it is long (a script, a certificate bundle). */
+/** A value as stored (scrubbed), or its text cut short when it is long (a script, a certificate bundle). */
 function bounded(value: unknown): unknown {
   const text = inputText(value);
-  if (text.length <= VALUE_CHARS) return value ?? null;
+  if (text.length <= VALUE_CHARS) return scrubbed(value ?? null);
   return `${scrubText(text.slice(0, VALUE_CHARS))}… (${text.length} characters)`;
+}
+
+/** Every string in a JSON value scrubbed as a log line is. */
+function scrubbed(value: unknown): unknown {
+  if (typeof value === 'string') return scrubText(value);
+  if (Array.isArray(value)) return value.map(scrubbed);
+  if (isJsonObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrubbed(v)]));
+  return value;
 }
 
 function tail(text: string): string {

@@ -49,16 +49,7 @@ export function verdictOf(report: StatusReport, options: VerdictOptions = {}): V
     .map(
       (d) => `deployment ${d.id} (${d.name}) failed${d.statusCode !== undefined ? ` with status ${d.statusCode}` : ''}`,
     );
-  const waiting = [
-    // At boot the deployments are not known before the first cycle has collected them.
-    ...(agent.running && !agent.lastCycle ? ['the agent has not finished its first cycle yet'] : []),
-    ...report.deployments
-      .filter((d) => isInProgress(d.state))
-      .map((d) => `deployment ${d.id} (${d.name}) is ${d.state}`),
-    ...report.signals
-      .filter((s) => s.state === 'pending')
-      .map((s) => `${s.kind} signal ${s.id} is not delivered yet (${count(s.attempts, 'attempt')})`),
-  ];
+  const waiting = waitingReasons(report);
   const stalled = !agent.running && waiting.length > 0 && !options.awaitAgent;
   if (stalled)
     unfixable.push(
@@ -92,4 +83,23 @@ export function verdictOf(report: StatusReport, options: VerdictOptions = {}): V
   if (cycleFailed.length > 0)
     return { exitCode: EXIT.agentOrSignalError, summary: "the agent's last cycle failed", reasons };
   return { exitCode: EXIT.done, summary: 'all done and signalled', reasons };
+}
+
+/** What is still awaited: the first cycle, deployments in progress, signals not delivered yet. */
+function waitingReasons(report: StatusReport): string[] {
+  return [
+    // At boot the deployments are not known before the first cycle has collected them.
+    ...(report.agent.running && !report.agent.lastCycle ? ['the agent has not finished its first cycle yet'] : []),
+    ...report.deployments
+      .filter((d) => isInProgress(d.state))
+      .map((d) =>
+        // A write that failed under a running deployment (a full disk) noted its cause: it is not running now.
+        d.state === 'running' && d.lastError !== undefined
+          ? `deployment ${d.id} (${d.name}) stopped: ${d.lastError}`
+          : `deployment ${d.id} (${d.name}) is ${d.state}`,
+      ),
+    ...report.signals
+      .filter((s) => s.state === 'pending')
+      .map((s) => `${s.kind} signal ${s.id} is not delivered yet (${count(s.attempts, 'attempt')})`),
+  ];
 }

@@ -61,7 +61,7 @@ async function doneRecord(
 t.test('a queued signal is delivered once and the record says so', async (t) => {
   const { sink, store, deps } = await setup(t);
   const r = await doneRecord(store, 'd1', targetFor(sink, 'CFN_SIGNAL', 'd1'));
-  t.ok(isDue(r, deps.policy.now()));
+  t.ok(isDue(r, deps.policy.now(), deps.policy.maxBackoffSeconds));
   const report = await flushDue(deps);
   t.same(report, { attempted: 1, sent: 1, failed: 0, pending: 0 });
   const after = await store.read('d1');
@@ -72,6 +72,26 @@ t.test('a queued signal is delivered once and the record says so', async (t) => 
   t.equal(after?.signal.target, undefined);
   t.same(await flushDue(deps), { attempted: 0, sent: 0, failed: 0, pending: 0 });
   t.equal(sink.countFor('d1'), 1);
+});
+
+t.test('the clock stepping either way delays a retry by at most the largest backoff', async (t) => {
+  const { sink, store, deps, advance } = await setup(t);
+  await doneRecord(store, 'd1', targetFor(sink, 'CFN_SIGNAL', 'd1'));
+  const year = 365 * 24 * 3600 * 1000;
+  advance(year);
+  sink.answers = [503];
+  t.equal((await flushDue(deps)).attempted, 1, 'failed while the clock was a year ahead');
+  advance(-year);
+  const back = await flushDue(deps);
+  t.same([back.attempted, back.sent], [1, 1], 'clock stepped back: retried now, not in a year');
+  t.equal(sink.received.length, 1, 'delivered once');
+
+  await doneRecord(store, 'd2', targetFor(sink, 'CFN_SIGNAL', 'd2'));
+  sink.answers = [503];
+  t.equal((await flushDue(deps)).attempted, 1);
+  advance(year);
+  t.same((await flushDue(deps)).sent, 1, 'clock stepped forward: due at once');
+  t.equal(sink.received.length, 2);
 });
 
 t.test('server down, then back: retried with growing backoff, delivered exactly once', async (t) => {
@@ -167,7 +187,7 @@ t.test('a shutdown during an attempt does not count it', async (t) => {
   t.equal((await store.read('d1'))?.signal.attempts, 0);
   t.same(
     await flushDue({ ...deps, policy: { ...deps.policy, signal: controller.signal } }),
-    { attempted: 0, sent: 0, failed: 0, pending: 1, nextDueAt: 0 },
+    { attempted: 0, sent: 0, failed: 0, pending: 1, nextDueAt: deps.policy.now() },
     'an aborted flush attempts nothing',
   );
 });
@@ -188,17 +208,25 @@ t.test('pendingSummary and isDue', async (t) => {
     state: 'done',
     signal: { state: 'pending', transport: 'CFN_SIGNAL', attempts: 1, nextAttemptAt: '2026-01-01T00:00:10.000Z' },
   } as const;
-  t.notOk(isDue(pending, Date.parse('2026-01-01T00:00:09Z')));
-  t.ok(isDue(pending, Date.parse('2026-01-01T00:00:10Z')));
-  t.notOk(isDue({ ...pending, state: 'removed' }, Date.parse('2027-01-01T00:00:00Z')));
+  t.notOk(isDue(pending, Date.parse('2026-01-01T00:00:09Z'), 300));
+  t.ok(isDue(pending, Date.parse('2026-01-01T00:00:10Z'), 300));
+  // Stored while the clock was a year ahead: further away than the largest backoff, so due now, not in a year.
+  t.ok(isDue(pending, Date.parse('2025-01-01T00:00:00Z'), 300), 'a clock stepped back does not strand it');
+  t.notOk(isDue(pending, Date.parse('2026-01-01T00:00:00Z'), 300), 'within the largest backoff: waits');
+  t.notOk(isDue({ ...pending, state: 'removed' }, Date.parse('2027-01-01T00:00:00Z'), 300));
   t.same(
-    pendingSummary([
-      pending,
-      { ...base, state: 'signalled', signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } },
-    ]),
+    pendingSummary(
+      [pending, { ...base, state: 'signalled', signal: { state: 'sent', transport: 'CFN_SIGNAL', attempts: 1 } }],
+      Date.parse('2026-01-01T00:00:00Z'),
+      300,
+    ),
     { pending: 1, nextDueAt: Date.parse('2026-01-01T00:00:10Z') },
   );
-  t.same(pendingSummary([]), { pending: 0 });
+  t.same(pendingSummary([pending], Date.parse('2025-01-01T00:00:00Z'), 300), {
+    pending: 1,
+    nextDueAt: Date.parse('2025-01-01T00:00:00Z'),
+  });
+  t.same(pendingSummary([], 0, 300), { pending: 0 });
 });
 
 t.test('flushOutbox takes the deployment lock; another process holding it means "busy"', async (t) => {

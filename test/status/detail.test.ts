@@ -119,3 +119,39 @@ t.test('unknown, ambiguous, unsafe keys and a corrupt record: a clear message, n
   });
   t.equal(readFileSync(file, 'utf8'), '{"version": 0, "id": "b-id"}', 'left as it was');
 });
+
+t.test('one secret rule: key and private inputs masked; tails and outputs scrubbed of the secret inputs', async (t) => {
+  const { store, detail } = await fixture(t);
+  await store.writeDeployed('a-id', {
+    id: 'a-id',
+    name: 'web',
+    group: 'script',
+    options: {},
+    inputs: [
+      { name: 'ssh_private_key', value: '-----BEGIN KEY-----abcdef' },
+      { name: 'api_key', value: 'ak-1234567890' },
+      { name: 'keystone_region', value: 'RegionOne' },
+      { name: 'db_password', value: 'hunter2-pw' },
+    ],
+    config: 'echo hi',
+  });
+  await store.writeNotify('a-id', {
+    deploy_stdout: 'connecting with hunter2-pw\n',
+    deploy_stderr: 'key ak-1234567890 refused\n',
+    deploy_status_code: 0,
+    result: { dsn: 'postgres://app:hunter2-pw@db/app' },
+    admin_password: 'chosen-by-the-hook',
+  });
+  const found = await detail('a-id');
+  if (!found.ok) throw new Error(found.message);
+  const d = found.detail;
+  t.same(
+    d.inputs.map((i) => i.value),
+    [MASK, MASK, 'RegionOne', MASK],
+  );
+  const text = formatDetail(d) + JSON.stringify(d);
+  for (const secret of ['hunter2-pw', 'ak-1234567890', 'BEGIN KEY', 'chosen-by-the-hook'])
+    t.notMatch(text, secret, `${secret} is not shown`);
+  t.match(d.stdoutTail, /connecting with \[REDACTED\]/);
+  t.equal(d.outputs.admin_password, MASK);
+});

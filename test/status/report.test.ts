@@ -98,15 +98,17 @@ t.test('work in progress with no agent running: an error that says so (2), the w
 });
 
 t.test('each in-progress state keeps the verdict at waiting (3) while an agent runs, and says which', async (t) => {
-  for (const state of ['pending', 'running', 'applied', 'awaiting-reboot'] as const) {
-    const { loaded, store, report } = await fixture(t);
-    await runningAgent(t, loaded);
-    const a = await store.create(f('a', 'alpha'));
-    if (state !== 'pending') await moveTo(store, a, state);
-    const v = verdictOf(await report());
-    t.equal(v.exitCode, 3, state);
-    t.match(v.reasons[0], `deployment a (alpha) is ${state}`);
-  }
+  // One root each (a subtest's own directory), each with the daemon's claim on it.
+  for (const state of ['pending', 'running', 'applied', 'awaiting-reboot'] as const)
+    await t.test(state, async (t) => {
+      const { loaded, store, report } = await fixture(t);
+      await runningAgent(t, loaded);
+      const a = await store.create(f('a', 'alpha'));
+      if (state !== 'pending') await moveTo(store, a, state);
+      const v = verdictOf(await report());
+      t.equal(v.exitCode, 3, state);
+      t.match(v.reasons[0], `deployment a (alpha) is ${state}`);
+    });
   const { loaded, store, report } = await fixture(t);
   await runningAgent(t, loaded);
   const b = await store.create(f('b', 'beta'));

@@ -2,6 +2,7 @@ import { fieldsProblem, isBoolean, isCount, isNumber, isString, type Fields } fr
 import type { SignalState } from '../../state/signal-machine.js';
 import { parseStateObject } from '../../state/state-file.js';
 import type { WaitConditionTarget } from '../transports/transport.js';
+import { dueTimeOf } from '../engine/backoff.js';
 
 // One wait condition signal queued by `os-config-agent cfn-signal`, as its file holds it: where it goes (the URL is a
 // credential: a pre-signed URL or a token), the body, and its attempts. Once settled, the URL, token and body are
@@ -50,8 +51,9 @@ export function targetOf(entry: QueuedSignal): WaitConditionTarget | undefined {
   return { transport: 'WAIT_CONDITION_TOKEN', url: entry.url, token: entry.token, ...insecure };
 }
 
-export function isDueSignal(entry: QueuedSignal, now: number): boolean {
-  return entry.state === 'pending' && (entry.nextAttemptAt === undefined || Date.parse(entry.nextAttemptAt) <= now);
+/** Whether a queued signal is due now (dueTimeOf: a step of the clock delays it by at most the largest backoff). */
+export function isDueSignal(entry: QueuedSignal, now: number, maxBackoffSeconds: number): boolean {
+  return entry.state === 'pending' && dueTimeOf(entry.nextAttemptAt, now, maxBackoffSeconds) <= now;
 }
 
 /** What a settled file keeps: no URL, token or body. */

@@ -3,6 +3,7 @@ import type { HttpClient } from '../../http/types.js';
 import type { Logger } from '../../log/logger.js';
 import { signalQueueDir, signalQueueLockFile } from '../../state/signal-queue-paths.js';
 import type { AttemptDecision } from '../engine/attempt.js';
+import { dueTimeOf } from '../engine/backoff.js';
 import { attemptOnce, type SignalClient } from '../engine/client.js';
 import { BUSY, FlushTally, type FlushReport } from '../engine/flush-report.js';
 import { whenLockFree } from '../engine/lock.js';
@@ -91,7 +92,7 @@ export function attemptQueuedSignal(entry: QueuedSignal, deps: QueueDeps): Promi
 export async function attemptIfDue(deps: QueueDeps, id: string): Promise<QueuedSignal | undefined> {
   const outcome = await whenLockFree(deps.lockFile, async () => {
     const entry = await readQueuedSignal(deps.dir, id);
-    if (!entry || !isDueSignal(entry, deps.policy.now())) return entry;
+    if (!entry || !isDueSignal(entry, deps.policy.now(), deps.policy.maxBackoffSeconds)) return entry;
     return attemptQueuedSignal(entry, deps);
   });
   return (outcome.ran ? outcome.value : undefined) ?? readQueuedSignal(deps.dir, id);
@@ -114,11 +115,12 @@ async function flushUnderLock(deps: QueueDeps): Promise<FlushReport> {
       await setAside(dir, id, policy.now(), log);
       continue;
     }
-    if (isDueSignal(entry, policy.now()) && !policy.signal?.aborted) {
+    if (isDueSignal(entry, policy.now(), policy.maxBackoffSeconds) && !policy.signal?.aborted) {
       entry = await attemptOnce(client, entry, deps);
       tally.count(entry.state);
     }
-    if (entry.state === 'pending') dueTimes.push(entry.nextAttemptAt ? Date.parse(entry.nextAttemptAt) : policy.now());
+    if (entry.state === 'pending')
+      dueTimes.push(dueTimeOf(entry.nextAttemptAt, policy.now(), policy.maxBackoffSeconds));
     else await pruneIfOld(dir, entry, deps.pruneAfterDays, policy.now(), log);
   }
   return tally.report(dueTimes);

@@ -38,6 +38,18 @@ export function signalRetryDelayMs(
   return Math.max(jittered, asked);
 }
 
+/**
+ * When a stored next attempt is due, judged by the clock now. A time further away than the largest backoff can only
+ * have been written while the clock was ahead (it has stepped back since): it is due now rather than in a year, as is
+ * one that cannot be read. A time in the past (the clock stepped forward) is due now anyway. So a step of the clock
+ * either way delays a retry by at most the largest backoff, within a process and across restarts.
+ */
+export function dueTimeOf(nextAttemptAt: string | undefined, now: number, maxBackoffSeconds: number): number {
+  if (nextAttemptAt === undefined) return now;
+  const at = Date.parse(nextAttemptAt);
+  return Number.isFinite(at) && at - now <= maxBackoffSeconds * 1000 ? at : now;
+}
+
 /** Retry-After as seconds (delta-seconds or an HTTP date), when present and sensible. */
 export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
   const text = Array.isArray(value) ? value[0] : value;

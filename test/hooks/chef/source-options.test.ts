@@ -112,8 +112,8 @@ t.test('bad options fail naming the option, before anything is fetched', async (
       /sha256 must be a SHA-256 checksum: 64 hexadecimal digits$/,
     ],
     [
-      { kitchen_sources: [{ git: 'https://x/a.git', ssh_key_input: 'deploy_key' }] },
-      /^kitchen_sources\[0\]\.ssh_key_input names the input "deploy_key", which the agent would show and log/,
+      { kitchen_sources: [{ git: 'https://x/a.git', ssh_key_input: 'deploy_ident' }] },
+      /^kitchen_sources\[0\]\.ssh_key_input names the input "deploy_ident", which the agent would show and log/,
     ],
     [
       { kitchen_sources: [{ git: 'https://x/a.git', token_input: 'absent_token' }] },

@@ -237,3 +237,21 @@ t.test('in-process: recording fake kubelet: a deployment stopped by its timeout 
   await new Promise((resolve) => setTimeout(resolve, 500));
   t.equal(readRecords(record).length, calls, 'no docker call after the stop');
 });
+
+// heat-templates' kubelet example on a server where docker is installed but its daemon is not running: Debian's docker
+// CLI against a socket nobody listens on. The hook fails once daemon_timeout has passed, naming the daemon, instead of
+// waiting out images_timeout.
+const DEAD_SOCKET = `unix:///tmp/oca-kubelet-dead-${process.pid}.sock`;
+for (const { name: mode, run: runIn } of HOOK_MODES)
+  t.test(`${mode}: docker's daemon unreachable: fails after daemon_timeout, naming the daemon`, async (t) => {
+    const { env } = setup(t);
+    const run = await runIn('kubelet', deployment(POD, { images_timeout: 20, daemon_timeout: 0.3 }), {
+      env: { ...env, HEAT_DOCKER_CMD: '/usr/bin/docker', DOCKER_HOST: DEAD_SOCKET },
+    });
+    t.equal(run.result.deploy_status_code, 1);
+    t.match(
+      String(run.result.deploy_stderr),
+      /cannot reach its daemon .*Start the docker service, or check DOCKER_HOST/,
+    );
+    t.notMatch(String(run.result.deploy_stderr), /timed out after 20 seconds/, 'not held until images_timeout');
+  });

@@ -222,3 +222,16 @@ t.test('a move the signal table does not have is refused before the file is writ
   });
   t.same(JSON.parse(readFileSync(file, 'utf8')), sent, 'the file is as it was');
 });
+
+t.test('a signal that failed while the clock was a year ahead is retried once the clock steps back', async (t) => {
+  const { deps, advance } = setup(t);
+  const year = 365 * 24 * 3600 * 1000;
+  advance(year);
+  await enqueueSignal(deps.dir, { kind: 'cfn', url: server.cfnUrl('q_clock'), text: BODY('c1') }, deps.policy.now());
+  server.answers = [503];
+  t.equal((await flushSignalQueue(deps)).attempted, 1);
+  advance(-year);
+  const back = await flushSignalQueue(deps);
+  t.same([back.attempted, back.sent], [1, 1], 'retried now, not in a year');
+  t.equal(accepted('c1'), 1);
+});
