@@ -60,7 +60,8 @@ async function lockFile(file: string): Promise<void> {
   throw stateError('take over the lock file', file, new Error('it keeps reappearing'));
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid exists (one of another user's counts). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
