@@ -4,6 +4,7 @@ import path from 'node:path';
 import { setSecrets } from '../log/redact.js';
 import { isRegularFile } from '../util/path-kind.js';
 import { createPathMapper, type PathMapper } from '../util/rooted-path.js';
+import { normaliseGroupIntervals } from './group-intervals.js';
 import { interpolate, parseOsloIni, type IniDocument } from './oslo-ini.js';
 import {
   DEFAULT_COLLECTORS,
@@ -117,6 +118,7 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
 
   const collectors = normaliseCollectors(raw.DEFAULT!.collectors as readonly string[], problems);
   raw.DEFAULT!.collectors = collectors;
+  raw.deploy!.reconverge_interval = normaliseGroupIntervals(raw.deploy!.reconverge_interval as string[], problems);
   // Upstream: --force implies --one-time.
   if (raw.DEFAULT!.force === true) raw.DEFAULT!.one_time = true;
 

@@ -1,5 +1,6 @@
 import { deepClone, isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
+import { reconvergeOption, type ReconvergeOption } from './reconverge-option.js';
 
 // One element of Heat's `deployments` list, validated (reference §4.3). The id names files, so it must be a safe
 // file name; everything else is kept as Heat sent it, because hooks read the whole document.
@@ -60,6 +61,8 @@ export interface Deployment {
   readonly outputs: readonly DeploymentOutput[];
   /** Per-deployment hook timeout from options.hook_timeout, in seconds (0: no limit). */
   readonly hookTimeoutSeconds?: number;
+  /** options.reconverge_interval: re-run on an interval once finished (reconverge-option.ts). */
+  readonly reconverge: ReconvergeOption;
   /** The document handed to the hook on stdin and recorded in deployed/<id>.json. */
   readonly document: JsonObject;
 }
@@ -115,6 +118,7 @@ export function parseDeployment(raw: unknown): ParsedDeployment {
       outputs,
       document,
       ...(timeout !== undefined ? { hookTimeoutSeconds: timeout } : {}),
+      reconverge: reconvergeOption(raw.options),
     },
     warnings,
   };
