@@ -24,6 +24,7 @@ import { InstalledFilesWatch, startedBySystemd } from './self-upgrade.js';
 import type { ServiceNotifier } from './service-notifier.js';
 import { Waker } from './waker.js';
 import { watchSources, type SourceWatcher } from './watch.js';
+import { YieldingLoop } from './yielding-loop.js';
 
 // The agent's reconcile loop: collect -> (self-configure) -> run the pipeline if anything changed -> commit.
 // `collect` mode is os-collect-config (the configured command is the pipeline); `run` mode uses the native pipeline
@@ -45,6 +46,16 @@ export interface AgentDeps {
   readonly afterCollect?: readonly AfterCollectHook[];
   /** Background work of the daemon beside the poll loop (the deployment signal outbox): one pass, due again when it says. */
   readonly backgroundPass?: (
+    loaded: LoadedConfig,
+    log: Logger,
+    http: HttpClient,
+    signal: AbortSignal,
+  ) => Promise<RetryPassResult>;
+  /**
+   * Re-runs of finished deployments on their reconverge intervals: one pass, due again when it says. A cycle with new
+   * data stops it and holds it off while its pipeline runs: a new deployment goes first.
+   */
+  readonly reconverge?: (
     loaded: LoadedConfig,
     log: Logger,
     http: HttpClient,
@@ -98,6 +109,8 @@ export class Agent {
   private watcher: SourceWatcher | undefined;
   /** The daemon loop's facts for `status` (not in one-time runs). */
   private status: AgentStatusPublisher | undefined;
+  /** The re-runs of finished deployments, while the daemon loop runs. */
+  private reconverger: YieldingLoop | undefined;
 
   private constructor(
     private readonly deps: AgentDeps,
@@ -140,6 +153,8 @@ export class Agent {
       this.loadedConfig = next;
       this.http = this.deps.createHttp(next, this.deps.log.child({ component: 'http' }));
       this.deps.log.info({ files: next.files.map((f) => next.paths.unmap(f)) }, 'configuration reloaded');
+      // The intervals may have changed.
+      this.reconverger?.wake();
     } catch (err) {
       this.deps.log.error({ err }, 'configuration reload failed; keeping the previous configuration');
     }
@@ -197,6 +212,8 @@ export class Agent {
     const pipeline = this.choosePipeline();
     let exitCode = 0;
     if (pipeline) {
+      // A re-run of a finished deployment gives way to the cycle's new data, and none starts while the pipeline runs.
+      await this.reconverger?.hold();
       try {
         log.info({ pipeline: pipeline.name }, 'running pipeline');
         await pipeline.run({
@@ -214,6 +231,8 @@ export class Agent {
           { code: err instanceof AgentError ? err.code : undefined, reason: errorMessage(err), exitCode },
           'pipeline failed; new data not committed',
         );
+      } finally {
+        this.reconverger?.release();
       }
     }
     if (exitCode === 0 && !signal.aborted) {
@@ -313,6 +332,7 @@ export class Agent {
     );
     await this.startWatching();
     const background = this.startBackground(signal);
+    const reruns = this.startReconverge(signal);
     const queue = this.startSignalQueue(signal);
     // Ready once the configuration is loaded and the loop entered, not after the first cycle: that cycle may run
     // deployments for as long as their timeouts allow, which no start-up timeout should have to cover.
@@ -390,6 +410,8 @@ export class Agent {
     }
     await this.watcher?.close();
     await background?.done;
+    await reruns;
+    this.reconverger = undefined;
     await queue;
     log.info('stopped');
     return 0;
@@ -412,6 +434,15 @@ export class Agent {
     const log = this.deps.log.child({ component: 'outbox' });
     const loop = new RetryLoop('signal outbox', (s) => pass(this.loadedConfig, log, this.http, s), log);
     return { loop, done: loop.run(signal) };
+  }
+
+  /** The re-runs of finished deployments, beside the poll loop (run mode, native pipeline); never rejects. */
+  private startReconverge(signal: AbortSignal): Promise<void> | undefined {
+    const pass = this.deps.reconverge;
+    if (!pass || this.deps.mode !== 'run' || !this.loadedConfig.config.agent.native_pipeline) return undefined;
+    const log = this.deps.log.child({ component: 'reconverge' });
+    this.reconverger = new YieldingLoop('deployment re-runs', (s) => pass(this.loadedConfig, log, this.http, s), log);
+    return this.reconverger.run(signal);
   }
 
   /** The cfn-signal queue service; it never rejects (a failure to start is logged, the poll loop goes on). */
