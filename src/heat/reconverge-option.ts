@@ -1,3 +1,5 @@
+import { groupIntervalSeconds } from '../config/group-intervals.js';
+import type { AgentConfig } from '../config/options.js';
 import { isJsonObject } from '../util/json-merge.js';
 
 // A deployment's options.reconverge_interval: the seconds after which the agent re-runs it once it has finished
@@ -27,4 +29,14 @@ export function reconvergeOption(options: unknown): ReconvergeOption {
     };
   }
   return { given: true, seconds };
+}
+
+/** A deployment's re-run interval in seconds: its own option, else its group's default; undefined: off. */
+export function reconvergeIntervalOf(
+  dep: { readonly group: string; readonly reconverge: ReconvergeOption },
+  config: AgentConfig,
+): number | undefined {
+  const own = dep.reconverge;
+  if (own.given) return 'seconds' in own && own.seconds > 0 ? own.seconds : undefined;
+  return groupIntervalSeconds(config.deploy.reconverge_interval, dep.group);
 }

@@ -1,4 +1,5 @@
 import type { SourceFacts } from './agent-facts.js';
+import { rerunsSection } from './reconverge.js';
 import type { StatusReport, UndeliveredSignal, Verdict } from './report.js';
 import { formatStatusTable, formatTable, oneLine, shortTime } from './status.js';
 
@@ -11,6 +12,8 @@ export function formatReport(report: StatusReport, verdict: Verdict): string {
     sourcesTable(report.sources),
     `DEPLOYMENTS\n${formatStatusTable(report.deployments)}`,
   ];
+  const reruns = rerunsSection(report.deployments);
+  if (reruns !== undefined) parts.push(reruns);
   if (report.signals.length > 0) parts.push(`UNDELIVERED SIGNALS\n${signalsTable(report.signals)}`);
   parts.push(verdictLines(verdict));
   return parts.join('\n');
@@ -66,6 +69,7 @@ const VERDICT_TEXT: Record<number, string> = {
   1: 'a deployment failed',
   2: 'an error in the agent, or a signal not delivered',
   3: 'still in progress',
+  4: 'a re-run found drift and repaired it',
 };
 
 function verdictLines(v: Verdict): string {

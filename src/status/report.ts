@@ -7,6 +7,7 @@ import { isSameProcess } from '../util/process-identity.js';
 import { signalQueueDir } from '../state/signal-queue-paths.js';
 import { listQueuedSignalIds, readQueuedSignal } from '../signals/cfn-signal-queue.js';
 import { agentStatusPath, readAgentFacts, type AgentFacts, type SourceFacts } from './agent-facts.js';
+import { rerunFindings } from './reconverge.js';
 import { readStatusAll, type DeploymentStatus, type UnusableRecord } from './status.js';
 
 // The whole of `status`: the agent, its sources, the deployments and the signals not yet delivered, in one versioned
@@ -129,7 +130,7 @@ async function readQueue(dir: string): Promise<UndeliveredSignal[]> {
 }
 
 /** Exit codes of `status` (docs/status.md). */
-export const EXIT = { done: 0, deploymentFailed: 1, agentOrSignalError: 2, waiting: 3 } as const;
+export const EXIT = { done: 0, deploymentFailed: 1, agentOrSignalError: 2, waiting: 3, drifted: 4 } as const;
 
 export interface Verdict {
   readonly exitCode: number;
@@ -171,11 +172,15 @@ export function verdictOf(report: StatusReport): Verdict {
   if (report.agent.running && report.agent.lastCycle?.result === 'failed')
     errors.push(`the agent's last cycle failed (exit code ${report.agent.lastCycle.exitCode}); see its journal`);
   if (errors.length > 0) return { exitCode: EXIT.agentOrSignalError, reasons: errors };
+  const reruns = rerunFindings(report.deployments);
   const failed = report.deployments
     .filter((d) => isListed(d.state) && d.failed === true)
     .map(
       (d) => `deployment ${d.id} (${d.name}) failed${d.statusCode !== undefined ? ` with status ${d.statusCode}` : ''}`,
     );
-  if (failed.length > 0) return { exitCode: EXIT.deploymentFailed, reasons: failed };
+  failed.push(...reruns.failed);
+  if (failed.length > 0) return { exitCode: EXIT.deploymentFailed, reasons: [...failed, ...reruns.drifted] };
+  // A re-run that changed something repaired drift: reported until a re-run of that deployment converges.
+  if (reruns.drifted.length > 0) return { exitCode: EXIT.drifted, reasons: reruns.drifted };
   return { exitCode: EXIT.done, reasons: [] };
 }

@@ -1,6 +1,6 @@
-import { groupIntervalSeconds } from '../../config/group-intervals.js';
 import type { AgentConfig } from '../../config/options.js';
 import { parseDeployment, type Deployment } from '../../heat/deployment.js';
+import { reconvergeIntervalOf } from '../../heat/reconverge-option.js';
 import { canReconverge, reconvergeDueAt } from '../../state/reconverge-record.js';
 import { readStateFile } from '../../state/state-file.js';
 import type { DeploymentRecord, StateStore } from '../../state/store.js';
@@ -27,13 +27,6 @@ export interface Candidates {
   readonly leftovers: readonly DeploymentRecord[];
 }
 
-/** The re-run interval of a deployment in seconds: its own option, else its group's default; undefined: off. */
-export function intervalOf(dep: Deployment, config: AgentConfig): number | undefined {
-  const own = dep.reconverge;
-  if (own.given) return 'seconds' in own && own.seconds > 0 ? own.seconds : undefined;
-  return groupIntervalSeconds(config.deploy.reconverge_interval, dep.group);
-}
-
 export async function findCandidates(
   store: StateStore,
   config: AgentConfig,
@@ -51,7 +44,7 @@ export async function findCandidates(
     if (deployment === undefined) continue;
     // An os-apply-config deployment without a hook was applied by its cycle, and every cycle applies it again.
     if (APPLY_GROUPS.has(deployment.group) && record.hook === undefined) continue;
-    const intervalSeconds = intervalOf(deployment, config);
+    const intervalSeconds = reconvergeIntervalOf(deployment, config);
     if (intervalSeconds === undefined) continue;
     candidates.push({ record, deployment, intervalSeconds, dueAt: reconvergeDueAt(record, intervalSeconds, now) });
   }
