@@ -34,6 +34,9 @@ export const LAYERS = {
   // Hooks: each is also a standalone executable, so nothing of the agent's state, signals, pass or status.
   hooks: [...FOUNDATION, 'apply', 'heat'],
   deploy: [...FOUNDATION, 'pipeline', 'apply', 'heat', 'state', 'signals', 'hooks'],
+  // heat-cfntools' commands (cfn-init, cfn-get-metadata, cfn-hup): the cfn-init hook's interpreter, the cfn collector's
+  // signed request, the state layer's lock file.
+  cfntools: [...FOUNDATION, 'collectors', 'heat', 'state', 'hooks'],
   status: [...FOUNDATION, 'heat', 'state', 'signals'],
   'self-config': [...FOUNDATION, 'collectors', 'pipeline'],
   // The idle daemon stays small: what a cycle or a signal needs is loaded only when it is needed (import()), so these
@@ -61,7 +64,7 @@ export const LAYERS = {
 
 /** Folder -> folders it may import only as types (a static value import there would load them at start). */
 export const TYPE_ONLY = {
-  daemon: ['deploy', 'signals', 'apply', 'refresh', 'hooks'],
+  daemon: ['deploy', 'signals', 'apply', 'refresh', 'hooks', 'cfntools'],
 };
 
 /**

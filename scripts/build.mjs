@@ -10,13 +10,13 @@ import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 
 const out = 'dist/os-config-agent.mjs';
 // The #! line of the entry and the launchers: V8's background threads sized to the machine's CPUs (--v8-pool-size=0);
-// Node's default is 4 whatever the count, which on a 2-CPU machine made a 200-template os-apply-config ~7 % slower. The
-// image's and the Debian package's launchers pass the same flag.
+// Node's default is 4 whatever the count, which oversubscribes a small machine while a one-shot command compiles
+// (docs/performance.md). The image's and the Debian package's launchers pass the same flag.
 const SHEBANG = '#!/usr/bin/env -S node --v8-pool-size=0';
 // OCA_BUILD_MINIFY=0 keeps names readable (CPU profiles); every shipped build is minified.
 const minify = process.env.OCA_BUILD_MINIFY !== '0';
 
-// On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici: 10 MB
+// On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici: megabytes
 // more in every process that makes a request, and in the daemon, whose V8 runs in lite mode without WebAssembly, an
 // uncaught error that ends the process. Our own code requires node:http (eslint.config.js says so); a dependency
 // that imports it (got) is given Node's module through require() instead: the same object, without the ES module
@@ -38,7 +38,7 @@ const httpThroughRequire = {
 // Package stand-ins, which buy correctness: the proxy agents trace through `debug`, whose output (to stderr when DEBUG
 // is set, outside the agent's log scrubbing) includes proxy credentials (scripts/debug-off.cjs); got's HTTP/2 support
 // is never used, and loading http2-wrapper builds a TLS socket that parses the system's CA store in every process
-// that makes a request (~50 ms, several MB; scripts/http2-off.cjs), while a request that did ask for HTTP/2 fails
+// that makes a request (scripts/http2-off.cjs), while a request that did ask for HTTP/2 fails
 // loudly instead of quietly using it.
 const PACKAGE_STAND_INS = { debug: './scripts/debug-off.cjs', 'http2-wrapper': './scripts/http2-off.cjs' };
 const common = {
@@ -88,13 +88,14 @@ await build({
 await writeFile(out, `${SHEBANG}\n${await readFile(out, 'utf8')}`);
 await chmod(out, 0o755);
 
-// One launcher per compatibility name: it takes the name it runs as (the bundle chooses the command by it, as it does
-// for a link named after the command), then loads the entry. A file, not a link: npm leaves links out of a package.
+// One launcher per compatibility name: it gives its own path as the one it runs as (the bundle chooses the command by
+// its name, as it does for a link named after the command; cfn-create-aws-symlinks finds its siblings by its
+// directory), then loads the entry. A file, not a link: npm leaves links out of a package.
 await mkdir('dist/bin', { recursive: true });
 for (const name of COMPAT_COMMANDS) {
   await writeFile(
     `dist/bin/${name}`,
-    `${SHEBANG}\n// ${name}: os-config-agent's ${name} command (scripts/build.mjs).\nprocess.argv[1] = '${name}';\nawait import('../${AGENT_COMMAND}.mjs');\n`,
+    `${SHEBANG}\n// ${name}: os-config-agent's ${name} command (scripts/build.mjs).\nprocess.argv[1] = decodeURIComponent(new URL(import.meta.url).pathname);\nawait import('../${AGENT_COMMAND}.mjs');\n`,
   );
   await chmod(`dist/bin/${name}`, 0o755);
 }

@@ -2,6 +2,7 @@
 // `npm run build` first). Layout (docs/debian-package.md):
 //   /usr/lib/os-config-agent/{lib,bin,node}   the bundle, the launchers, and a Node.js runtime (see below)
 //   /usr/bin/os-config-agent, os-collect-config, os-apply-config, os-refresh-config   links to the launchers
+//   /usr/sbin/cfn-create-aws-symlinks          a link to its launcher (heat-cfntools' other commands: PREFIX/bin only)
 //   /usr/libexec/heat-config/hooks/<group>    every built-in hook (55-heat-config's second hooks directory)
 //   /lib/systemd/system/os-config-agent.service, /etc/os-collect-config.conf (a conffile)
 // Node.js: Debian 12 and Ubuntu 24.04 ship Node 18, older than the agent needs, so by default the package carries the
@@ -46,8 +47,14 @@ if (!BUNDLED_NODE)
     'elements/os-config-agent/os-config-agent-data/node-lts-line names no Node.js LTS line (a major version on its own line)',
   );
 const PREFIX = '/usr/lib/os-config-agent';
-/** Not linked into /usr/bin: cfn-signal stays in PREFIX/bin so heat-cfntools' /usr/bin/cfn-signal is never touched. */
-const OFF_PATH = ['cfn-signal'];
+/**
+ * heat-cfntools' command names stay in PREFIX/bin, off /usr/bin, which heat-cfntools' package owns: the two install
+ * side by side and its files are never touched. Only cfn-create-aws-symlinks, which Heat's boot script runs from PATH,
+ * is linked, from /usr/sbin (ahead of /usr/bin on root's PATH); it links a real heat-cfntools' commands into
+ * /opt/aws/bin when one is installed, else ours (docs/cfntools.md).
+ */
+const isCfnCommand = (name) => name.startsWith('cfn-');
+const SBIN = ['cfn-create-aws-symlinks'];
 const TAKEN_OVER = ['python3-os-collect-config', 'python3-os-apply-config', 'python3-os-refresh-config'];
 const DEB_ARCH = { x64: 'amd64', arm64: 'arm64' };
 
@@ -362,8 +369,10 @@ function main() {
       symlinkSync('/usr/bin/node', at(`${PREFIX}/bin/node`));
     }
     dir('usr/bin');
-    for (const name of [agent, ...compat].filter((n) => !OFF_PATH.includes(n)))
+    for (const name of [agent, ...compat].filter((n) => !isCfnCommand(n)))
       symlinkSync(`../lib/os-config-agent/bin/${name}`, at(`usr/bin/${name}`));
+    dir('usr/sbin');
+    for (const name of SBIN) symlinkSync(`../lib/os-config-agent/bin/${name}`, at(`usr/sbin/${name}`));
 
     dir('usr/libexec/heat-config/hooks');
     for (const hook of readdirSync(path.join(dist, 'hooks')).filter((f) => f !== 'package.json')) {

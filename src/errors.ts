@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'ERR_COMMAND_FAILED'
   | 'ERR_UNSAFE_NAME'
   | 'ERR_UNSAFE_PATH'
+  | 'ERR_UNTRUSTED_PATH'
   | 'ERR_HTTP'
   | 'ERR_HTTP_TOO_LARGE'
   | 'ERR_TEMPLATE'
@@ -26,9 +27,18 @@ export type ErrorCode =
   | 'ERR_DEPLOYMENT_STATE'
   | 'ERR_DEPLOYMENT_RECORD'
   | 'ERR_DEPLOYMENT_TRANSITION'
+  | 'ERR_DEPLOYMENT_OPTION'
   | 'ERR_SIGNAL_TRANSITION'
   | 'ERR_DEPLOYMENT_UNKNOWN'
-  | 'ERR_DEPLOYMENT_BUSY';
+  | 'ERR_DEPLOYMENT_BUSY'
+  | 'ERR_CFN_CREDENTIALS'
+  | 'ERR_CFN_METADATA'
+  | 'ERR_CFN_HUP_CONFIG'
+  // Not thrown by the agent: a collector's unclassified failure (a log field), a built-in hook's refusal and a file
+  // target it refuses (inside the hook's result).
+  | 'ERR_SOURCE_UNEXPECTED'
+  | 'ERR_HOOK_FAILURE'
+  | 'ERR_TARGET_REFUSED';
 
 /** Base class: anything the agent throws on purpose. */
 export class AgentError extends Error {
@@ -37,14 +47,6 @@ export class AgentError extends Error {
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
-  }
-}
-
-/** A configuration file or flag has a bad value or unknown option. */
-export class ConfigError extends AgentError {
-  override name = 'ConfigError';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('ERR_CONFIG_INVALID', message, options);
   }
 }
 
@@ -122,12 +124,4 @@ export class UnsafePathError extends AgentError {
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
-}
-
-export function errorCode(err: unknown): string | undefined {
-  if (err instanceof AgentError) return err.code;
-  if (err && typeof err === 'object' && 'code' in err && typeof (err as { code: unknown }).code === 'string') {
-    return (err as { code: string }).code;
-  }
-  return undefined;
 }

@@ -51,35 +51,10 @@ export async function applyTemplates(opts: ApplyOptions): Promise<ApplyResult> {
 async function applyTree(opts: ApplyOptions): Promise<ApplyResult> {
   const { log } = opts;
   const entries = await discoverTemplates(opts.templatesDir);
-  const pathCache = newPathCheckCache();
   const batch = new WriteBatch();
-  const staged: Array<{ target: string; outcome: WriteOutcome }> = [];
-  const missingInStrict: string[] = [];
+  let staged: StagedFile[];
   try {
-    for (const entry of entries) {
-      const rendered = renderOne(entry, opts.metadata, log);
-      const { text, missing } = rendered instanceof Promise ? { text: await rendered, missing: [] } : rendered;
-      const control = entry.control === undefined ? DEFAULT_CONTROL : await readControlFile(entry.control);
-      const output = resolveOutputPath(opts.outputDir, entry.relative, pathCache);
-      for (const key of missing) {
-        log.warn({ template: entry.source, key }, 'template names a key missing from the metadata');
-        missingInStrict.push(`${entry.relative}: ${key}`);
-      }
-      if (control.mode === 0) log.warn({ template: entry.source }, 'mode 0 in the control file is ignored');
-      if (opts.validate) continue;
-      let outcome: WriteOutcome;
-      try {
-        outcome = writeRendered({ ...output, body: text, control }, opts.outputDir, batch);
-      } catch (err) {
-        throw writeFailure(err, opts.outputDir);
-      }
-      staged.push({ target: output.target, outcome });
-    }
-    if (opts.strict && missingInStrict.length > 0) {
-      throw new TemplateError(
-        `strict mode: templates name keys missing from the metadata (${missingInStrict.slice(0, 20).join(', ')}${missingInStrict.length > 20 ? ', ...' : ''}); nothing was written`,
-      );
-    }
+    staged = await stageAll(entries, opts, batch);
     if (opts.validate) {
       log.info({ templates: entries.length }, 'templates validated; nothing written');
       return { written: [], unchanged: [], deleted: [] };
@@ -111,6 +86,48 @@ async function applyTree(opts: ApplyOptions): Promise<ApplyResult> {
     'templates applied',
   );
   return result;
+}
+
+interface StagedFile {
+  readonly target: string;
+  readonly outcome: WriteOutcome;
+}
+
+/** Every template rendered, checked and (unless validating) staged in `batch`; nothing is renamed yet. */
+async function stageAll(
+  entries: readonly TemplateEntry[],
+  opts: ApplyOptions,
+  batch: WriteBatch,
+): Promise<StagedFile[]> {
+  const { log } = opts;
+  const pathCache = newPathCheckCache();
+  const staged: StagedFile[] = [];
+  const missingInStrict: string[] = [];
+  for (const entry of entries) {
+    const rendered = renderOne(entry, opts.metadata, log);
+    const { text, missing } = rendered instanceof Promise ? { text: await rendered, missing: [] } : rendered;
+    const control = entry.control === undefined ? DEFAULT_CONTROL : await readControlFile(entry.control);
+    const output = resolveOutputPath(opts.outputDir, entry.relative, pathCache);
+    for (const key of missing) {
+      log.warn({ template: entry.source, key }, 'template names a key missing from the metadata');
+      missingInStrict.push(`${entry.relative}: ${key}`);
+    }
+    if (control.mode === 0) log.warn({ template: entry.source }, 'mode 0 in the control file is ignored');
+    if (opts.validate) continue;
+    let outcome: WriteOutcome;
+    try {
+      outcome = writeRendered({ ...output, body: text, control }, opts.outputDir, batch);
+    } catch (err) {
+      throw writeFailure(err, opts.outputDir);
+    }
+    staged.push({ target: output.target, outcome });
+  }
+  if (opts.strict && missingInStrict.length > 0) {
+    throw new TemplateError(
+      `strict mode: templates name keys missing from the metadata (${missingInStrict.slice(0, 20).join(', ')}${missingInStrict.length > 20 ? ', ...' : ''}); nothing was written`,
+    );
+  }
+  return staged;
 }
 
 /** A failed write under the output root (full disk, permissions), as the operator reads it. */

@@ -5,7 +5,7 @@ import { TemplateError } from './apply-errors.js';
 // A non-zero exit fails the whole render. Upstream had no time limit; a hung script would stall every later cycle, so
 // one is applied here.
 
-export const EXECUTABLE_TEMPLATE_TIMEOUT_MS = 10 * 60 * 1000;
+const EXECUTABLE_TEMPLATE_TIMEOUT_MS = 10 * 60 * 1000;
 const MAX_OUTPUT_BYTES = 64 * 1024 * 1024;
 
 export async function runExecutableTemplate(

@@ -8,7 +8,7 @@ import { MetadataError } from './apply-errors.js';
 
 // Patterns matched at the start of the string; "$" means end of string or before a final newline, as in Python.
 const END = '(?=\\n?$)';
-export const VALUE_TYPES: Readonly<Record<string, RegExp>> = Object.freeze({
+const VALUE_TYPES: Readonly<Record<string, RegExp>> = Object.freeze({
   int: new RegExp(`^[0-9]+${END}`),
   default: new RegExp(`^[A-Za-z0-9_]*${END}`),
   netaddress: new RegExp(`^[A-Za-z0-9/.:-]*${END}`),

@@ -29,22 +29,60 @@ const BRACE = 0x7b; // {
 const EQUALS = 0x3d; // =
 
 export function parseTemplate(source: string): Node[] {
-  const root: Node[] = [];
-  const stack: OpenSection[] = [];
-  let children = root;
-  let open = '{{';
-  let close = '}}';
-  let pos = 0;
-  // End of the previous tag: a tag is standalone only if nothing but indentation precedes it on its line.
-  let lastTagEnd = -1;
-  const length = source.length;
-  for (;;) {
-    const start = source.indexOf(open, pos);
-    if (start === -1) {
-      if (pos < length) children.push({ kind: 'text', text: pos === 0 ? source : source.slice(pos) });
-      break;
+  return new TemplateParser(source).parse();
+}
+
+/** One tag as found: its kind, where its name is, and where the text after it starts. */
+interface Tag {
+  readonly kind: number;
+  readonly start: number;
+  /** The name runs from `inner` to `end` (untrimmed). */
+  readonly inner: number;
+  readonly end: number;
+  after: number;
+}
+
+class TemplateParser {
+  private readonly root: Node[] = [];
+  private readonly stack: OpenSection[] = [];
+  private children: Node[] = this.root;
+  private open = '{{';
+  private close = '}}';
+  private pos = 0;
+  /** End of the previous tag: a tag is standalone only if nothing but indentation precedes it on its line. */
+  private lastTagEnd = -1;
+
+  constructor(private readonly source: string) {}
+
+  parse(): Node[] {
+    const source = this.source;
+    for (;;) {
+      const start = source.indexOf(this.open, this.pos);
+      if (start === -1) {
+        if (this.pos < source.length)
+          this.children.push({ kind: 'text', text: this.pos === 0 ? source : source.slice(this.pos) });
+        break;
+      }
+      const tag = this.readTag(start);
+      const textEnd = tag.kind === VARIABLE ? start : this.standaloneTextEnd(tag);
+      if (textEnd > this.pos) this.children.push({ kind: 'text', text: source.slice(this.pos, textEnd) });
+      this.pos = tag.after;
+      this.lastTagEnd = tag.after;
+      this.addTag(tag.kind, source.slice(tag.inner, tag.end).trim(), start);
     }
-    let inner = start + open.length;
+    const unclosed = this.stack.pop();
+    if (unclosed)
+      throw new TemplateError(
+        `line ${lineAt(source, unclosed.at)}: section {{#${unclosed.name}}} is never closed (add {{/${unclosed.name}}})`,
+      );
+    return this.root;
+  }
+
+  /** The tag whose opening delimiter is at `start`. */
+  private readTag(start: number): Tag {
+    const source = this.source;
+    const length = source.length;
+    let inner = start + this.open.length;
     let sigil = inner < length ? source.charCodeAt(inner) : -1;
     // Whitespace may separate the opening delimiter from the tag type ("{{ #a }}"), as pystache allows. (Printable
     // ASCII, the usual next character, is decided without a call.)
@@ -52,112 +90,113 @@ export function parseTemplate(source: string): Node[] {
       while (inner < length && isWhitespace(source.charCodeAt(inner))) inner++;
       sigil = inner < length ? source.charCodeAt(inner) : -1;
     }
-    let kind = VARIABLE;
-    switch (sigil) {
-      case 0x23: // #
-        kind = OPEN_SECTION;
-        break;
-      case 0x5e: // ^
-        kind = OPEN_INVERTED;
-        break;
-      case 0x2f: // /
-        kind = CLOSE_SECTION;
-        break;
-      case EQUALS:
-        kind = SET_DELIMITERS;
-        break;
-      case 0x21: // !
-      case 0x3e: // >
-        kind = COMMENT_OR_PARTIAL;
-        break;
-      default:
-      // Plain, {{{triple}}} and {{&ampersand}} variables are all the same here (no HTML escaping).
-    }
-    const endDelim = sigil === BRACE ? `}${close}` : sigil === EQUALS ? `=${close}` : close;
+    const kind = kindOf(sigil);
+    const endDelim = sigil === BRACE ? `}${this.close}` : sigil === EQUALS ? `=${this.close}` : this.close;
     const end = source.indexOf(endDelim, sigil === BRACE || sigil === EQUALS ? inner + 1 : inner);
     if (end === -1)
       throw new TemplateError(
-        `line ${lineAt(source, start)}: tag opened with "${open}" is never closed with "${endDelim}"`,
+        `line ${lineAt(source, start)}: tag opened with "${this.open}" is never closed with "${endDelim}"`,
       );
     if (kind !== VARIABLE || sigil === BRACE || sigil === AMPERSAND) inner++;
-    let after = end + endDelim.length;
-    // Text before the tag ends at the tag, or at the start of its indentation when the tag is standalone: only spaces
-    // and tabs between the line start and the tag (and no earlier tag on the line), and the line ends right after the
-    // tag. Such a tag takes its indentation and line break with it.
-    let textEnd = start;
-    if (kind !== VARIABLE) {
-      let lineStart = start;
-      while (lineStart > 0) {
-        const c = source.charCodeAt(lineStart - 1);
-        if (c !== SPACE && c !== TAB) break;
-        lineStart--;
-      }
-      const atLineStart = lineStart === 0 || source.charCodeAt(lineStart - 1) === LF;
-      const next = after < length ? source.charCodeAt(after) : -1;
-      if (atLineStart && lineStart >= lastTagEnd && (next === -1 || next === LF || next === CR)) {
-        textEnd = lineStart;
-        if (next === CR) after++;
-        if (after < length && source.charCodeAt(after) === LF) after++;
-      }
+    return { kind, start, inner, end, after: end + endDelim.length };
+  }
+
+  /**
+   * Where the text before a tag other than a variable ends: at the tag, or at the start of its indentation when the
+   * tag is standalone: only spaces and tabs between the line start and the tag (and no earlier tag on the line), and
+   * the line ends right after the tag. Such a tag takes its indentation and line break with it (`tag.after` moves).
+   */
+  private standaloneTextEnd(tag: Tag): number {
+    const source = this.source;
+    let lineStart = tag.start;
+    while (lineStart > 0) {
+      const c = source.charCodeAt(lineStart - 1);
+      if (c !== SPACE && c !== TAB) break;
+      lineStart--;
     }
-    if (textEnd > pos) children.push({ kind: 'text', text: source.slice(pos, textEnd) });
-    pos = after;
-    lastTagEnd = after;
-    const name = source.slice(inner, end).trim();
+    const atLineStart = lineStart === 0 || source.charCodeAt(lineStart - 1) === LF;
+    const next = tag.after < source.length ? source.charCodeAt(tag.after) : -1;
+    if (!atLineStart || lineStart < this.lastTagEnd || (next !== -1 && next !== LF && next !== CR)) return tag.start;
+    if (next === CR) tag.after++;
+    if (tag.after < source.length && source.charCodeAt(tag.after) === LF) tag.after++;
+    return lineStart;
+  }
+
+  private addTag(kind: number, name: string, start: number): void {
+    if (name === '' && kind !== SET_DELIMITERS && kind !== COMMENT_OR_PARTIAL) throw emptyName(this.source, start);
     switch (kind) {
       case VARIABLE:
-        if (name === '') throw emptyName(source, start);
-        children.push({ kind: 'var', name, path: namePath(name) });
+        this.children.push({ kind: 'var', name, path: namePath(name) });
         break;
       case OPEN_SECTION:
-      case OPEN_INVERTED:
-        if (name === '') throw emptyName(source, start);
-        stack.push({ name, inverted: kind === OPEN_INVERTED, children: [], at: start });
-        children = (stack[stack.length - 1] as OpenSection).children;
-        break;
-      case CLOSE_SECTION: {
-        if (name === '') throw emptyName(source, start);
-        const section = stack.pop();
-        if (!section)
-          throw new TemplateError(
-            `line ${lineAt(source, start)}: closing tag {{/${name}}} has no matching opening tag`,
-          );
-        if (section.name !== name) {
-          throw new TemplateError(
-            `line ${lineAt(source, start)}: closing tag {{/${name}}} does not match the section {{#${section.name}}} opened on line ${lineAt(source, section.at)}`,
-          );
-        }
-        children = stack.length > 0 ? (stack[stack.length - 1] as OpenSection).children : root;
-        children.push({
-          kind: 'section',
-          name: section.name,
-          path: namePath(section.name),
-          inverted: section.inverted,
-          children: section.children,
-        });
+      case OPEN_INVERTED: {
+        const section: OpenSection = { name, inverted: kind === OPEN_INVERTED, children: [], at: start };
+        this.stack.push(section);
+        this.children = section.children;
         break;
       }
-      case SET_DELIMITERS: {
-        const parts = name.split(/\s+/).filter((p) => p !== '');
-        if (parts.length !== 2 || parts.some((p) => p.includes('='))) {
-          throw new TemplateError(
-            `line ${lineAt(source, start)}: set-delimiter tag needs two delimiters separated by a space, as in {{=<% %>=}}`,
-          );
-        }
-        open = parts[0] as string;
-        close = parts[1] as string;
+      case CLOSE_SECTION:
+        this.closeSection(name, start);
         break;
-      }
+      case SET_DELIMITERS:
+        this.setDelimiters(name, start);
+        break;
       default:
       // Comments, and partials (os-apply-config's renderer has none: they render as nothing).
     }
   }
-  const unclosed = stack.pop();
-  if (unclosed)
-    throw new TemplateError(
-      `line ${lineAt(source, unclosed.at)}: section {{#${unclosed.name}}} is never closed (add {{/${unclosed.name}}})`,
-    );
-  return root;
+
+  private closeSection(name: string, start: number): void {
+    const section = this.stack.pop();
+    if (!section)
+      throw new TemplateError(
+        `line ${lineAt(this.source, start)}: closing tag {{/${name}}} has no matching opening tag`,
+      );
+    if (section.name !== name) {
+      throw new TemplateError(
+        `line ${lineAt(this.source, start)}: closing tag {{/${name}}} does not match the section {{#${section.name}}} opened on line ${lineAt(this.source, section.at)}`,
+      );
+    }
+    this.children = this.stack.length > 0 ? (this.stack[this.stack.length - 1] as OpenSection).children : this.root;
+    this.children.push({
+      kind: 'section',
+      name: section.name,
+      path: namePath(section.name),
+      inverted: section.inverted,
+      children: section.children,
+    });
+  }
+
+  private setDelimiters(name: string, start: number): void {
+    const parts = name.split(/\s+/).filter((p) => p !== '');
+    if (parts.length !== 2 || parts.some((p) => p.includes('='))) {
+      throw new TemplateError(
+        `line ${lineAt(this.source, start)}: set-delimiter tag needs two delimiters separated by a space, as in {{=<% %>=}}`,
+      );
+    }
+    this.open = parts[0] as string;
+    this.close = parts[1] as string;
+  }
+}
+
+/** The kind of tag the character after the opening delimiter (and any whitespace) makes. */
+function kindOf(sigil: number): number {
+  switch (sigil) {
+    case 0x23: // #
+      return OPEN_SECTION;
+    case 0x5e: // ^
+      return OPEN_INVERTED;
+    case 0x2f: // /
+      return CLOSE_SECTION;
+    case EQUALS:
+      return SET_DELIMITERS;
+    case 0x21: // !
+    case 0x3e: // >
+      return COMMENT_OR_PARTIAL;
+    default:
+      // Plain, {{{triple}}} and {{&ampersand}} variables are all the same here (no HTML escaping).
+      return VARIABLE;
+  }
 }
 
 // Tag kinds. Every kind but a variable can stand alone on its line.

@@ -9,7 +9,7 @@ import { TemplateError } from './apply-errors.js';
 // error here, where upstream silently skipped it and reported success. Synchronous, one readdir per directory and no
 // stat per plain file: whether a template is executable is learnt when it is opened (template-source.ts).
 
-export const CONTROL_SUFFIX = '.oac';
+const CONTROL_SUFFIX = '.oac';
 
 export interface TemplateEntry {
   /** Absolute path of the template file. */

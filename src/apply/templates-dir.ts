@@ -1,3 +1,4 @@
+import type { Logger } from '../log/logger.js';
 import { isDirectory } from '../util/path-kind.js';
 import type { PathMapper } from '../util/rooted-path.js';
 
@@ -27,4 +28,16 @@ export async function resolveTemplatesDir(
   if (isDirectory(paths.map(old)) && !isDirectory(paths.map(DEFAULT_TEMPLATES_DIR)))
     return { dir: paths.map(old), deprecated: true };
   return { dir: paths.map(DEFAULT_TEMPLATES_DIR), deprecated: false };
+}
+
+/** The template root, with the one warning every apply path gives when it is a deprecated location. */
+export async function chooseTemplatesDir(
+  configured: string | undefined,
+  paths: PathMapper,
+  env: NodeJS.ProcessEnv,
+  log: Logger,
+): Promise<string> {
+  const choice = await resolveTemplatesDir(configured, paths, env);
+  if (choice.deprecated) log.warn({ templates: paths.unmap(choice.dir) }, 'deprecated template directory in use');
+  return choice.dir;
 }

@@ -3,12 +3,15 @@ import path from 'node:path';
 import { UnsafePathError } from '../errors.js';
 import { isInside } from '../util/rooted-path.js';
 import type { WriteBatch } from '../util/write-batch.js';
+import { linkOwnerProblem } from '../util/write-target.js';
 import type { ControlSettings } from './control-file.js';
 
 // Placing one rendered file under the output root. An existing file keeps its mode (setuid/setgid/sticky included),
 // owner and group unless the control file says otherwise; a new file gets 0644 and the writer's ids. Writes go into
 // the caller's WriteBatch (temp files now; flush and rename when the batch commits), a file whose bytes and attributes
-// already match is left alone, and no path may leave the output root, through ".." or through a symlinked directory.
+// already match is left alone, and no path may leave the output root, through ".." or through a symlinked directory,
+// nor pass through a link another user owns (the rule of util/write-target.ts for every file a deployment names; a
+// link at the file's own name is replaced, never written through).
 // Synchronous: each step is one cheap system call, which costs less than a thread-pool round trip.
 
 export type WriteOutcome = 'written' | 'unchanged' | 'deleted' | 'skipped';
@@ -91,6 +94,8 @@ function checkDirectories(root: string, segments: readonly string[], target: str
       return;
     }
     if (st.isSymbolicLink()) {
+      const owner = linkOwnerProblem(current, st);
+      if (owner) throw new UnsafePathError(`${owner}; refusing to write ${target} through it`);
       cache.realRoot ??= realpathOr(root, root);
       const real = realpathOr(current, undefined);
       if (real === undefined || !isInside(cache.realRoot, real)) {

@@ -7,6 +7,7 @@ import { jsonEqual, jsonIdentical } from '../util/json-equal.js';
 import { isDirectory } from '../util/path-kind.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { checkFileName } from '../util/safe-name.js';
+import { TrustCheck, UntrustedPathError } from '../util/trust.js';
 
 // The os-collect-config cache, file for file:
 //   <key>.json        latest value (1-space indent, ASCII-escaped, no final newline), mode 0600
@@ -15,7 +16,9 @@ import { checkFileName } from '../util/safe-name.js';
 //   os_config_files.json  the cache paths of the latest changed cycle, in order
 // Differences from upstream: a corrupt .last counts as "changed" instead of crashing, an unchanged value is not
 // rewritten, every write is atomic with fsync, and a missing cache directory is created with its parents, mode 0700
-// (upstream: one level, 0755; the files in it are 0600 either way).
+// (upstream: one level, 0755; the files in it are 0600 either way). A cache directory the trust rule refuses
+// (util/trust.ts: another user's, or writable by others, itself or a directory above it) is neither read nor written
+// (ERR_UNTRUSTED_PATH): whoever could write it could mark new metadata as applied, or feed the templates.
 
 export const META_LIST_FILE = 'os_config_files.json';
 const FILE_MODE = 0o600;
@@ -27,6 +30,8 @@ export interface StoreResult {
 }
 
 export class MetadataCache {
+  private trusted: Promise<boolean> | undefined;
+
   constructor(
     readonly dir: string,
     private readonly log: Logger,
@@ -45,6 +50,13 @@ export class MetadataCache {
         { cause: err },
       );
     }
+    await this.requireTrusted();
+  }
+
+  /** Throws UntrustedPathError when the directory breaks the trust rule; judged once per instance (one cycle). */
+  private async requireTrusted(): Promise<void> {
+    this.trusted ??= new TrustCheck().require(this.dir);
+    await this.trusted;
   }
 
   /**
@@ -68,7 +80,7 @@ export class MetadataCache {
         changed = true;
       }
     } catch (err) {
-      if (err instanceof CacheWriteError) throw err;
+      if (err instanceof CacheWriteError || err instanceof UntrustedPathError) throw err;
       throw new CacheWriteError(
         `cannot write cache file ${file}: ${(err as NodeJS.ErrnoException).code ?? err}; the last good cache is kept`,
         { cause: err },
@@ -88,7 +100,7 @@ export class MetadataCache {
       return jsonEqual(JSON.parse(last), value);
     } catch {
       this.log.warn(
-        { key, file: `${file}.last` },
+        { code: 'ERR_CACHE_CORRUPT', key, file: `${file}.last` },
         'committed cache file is not valid JSON; treating the key as changed',
       );
       return false;
@@ -98,6 +110,7 @@ export class MetadataCache {
   /** Mark a key's current value as applied: copy <key>.json to <key>.json.last. */
   async commit(key: string): Promise<void> {
     const file = this.pathOf(key);
+    await this.requireTrusted();
     try {
       const text = await readFileIfExists(file);
       if (text === undefined) return;
@@ -113,6 +126,7 @@ export class MetadataCache {
   /** Write os_config_files.json: the cache paths in collection order, compact, as upstream. */
   async storeMetaList(files: readonly string[]): Promise<string> {
     const target = path.join(this.dir, META_LIST_FILE);
+    await this.requireTrusted();
     try {
       await writeFileAtomic(target, pythonJsonDumps(files), { mode: FILE_MODE });
     } catch (err) {

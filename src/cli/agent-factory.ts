@@ -1,7 +1,7 @@
 import type { ConfigSources } from '../config/load.js';
-import { Agent, type AgentMode } from '../daemon/agent.js';
+import { Agent } from '../daemon/agent.js';
+import type { AgentMode } from '../daemon/agent-deps.js';
 import { createNativePipeline } from '../daemon/native-pipeline.js';
-import type { HttpClientOptions } from '../http/client.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
@@ -9,16 +9,7 @@ import type { LoadedConfig } from '../config/load.js';
 import { selfConfigHook } from '../self-config/self-config-hook.js';
 import { createServiceNotifier } from '../daemon/service-notifier.js';
 import { runningBundle } from '../daemon/self-upgrade.js';
-
-/** The HTTP client settings of the daemon (size cap, retries, proxies), shared with `doctor` so it tests the same path. */
-export function agentHttpOptions(loaded: LoadedConfig, log: Logger): HttpClientOptions {
-  return {
-    defaultMaxBytes: loaded.config.agent.http_max_bytes,
-    defaultRetries: loaded.config.agent.http_retries,
-    proxy: { config: loaded.config.agent, env: process.env },
-    log: log.child({ component: 'http' }),
-  };
-}
+import { agentHttpOptions } from './command-http.js';
 
 // The one place where the agent's parts are put together for the command line.
 export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode, strictExit: boolean): Promise<Agent> {
@@ -41,6 +32,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     // The deployment code is loaded on first use, so `collect` never parses it.
     // Signals queued by `cfn-signal`: loaded only when the daemon loops.
     signalQueue: async (ctx, signal) => (await import('../daemon/signal-queue-service.js')).runSignalQueue(ctx, signal),
+    // cfn-hup's hooks, once /etc/cfn/cfn-hup.conf exists (its code loads only then).
+    cfnHup: async (ctx, signal) => (await import('../daemon/cfn-hup-service.js')).runCfnHup(ctx, signal),
     resumeAfterBoot: async (loaded, rlog) => (await import('../deploy/reboot.js')).deploymentsAwaitBoot(loaded, rlog),
     backgroundPass: async (loaded, blog, http, signal) =>
       (await import('../deploy/deploy-step.js')).flushOutbox(loaded, blog, http, { signal }),

@@ -1,29 +1,23 @@
 import { Option, type Command } from 'commander';
-import { loadConfig } from '../config/load.js';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import { daemonPresenceFile, runningDaemon } from '../status/daemon-presence.js';
-import {
-  attemptIfDue,
-  enqueueSignal,
-  isDueSignal,
-  queueDepsFor,
-  readQueuedSignal,
-  type QueueDeps,
-  type QueuedSignal,
-} from '../signals/cfn-signal-queue.js';
+import { isDueSignal, type QueuedSignal } from '../signals/cfn-signal-queue/entry.js';
+import { enqueueSignal, readQueuedSignal } from '../signals/cfn-signal-queue/files.js';
+import { attemptIfDue, queueDepsFor, type QueueDeps } from '../signals/cfn-signal-queue/send.js';
 import { SignalInputError } from '../heat/wait-condition-body.js';
-import { createLazyHttpClient } from '../http/lazy-client.js';
-import { createLogger, parseLogLevel } from '../log/logger.js';
+import { createLogger, parseLogLevel, type Logger } from '../log/logger.js';
 import { registerSecret } from '../log/redact.js';
+import { oneAttemptHttpClient } from './command-http.js';
 import { chooseLogLevel, configSources } from './common-flags.js';
 import { installSignalHandlers } from './process-signals.js';
-import { checkFlags, signalInput, type CfnSignalFlags } from './signal-input.js';
+import { checkFlags, signalInput, type CfnSignalFlags, type SignalInput } from './signal-input.js';
 import { defaultUniqueId } from './signal-unique-id.js';
 
 // `os-config-agent cfn-signal [flags] URL` and the compatibility command `cfn-signal`: heat-cfntools' cfn-signal (same
-// flags, same body), except that the signal goes into the agent's durable queue (signal-queue.ts) and the daemon
-// delivers it, with retries, across network outages and restarts. With no daemon running, the command tries once
-// itself; --now tries once at once anyway; --wait stays until the signal is delivered or refused. Exit codes:
+// flags, same body), except that the signal goes into the agent's durable queue (src/signals/cfn-signal-queue/) and
+// the daemon delivers it, with retries, across network outages and restarts. With no daemon running, the command tries
+// once itself; --now tries once at once anyway; --wait stays until the signal is delivered or refused. Exit codes:
 //   0  delivered, or queued with a daemon running to deliver it
 //   1  refused for good (a 4xx such as an expired signature), or nothing could be queued (local failure)
 //   2  usage or bad input (no URL, a bad URL, data over the limit, --body not a JSON object): nothing queued
@@ -48,31 +42,7 @@ export function defineCfnSignalCommand(
   setExit: (code: number) => void,
   name = 'os-config-agent',
 ): Command {
-  cmd
-    .argument('<url>', "the WaitConditionHandle URL (pre-signed CFN URL, or the native handle's endpoint with --token)")
-    .option('-s, --success <bool>', 'signal status: "true" is SUCCESS, anything else FAILURE', 'true')
-    .option('-r, --reason <text>', 'the reason sent with the signal', 'Configuration Complete')
-    .option('-d, --data <text>', 'the data sent with the signal', 'Application has completed configuration.')
-    .option('--data-file <file>', 'send the contents of FILE as the data ("-": standard input)')
-    .option('-i, --id <id>', "the unique id of this signal (default: the server's uuid, else its host name)")
-    .option('-e, --exit-code <code>', 'an exit code to report: "0" is SUCCESS, anything else FAILURE (wins over -s)')
-    .addOption(new Option('--exit <code>', 'deprecated spelling of --exit-code').hideHelp())
-    .option('-k, --insecure', "do not verify the server's TLS certificate")
-    .option(
-      '--token <token>',
-      "Heat's native handle: POST with this X-Auth-Token (the handle's token attribute), as its curl_cli does",
-    )
-    .option(
-      '--body <json>',
-      "Heat's native handle: the whole JSON body, as given to curl --data-binary (keys status, reason, data, id)",
-    )
-    .option('--now', 'also try to deliver once before returning (the queue keeps retrying on failure)')
-    .option('--wait', 'stay until the signal is delivered or refused (exit 0 or 1), or --wait-timeout passes (exit 3)')
-    .option('--wait-timeout <seconds>', 'how long --wait waits', '300')
-    .option('--root <dir>', 'prefix every absolute path the agent reads or writes with DIR')
-    .option('--config-file <file>', 'configuration file (repeat for more)', collect)
-    .option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)', collect)
-    .option('--log-level <level>', 'fatal, error, warn, info, debug or trace (default: warn)');
+  addCfnSignalOptions(cmd);
   cmd.action(async (url: string) => {
     const flags = cmd.opts<CommandFlags>();
     const say = (line: string) => process.stderr.write(`${name}: ${line}\n`);
@@ -99,29 +69,63 @@ export function defineCfnSignalCommand(
       return usage(err, say, setExit);
     }
     if (given.exit !== undefined) log.warn('--exit is deprecated; use -e or --exit-code');
-    const { config } = loaded;
-    const http = createLazyHttpClient({
-      defaultMaxBytes: config.agent.http_max_bytes,
-      defaultRetries: 0,
-      proxy: { config: config.agent, env: process.env },
-      log: log.child({ component: 'http' }),
-    });
-    const handlers = installSignalHandlers(log);
-    try {
-      const deps = queueDepsFor(config, http, log.child({ component: 'cfn-signal' }), { signal: handlers.signal });
-      const entry = await enqueueSignal(deps.dir, input, deps.now());
-      log.info({ signalId: entry.id, kind: entry.kind, to: entry.shownUrl }, 'signal queued');
-      const daemon = await runningDaemon(daemonPresenceFile(config));
-      let current: QueuedSignal | undefined = entry;
-      if (flags.now || flags.wait || daemon === undefined) current = await attemptIfDue(deps, entry.id);
-      if (flags.wait)
-        current = await waitUntilSettled(deps, entry.id, Date.now() + waitSeconds * 1000, handlers.signal);
-      setExit(outcome(current, entry.id, { daemon, waited: flags.wait === true, waitSeconds }, say));
-    } finally {
-      handlers.dispose();
-    }
+    setExit(await queueAndDeliver(input, loaded, log, { ...flags, waitSeconds }, say));
   });
   return cmd;
+}
+
+function addCfnSignalOptions(cmd: Command): void {
+  cmd
+    .argument('<url>', "the WaitConditionHandle URL (pre-signed CFN URL, or the native handle's endpoint with --token)")
+    .option('-s, --success <bool>', 'signal status: "true" is SUCCESS, anything else FAILURE', 'true')
+    .option('-r, --reason <text>', 'the reason sent with the signal', 'Configuration Complete')
+    .option('-d, --data <text>', 'the data sent with the signal', 'Application has completed configuration.')
+    .option('--data-file <file>', 'send the contents of FILE as the data ("-": standard input)')
+    .option('-i, --id <id>', "the unique id of this signal (default: the server's uuid, else its host name)")
+    .option('-e, --exit-code <code>', 'an exit code to report: "0" is SUCCESS, anything else FAILURE (wins over -s)')
+    .addOption(new Option('--exit <code>', 'deprecated spelling of --exit-code').hideHelp())
+    .option('-k, --insecure', "do not verify the server's TLS certificate")
+    .option(
+      '--token <token>',
+      "Heat's native handle: POST with this X-Auth-Token (the handle's token attribute), as its curl_cli does",
+    )
+    .option(
+      '--body <json>',
+      "Heat's native handle: the whole JSON body, as given to curl --data-binary (keys status, reason, data, id)",
+    )
+    .option('--now', 'also try to deliver once before returning (the queue keeps retrying on failure)')
+    .option('--wait', 'stay until the signal is delivered or refused (exit 0 or 1), or --wait-timeout passes (exit 3)')
+    .option('--wait-timeout <seconds>', 'how long --wait waits', '300')
+    .option('--root <dir>', 'prefix every absolute path the agent reads or writes with DIR')
+    .option('--config-file <file>', 'configuration file (repeat for more)', collect)
+    .option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)', collect)
+    .option('--log-level <level>', 'fatal, error, warn, info, debug or trace (default: warn)');
+}
+
+/** Queues the signal, tries it as the flags and a running daemon say, and returns the exit status. */
+async function queueAndDeliver(
+  input: SignalInput,
+  loaded: LoadedConfig,
+  log: Logger,
+  flags: { now?: boolean | undefined; wait?: boolean | undefined; waitSeconds: number },
+  say: (line: string) => void,
+): Promise<number> {
+  const { config } = loaded;
+  const http = oneAttemptHttpClient(loaded, log);
+  const handlers = installSignalHandlers(log);
+  try {
+    const deps = queueDepsFor(config, http, log.child({ component: 'cfn-signal' }), { signal: handlers.signal });
+    const entry = await enqueueSignal(deps.dir, input, deps.policy.now());
+    log.info({ signalId: entry.id, kind: entry.kind, to: entry.shownUrl }, 'signal queued');
+    const daemon = await runningDaemon(daemonPresenceFile(config));
+    let current: QueuedSignal | undefined = entry;
+    if (flags.now || flags.wait || daemon === undefined) current = await attemptIfDue(deps, entry.id);
+    if (flags.wait)
+      current = await waitUntilSettled(deps, entry.id, Date.now() + flags.waitSeconds * 1000, handlers.signal);
+    return outcome(current, entry.id, { daemon, waited: flags.wait === true, waitSeconds: flags.waitSeconds }, say);
+  } finally {
+    handlers.dispose();
+  }
 }
 
 function collect(value: string, previous: string[] | undefined): string[] {
@@ -165,7 +169,7 @@ async function waitUntilSettled(
 ): Promise<QueuedSignal | undefined> {
   let current = await readQueuedSignal(deps.dir, id);
   while (current?.state === 'pending' && Date.now() < deadline && !stop.aborted) {
-    if (isDueSignal(current, deps.now())) current = await attemptIfDue(deps, id);
+    if (isDueSignal(current, deps.policy.now())) current = await attemptIfDue(deps, id);
     if (current?.state !== 'pending') break;
     const dueIn = current.nextAttemptAt ? Date.parse(current.nextAttemptAt) - Date.now() : WAIT_POLL_MS;
     await sleep(Math.max(10, Math.min(WAIT_POLL_MS, dueIn, deadline - Date.now())), stop);

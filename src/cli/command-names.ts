@@ -5,7 +5,22 @@
 
 export const AGENT_COMMAND = 'os-config-agent';
 
-export const COMPAT_COMMANDS = ['os-collect-config', 'os-apply-config', 'os-refresh-config', 'cfn-signal'] as const;
+export const COMPAT_COMMANDS = [
+  'os-collect-config',
+  'os-apply-config',
+  'os-refresh-config',
+  'cfn-signal',
+  'cfn-init',
+  'cfn-get-metadata',
+  'cfn-hup',
+  'cfn-push-stats',
+  'cfn-create-aws-symlinks',
+] as const;
+
+/** heat-cfntools' commands: argparse's flags, taken as given (no oslo spellings), and what /opt/aws/bin links to. */
+export function isCfnCommand(name: string): boolean {
+  return name.startsWith('cfn-');
+}
 
 export const COMMAND_NAMES = [AGENT_COMMAND, ...COMPAT_COMMANDS] as const;
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { loadConfig } from '../config/load.js';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import { DeploymentRecordError, UnknownDeploymentError } from '../state/errors.js';
 import {
@@ -8,6 +8,7 @@ import {
   rerunDeployment,
   runDeploymentsByHand,
   settleAppliedDeployments,
+  type DeployContext,
 } from '../deploy/dispatch.js';
 import {
   deploymentsFrom,
@@ -15,8 +16,8 @@ import {
   readHeatConfigFile,
   writeHeatConfigFile,
 } from '../deploy/deployments-input.js';
-import { createLazyHttpClient } from '../http/lazy-client.js';
-import { createLogger, parseLogLevel } from '../log/logger.js';
+import { createLogger, parseLogLevel, type Logger } from '../log/logger.js';
+import { oneAttemptHttpClient } from './command-http.js';
 import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { installSignalHandlers } from './process-signals.js';
@@ -57,63 +58,20 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     logProblems(loaded, log);
     log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
-    const { config, paths } = loaded;
     // Signals get one attempt each here; the outbox keeps the rest for the daemon or the next `deploy`.
-    const http = createLazyHttpClient({
-      defaultMaxBytes: config.agent.http_max_bytes,
-      defaultRetries: 0,
-      proxy: { config: config.agent, env: process.env },
-      log: log.child({ component: 'http' }),
-    });
+    const http = oneAttemptHttpClient(loaded, log);
     const handlers = installSignalHandlers(log);
+    const context = (deployments: unknown[] | undefined) => ({
+      config: loaded.config,
+      paths: loaded.paths,
+      log: log.child({ component: 'deploy' }),
+      http,
+      signal: handlers.signal,
+      deployments,
+    });
     try {
-      if (flags.forget !== undefined) {
-        const ctx = {
-          config,
-          paths,
-          log: log.child({ component: 'deploy' }),
-          http,
-          signal: handlers.signal,
-          deployments: undefined,
-        };
-        await forgetDeployment(ctx, flags.forget);
-        return;
-      }
-      let deployments: unknown[] | undefined;
-      if (flags.heatConfig !== undefined) {
-        deployments = await readHeatConfigFile(
-          paths.map(path.resolve(flags.heatConfig)),
-          flags.heatConfig,
-          config.agent.max_source_bytes,
-        );
-      } else {
-        deployments = deploymentsFrom(await readCachedMetadata(config, paths, log), log);
-        if (deployments !== undefined) await writeHeatConfigFile(config, deployments);
-      }
-      const ctx = {
-        config,
-        paths,
-        log: log.child({ component: 'deploy' }),
-        http,
-        signal: handlers.signal,
-        deployments,
-      };
-      if (flags.rerun !== undefined) {
-        const rerun = await rerunDeployment(ctx, flags.rerun);
-        // An os-apply-config deployment waits for the end of the cycle; this command is that end, as for a pass.
-        const settled =
-          rerun.record.state === 'applied' ? await settleAppliedDeployments(ctx, { ok: true }) : { failed: [] };
-        setExit(rerun.failed || rerun.interrupted || settled.failed.length > 0 ? 1 : 0);
-        return;
-      }
-      const report = await runDeploymentsByHand(ctx);
-      // As 55-heat-config, this pass follows the apply (20-os-apply-config): os-apply-config deployments are
-      // signalled at its end rather than waiting for a daemon cycle that may not come.
-      const settled = report.interrupted ? { failed: [] } : await settleAppliedDeployments(ctx, { ok: true });
-      // A held deployment (its record cannot be used) is not done: exit 1, as for a failure; the log says why.
-      setExit(
-        report.failed.length > 0 || report.held.length > 0 || settled.failed.length > 0 || report.interrupted ? 1 : 0,
-      );
+      if (flags.forget !== undefined) await forgetDeployment(context(undefined), flags.forget);
+      else setExit(await deployPass(context(await deploymentsInput(flags, loaded, log)), flags.rerun));
     } catch (err) {
       if (!(err instanceof UnknownDeploymentError) && !(err instanceof DeploymentRecordError)) throw err;
       process.stderr.write(`os-config-agent: ${err.message} [${err.code}]\n`);
@@ -123,4 +81,35 @@ export function defineDeployCommand(cmd: Command, setExit: (code: number) => voi
     }
   });
   return cmd;
+}
+
+/** The deployments of --heat-config FILE, else of the cached metadata (written as heat-config for upstream's tools). */
+async function deploymentsInput(flags: DeployFlags, loaded: LoadedConfig, log: Logger): Promise<unknown[] | undefined> {
+  const { config, paths } = loaded;
+  if (flags.heatConfig !== undefined)
+    return readHeatConfigFile(
+      paths.map(path.resolve(flags.heatConfig)),
+      flags.heatConfig,
+      config.agent.max_source_bytes,
+    );
+  const deployments = deploymentsFrom(await readCachedMetadata(config, paths, log), log);
+  if (deployments !== undefined) await writeHeatConfigFile(config, deployments);
+  return deployments;
+}
+
+/** A pass (or --rerun of one deployment), then the os-apply-config deployments signalled; the exit status. */
+async function deployPass(ctx: DeployContext, rerunId: string | undefined): Promise<number> {
+  if (rerunId !== undefined) {
+    const rerun = await rerunDeployment(ctx, rerunId);
+    // An os-apply-config deployment waits for the end of the cycle; this command is that end, as for a pass.
+    const settled =
+      rerun.record.state === 'applied' ? await settleAppliedDeployments(ctx, { ok: true }) : { failed: [] };
+    return rerun.failed || rerun.interrupted || settled.failed.length > 0 ? 1 : 0;
+  }
+  const report = await runDeploymentsByHand(ctx);
+  // As 55-heat-config, this pass follows the apply (20-os-apply-config): os-apply-config deployments are signalled at
+  // its end rather than waiting for a daemon cycle that may not come.
+  const settled = report.interrupted ? { failed: [] } : await settleAppliedDeployments(ctx, { ok: true });
+  // A held deployment (its record cannot be used) is not done: exit 1, as for a failure; the log says why.
+  return report.failed.length > 0 || report.held.length > 0 || settled.failed.length > 0 || report.interrupted ? 1 : 0;
 }

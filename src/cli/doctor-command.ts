@@ -2,9 +2,8 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { exitCodeOf, formatReport } from '../doctor/check.js';
 import { runDoctor } from '../doctor/run-doctor.js';
-import { createLazyHttpClient } from '../http/lazy-client.js';
 import { createLogger, parseLogLevel } from '../log/logger.js';
-import { agentHttpOptions } from './agent-factory.js';
+import { oneAttemptHttpClient } from './command-http.js';
 import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
 import { printData } from './quiet-epipe.js';
@@ -42,7 +41,7 @@ export function defineDoctorCommand(cmd: Command, setExit: (code: number) => voi
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     if (flags.logLevel || flags.debug) log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
     // No retries: one attempt per endpoint answers the question, and keeps the run bounded.
-    const http = createLazyHttpClient({ ...agentHttpOptions(loaded, log), defaultRetries: 0 });
+    const http = oneAttemptHttpClient(loaded, log);
     const report = await runDoctor({ loaded, http, log, env: process.env, timeoutMs: flags.timeout * 1000 });
     printData(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
     setExit(exitCodeOf(report));

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { AGENT_COMMAND, isCommandName } from './command-names.js';
+import { AGENT_COMMAND, isCfnCommand, isCommandName, type CommandName } from './command-names.js';
 import { newProgram, parseProgram, type ProgramName } from './program.js';
 
 // Entry point. One bundle serves every command name (src/cli/command-names.ts): `os-config-agent <subcommand>` and the
@@ -40,6 +40,22 @@ const LAZY_SUBCOMMANDS: readonly LazySubcommand[] = [
     load: async () => (await import('./cfn-signal-command.js')).defineCfnSignalCommand,
   },
   {
+    name: 'cfn-init',
+    description: "apply a resource's AWS::CloudFormation::Init metadata as heat-cfntools' cfn-init does",
+    load: async () => (await import('./cfn-init-command.js')).defineCfnInitCommand,
+  },
+  {
+    name: 'cfn-get-metadata',
+    description: "print a resource's metadata (or one key of it) as heat-cfntools' cfn-get-metadata does",
+    load: async () => (await import('./cfn-get-metadata-command.js')).defineCfnGetMetadataCommand,
+  },
+  {
+    name: 'cfn-hup',
+    description:
+      "check the resources /etc/cfn/cfn-hup.conf's hooks watch once and fire the hooks whose triggers happened",
+    load: async () => (await import('./cfn-hup-command.js')).defineCfnHupCommand,
+  },
+  {
     name: 'doctor',
     description: 'check the configuration, endpoints, credentials, clock, hooks and disk; exit 1 when a check fails',
     load: async () => (await import('./doctor-command.js')).defineDoctorCommand,
@@ -66,10 +82,13 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
     (await import('./collect-command.js')).defineCollectCommand(program, { strictExit: false, setExit });
   } else if (name === 'os-apply-config') {
     // compat: os-apply-config
-    (await import('./apply-command.js')).defineOsApplyConfigCommand(program, setExit);
+    (await import('./os-apply-config-command.js')).defineOsApplyConfigCommand(program, setExit);
   } else if (name === 'os-refresh-config') {
     // compat: os-refresh-config
     (await import('./refresh-command.js')).defineRefreshCompatCommand(program, setExit);
+  } else if (isCfnCommand(name) && name !== 'cfn-signal') {
+    // compat: heat-cfntools' other commands
+    await defineCfnCommand(program, name, setExit);
   } else if (name === 'cfn-signal') {
     // compat: heat-cfntools' cfn-signal
     program.description(
@@ -103,4 +122,16 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
   }
 
   return parseProgram(program, args, name, () => exitCode);
+}
+
+/** heat-cfntools' cfn-init, cfn-get-metadata, cfn-hup, cfn-push-stats and cfn-create-aws-symlinks, by name. */
+async function defineCfnCommand(program: Command, name: CommandName, setExit: (code: number) => void): Promise<void> {
+  program.description(`${name}: heat-cfntools' ${name}, by os-config-agent (docs/cfntools.md).`);
+  if (name === 'cfn-init') (await import('./cfn-init-command.js')).defineCfnInitCommand(program, setExit);
+  else if (name === 'cfn-get-metadata')
+    (await import('./cfn-get-metadata-command.js')).defineCfnGetMetadataCommand(program, setExit);
+  else if (name === 'cfn-hup') (await import('./cfn-hup-command.js')).defineCfnHupCommand(program, setExit);
+  else if (name === 'cfn-push-stats')
+    (await import('./cfn-aws-commands.js')).defineCfnPushStatsCommand(program, setExit);
+  else (await import('./cfn-aws-commands.js')).defineCfnCreateAwsSymlinksCommand(program, setExit);
 }

@@ -2,7 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { AgentError } from '../errors.js';
 import { VERSION } from '../version.js';
 import { normaliseArgv } from './argv-normalise.js';
-import type { CommandName } from './command-names.js';
+import { isCfnCommand, type CommandName } from './command-names.js';
 
 // The commander program every command name runs in, and how its outcome becomes the process's exit code.
 
@@ -26,9 +26,10 @@ export async function parseProgram(
   exitCode: () => number,
 ): Promise<number> {
   try {
-    // oslo's flag spellings are not cfn-signal's, and its values (-d, -r) are free text that must reach it untouched.
-    const signalling = name === 'cfn-signal' || args[0] === 'cfn-signal';
-    await program.parseAsync(signalling ? [...args] : normaliseArgv(args), { from: 'user' });
+    // oslo's flag spellings are not heat-cfntools', and their values (-d, -r, -c) are free text that must reach them
+    // untouched.
+    const cfnTool = isCfnCommand(name) || isCfnCommand(args[0] ?? '');
+    await program.parseAsync(cfnTool ? [...args] : normaliseArgv(args), { from: 'user' });
   } catch (err) {
     if (err instanceof CommanderError) {
       // --help and --version exit 0; usage errors exit 2 like argparse/oslo.

@@ -1,7 +1,7 @@
 // Data (not logs) that commands print on stdout: `collect --print`, `os-apply-config --key`, `status`, ...
 //
 // process.stdout is created here, on first use, and nowhere at start-up: for a pipe or socket, creating it loads
-// Node's stream and socket code (~2 ms a start), which commands that print no data do not need. (Its blocking mode is
+// Node's stream and socket code at every start, which commands that print no data do not need. (Its blocking mode is
 // kept by cli/stdio-blocking.ts.)
 
 let quiet = false;

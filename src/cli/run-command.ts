@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { createLogger, parseLogLevel } from '../log/logger.js';
+import { claimDaemon, daemonPresenceFile } from '../status/daemon-presence.js';
 import { buildAgent } from './agent-factory.js';
 import { addCommonFlags, chooseLogLevel, configSources, type CommonFlags } from './common-flags.js';
 import { addConfigOptions, readConfigOverrides } from './config-options.js';
@@ -15,6 +16,10 @@ export function defineRunCommand(cmd: Command, setExit: (code: number) => void):
     const log = createLogger({ level: flags.debug ? 'debug' : 'info', destination: 'stdout' });
     const agent = await buildAgent(configSources(flags, readConfigOverrides(cmd, bindings)), log, 'run', true);
     log.level = chooseLogLevel(flags, agent.loaded.config.agent.log_level);
+    // One daemon per root: a second one would run every deployment and send every signal a second time.
+    const withdraw = agent.loaded.config.DEFAULT.one_time
+      ? undefined
+      : await claimDaemon(daemonPresenceFile(agent.loaded.config));
     const handlers = installSignalHandlers(log, () => agent.requestReload());
     log.info(
       {
@@ -28,6 +33,7 @@ export function defineRunCommand(cmd: Command, setExit: (code: number) => void):
       setExit(await agent.run(handlers.signal));
     } finally {
       handlers.dispose();
+      await withdraw?.();
     }
   });
   return cmd;

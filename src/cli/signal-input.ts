@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import { SIGNAL_LIMIT_BYTES } from '../heat/signal-body.js';
-import type { QueuedSignalKind } from '../signals/cfn-signal-queue.js';
+import type { QueuedSignalKind } from '../signals/cfn-signal-queue/entry.js';
 import {
   cfnBody,
   DEFAULT_DATA,
@@ -40,7 +40,7 @@ export interface SignalInput {
 }
 
 /** The URL a signal may go to: http or https, absolute, no line breaks. */
-export function checkSignalUrl(url: string | undefined): string {
+function checkSignalUrl(url: string | undefined): string {
   if (url === undefined || url.trim() === '')
     throw new SignalInputError('no WaitConditionHandle URL given; pass it as the last argument');
   let parsed: URL;

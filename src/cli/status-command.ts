@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../config/load.js';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
 import type { AgentConfig } from '../config/options.js';
 import { AgentError, errorMessage } from '../errors.js';
 import { createLogger, parseLogLevel, type Logger } from '../log/logger.js';
@@ -51,44 +51,9 @@ export function defineStatusCommand(cmd: Command, setExit: (code: number) => voi
     const log = createLogger({ level: 'warn', destination: 'stderr' });
     const loaded = await loadConfig(configSources(flags, readConfigOverrides(cmd, bindings)));
     if (flags.logLevel || flags.debug) log.level = chooseLogLevel(flags, loaded.config.agent.log_level);
-    // With --wait, read again every second until the verdict is no longer "still in progress" (or the time is up).
-    const readUntilSettled = async <R extends { readonly verdict: Verdict }>(read: () => Promise<R>): Promise<R> => {
-      if (!flags.wait) return read();
-      const stop = new AbortController();
-      const onSignal = () => stop.abort();
-      process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
-      try {
-        return await waitForVerdict(read, {
-          timeoutMs: timeoutSeconds * 1000,
-          intervalMs: WAIT_INTERVAL_MS,
-          signal: stop.signal,
-        });
-      } finally {
-        process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
-      }
-    };
+    const waiting = { wait: flags.wait === true, timeoutSeconds };
     try {
-      if (key !== undefined) {
-        const one = await readUntilSettled(() => readOne(loaded.config, log, key, flags.wait === true));
-        if (!one.shown) {
-          process.stderr.write(`status: ${one.verdict.reasons.join('; ')}\n`);
-          setExit(one.verdict.exitCode);
-          return;
-        }
-        printData(flags.json ? `${JSON.stringify(one.shown.json, null, 2)}\n` : one.shown.text);
-        setExit(one.verdict.exitCode);
-        return;
-      }
-      const outcome = await readUntilSettled(async () => {
-        const report = await readReport(loaded, log);
-        return { report, verdict: verdictOf(report) };
-      });
-      printData(
-        flags.json
-          ? `${JSON.stringify({ ...outcome.report, result: outcome.verdict }, null, 2)}\n`
-          : formatReport(outcome.report, outcome.verdict),
-      );
-      setExit(outcome.verdict.exitCode);
+      setExit(await show(loaded, log, key, flags.json === true, waiting));
     } catch (err) {
       // The state could not be read (permissions, an I/O error): say so, and exit as for an agent error.
       const code = err instanceof AgentError ? ` [${err.code}]` : '';
@@ -97,6 +62,60 @@ export function defineStatusCommand(cmd: Command, setExit: (code: number) => voi
     }
   });
   return cmd;
+}
+
+interface Waiting {
+  readonly wait: boolean;
+  readonly timeoutSeconds: number;
+}
+
+/** Prints the report (or one deployment's or signal's); returns the exit status of its verdict. */
+async function show(
+  loaded: LoadedConfig,
+  log: Logger,
+  key: string | undefined,
+  json: boolean,
+  waiting: Waiting,
+): Promise<number> {
+  if (key !== undefined) {
+    const one = await readUntilSettled(() => readOne(loaded.config, log, key, waiting.wait), waiting);
+    if (!one.shown) {
+      process.stderr.write(`status: ${one.verdict.reasons.join('; ')}\n`);
+      return one.verdict.exitCode;
+    }
+    printData(json ? `${JSON.stringify(one.shown.json, null, 2)}\n` : one.shown.text);
+    return one.verdict.exitCode;
+  }
+  const outcome = await readUntilSettled(async () => {
+    const report = await readReport(loaded, log);
+    return { report, verdict: verdictOf(report) };
+  }, waiting);
+  printData(
+    json
+      ? `${JSON.stringify({ ...outcome.report, result: outcome.verdict }, null, 2)}\n`
+      : formatReport(outcome.report, outcome.verdict),
+  );
+  return outcome.verdict.exitCode;
+}
+
+/** With --wait, read again every second until the verdict is no longer "still in progress" (or the time is up). */
+async function readUntilSettled<R extends { readonly verdict: Verdict }>(
+  read: () => Promise<R>,
+  waiting: Waiting,
+): Promise<R> {
+  if (!waiting.wait) return read();
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
+  try {
+    return await waitForVerdict(read, {
+      timeoutMs: waiting.timeoutSeconds * 1000,
+      intervalMs: WAIT_INTERVAL_MS,
+      signal: stop.signal,
+    });
+  } finally {
+    process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+  }
 }
 
 interface OneReading {

@@ -3,6 +3,7 @@ import { AgentError, SourceNotConfiguredError, SourceUnavailableError } from '..
 import type { HttpResponse } from '../http/types.js';
 import { splitZone, withZone } from '../http/zoned-url.js';
 import { redactUrl, setSecrets } from '../log/redact.js';
+import { setOwnKey } from '../util/json-merge.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { readConfigDrive, type DriveRead } from './config-drive.js';
 import { configuredUrls, orderByLastAnswer, rememberAnswer, type MetadataUrlMemory } from './metadata-urls.js';
@@ -234,8 +235,8 @@ class Walker {
       const isDir = line.endsWith('/');
       const childUrl = `${url}${encodeURIComponent(key)}${isDir ? '/' : ''}`;
       const value = isDir ? await this.walk(childUrl, depth + 1) : await this.get(childUrl);
-      // defineProperty: a listing entry named "__proto__" is data, not a prototype change.
-      Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+      // A listing entry named "__proto__" is data, not a prototype change.
+      setOwnKey(out, key, value);
     }
     return out;
   }

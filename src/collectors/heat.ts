@@ -1,14 +1,9 @@
-import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
+import { SourceUnavailableError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
-import {
-  collectorSessionOptions,
-  findEndpoint,
-  rememberedSession,
-  type KeystoneMemory,
-  type KeystoneSession,
-} from '../keystone/keystone-client.js';
+import { findEndpoint, type KeystoneMemory, type KeystoneSession } from '../keystone/keystone-client.js';
 import { isJsonObject } from '../util/json-merge.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { checkConfigured, sourceSession, withToken } from './keystone-source.js';
 import { sourceErrorFromHttp } from './source-error.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
 
@@ -24,37 +19,11 @@ export const heatCollector: Collector<HeatMemory> = {
   name: 'heat',
   async collect(ctx: CollectContext<HeatMemory>): Promise<CollectResult> {
     const cfg = ctx.config.heat;
-    // Upstream's order of checks.
-    const required: Array<[string, string | undefined]> = [
-      ['auth_url', cfg.auth_url],
-      ['password', cfg.password],
-      ['project_id', cfg.project_id],
-      ['user_id', cfg.user_id],
-      ['stack_id', cfg.stack_id],
-      ['resource_name', cfg.resource_name],
-    ];
-    for (const [name, value] of required) if (!value) throw new SourceNotConfiguredError('heat', `no [heat] ${name}`);
-    const session = rememberedSession(
-      ctx.memory,
-      ctx.http,
-      { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! },
-      { timeoutSeconds: cfg.timeout, now: ctx.now, ...collectorSessionOptions(ctx.config, ctx.log) },
+    checkConfigured(ctx.config, 'heat');
+    const session = sourceSession(ctx, 'heat');
+    const res = await withToken(ctx, 'heat', session, () =>
+      fetchMetadata(ctx, session, cfg.stack_id!, cfg.resource_name!, cfg.region_name),
     );
-
-    let res = await fetchMetadata(ctx, session, cfg.stack_id!, cfg.resource_name!, cfg.region_name);
-    if (res.statusCode === 401) {
-      // The token expired or was revoked early: log in again once.
-      ctx.log.info('Heat refused the cached token; authenticating again');
-      session.invalidate();
-      res = await fetchMetadata(ctx, session, cfg.stack_id!, cfg.resource_name!, cfg.region_name);
-    }
-    if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError(
-        'heat',
-        `Heat at ${res.redactedUrl} refused access (${res.statusCode}); check the [heat] credentials`,
-        { code: 'ERR_HTTP', statusCode: res.statusCode },
-      );
-    }
     if (res.statusCode === 404) {
       throw new SourceUnavailableError(
         'heat',

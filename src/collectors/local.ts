@@ -4,17 +4,19 @@ import { SourceUnavailableError } from '../errors.js';
 import { SteadyConditions } from '../log/steady-conditions.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { isSafeFileName } from '../util/safe-name.js';
+import { TrustCheck, type PathTrust } from '../util/trust.js';
+import { untrustedSource } from './source-error.js';
 import type { CollectContext, CollectedPair, Collector, CollectResult } from './types.js';
 
 // `local`: every non-hidden regular file directly inside each configured directory is one pair, keyed by its file
 // name (extension included, so 10-base.json is cached as 10-base.json.json), all directories sorted together by
-// byte order. Permission rules as upstream: a directory owned by another user or world-writable, or a
-// world-writable file, makes the whole source unavailable (anyone could inject configuration). Group-writable files
-// are accepted as upstream does, with a warning. Difference from upstream: entries that are neither files nor
-// directories (FIFOs, sockets, devices) are skipped with a warning; upstream would block reading a FIFO.
-
-const WORLD_WRITABLE = 0o002;
-const GROUP_WRITABLE = 0o020;
+// byte order. A directory or file the trust rule refuses (util/trust.ts: owned by another user, or writable by
+// others, itself or a directory above it) makes the whole source unavailable: anyone could inject configuration.
+// Differences from upstream: the directories above count too, a directory owned by root is trusted as one owned by
+// the agent's user, and a group-writable file is refused unless its group is root's or the agent's (upstream
+// accepted any with a warning); entries that are neither files nor directories (FIFOs, sockets, devices) are skipped
+// with a warning (upstream would block reading a FIFO); a file whose name is reserved (os_config_files, a collector's
+// name) makes the source unavailable instead of replacing the cache's file list or another source's document.
 
 /** What the local collector keeps across polls: the conditions it has reported (upstream logged each at every poll). */
 interface LocalMemory {
@@ -40,101 +42,13 @@ export const localCollector: Collector<LocalMemory> = {
 async function collectLocal(ctx: CollectContext, conditions: SteadyConditions): Promise<CollectedPair[]> {
   const dirs = ctx.config.local.path;
   if (dirs.length === 0) throw new SourceUnavailableError('local', 'no local.path directories are configured');
-  const uid = process.getuid?.() ?? 0;
   const pairs: CollectedPair[] = [];
+  const trust = new TrustCheck();
   for (const dir of dirs) {
-    let st;
-    try {
-      st = await fs.stat(dir);
-    } catch {
-      conditions.hold(
-        `missing:${dir}`,
-        () => ctx.log.warn({ dir }, 'local data directory not found; skipping'),
-        () => ctx.log.info({ dir }, 'local data directory found'),
-      );
-      continue;
-    }
-    if (!st.isDirectory()) {
-      conditions.hold(
-        `not-dir:${dir}`,
-        () => ctx.log.warn({ dir }, 'local data path is not a directory; skipping'),
-        () => ctx.log.info({ dir }, 'local data path is no longer a non-directory'),
-      );
-      continue;
-    }
-    if (st.uid !== uid) {
-      throw new SourceUnavailableError(
-        'local',
-        `${dir} is owned by uid ${st.uid}, not by the agent's uid ${uid}: a security risk; fix its owner`,
-        { code: 'ERR_SOURCE_INSECURE' },
-      );
-    }
-    if (st.mode & WORLD_WRITABLE) {
-      throw new SourceUnavailableError('local', `${dir} is world writable: a security risk; chmod o-w it`, {
-        code: 'ERR_SOURCE_INSECURE',
-      });
-    }
-    let names: string[];
-    try {
-      names = await fs.readdir(dir);
-    } catch (err) {
-      // The directory vanished or became unreadable between stat and readdir.
-      ctx.log.warn(
-        { dir, code: (err as NodeJS.ErrnoException).code },
-        'local data directory could not be listed; skipping',
-      );
-      continue;
-    }
-    for (const name of names) {
+    for (const name of (await entriesOf(dir, ctx, conditions, trust)) ?? []) {
       if (name.startsWith('.')) continue;
-      const file = path.join(dir, name);
-      let fst;
-      try {
-        fst = await fs.stat(file);
-      } catch {
-        continue; // removed mid-scan
-      }
-      if (fst.isDirectory()) continue;
-      if (!fst.isFile()) {
-        conditions.hold(
-          `not-file:${file}`,
-          () => ctx.log.warn({ file }, 'local data entry is not a regular file; skipping'),
-          () => ctx.log.info({ file }, 'local data entry is gone or now a regular file'),
-        );
-        continue;
-      }
-      if (fst.mode & WORLD_WRITABLE) {
-        throw new SourceUnavailableError('local', `${file} is world writable: a security risk; chmod o-w it`, {
-          code: 'ERR_SOURCE_INSECURE',
-        });
-      }
-      if (fst.mode & GROUP_WRITABLE) {
-        conditions.hold(
-          `group-writable:${file}`,
-          () =>
-            ctx.log.warn(
-              { file },
-              'local data file is group writable; accepted as upstream does, but consider chmod g-w',
-            ),
-          () => ctx.log.info({ file }, 'local data file is gone or no longer group writable'),
-        );
-      }
-      if (!isSafeFileName(name)) {
-        conditions.hold(
-          `unsafe-name:${file}`,
-          () => ctx.log.warn({ file }, 'local data file name cannot be a cache key; skipping'),
-          () => ctx.log.info({ file }, 'local data file with an unusable name is gone'),
-        );
-        continue;
-      }
-      const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
-      if (!read.ok) {
-        if (read.reason === 'missing') continue; // removed mid-scan
-        throw new SourceUnavailableError('local', describeFailure(file, read.reason, read.detail), {
-          code: 'ERR_SOURCE_INVALID_DATA',
-        });
-      }
-      pairs.push({ key: name, value: read.value });
+      const pair = await entryPair(dir, name, ctx, conditions, trust);
+      if (pair) pairs.push(pair);
     }
   }
   if (pairs.length === 0)
@@ -146,6 +60,90 @@ async function collectLocal(ctx: CollectContext, conditions: SteadyConditions): 
   // Upstream sorts with strxfrm in the C locale: plain byte order.
   pairs.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
   return pairs;
+}
+
+/** The names in a configured directory; undefined (skipped) when it is missing; throws when it is insecure. */
+async function entriesOf(
+  dir: string,
+  ctx: CollectContext,
+  conditions: SteadyConditions,
+  trust: TrustCheck,
+): Promise<string[] | undefined> {
+  let st;
+  try {
+    st = await fs.stat(dir);
+  } catch {
+    conditions.hold(
+      `missing:${dir}`,
+      () => ctx.log.warn({ dir }, 'local data directory not found; skipping'),
+      () => ctx.log.info({ dir }, 'local data directory found'),
+    );
+    return undefined;
+  }
+  if (!st.isDirectory()) {
+    conditions.hold(
+      `not-dir:${dir}`,
+      () => ctx.log.warn({ dir }, 'local data path is not a directory; skipping'),
+      () => ctx.log.info({ dir }, 'local data path is no longer a non-directory'),
+    );
+    return undefined;
+  }
+  refuseUntrusted(dir, await trust.judge(dir));
+  try {
+    return await fs.readdir(dir);
+  } catch (err) {
+    // The directory vanished or became unreadable between stat and readdir.
+    ctx.log.warn(
+      { dir, reason: (err as NodeJS.ErrnoException).code },
+      'local data directory could not be listed; skipping',
+    );
+    return undefined;
+  }
+}
+
+/** One entry's pair; undefined for what is skipped (directories, gone, not a file, unusable name). */
+async function entryPair(
+  dir: string,
+  name: string,
+  ctx: CollectContext,
+  conditions: SteadyConditions,
+  trust: TrustCheck,
+): Promise<CollectedPair | undefined> {
+  const file = path.join(dir, name);
+  let fst;
+  try {
+    fst = await fs.stat(file);
+  } catch {
+    return undefined; // removed mid-scan
+  }
+  if (fst.isDirectory()) return undefined;
+  if (!fst.isFile()) {
+    conditions.hold(
+      `not-file:${file}`,
+      () => ctx.log.warn({ file }, 'local data entry is not a regular file; skipping'),
+      () => ctx.log.info({ file }, 'local data entry is gone or now a regular file'),
+    );
+    return undefined;
+  }
+  refuseUntrusted(file, await trust.judge(file));
+  if (!isSafeFileName(name)) {
+    conditions.hold(
+      `unsafe-name:${file}`,
+      () => ctx.log.warn({ file }, 'local data file name cannot be a cache key; skipping'),
+      () => ctx.log.info({ file }, 'local data file with an unusable name is gone'),
+    );
+    return undefined;
+  }
+  const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
+  if (read.ok) return { key: name, value: read.value };
+  if (read.reason === 'missing') return undefined; // removed mid-scan
+  throw new SourceUnavailableError('local', describeFailure(file, read.reason, read.detail), {
+    code: 'ERR_SOURCE_INVALID_DATA',
+  });
+}
+
+function refuseUntrusted(p: string, verdict: PathTrust): void {
+  if (verdict.kind === 'untrusted') throw untrustedSource('local', p, verdict);
 }
 
 function describeFailure(file: string, reason: string, detail: string): string {

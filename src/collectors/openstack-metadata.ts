@@ -1,3 +1,5 @@
+import { setOwnKey } from '../util/json-merge.js';
+
 // A config drive without ec2/latest/meta-data.json (nova can leave the EC2 tree out) still has OpenStack's
 // openstack/latest/meta_data.json. Templates written for the ec2 source name EC2 keys, so the keys both formats carry
 // are also given their EC2 names; every other key is kept under its OpenStack name. Values are strings as the
@@ -8,10 +10,8 @@
 
 export function ec2FromOpenstack(doc: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  const set = (key: string, value: unknown): void => {
-    // defineProperty: a key named "__proto__" in the drive's JSON is data, not a prototype change.
-    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
-  };
+  // A key named "__proto__" in the drive's JSON is data, not a prototype change.
+  const set = (key: string, value: unknown): void => setOwnKey(out, key, value);
   const text = (v: unknown): string | undefined =>
     typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
 

@@ -1,6 +1,7 @@
 import { SourceUnavailableError } from '../errors.js';
 import { HttpError } from '../http/http-error.js';
 import { KeystoneError } from '../keystone/keystone-error.js';
+import { UntrustedPathError, type PathTrust } from '../util/trust.js';
 
 // The one mapping from a failed request (HttpError from the HTTP client, KeystoneError from a login) to the source
 // error a collector throws: the source is unavailable this poll and its last good data is kept. The code says what
@@ -39,4 +40,20 @@ export function sourceErrorFromHttp(
     });
   }
   return undefined;
+}
+
+/**
+ * The source error for data the trust rule refuses (util/trust.ts): the whole source is unavailable, its last good
+ * data kept, with the code `status` and `doctor` show for it.
+ */
+export function untrustedSource(
+  collector: string,
+  file: string,
+  verdict: Extract<PathTrust, { kind: 'untrusted' }>,
+): SourceUnavailableError {
+  const err = new UntrustedPathError(file, verdict.at, verdict.problem);
+  return new SourceUnavailableError(collector, err.message, {
+    code: 'ERR_SOURCE_INSECURE',
+    cause: err,
+  });
 }

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import type { AgentConfig } from '../config/options.js';
 import { SourceUnavailableError } from '../errors.js';
 import { findEndpoint, type KeystoneSession } from '../keystone/keystone-client.js';
 import { redactUrl } from '../log/redact.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { sourceErrorFromHttp } from './source-error.js';
+import { messageBody } from './zaqar-message.js';
 import { errorText, openZaqarSocket, ZaqarSocketError, type ZaqarSocket } from '../http/zaqar-socket.js';
 import type { CollectContext, CollectorMemory } from './types.js';
 
@@ -91,13 +93,7 @@ export async function popOverWebsocket(
   link.pushed = undefined;
   link.failuresBefore = 0;
   if (messages.length === 0) return pushed;
-  const first: unknown = messages[0];
-  const body = isJsonObject(first) ? first.body : undefined;
-  if (!isJsonObject(body))
-    throw new SourceUnavailableError('zaqar', 'the Zaqar message body is not a JSON object', {
-      code: 'ERR_SOURCE_INVALID_DATA',
-    });
-  return body;
+  return messageBody(messages[0]);
 }
 
 /** Close the kept connection, if any (the collector's memory is being dropped). */
@@ -113,16 +109,7 @@ async function liveLink(
   random: () => number,
 ): Promise<Link> {
   const cfg = ctx.config.zaqar;
-  const fingerprint = JSON.stringify([
-    cfg.auth_url,
-    cfg.user_id,
-    cfg.project_id,
-    cfg.queue_id,
-    cfg.region_name,
-    cfg.ssl_certificate_validation,
-    cfg.ca_file,
-    cfg.timeout,
-  ]);
+  const fingerprint = linkFingerprint(cfg);
   const kept = ctx.memory.wsLink;
   if (kept?.socket.isOpen && kept.fingerprint === fingerprint && kept.session === session) return kept;
   delete ctx.memory.wsLink;
@@ -135,63 +122,20 @@ async function liveLink(
       `the Zaqar websocket is down (${reconnect.reason}); the next attempt is at ${new Date(reconnect.notBefore).toISOString()}`,
     );
   }
-  let clientId = ctx.memory.wsClientId;
-  if (!clientId) {
-    clientId = randomUUID();
-    ctx.memory.wsClientId = clientId;
-  }
+  // The socket is set once open; the callbacks that use it only run after that.
+  const link = {
+    fingerprint,
+    session,
+    subscribedAt: 0,
+    pushed: undefined,
+    failuresBefore: reconnect?.failures ?? 0,
+  } as Link;
   let socket: ZaqarSocket | undefined;
   try {
-    const token = await session.token(ctx.signal);
-    const url = findEndpoint(token.catalog, 'messaging-websocket', cfg.region_name);
-    // The socket is set once open; the callbacks below only run after that.
-    const link = {
-      fingerprint,
-      session,
-      subscribedAt: 0,
-      pushed: undefined,
-      failuresBefore: reconnect?.failures ?? 0,
-    } as Link;
-    socket = await openZaqarSocket({
-      url,
-      projectId: cfg.project_id!,
-      clientId,
-      token: async (fresh) => {
-        if (fresh) session.invalidate();
-        return (await session.token(ctx.signal)).token;
-      },
-      timeoutMs: cfg.timeout * 1000,
-      maxBytes: ctx.config.agent.max_source_bytes,
-      ...(cfg.ssl_certificate_validation ? { caFile: cfg.ca_file! } : { insecure: true }),
-      signal: ctx.signal,
-      onNotification: (message) => {
-        // Only the posted message's body matters; other notices (subscription confirmations) carry none.
-        if (isJsonObject(message.body)) link.pushed = message.body;
-        else
-          ctx.log.debug(
-            { messageType: message.Message_Type },
-            'ignored a Zaqar notification without a JSON object body',
-          );
-      },
-      onClose: (reason, reported) => {
-        if (reason.includes('token expired')) session.invalidate();
-        if (ctx.memory.wsLink !== link) return;
-        delete ctx.memory.wsLink;
-        // Between polls nobody else reports the close; during one, that poll's error does.
-        if (!reported && !ctx.signal.aborted)
-          ctx.log.info({ reason }, 'Zaqar websocket closed; it is reopened on the next poll');
-      },
-    });
-    link.socket = socket;
+    const url = await connect(ctx, link);
+    socket = link.socket;
     const queue = cfg.queue_id!;
-    const created = await socket.request('queue_create', { queue_name: queue });
-    if (created.status !== 201 && created.status !== 204) {
-      throw new SourceUnavailableError(
-        'zaqar',
-        `Zaqar answered ${created.status} to queue_create for ${queue}${errorText(created.body)}`,
-        { code: 'ERR_HTTP' },
-      );
-    }
+    await createQueue(socket, queue);
     await subscribe(socket, queue);
     link.subscribedAt = ctx.now();
     ctx.memory.wsLink = link;
@@ -211,6 +155,71 @@ async function liveLink(
       reason: cause.message,
     };
     throw cause;
+  }
+}
+
+/** What a connection was opened with: a reload that changes any of it opens a new one. */
+function linkFingerprint(cfg: AgentConfig['zaqar']): string {
+  return JSON.stringify([
+    cfg.auth_url,
+    cfg.user_id,
+    cfg.project_id,
+    cfg.queue_id,
+    cfg.region_name,
+    cfg.ssl_certificate_validation,
+    cfg.ca_file,
+    cfg.timeout,
+  ]);
+}
+
+/**
+ * Opens the connection of `link` (the catalog's messaging-websocket endpoint, with the session's token), with the
+ * callbacks that keep its pushed message and forget it when it closes; returns the endpoint's URL.
+ */
+async function connect(ctx: CollectContext<ZaqarWebsocketMemory>, link: Link): Promise<string> {
+  const cfg = ctx.config.zaqar;
+  const session = link.session;
+  const clientId = (ctx.memory.wsClientId ??= randomUUID());
+  const token = await session.token(ctx.signal);
+  const url = findEndpoint(token.catalog, 'messaging-websocket', cfg.region_name);
+  link.socket = await openZaqarSocket({
+    url,
+    projectId: cfg.project_id!,
+    clientId,
+    token: async (fresh) => {
+      if (fresh) session.invalidate();
+      return (await session.token(ctx.signal)).token;
+    },
+    timeoutMs: cfg.timeout * 1000,
+    maxBytes: ctx.config.agent.max_source_bytes,
+    ...(cfg.ssl_certificate_validation ? { caFile: cfg.ca_file! } : { insecure: true }),
+    signal: ctx.signal,
+    onNotification: (message) => {
+      // Only the posted message's body matters; other notices (subscription confirmations) carry none.
+      if (isJsonObject(message.body)) link.pushed = message.body;
+      else
+        ctx.log.debug({ messageType: message.Message_Type }, 'ignored a Zaqar notification without a JSON object body');
+    },
+    onClose: (reason, reported) => {
+      if (reason.includes('token expired')) session.invalidate();
+      if (ctx.memory.wsLink !== link) return;
+      delete ctx.memory.wsLink;
+      // Between polls nobody else reports the close; during one, that poll's error does.
+      if (!reported && !ctx.signal.aborted)
+        ctx.log.info({ reason }, 'Zaqar websocket closed; it is reopened on the next poll');
+    },
+  });
+  return url;
+}
+
+async function createQueue(socket: ZaqarSocket, queue: string): Promise<void> {
+  const created = await socket.request('queue_create', { queue_name: queue });
+  if (created.status !== 201 && created.status !== 204) {
+    throw new SourceUnavailableError(
+      'zaqar',
+      `Zaqar answered ${created.status} to queue_create for ${queue}${errorText(created.body)}`,
+      { code: 'ERR_HTTP' },
+    );
   }
 }
 

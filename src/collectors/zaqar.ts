@@ -2,16 +2,12 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
-import {
-  collectorSessionOptions,
-  findEndpoint,
-  rememberedSession,
-  type KeystoneMemory,
-  type KeystoneSession,
-} from '../keystone/keystone-client.js';
+import { findEndpoint, type KeystoneMemory, type KeystoneSession } from '../keystone/keystone-client.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { readJsonFile } from '../util/read-json-file.js';
 import { explodeDeployments } from './explode-deployments.js';
+import { messageBody } from './zaqar-message.js';
+import { checkConfigured, sourceSession, withToken } from './keystone-source.js';
 import { sourceErrorFromHttp } from './source-error.js';
 import { closeWebsocket, popOverWebsocket, type ZaqarWebsocketMemory } from './zaqar-websocket.js';
 import type { CollectContext, Collector, CollectResult } from './types.js';
@@ -35,42 +31,17 @@ export const zaqarCollector: Collector<ZaqarMemory> = {
   name: 'zaqar',
   async collect(ctx: CollectContext<ZaqarMemory>): Promise<CollectResult> {
     const cfg = ctx.config.zaqar;
-    const required: Array<[string, string | undefined]> = [
-      ['auth_url', cfg.auth_url],
-      ['password', cfg.password],
-      ['project_id', cfg.project_id],
-      ['user_id', cfg.user_id],
-      ['queue_id', cfg.queue_id],
-    ];
-    for (const [name, value] of required) if (!value) throw new SourceNotConfiguredError('zaqar', `no [zaqar] ${name}`);
+    checkConfigured(ctx.config, 'zaqar');
     if (cfg.ssl_certificate_validation && !cfg.ca_file)
       throw new SourceNotConfiguredError('zaqar', '[zaqar] ssl_certificate_validation needs ca_file');
-    const session = rememberedSession(
-      ctx.memory,
-      ctx.http,
-      { authUrl: cfg.auth_url!, userId: cfg.user_id!, password: cfg.password!, projectId: cfg.project_id! },
-      { timeoutSeconds: cfg.timeout, now: ctx.now, ...collectorSessionOptions(ctx.config, ctx.log) },
-    );
+    const session = sourceSession(ctx, 'zaqar');
     if (cfg.use_websockets) {
       const body = await popOverWebsocket(ctx, session);
       if (!body) return lastDocument(ctx);
       return latestDocument(ctx, body);
     }
     closeWebsocket(ctx.memory);
-
-    let res = await pop(ctx, session);
-    if (res.statusCode === 401) {
-      ctx.log.info('Zaqar refused the cached token; authenticating again');
-      session.invalidate();
-      res = await pop(ctx, session);
-    }
-    if (res.statusCode === 401 || res.statusCode === 403) {
-      throw new SourceUnavailableError(
-        'zaqar',
-        `Zaqar at ${res.redactedUrl} refused access (${res.statusCode}); check the [zaqar] credentials`,
-        { code: 'ERR_HTTP', statusCode: res.statusCode },
-      );
-    }
+    const res = await withToken(ctx, 'zaqar', session, () => pop(ctx, session));
     if (res.statusCode === 204) return lastDocument(ctx);
     if (res.statusCode < 200 || res.statusCode > 299) {
       throw new SourceUnavailableError('zaqar', `Zaqar at ${res.redactedUrl} answered ${res.statusCode}`, {
@@ -92,13 +63,7 @@ export const zaqarCollector: Collector<ZaqarMemory> = {
         code: 'ERR_SOURCE_INVALID_DATA',
       });
     if (messages.length === 0) return lastDocument(ctx);
-    const first: unknown = messages[0];
-    const body = isJsonObject(first) ? first.body : undefined;
-    if (!isJsonObject(body))
-      throw new SourceUnavailableError('zaqar', 'the Zaqar message body is not a JSON object', {
-        code: 'ERR_SOURCE_INVALID_DATA',
-      });
-    return latestDocument(ctx, body);
+    return latestDocument(ctx, messageBody(messages[0]));
   },
 };
 

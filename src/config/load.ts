@@ -1,18 +1,18 @@
-import { promises as fs, readdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { promises as fs, readFileSync } from 'node:fs';
 import { setSecrets } from '../log/redact.js';
-import { isRegularFile } from '../util/path-kind.js';
 import { createPathMapper, type PathMapper } from '../util/rooted-path.js';
+import { findConfigFiles } from './config-files.js';
 import { normaliseGroupIntervals } from './group-intervals.js';
-import { interpolate, parseOsloIni, type IniDocument } from './oslo-ini.js';
+import { createResolver, type Resolver } from './interpolation.js';
+import { convert, describe } from './option-values.js';
+import { parseOsloIni, type IniDocument } from './oslo-ini.js';
 import {
   DEFAULT_COLLECTORS,
-  SCHEMA,
+  isSection,
   SECTION_NAMES,
   sectionSpecs,
+  specOf,
   type AgentConfig,
-  type OptionSpec,
   type SectionName,
 } from './options.js';
 
@@ -56,82 +56,30 @@ export interface LoadedConfig {
   readonly problems: readonly ConfigProblem[];
 }
 
-export const DEFAULT_CONFIG_FILE = '/etc/os-collect-config.conf';
+type RawConfig = Record<string, Record<string, unknown>>;
 
 export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedConfig> {
   const paths = createPathMapper(sources.root);
   const problems: ConfigProblem[] = [];
-  const files = discoverFiles(sources, paths, problems);
-  const raw: Record<string, Record<string, unknown>> = {};
+  const files = findConfigFiles(sources.configFiles, sources.configDirs, paths);
+  for (const { file, message } of files.missing) problems.push({ severity: 'error', file, message, unreadable: true });
+  const raw: RawConfig = {};
   for (const section of SECTION_NAMES) {
     raw[section] = {};
     for (const [name, spec] of Object.entries(sectionSpecs(section))) raw[section][name] = spec.default;
   }
-
-  // File layer.
-  const docs: Array<{ file: string; doc: IniDocument }> = [];
-  for (const file of files.all) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (err) {
-      problems.push({
-        severity: 'error',
-        file,
-        message: `cannot read config file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
-        unreadable: true,
-      });
-      continue;
-    }
-    const { doc, problems: parseProblems } = parseOsloIni(text);
-    for (const p of parseProblems) problems.push({ severity: 'error', file, line: p.line, message: p.message });
-    docs.push({ file, doc: normaliseSections(doc) });
-  }
+  const docs = readDocuments(files.all, problems);
   const cli = validCli(sources.cli);
-  const resolve = createResolver(docs, cli);
+  const resolve = createResolver(docs, (section, name) => cliStrings(cli[section]?.[name]));
   // oslo.config concatenates a multi-valued option across files (the first file's values replace the default).
   const multiFromFiles = new Set<string>();
   for (const { file, doc } of docs) applyDocument(file, doc, raw, problems, resolve, multiFromFiles);
-
-  // Command-line layer: replaces file values (multi-valued options too); values are interpolated as oslo does.
-  for (const [section, values] of Object.entries(cli) as Array<[SectionName, Record<string, CliValue>]>) {
-    for (const [name, value] of Object.entries(values)) {
-      const spec = specOf(section, name);
-      if (!spec || value === undefined) continue;
-      const strings = Array.isArray(value) ? (value as readonly unknown[]).map(String) : [String(value)];
-      const expanded = strings.map((v) =>
-        resolve.expand(v, section, (message) =>
-          problems.push({ severity: 'warning', section, option: name, message: `command line: ${message}` }),
-        ),
-      );
-      const converted = convert(spec, expanded);
-      if (converted.ok) raw[section]![name] = converted.value;
-      else
-        problems.push({
-          severity: 'error',
-          section,
-          option: name,
-          message: `command line: ${converted.error}; keeping ${describe(raw[section]![name])}`,
-        });
-    }
-  }
-
-  const collectors = normaliseCollectors(raw.DEFAULT!.collectors as readonly string[], problems);
-  raw.DEFAULT!.collectors = collectors;
+  applyCli(cli, raw, problems, resolve);
+  raw.DEFAULT!.collectors = normaliseCollectors(raw.DEFAULT!.collectors as readonly string[], problems);
   raw.deploy!.reconverge_interval = normaliseGroupIntervals(raw.deploy!.reconverge_interval as string[], problems);
   // Upstream: --force implies --one-time.
   if (raw.DEFAULT!.force === true) raw.DEFAULT!.one_time = true;
-
-  // Map paths under the root.
-  for (const section of SECTION_NAMES) {
-    for (const [name, spec] of Object.entries(sectionSpecs(section))) {
-      const value = raw[section]![name];
-      if (!spec.path) continue;
-      if (typeof value === 'string' && value !== '') raw[section]![name] = paths.map(value);
-      else if (Array.isArray(value)) raw[section]![name] = value.map((v: string) => paths.map(v));
-    }
-  }
-
+  mapPaths(raw, paths);
   const config = deepFreeze(raw) as unknown as AgentConfig;
   registerConfigSecrets(config);
   return {
@@ -159,20 +107,75 @@ export function registerConfigSecrets(config: AgentConfig): void {
   setSecrets('config', values);
 }
 
-// Own-property lookups only: a section or option named "constructor" or "__proto__" is unknown, not Object's.
-function isSection(name: string): name is SectionName {
-  return Object.hasOwn(SCHEMA, name);
-}
-
-function specOf(section: SectionName, name: string): OptionSpec<unknown> | undefined {
-  const specs = sectionSpecs(section);
-  return Object.hasOwn(specs, name) ? specs[name] : undefined;
+/** The files parsed, in order; one that cannot be read is a problem (a reload then keeps what is in force). */
+function readDocuments(files: readonly string[], problems: ConfigProblem[]): Array<{ file: string; doc: IniDocument }> {
+  const docs: Array<{ file: string; doc: IniDocument }> = [];
+  for (const file of files) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      problems.push({
+        severity: 'error',
+        file,
+        message: `cannot read config file: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+        unreadable: true,
+      });
+      continue;
+    }
+    const { doc, problems: parseProblems } = parseOsloIni(text);
+    for (const p of parseProblems) problems.push({ severity: 'error', file, line: p.line, message: p.message });
+    docs.push({ file, doc: normaliseSections(doc) });
+  }
+  return docs;
 }
 
 function validCli(cli: CliOverrides | undefined): CliOverrides {
   const out: CliOverrides = {};
   for (const [section, values] of Object.entries(cli ?? {})) if (isSection(section) && values) out[section] = values;
   return out;
+}
+
+function cliStrings(value: CliValue | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  return Array.isArray(value) ? (value as readonly unknown[]).map(String) : [String(value)];
+}
+
+/** The command-line layer: replaces file values (multi-valued options too); values are interpolated as oslo does. */
+function applyCli(cli: CliOverrides, raw: RawConfig, problems: ConfigProblem[], resolve: Resolver): void {
+  for (const [section, values] of Object.entries(cli) as Array<[SectionName, Record<string, CliValue>]>) {
+    for (const [name, value] of Object.entries(values)) {
+      const spec = specOf(section, name);
+      const strings = cliStrings(value);
+      if (!spec || strings === undefined) continue;
+      const expanded = strings.map((v) =>
+        resolve.expand(v, section, (message) =>
+          problems.push({ severity: 'warning', section, option: name, message: `command line: ${message}` }),
+        ),
+      );
+      const converted = convert(spec, expanded);
+      if (converted.ok) raw[section]![name] = converted.value;
+      else
+        problems.push({
+          severity: 'error',
+          section,
+          option: name,
+          message: `command line: ${converted.error}; keeping ${describe(raw[section]![name])}`,
+        });
+    }
+  }
+}
+
+/** Every path option mapped under the root. */
+function mapPaths(raw: RawConfig, paths: PathMapper): void {
+  for (const section of SECTION_NAMES) {
+    for (const [name, spec] of Object.entries(sectionSpecs(section))) {
+      const value = raw[section]![name];
+      if (!spec.path) continue;
+      if (typeof value === 'string' && value !== '') raw[section]![name] = paths.map(value);
+      else if (Array.isArray(value)) raw[section]![name] = value.map((v: string) => paths.map(v));
+    }
+  }
 }
 
 /** oslo.config reads group names case-insensitively ([Heat] is [heat]); only DEFAULT must be upper case. */
@@ -185,126 +188,6 @@ function normaliseSections(doc: IniDocument): IniDocument {
     for (const [option, values] of options) target.set(option, [...(target.get(option) ?? []), ...values]);
   }
   return out;
-}
-
-// Synchronous, as the reads below: a few small files, and a short-lived command (os-apply-config, started many times
-// per boot) then never starts libuv's thread pool or pays its round trips (~2 ms of each start).
-function discoverFiles(
-  sources: ConfigSources,
-  paths: PathMapper,
-  problems: ConfigProblem[],
-): { all: string[]; hashed: string[] } {
-  const all: string[] = [];
-  // oslo.config's defaults when no project is given: the first of ~/os-collect-config.conf and
-  // /etc/os-collect-config.conf, and, separately, the first existing os-collect-config.conf.d in the same places.
-  // --config-file replaces the default file and --config-dir the default directory, each independently.
-  const searchDirs = [os.homedir(), path.dirname(DEFAULT_CONFIG_FILE)];
-  const base = path.basename(DEFAULT_CONFIG_FILE);
-  if (sources.configFiles && sources.configFiles.length > 0) {
-    for (const f of sources.configFiles) {
-      const mapped = paths.map(path.resolve(f));
-      if (isRegularFile(mapped)) all.push(mapped);
-      else problems.push({ severity: 'error', file: mapped, message: 'config file not found', unreadable: true });
-    }
-  } else {
-    for (const dir of searchDirs) {
-      const candidate = paths.map(path.join(dir, base));
-      if (isRegularFile(candidate)) {
-        all.push(candidate);
-        break;
-      }
-    }
-  }
-  // Upstream hashes only the config files (not directories) to decide a re-exec.
-  const hashed = [...all];
-  if (sources.configDirs && sources.configDirs.length > 0) {
-    for (const dir of sources.configDirs) {
-      const mapped = paths.map(path.resolve(dir));
-      const found = confFilesIn(mapped);
-      if (found) all.push(...found);
-      else problems.push({ severity: 'error', file: mapped, message: 'config directory not found', unreadable: true });
-    }
-  } else {
-    for (const dir of searchDirs) {
-      const found = confFilesIn(paths.map(path.join(dir, `${base}.d`)));
-      if (found) {
-        all.push(...found);
-        break;
-      }
-    }
-  }
-  return { all, hashed };
-}
-
-/** The *.conf files of a directory, sorted; undefined when it is not a readable directory. */
-function confFilesIn(dir: string): string[] | undefined {
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return undefined;
-  }
-  const out: string[] = [];
-  for (const name of names.filter((n) => n.endsWith('.conf')).sort()) {
-    const file = path.join(dir, name);
-    if (isRegularFile(file)) out.push(file);
-  }
-  return out;
-}
-
-interface Resolver {
-  /** Interpolate `$name` references in a value read for `section`; report each unresolvable name. */
-  expand(value: string, section: SectionName, report: (message: string) => void): string;
-}
-
-const MAX_INTERPOLATION_DEPTH = 10;
-
-/**
- * oslo.config substitutes an option's final value: the command line, else the last file that sets it, else its
- * default, itself interpolated. A plain name means the option of the same section, else the [DEFAULT] option of that
- * name; `group.name` names another section. Unset options and cycles are reported and left as written.
- */
-function createResolver(docs: ReadonlyArray<{ doc: IniDocument }>, cli: CliOverrides): Resolver {
-  const rawValue = (section: SectionName, name: string): string | undefined => {
-    const fromCli = cli[section]?.[name];
-    if (fromCli !== undefined)
-      return Array.isArray(fromCli) ? (fromCli as readonly unknown[]).map(String).at(-1) : String(fromCli);
-    for (let i = docs.length - 1; i >= 0; i--) {
-      const values = docs[i]?.doc.get(section)?.get(name);
-      if (values && values.length > 0) return values[values.length - 1];
-    }
-    const def = specOf(section, name)?.default;
-    if (def === undefined) return undefined;
-    return Array.isArray(def) ? (def as readonly unknown[]).map(String).at(-1) : String(def);
-  };
-  const target = (section: SectionName, ref: string): [SectionName, string] | undefined => {
-    const dot = ref.indexOf('.');
-    if (dot !== -1) {
-      const group = ref.slice(0, dot);
-      const normal = group === 'DEFAULT' ? group : group.toLowerCase();
-      const option = ref.slice(dot + 1);
-      return isSection(normal) && specOf(normal, option) ? [normal, option] : undefined;
-    }
-    if (specOf(section, ref)) return [section, ref];
-    if (specOf('DEFAULT', ref)) return ['DEFAULT', ref];
-    return undefined;
-  };
-  const expand = (value: string, section: SectionName, report: (message: string) => void, depth: number): string =>
-    interpolate(
-      value,
-      (ref) => {
-        const found = target(section, ref);
-        if (!found) return undefined;
-        const text = rawValue(found[0], found[1]);
-        if (text === undefined || depth >= MAX_INTERPOLATION_DEPTH) return undefined;
-        return expand(text, found[0], report, depth + 1);
-      },
-      (ref) =>
-        report(
-          `"$${ref}" names no option with a value (or refers to itself) and is kept literally (write $$ for a literal $)`,
-        ),
-    );
-  return { expand: (value, section, report) => expand(value, section, report, 0) };
 }
 
 function applyDocument(
@@ -363,36 +246,6 @@ function applyDocument(
       if (spec.kind === 'multi') multiFromFiles.add(key);
     }
   }
-}
-
-type Converted = { ok: true; value: unknown } | { ok: false; error: string };
-
-function convert(spec: OptionSpec<unknown>, values: readonly string[]): Converted {
-  const last = values[values.length - 1] ?? '';
-  switch (spec.kind) {
-    case 'multi':
-      return { ok: true, value: values.filter((v) => v !== '') };
-    case 'str':
-      return { ok: true, value: last };
-    case 'bool': {
-      const v = last.trim().toLowerCase();
-      if (['true', '1', 'yes', 'on'].includes(v)) return { ok: true, value: true };
-      if (['false', '0', 'no', 'off'].includes(v)) return { ok: true, value: false };
-      return { ok: false, error: `"${last}" is not a boolean (true/false)` };
-    }
-    case 'float':
-    case 'int': {
-      const n = Number(last.trim());
-      if (last.trim() === '' || !Number.isFinite(n)) return { ok: false, error: `"${last}" is not a number` };
-      if (spec.kind === 'int' && !Number.isInteger(n)) return { ok: false, error: `"${last}" is not a whole number` };
-      if (spec.min !== undefined && n < spec.min) return { ok: false, error: `${n} is below the minimum ${spec.min}` };
-      return { ok: true, value: n };
-    }
-  }
-}
-
-function describe(value: unknown): string {
-  return value === undefined ? 'it unset' : JSON.stringify(value);
 }
 
 /**

@@ -2,90 +2,8 @@
 // plus the agent's own sections ([agent], [apply], [refresh], [deploy]) that upstream ignores as unknown groups.
 // The AgentConfig type is derived from this table, so an option exists in exactly one place.
 
-export type OptionKind = 'str' | 'multi' | 'float' | 'int' | 'bool';
+import { bool, float, int, multi, path, secret, str, type OptionSpec } from './option-spec.js';
 
-export interface OptionSpec<T> {
-  readonly kind: OptionKind;
-  readonly default: T;
-  readonly help: string;
-  /** Credential: registered for log scrubbing, never printed. */
-  readonly secret?: boolean;
-  /** An absolute filesystem path: mapped under --root. */
-  readonly path?: boolean;
-  /** Short command-line alias (upstream: -c, -i). */
-  readonly short?: string;
-  /** Command-line flag name when it differs from the derived one (upstream: --print for print_only). */
-  readonly flag?: string;
-  /** Not offered on the command line. */
-  readonly fileOnly?: boolean;
-  /** Lower bound for numbers. */
-  readonly min?: number;
-}
-
-function str(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;
-function str(
-  def: undefined,
-  help: string,
-  extra?: Partial<OptionSpec<string | undefined>>,
-): OptionSpec<string | undefined>;
-function str(
-  def: string | undefined,
-  help: string,
-  extra: Partial<OptionSpec<string | undefined>> = {},
-): OptionSpec<string | undefined> {
-  return { kind: 'str', default: def, help, ...extra };
-}
-function path(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;
-function path(
-  def: undefined,
-  help: string,
-  extra?: Partial<OptionSpec<string | undefined>>,
-): OptionSpec<string | undefined>;
-function path(
-  def: string | undefined,
-  help: string,
-  extra: Partial<OptionSpec<string | undefined>> = {},
-): OptionSpec<string | undefined> {
-  return { kind: 'str', default: def, help, path: true, ...extra };
-}
-const secret = (help: string): OptionSpec<string | undefined> => ({
-  kind: 'str',
-  default: undefined,
-  help,
-  secret: true,
-});
-const multi = (
-  def: readonly string[],
-  help: string,
-  extra: Partial<OptionSpec<readonly string[]>> = {},
-): OptionSpec<readonly string[]> => ({
-  kind: 'multi',
-  default: def,
-  help,
-  ...extra,
-});
-const float = (def: number, help: string, extra: Partial<OptionSpec<number>> = {}): OptionSpec<number> => ({
-  kind: 'float',
-  default: def,
-  help,
-  min: 0,
-  ...extra,
-});
-const int = (def: number, help: string, extra: Partial<OptionSpec<number>> = {}): OptionSpec<number> => ({
-  kind: 'int',
-  default: def,
-  help,
-  min: 0,
-  ...extra,
-});
-const bool = (def: boolean, help: string, extra: Partial<OptionSpec<boolean>> = {}): OptionSpec<boolean> => ({
-  kind: 'bool',
-  default: def,
-  help,
-  ...extra,
-});
-
-/** Collector names upstream accepts, in upstream's default order. */
 export const DEFAULT_COLLECTORS = ['heat_local', 'ec2', 'cfn', 'heat', 'request', 'local', 'zaqar'] as const;
 
 export const SCHEMA = {
@@ -309,6 +227,16 @@ export const SECTION_NAMES = Object.keys(SCHEMA) as SectionName[];
 
 export function sectionSpecs(section: SectionName): Record<string, OptionSpec<unknown>> {
   return SCHEMA[section] as unknown as Record<string, OptionSpec<unknown>>;
+}
+
+// Own-property lookups only: a section or option named "constructor" or "__proto__" is unknown, not Object's.
+export function isSection(name: string): name is SectionName {
+  return Object.hasOwn(SCHEMA, name);
+}
+
+export function specOf(section: SectionName, name: string): OptionSpec<unknown> | undefined {
+  const specs = sectionSpecs(section);
+  return Object.hasOwn(specs, name) ? specs[name] : undefined;
 }
 
 /** The command-line flag of an option: `--name` in DEFAULT, `--section-name` elsewhere, dashes for underscores. */

@@ -42,13 +42,12 @@ export function parseOsloIni(text: string): IniParseResult {
     const line = raw.trim();
     if (line.startsWith('#') || line.startsWith(';')) continue;
     if (line.startsWith('[')) {
-      const m = /^\[([^\]]*)\]$/.exec(line);
-      if (!m || (m[1] ?? '').trim() === '') {
+      const name = sectionName(line);
+      if (name === undefined) {
         problems.push({ line: lineNo, message: `invalid section header "${line}"` });
         section = undefined;
         continue;
       }
-      const name = (m[1] ?? '').trim();
       section = doc.get(name);
       if (!section) {
         section = new Map();
@@ -61,19 +60,12 @@ export function parseOsloIni(text: string): IniParseResult {
       problems.push({ line: lineNo, message: 'option outside any [section]' });
       continue;
     }
-    const colon = line.indexOf(':');
-    const equal = line.indexOf('=');
-    const idx = colon === -1 ? equal : equal === -1 ? colon : Math.min(colon, equal);
-    if (idx <= 0) {
+    const option = keyAndValue(line);
+    if (!option) {
       problems.push({ line: lineNo, message: `expected "key = value", got "${truncate(line)}"` });
       continue;
     }
-    const key = line.slice(0, idx).trim();
-    let value = line.slice(idx + 1).trim();
-    // oslo.config strips one pair of matching quotes; a lone quote character becomes the empty string there too.
-    if (value.length >= 1 && (value[0] === '"' || value[0] === "'") && value[0] === value[value.length - 1]) {
-      value = value.slice(1, -1);
-    }
+    const [key, value] = option;
     let values = section.get(key);
     if (!values) {
       values = [];
@@ -83,6 +75,27 @@ export function parseOsloIni(text: string): IniParseResult {
     lastValues = values;
   }
   return { doc, problems };
+}
+
+/** The name in a `[section]` line; undefined when the header is malformed or empty. */
+function sectionName(line: string): string | undefined {
+  const m = /^\[([^\]]*)\]$/.exec(line);
+  const name = (m?.[1] ?? '').trim();
+  return name === '' ? undefined : name;
+}
+
+/** A `key = value` (or `key: value`) line, split at the first separator; undefined when there is no key. */
+function keyAndValue(line: string): [string, string] | undefined {
+  const colon = line.indexOf(':');
+  const equal = line.indexOf('=');
+  const idx = colon === -1 ? equal : equal === -1 ? colon : Math.min(colon, equal);
+  if (idx <= 0) return undefined;
+  let value = line.slice(idx + 1).trim();
+  // oslo.config strips one pair of matching quotes; a lone quote character becomes the empty string there too.
+  if (value.length >= 1 && (value[0] === '"' || value[0] === "'") && value[0] === value[value.length - 1]) {
+    value = value.slice(1, -1);
+  }
+  return [line.slice(0, idx).trim(), value];
 }
 
 function truncate(s: string): string {

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { processStartTicks } from '../util/process-identity.js';
 import { type AgentFacts, type CycleResult, type SourceFacts } from '../status/agent-facts.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage, type ErrorCode } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
 
@@ -14,12 +14,12 @@ import { scrubText } from '../log/redact.js';
 const MAX_ERROR_CHARS = 300;
 /**
  * An idle poll (same result, same sources' state: only times and failure counts moved) rewrites the file at most this
- * often. Measured: a write per 1 s poll cost about 1 ms of CPU per poll; this keeps the idle loop as it was.
+ * often: a write at every poll would be most of what an idle 1 s poll costs (docs/status.md#cost-on-the-idle-daemon).
  */
 const IDLE_REWRITE_MS = 30_000;
 
 export type SourceOutcome =
-  { readonly ok: true } | { readonly ok: false; readonly code: string; readonly message: string };
+  { readonly ok: true } | { readonly ok: false; readonly code: ErrorCode; readonly message: string };
 
 export class AgentStatusPublisher {
   private readonly sources = new Map<string, SourceFacts>();

@@ -1,103 +1,33 @@
-import { MetadataCache } from '../cache/metadata-cache.js';
-import type { AfterCollectHook } from '../pipeline/contract.js';
-import { findCollector } from '../collectors/registry.js';
-import {
-  hashConfigFiles,
-  loadConfig,
-  registerConfigSecrets,
-  type ConfigSources,
-  type LoadedConfig,
-} from '../config/load.js';
+import type { MetadataCache } from '../cache/metadata-cache.js';
+import type { AgentDeps } from './agent-deps.js';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
+import type { AgentConfig } from '../config/options.js';
 import { logProblems } from '../config/log-problems.js';
-import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
-import { agentStatusPath } from '../status/agent-facts.js';
+import { AgentError, errorMessage, type ErrorCode } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
-import type { Logger } from '../log/logger.js';
+import { agentStatusPath, type CycleResult } from '../status/agent-facts.js';
 import { exportAgentPid } from './agent-pid-env.js';
 import { AgentStatusPublisher } from './agent-status.js';
+import { startBackgroundWork, type BackgroundWork } from './background-work.js';
 import { collectAll, type CollectionOutcome, type CollectorMemories } from './collect-all.js';
 import { createCommandPipeline } from './command-pipeline.js';
+import { reloadConfig } from './config-reload.js';
+import { runCycle, type CycleHost, type CycleReport } from './cycle.js';
 import type { Pipeline } from './pipeline.js';
 import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from './schedule.js';
-import { RetryLoop, type RetryPassResult } from './retry-loop.js';
 import { InstalledFilesWatch, startedBySystemd } from './self-upgrade.js';
-import type { ServiceNotifier } from './service-notifier.js';
 import { Waker } from './waker.js';
-import { watchSources, type SourceWatcher } from './watch.js';
-import { YieldingLoop } from './yielding-loop.js';
+import { CollectorWatch } from './watch.js';
+import type { YieldingLoop } from './yielding-loop.js';
 
-// The agent's reconcile loop: collect -> (self-configure) -> run the pipeline if anything changed -> commit.
-// `collect` mode is os-collect-config (the configured command is the pipeline); `run` mode uses the native pipeline
-// when it is enabled and available.
+// The agent's reconcile loop: collect -> (self-configure) -> run the pipeline if anything changed -> commit
+// (cycle.ts). `collect` mode is os-collect-config (the configured command is the pipeline); `run` mode uses the native
+// pipeline when it is enabled and available.
 
-export type AgentMode = 'collect' | 'run';
-
-// The after-collect hook's types live with the collection outcome (pipeline/contract.ts) so hooks below the daemon
-// can implement them.
-export type { AfterCollectContext, AfterCollectHook } from '../pipeline/contract.js';
-
-export interface AgentDeps {
-  readonly sources: ConfigSources;
-  readonly log: Logger;
-  readonly mode: AgentMode;
-  readonly createHttp: (loaded: LoadedConfig, log: Logger) => HttpClient;
-  /** Builds the in-process pipeline for `run` mode (apply + deployments), when this build has one. */
-  readonly nativePipeline?: (loaded: LoadedConfig, log: Logger) => Pipeline;
-  readonly afterCollect?: readonly AfterCollectHook[];
-  /** Background work of the daemon beside the poll loop (the deployment signal outbox): one pass, due again when it says. */
-  readonly backgroundPass?: (
-    loaded: LoadedConfig,
-    log: Logger,
-    http: HttpClient,
-    signal: AbortSignal,
-  ) => Promise<RetryPassResult>;
-  /**
-   * Re-runs of finished deployments on their reconverge intervals: one pass, due again when it says. A cycle with new
-   * data stops it and holds it off while its pipeline runs: a new deployment goes first.
-   */
-  readonly reconverge?: (
-    loaded: LoadedConfig,
-    log: Logger,
-    http: HttpClient,
-    signal: AbortSignal,
-  ) => Promise<RetryPassResult>;
-  /**
-   * The queue of signals `os-config-agent cfn-signal` left for the daemon: a service that runs until the signal
-   * aborts (in both loop modes; never with one_time).
-   */
-  readonly signalQueue?: (
-    ctx: { loaded: () => LoadedConfig; http: () => HttpClient; log: Logger },
-    signal: AbortSignal,
-  ) => Promise<void>;
-  /** Non-zero exit in one-time mode when a source held bad data (not for the upstream-compatible command). */
-  readonly strictExit?: boolean;
-  /** True when deployments wait for this boot (the reboot they asked for): the first cycle then runs on unchanged metadata. */
-  readonly resumeAfterBoot?: (loaded: LoadedConfig, log: Logger) => Promise<boolean>;
-  readonly random?: () => number;
-  /** The service manager (systemd Type=notify): told when start-up is done, of the loop's progress, of shutdown. */
-  readonly service?: ServiceNotifier;
-  /**
-   * The agent's entry bundle as installed (the file node runs): the daemon loop records its identity at start and
-   * compares it after every pass, to notice that the agent was upgraded under it (self-upgrade.ts). Off when absent.
-   */
-  readonly entryFile?: string;
-  /** The environment systemd started the process with (INVOCATION_ID, NOTIFY_SOCKET); process.env by default. */
-  readonly env?: NodeJS.ProcessEnv;
+/** What the daemon loop keeps running beside its cycles, stopped when it ends. */
+interface LoopServices extends BackgroundWork {
+  readonly installed: InstalledFilesWatch | undefined;
 }
-
-export interface CycleReport {
-  readonly changedKeys: readonly string[];
-  readonly ran: boolean;
-  readonly exitCode: number;
-  readonly failures: CollectionOutcome['failures'];
-}
-
-const BAD_INPUT_CODES = new Set([
-  'ERR_SOURCE_INVALID_DATA',
-  'ERR_SOURCE_INSECURE',
-  'ERR_HTTP_TOO_LARGE',
-  'ERR_SOURCE_UNEXPECTED',
-]);
 
 export class Agent {
   private loadedConfig: LoadedConfig;
@@ -106,10 +36,10 @@ export class Agent {
   private readonly failing = new Set<string>();
   private readonly waker = new Waker();
   private reloadRequested = false;
-  private watcher: SourceWatcher | undefined;
+  private readonly watch: CollectorWatch;
   /** The daemon loop's facts for `status` (not in one-time runs). */
   private status: AgentStatusPublisher | undefined;
-  /** The re-runs of finished deployments, while the daemon loop runs. */
+  /** The re-runs of finished deployments, while the daemon loop runs: a cycle with new data holds them off. */
   private reconverger: YieldingLoop | undefined;
 
   private constructor(
@@ -118,6 +48,7 @@ export class Agent {
   ) {
     this.loadedConfig = loaded;
     this.http = deps.createHttp(loaded, deps.log.child({ component: 'http' }));
+    this.watch = new CollectorWatch(() => this.waker.wake(), deps.log.child({ component: 'watch' }));
   }
 
   static async create(deps: AgentDeps): Promise<Agent> {
@@ -137,19 +68,9 @@ export class Agent {
   }
 
   async reload(): Promise<void> {
+    const next = await reloadConfig(this.loadedConfig, this.deps.sources, this.deps.log);
+    if (!next) return;
     try {
-      const next = await loadConfig(this.deps.sources);
-      logProblems(next, this.deps.log);
-      const unread = unreadableFiles(this.loadedConfig, next);
-      if (unread.length > 0) {
-        // A file being replaced, or a permission mistake: the configuration in force is the last good one, and stays.
-        registerConfigSecrets(this.loadedConfig.config);
-        this.deps.log.error(
-          { files: unread.map((f) => next.paths.unmap(f)), reason: 'a config file could not be read' },
-          'configuration reload failed; keeping the previous configuration',
-        );
-        return;
-      }
       this.loadedConfig = next;
       this.http = this.deps.createHttp(next, this.deps.log.child({ component: 'http' }));
       this.deps.log.info({ files: next.files.map((f) => next.paths.unmap(f)) }, 'configuration reloaded');
@@ -166,89 +87,8 @@ export class Agent {
   }
 
   /** One full cycle. Never throws for source or pipeline failures: they are in the report. */
-  async cycle(signal: AbortSignal, force = false): Promise<CycleReport> {
-    const log = this.deps.log;
-    const cache = new MetadataCache(this.loadedConfig.config.DEFAULT.cachedir, log.child({ component: 'cache' }));
-    let outcome = await collectAll(this.collectDeps(signal), cache);
-    for (const hook of this.deps.afterCollect ?? []) {
-      const { reload } = await hook(outcome, { loaded: this.loadedConfig, log, signal });
-      if (reload) {
-        await this.reload();
-        // The new configuration is used in this same cycle (no second loop, no restart).
-        outcome = await collectAll(
-          this.collectDeps(signal),
-          new MetadataCache(this.loadedConfig.config.DEFAULT.cachedir, log.child({ component: 'cache' })),
-        );
-        break;
-      }
-    }
-    const badInput = outcome.failures.some((f) => BAD_INPUT_CODES.has(f.code));
-    const failureExit = this.deps.strictExit && badInput ? 1 : 0;
-    if (outcome.changedKeys.length === 0 && !force) {
-      log.debug('no changes detected');
-      return { changedKeys: [], ran: false, exitCode: failureExit, failures: outcome.failures };
-    }
-    const config = this.loadedConfig.config;
-    const activeCache = new MetadataCache(config.DEFAULT.cachedir, log.child({ component: 'cache' }));
-    try {
-      await activeCache.storeMetaList(outcome.files);
-      await activeCache
-        .backup(config.DEFAULT.backup_cachedir)
-        .catch((err: unknown) =>
-          log.warn(
-            { dir: config.DEFAULT.backup_cachedir, reason: errorMessage(err) },
-            'could not refresh the backup cache directory',
-          ),
-        );
-    } catch (err) {
-      log.error(
-        { code: (err as AgentError).code, reason: errorMessage(err) },
-        'cache write failed; nothing run or committed',
-      );
-      return { changedKeys: outcome.changedKeys, ran: false, exitCode: 1, failures: outcome.failures };
-    }
-    log.info({ changed: outcome.changedKeys, force }, 'metadata changed');
-    const hashBefore = await hashConfigFiles(this.loadedConfig.hashedFiles);
-    const pipeline = this.choosePipeline();
-    let exitCode = 0;
-    if (pipeline) {
-      // A re-run of a finished deployment gives way to the cycle's new data, and none starts while the pipeline runs.
-      await this.reconverger?.hold();
-      try {
-        log.info({ pipeline: pipeline.name }, 'running pipeline');
-        await pipeline.run({
-          loaded: this.loadedConfig,
-          log: log.child({ component: pipeline.name }),
-          signal,
-          configFiles: outcome.files,
-          pairs: outcome.pairs,
-          changedKeys: outcome.changedKeys,
-          force,
-        });
-      } catch (err) {
-        exitCode = err instanceof CommandFailedError ? err.exitCode : 1;
-        log.error(
-          { code: err instanceof AgentError ? err.code : undefined, reason: errorMessage(err), exitCode },
-          'pipeline failed; new data not committed',
-        );
-      } finally {
-        this.reconverger?.release();
-      }
-    }
-    if (exitCode === 0 && !signal.aborted) {
-      for (const key of outcome.changedKeys) await activeCache.commit(key);
-      log.info({ committed: outcome.changedKeys.length }, 'cycle complete; cache committed');
-    } else if (exitCode === 0) {
-      log.info('shutdown during the cycle; new data not committed');
-    }
-    // Upstream re-execs when the config files changed after a command run; here: reload in-process.
-    if ((await hashConfigFiles(this.loadedConfig.hashedFiles)) !== hashBefore) this.reloadRequested = true;
-    return {
-      changedKeys: outcome.changedKeys,
-      ran: pipeline !== undefined,
-      exitCode: exitCode || failureExit,
-      failures: outcome.failures,
-    };
+  cycle(signal: AbortSignal, force = false): Promise<CycleReport> {
+    return runCycle(this.cycleHost(), signal, force);
   }
 
   /**
@@ -270,17 +110,15 @@ export class Agent {
   private async runUntil(stop: AbortController): Promise<number> {
     const signal = stop.signal;
     const log = this.deps.log;
-    const random = this.deps.random ?? Math.random;
     const config = this.loadedConfig.config;
     const service = this.deps.service;
-    const stallMs = () => this.loadedConfig.config.agent.watchdog_stall * 1000;
     const onStop = () => service?.stopping();
     signal.addEventListener('abort', onStop, { once: true });
     try {
       // Deployments waiting for this boot (the reboot they asked for): the first cycle runs on unchanged metadata.
       const resume = await this.resumeAfterBoot();
       if (config.DEFAULT.one_time) {
-        service?.progress(stallMs(), stallMs());
+        service?.progress(this.stallMs(), this.stallMs());
         service?.ready();
         try {
           return (await this.cycle(signal, config.DEFAULT.force || resume)).exitCode;
@@ -289,7 +127,7 @@ export class Agent {
           return 1;
         }
       }
-      return await this.loop(stop, random, resume);
+      return await this.loop(stop, resume);
     } finally {
       signal.removeEventListener('abort', onStop);
       // An abort has said it already (the listener); a one-time cycle ends without one.
@@ -302,48 +140,30 @@ export class Agent {
    * `resume`: force cycles until one succeeds (deployments wait for this boot). Everything the loop starts learns
    * which process the agent is (agent-pid-env.ts), for as long as the loop runs.
    */
-  private async loop(stop: AbortController, random: () => number, resumeAfterBoot: boolean): Promise<number> {
+  private async loop(stop: AbortController, resumeAfterBoot: boolean): Promise<number> {
     const restorePidEnv = exportAgentPid();
     try {
-      return await this.passes(stop, random, resumeAfterBoot);
+      return await this.passes(stop, resumeAfterBoot);
     } finally {
       restorePidEnv();
     }
   }
 
-  private async passes(stop: AbortController, random: () => number, resumeAfterBoot: boolean): Promise<number> {
+  private async passes(stop: AbortController, resumeAfterBoot: boolean): Promise<number> {
     const signal = stop.signal;
-    let resume = resumeAfterBoot;
-    const log = this.deps.log;
-    const service = this.deps.service;
-    const stallMs = () => this.loadedConfig.config.agent.watchdog_stall * 1000;
-    let config = this.loadedConfig.config;
-    this.status = new AgentStatusPublisher(
+    const random = this.deps.random ?? Math.random;
+    const status = new AgentStatusPublisher(
       agentStatusPath(this.loadedConfig.paths),
       this.deps.mode,
-      log.child({ component: 'status' }),
+      this.deps.log.child({ component: 'status' }),
     );
-    // systemd's own variable, or the notifier made from NOTIFY_SOCKET (which was taken out of the environment).
-    const underSystemd = startedBySystemd(this.deps.env ?? process.env) || service !== undefined;
-    const installed = await InstalledFilesWatch.start(
-      this.deps.entryFile,
-      underSystemd,
-      log.child({ component: 'self-upgrade' }),
-    );
-    await this.startWatching();
-    const background = this.startBackground(signal);
-    const reruns = this.startReconverge(signal);
-    const queue = this.startSignalQueue(signal);
-    // Ready once the configuration is loaded and the loop entered, not after the first cycle: that cycle may run
-    // deployments for as long as their timeouts allow, which no start-up timeout should have to cover.
-    service?.progress(stallMs(), stallMs());
-    service?.ready();
-    if (config.DEFAULT.splay > 0) {
-      const delay = splaySeconds(config.DEFAULT.splay, random());
-      service?.progress(delay * 1000 + stallMs(), stallMs());
-      log.info({ seconds: delay }, 'splay: delaying the first poll');
-      await this.waker.wait(delay * 1000, signal);
-    }
+    this.status = status;
+    // The loop's timing follows the configuration it started with or last reloaded (not one self-configuration
+    // loaded within a cycle).
+    let config = this.loadedConfig.config;
+    const services = await this.startLoopServices(signal);
+    await this.splay(config.DEFAULT.splay, random, signal);
+    let resume = resumeAfterBoot;
     let sleep: number | undefined;
     while (!signal.aborted) {
       if (this.reloadRequested) {
@@ -351,70 +171,125 @@ export class Agent {
         await this.reload();
         config = this.loadedConfig.config;
         sleep = undefined;
-        await this.restartWatching();
+        await this.watch.restart(config);
       }
-      service?.progress(stallMs(), stallMs());
-      let report: CycleReport;
-      this.status.cycleStarted();
-      try {
-        report = await this.cycle(signal, resume);
-        // A failed cycle commits nothing, so the next one must be forced again to finish the deployments.
-        if (report.exitCode === 0) resume = false;
-      } catch (err) {
-        // A cycle must never take the daemon down: log it, keep the last good state, try again after the sleep.
-        log.error(
-          { err, code: err instanceof AgentError ? err.code : undefined },
-          'cycle failed unexpectedly; nothing committed',
-        );
-        report = { changedKeys: [], ran: false, exitCode: 1, failures: [] };
-      }
+      this.deps.service?.progress(this.stallMs(), this.stallMs());
+      status.cycleStarted();
+      const report = await this.loopCycle(signal, resume);
+      // A failed cycle commits nothing, so the next one must be forced again to finish the deployments.
+      if (report.exitCode === 0) resume = false;
       if (signal.aborted) break;
-      if (report.ran) background?.loop.wake();
-      const mem = process.memoryUsage();
-      log.debug(
-        {
-          changed: report.changedKeys.length,
-          exitCode: report.exitCode,
-          rssMb: mb(mem.rss),
-          heapUsedMb: mb(mem.heapUsed),
-          heapTotalMb: mb(mem.heapTotal),
-        },
-        'cycle finished',
-      );
+      if (report.ran) services.outbox?.loop.wake();
       const result = report.exitCode !== 0 ? 'failed' : report.ran ? 'applied' : 'unchanged';
       // Between passes only: the hooks of this one have ended (one of them may have been the upgrade).
-      if ((await installed?.check()) === 'restart') {
-        await this.status.cycleEnded(result, report.exitCode, undefined);
+      if ((await services.installed?.check()) === 'restart') {
+        await status.cycleEnded(result, report.exitCode, undefined);
         stop.abort();
         break;
       }
       if (this.reloadRequested) {
-        await this.status.cycleEnded(result, report.exitCode, undefined);
+        await status.cycleEnded(result, report.exitCode, undefined);
         continue;
       }
-      const previous = sleep;
-      sleep = nextSleepSeconds(previous, config.DEFAULT.min_polling_interval, config.DEFAULT.polling_interval);
-      const spread =
-        config.agent.poll_jitter > 0 ? capPhaseOffset(previous, sleep, config.DEFAULT.polling_interval, random()) : 0;
-      const seconds = withJitter(sleep, config.agent.poll_jitter, random()) + spread;
-      await this.status.cycleEnded(
-        result,
-        report.exitCode,
-        Date.now() + seconds * 1000,
-        config.DEFAULT.polling_interval,
-      );
-      log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
-      service?.progress(seconds * 1000 + stallMs(), stallMs());
-      const reason = await this.waker.wait(seconds * 1000, signal);
-      if (reason === 'woken') log.debug('woken early');
+      sleep = await this.sleepAfter(config, { status, result, exitCode: report.exitCode }, sleep, random, signal);
     }
-    await this.watcher?.close();
-    await background?.done;
-    await reruns;
+    await this.watch.close();
+    await services.outbox?.done;
+    await services.reruns?.done;
     this.reconverger = undefined;
-    await queue;
-    log.info('stopped');
+    await services.queue;
+    await services.cfnHup;
+    this.deps.log.info('stopped');
     return 0;
+  }
+
+  /** The loop's services, then ready: once the configuration is loaded and the loop entered, not after a cycle. */
+  private async startLoopServices(signal: AbortSignal): Promise<LoopServices> {
+    const { log, service } = this.deps;
+    // systemd's own variable, or the notifier made from NOTIFY_SOCKET (which was taken out of the environment).
+    const underSystemd = startedBySystemd(this.deps.env ?? process.env) || service !== undefined;
+    const installed = await InstalledFilesWatch.start(
+      this.deps.entryFile,
+      underSystemd,
+      log.child({ component: 'self-upgrade' }),
+    );
+    await this.watch.restart(this.loadedConfig.config);
+    const inForce = { loaded: () => this.loadedConfig, http: () => this.http };
+    const native = this.deps.mode === 'run' && this.loadedConfig.config.agent.native_pipeline;
+    const work = startBackgroundWork(this.deps, native, inForce, log, signal);
+    this.reconverger = work.reruns?.loop;
+    // The first cycle may run deployments for as long as their timeouts allow, which no start-up timeout should have
+    // to cover.
+    service?.progress(this.stallMs(), this.stallMs());
+    service?.ready();
+    return { installed, ...work };
+  }
+
+  /** The configured splay: a random delay before the first poll, so that a fleet booted together spreads out. */
+  private async splay(splay: number, random: () => number, signal: AbortSignal): Promise<void> {
+    if (splay <= 0) return;
+    const delay = splaySeconds(splay, random());
+    this.deps.service?.progress(delay * 1000 + this.stallMs(), this.stallMs());
+    this.deps.log.info({ seconds: delay }, 'splay: delaying the first poll');
+    await this.waker.wait(delay * 1000, signal);
+  }
+
+  /** A cycle of the loop: one that throws must never take the daemon down. */
+  private async loopCycle(signal: AbortSignal, resume: boolean): Promise<CycleReport> {
+    const log = this.deps.log;
+    let report: CycleReport;
+    try {
+      report = await this.cycle(signal, resume);
+    } catch (err) {
+      // Log it, keep the last good state, try again after the sleep.
+      log.error(
+        { err, code: err instanceof AgentError ? err.code : undefined },
+        'cycle failed unexpectedly; nothing committed',
+      );
+      report = { changedKeys: [], ran: false, exitCode: 1, failures: [] };
+    }
+    if (signal.aborted) return report;
+    const mem = process.memoryUsage();
+    log.debug(
+      {
+        changed: report.changedKeys.length,
+        exitCode: report.exitCode,
+        rssMb: mb(mem.rss),
+        heapUsedMb: mb(mem.heapUsed),
+        heapTotalMb: mb(mem.heapTotal),
+      },
+      'cycle finished',
+    );
+    return report;
+  }
+
+  /** Publishes the cycle's end and sleeps until the next poll (or a wake-up); returns the sleep it chose. */
+  private async sleepAfter(
+    config: AgentConfig,
+    ended: { status: AgentStatusPublisher; result: CycleResult; exitCode: number },
+    previous: number | undefined,
+    random: () => number,
+    signal: AbortSignal,
+  ): Promise<number> {
+    const sleep = nextSleepSeconds(previous, config.DEFAULT.min_polling_interval, config.DEFAULT.polling_interval);
+    const spread =
+      config.agent.poll_jitter > 0 ? capPhaseOffset(previous, sleep, config.DEFAULT.polling_interval, random()) : 0;
+    const seconds = withJitter(sleep, config.agent.poll_jitter, random()) + spread;
+    await ended.status.cycleEnded(
+      ended.result,
+      ended.exitCode,
+      Date.now() + seconds * 1000,
+      config.DEFAULT.polling_interval,
+    );
+    this.deps.log.debug({ seconds: Number(seconds.toFixed(3)) }, 'sleeping');
+    this.deps.service?.progress(seconds * 1000 + this.stallMs(), this.stallMs());
+    const reason = await this.waker.wait(seconds * 1000, signal);
+    if (reason === 'woken') this.deps.log.debug('woken early');
+    return sleep;
+  }
+
+  private stallMs(): number {
+    return this.loadedConfig.config.agent.watchdog_stall * 1000;
   }
 
   private async resumeAfterBoot(): Promise<boolean> {
@@ -427,32 +302,20 @@ export class Agent {
     }
   }
 
-  /** The background loop, reading the current configuration and HTTP client at each pass (they change on reload). */
-  private startBackground(signal: AbortSignal): { loop: RetryLoop; done: Promise<void> } | undefined {
-    const pass = this.deps.backgroundPass;
-    if (!pass || this.deps.mode !== 'run' || !this.loadedConfig.config.agent.native_pipeline) return undefined;
-    const log = this.deps.log.child({ component: 'outbox' });
-    const loop = new RetryLoop('signal outbox', (s) => pass(this.loadedConfig, log, this.http, s), log);
-    return { loop, done: loop.run(signal) };
-  }
-
-  /** The re-runs of finished deployments, beside the poll loop (run mode, native pipeline); never rejects. */
-  private startReconverge(signal: AbortSignal): Promise<void> | undefined {
-    const pass = this.deps.reconverge;
-    if (!pass || this.deps.mode !== 'run' || !this.loadedConfig.config.agent.native_pipeline) return undefined;
-    const log = this.deps.log.child({ component: 'reconverge' });
-    this.reconverger = new YieldingLoop('deployment re-runs', (s) => pass(this.loadedConfig, log, this.http, s), log);
-    return this.reconverger.run(signal);
-  }
-
-  /** The cfn-signal queue service; it never rejects (a failure to start is logged, the poll loop goes on). */
-  private startSignalQueue(signal: AbortSignal): Promise<void> | undefined {
-    const service = this.deps.signalQueue;
-    if (!service) return undefined;
-    const log = this.deps.log.child({ component: 'signal-queue' });
-    return service({ loaded: () => this.loadedConfig, http: () => this.http, log }, signal).catch((err: unknown) => {
-      log.error({ reason: errorMessage(err) }, 'signal queue stopped; queued signals wait for the next start');
-    });
+  private cycleHost(): CycleHost {
+    return {
+      log: this.deps.log,
+      loaded: () => this.loadedConfig,
+      afterCollect: this.deps.afterCollect ?? [],
+      strictExit: this.deps.strictExit === true,
+      collect: (signal: AbortSignal, cache: MetadataCache | undefined) => collectAll(this.collectDeps(signal), cache),
+      reload: () => this.reload(),
+      pipeline: () => this.choosePipeline(),
+      background: () => this.reconverger,
+      reloadBeforeNextCycle: () => {
+        this.reloadRequested = true;
+      },
+    };
   }
 
   private choosePipeline(): Pipeline | undefined {
@@ -466,6 +329,7 @@ export class Agent {
   }
 
   private collectDeps(signal: AbortSignal) {
+    const status = this.status;
     return {
       config: this.loadedConfig.config,
       paths: this.loadedConfig.paths,
@@ -474,49 +338,16 @@ export class Agent {
       signal,
       memory: this.memory,
       failing: this.failing,
-      ...(this.status ? { onSource: this.sourceObserver(this.status) } : {}),
+      ...(status
+        ? {
+            onSource: (name: string, failure: { code: ErrorCode; message: string } | undefined) =>
+              status.source(name, failure ? { ok: false, ...failure } : { ok: true }),
+          }
+        : {}),
     };
-  }
-
-  private sourceObserver(status: AgentStatusPublisher) {
-    return (name: string, failure: { code: string; message: string } | undefined) =>
-      status.source(name, failure ? { ok: false, ...failure } : { ok: true });
-  }
-
-  private async startWatching(): Promise<void> {
-    const config = this.loadedConfig.config;
-    if (!config.agent.watch) return;
-    const paths = new Set<string>();
-    for (const name of config.DEFAULT.collectors) {
-      const collector = findCollector(name as Parameters<typeof findCollector>[0]);
-      for (const p of collector?.watchPaths?.(config) ?? []) paths.add(p);
-    }
-    this.watcher = await watchSources(
-      [...paths],
-      config.agent.watch_debounce * 1000,
-      () => this.waker.wake(),
-      this.deps.log.child({ component: 'watch' }),
-    );
-  }
-
-  private async restartWatching(): Promise<void> {
-    await this.watcher?.close();
-    this.watcher = undefined;
-    await this.startWatching();
   }
 }
 
 function mb(bytes: number): number {
   return Math.round((bytes / 1048576) * 10) / 10;
-}
-
-/**
- * The config files a reload could not read: those it says so of (unreadable, or a --config-file/--config-dir that is
- * gone), and the main file read before when no main file is found now (deleted, or replaced in two steps). A conf.d
- * file that is gone is a change like any other.
- */
-function unreadableFiles(before: LoadedConfig, next: LoadedConfig): string[] {
-  const files = next.problems.flatMap((p) => (p.unreadable === true && p.file !== undefined ? [p.file] : []));
-  if (next.hashedFiles.length === 0) files.push(...before.hashedFiles);
-  return files;
 }

@@ -3,7 +3,13 @@ import type { CollectionOutcome, CollectorFailure } from '../pipeline/contract.j
 import { findCollector } from '../collectors/registry.js';
 import type { CollectContext, CollectedPair, CollectorName } from '../collectors/types.js';
 import type { AgentConfig } from '../config/options.js';
-import { AgentError, errorMessage, SourceNotConfiguredError, SourceUnavailableError } from '../errors.js';
+import {
+  AgentError,
+  errorMessage,
+  SourceNotConfiguredError,
+  SourceUnavailableError,
+  type ErrorCode,
+} from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { isSafeFileName } from '../util/safe-name.js';
@@ -16,7 +22,7 @@ import { MAX_JSON_DEPTH, jsonDepth } from '../util/json-depth.js';
 // B13); a collector bug is logged and treated as unavailable instead of killing the daemon (B8); a key produced
 // twice in one pass is kept once, at its last position with its last value (B6); unsafe keys are dropped (B7).
 
-export type { CollectionOutcome, CollectorFailure } from '../pipeline/contract.js';
+export type { CollectionOutcome } from '../pipeline/contract.js';
 
 export interface CollectDeps {
   readonly config: AgentConfig;
@@ -30,7 +36,7 @@ export interface CollectDeps {
   readonly failing: Set<string>;
   readonly now?: () => number;
   /** Told each configured source's outcome (the daemon publishes them for `status`). */
-  readonly onSource?: (name: string, failure: { code: string; message: string } | undefined) => void;
+  readonly onSource?: (name: string, failure: { code: ErrorCode; message: string } | undefined) => void;
 }
 
 /** What is kept for one collector across passes: its own memory (opaque here), and the last good pairs it gave. */
@@ -45,7 +51,6 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
   const ordered: CollectedPair[] = [];
   const failures: CollectorFailure[] = [];
   const available: string[] = [];
-
   for (const name of deps.config.DEFAULT.collectors) {
     if (deps.signal.aborted) break;
     const log = deps.log.child({ collector: name });
@@ -69,21 +74,7 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
       now: deps.now ?? Date.now,
     };
     try {
-      const result = await collector.collect(ctx);
-      for (const p of result.pairs) {
-        if (jsonDepth(p.value) > MAX_JSON_DEPTH) {
-          throw new SourceUnavailableError(
-            name,
-            `data for "${String(p.key).slice(0, 80)}" is nested deeper than ${MAX_JSON_DEPTH} levels; refused`,
-            { code: 'ERR_SOURCE_INVALID_DATA' },
-          );
-        }
-      }
-      const pairs = result.pairs.filter((p) => {
-        if (isSafeFileName(p.key)) return true;
-        log.warn({ key: String(p.key).slice(0, 80) }, 'key is not a safe file name; dropped');
-        return false;
-      });
+      const pairs = checkedPairs(name, (await collector.collect(ctx)).pairs, log);
       slot.lastPairs = pairs;
       ordered.push(...pairs);
       available.push(name);
@@ -94,25 +85,12 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
         log.debug({ reason: err.message }, 'source not configured');
         continue;
       }
-      const code = err instanceof AgentError ? err.code : 'ERR_SOURCE_UNEXPECTED';
-      const message = errorMessage(err);
-      failures.push({ collector: name, code, message });
-      deps.onSource?.(name, { code, message });
-      const first = !deps.failing.has(name);
-      deps.failing.add(name);
-      if (err instanceof SourceUnavailableError) {
-        // Log once per transition at warn; repeats at debug so a down source does not flood the journal.
-        log[first ? 'warn' : 'debug']({ code, reason: message }, 'source unavailable');
-      } else {
-        log.error({ code, err }, 'collector failed unexpectedly; treating the source as unavailable');
-      }
+      failures.push(sourceFailed(deps, name, err, log));
       if (slot.lastPairs) ordered.push(...slot.lastPairs);
     }
   }
-
   const pairs = dedupe(ordered, deps.log);
   if (!cache) return { pairs, files: [], changedKeys: [], failures, available };
-
   const files: string[] = [];
   const changedKeys: string[] = [];
   for (const pair of pairs) {
@@ -121,6 +99,40 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
     if (stored.changed) changedKeys.push(pair.key);
   }
   return { pairs, files, changedKeys, failures, available };
+}
+
+/** A collector's pairs as the cache may take them: too deep refuses the source, an unsafe key is dropped. */
+function checkedPairs(name: string, pairs: readonly CollectedPair[], log: Logger): CollectedPair[] {
+  for (const p of pairs) {
+    if (jsonDepth(p.value) > MAX_JSON_DEPTH) {
+      throw new SourceUnavailableError(
+        name,
+        `data for "${String(p.key).slice(0, 80)}" is nested deeper than ${MAX_JSON_DEPTH} levels; refused`,
+        { code: 'ERR_SOURCE_INVALID_DATA' },
+      );
+    }
+  }
+  return pairs.filter((p) => {
+    if (isSafeFileName(p.key)) return true;
+    log.warn({ key: String(p.key).slice(0, 80) }, 'key is not a safe file name; dropped');
+    return false;
+  });
+}
+
+/** A source that failed this pass: told to the observer, logged once per transition (a bug always). */
+function sourceFailed(deps: CollectDeps, name: string, err: unknown, log: Logger): CollectorFailure {
+  const code: ErrorCode = err instanceof AgentError ? err.code : 'ERR_SOURCE_UNEXPECTED';
+  const message = errorMessage(err);
+  deps.onSource?.(name, { code, message });
+  const first = !deps.failing.has(name);
+  deps.failing.add(name);
+  if (err instanceof SourceUnavailableError) {
+    // Log once per transition at warn; repeats at debug so a down source does not flood the journal.
+    log[first ? 'warn' : 'debug']({ code, reason: message }, 'source unavailable');
+  } else {
+    log.error({ code, err }, 'collector failed unexpectedly; treating the source as unavailable');
+  }
+  return { collector: name, code, message };
 }
 
 function dedupe(pairs: readonly CollectedPair[], log: Logger): CollectedPair[] {

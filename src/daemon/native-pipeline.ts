@@ -2,8 +2,8 @@ import type { LoadedConfig } from '../config/load.js';
 import { AgentError, CommandFailedError, errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
-import { ROOT_ENV } from '../util/rooted-path.js';
 import type { InProcessStep } from '../refresh/run-refresh.js';
+import { withRootEnv } from '../util/rooted-path.js';
 import type { Pipeline, PipelineContext } from './pipeline.js';
 
 // The `run` pipeline: os-refresh-config's phases with two of upstream's configure.d scripts done in-process at their
@@ -33,38 +33,6 @@ async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ct
     import('../refresh/base-dir.js'),
   ]);
   const env = phaseEnv(loaded, ctx.configFiles);
-  const steps: InProcessStep[] = [
-    {
-      phase: 'configure',
-      name: APPLY_STEP,
-      run: async (stepEnv) => {
-        const [{ applyTemplates }, { loadMetadata }, { resolveTemplatesDir }] = await Promise.all([
-          import('../apply/apply-templates.js'),
-          import('../apply/metadata-sources.js'),
-          import('../apply/templates-dir.js'),
-        ]);
-        const templates = await resolveTemplatesDir(config.apply.templates, paths, stepEnv);
-        const alog = log.child({ step: APPLY_STEP });
-        if (templates.deprecated)
-          alog.warn({ templates: paths.unmap(templates.dir) }, 'deprecated template directory in use');
-        await applyTemplates({
-          templatesDir: templates.dir,
-          outputDir: config.apply.output,
-          metadata: await loadMetadata(ctx.configFiles),
-          strict: config.apply.strict,
-          log: alog,
-        });
-      },
-    },
-    {
-      phase: 'configure',
-      name: DEPLOY_STEP,
-      run: async (stepEnv, signal) => {
-        const { deployFromPairs } = await import('../deploy/deploy-step.js');
-        await deployFromPairs(loaded, log.child({ step: DEPLOY_STEP }), http, { pairs: ctx.pairs, signal }, stepEnv);
-      },
-    },
-  ];
   try {
     await runRefresh({
       baseDir: await resolveBaseDir({ configured: config.refresh.base_dir, env, paths, log }),
@@ -73,7 +41,7 @@ async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ct
       env,
       log,
       signal: ctx.signal,
-      inProcessSteps: steps,
+      inProcessSteps: inProcessSteps(loaded, log, http, ctx),
     });
   } catch (err) {
     // The cycle stays uncommitted and is retried; the refresh already logged which phase and script failed.
@@ -96,6 +64,32 @@ async function runNative(loaded: LoadedConfig, log: Logger, http: HttpClient, ct
     { pairs: ctx.pairs, signal: ctx.signal },
     { ok: true },
   );
+}
+
+/** The two configure.d scripts done in-process: render the templates, then run and signal the deployments. */
+function inProcessSteps(loaded: LoadedConfig, log: Logger, http: HttpClient, ctx: PipelineContext): InProcessStep[] {
+  return [
+    {
+      phase: 'configure',
+      name: APPLY_STEP,
+      run: async (stepEnv) => {
+        const { applyConfigured } = await import('../apply/configured-apply.js');
+        await applyConfigured(loaded, {
+          metadataFiles: ctx.configFiles,
+          env: stepEnv,
+          log: log.child({ step: APPLY_STEP }),
+        });
+      },
+    },
+    {
+      phase: 'configure',
+      name: DEPLOY_STEP,
+      run: async (stepEnv, signal) => {
+        const { deployFromPairs } = await import('../deploy/deploy-step.js');
+        await deployFromPairs(loaded, log.child({ step: DEPLOY_STEP }), http, { pairs: ctx.pairs, signal }, stepEnv);
+      },
+    },
+  ];
 }
 
 /** After a failed cycle; its own failure is logged, not thrown over the cycle's. */
@@ -123,6 +117,5 @@ function phaseEnv(loaded: LoadedConfig, configFiles: readonly string[]): Record<
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
   env.OS_CONFIG_FILES = configFiles.join(':');
-  if (loaded.paths.root !== '/') env[ROOT_ENV] = loaded.paths.root;
-  return env;
+  return withRootEnv(env, loaded.paths);
 }

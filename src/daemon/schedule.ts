@@ -10,17 +10,6 @@ export function nextSleepSeconds(previous: number | undefined, min: number, max:
   return Math.min(previous * 2, max);
 }
 
-/** The first n sleeps of a fresh loop. */
-export function sleepSequence(min: number, max: number, n: number): number[] {
-  const out: number[] = [];
-  let prev: number | undefined;
-  for (let i = 0; i < n; i++) {
-    prev = nextSleepSeconds(prev, min, max);
-    out.push(prev);
-  }
-  return out;
-}
-
 /** Spread a fleet: add up to `fraction` of the sleep, chosen by `random` in [0, 1). */
 export function withJitter(seconds: number, fraction: number, random: number): number {
   const f = Math.min(Math.max(fraction, 0), 1);

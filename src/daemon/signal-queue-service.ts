@@ -1,6 +1,6 @@
 import { watch, type FSWatcher } from 'node:fs';
 import type { LoadedConfig } from '../config/load.js';
-import { daemonPresenceFile, announceDaemon } from '../status/daemon-presence.js';
+import { claimDaemon, daemonPresenceFile } from '../status/daemon-presence.js';
 import { ensureQueueDir, hasQueuedFiles, signalQueueDir } from '../state/signal-queue-paths.js';
 import { errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
@@ -29,7 +29,7 @@ export async function runSignalQueue(ctx: SignalQueueContext, signal: AbortSigna
     const fallback = watcher ? undefined : Date.now() + current.DEFAULT.polling_interval * 1000;
     // An empty queue (almost always) costs one readdir; the sending code is loaded only when there is work.
     if (!(await hasQueuedFiles(dir))) return fallback !== undefined ? { nextDueAt: fallback } : {};
-    const { flushSignalQueue, queueDepsFor } = await import('../signals/cfn-signal-queue.js');
+    const { flushSignalQueue, queueDepsFor } = await import('../signals/cfn-signal-queue/send.js');
     const report = await flushSignalQueue(queueDepsFor(current, ctx.http(), log, { signal: s }));
     if (report.attempted > 0)
       log.info(
@@ -56,11 +56,11 @@ export async function runSignalQueue(ctx: SignalQueueContext, signal: AbortSigna
   }
   let withdraw: (() => Promise<void>) | undefined;
   try {
-    withdraw = await announceDaemon(daemonPresenceFile(config));
+    withdraw = await claimDaemon(daemonPresenceFile(config));
   } catch (err) {
     log.warn(
       { reason: errorMessage(err) },
-      'cannot write the daemon pid file; cfn-signal will think no daemon runs and send by itself',
+      'cannot claim the daemon pid file; cfn-signal will think no daemon runs and send by itself',
     );
   }
   try {

@@ -1,4 +1,7 @@
 import type { FSWatcher } from 'chokidar';
+import { findCollector } from '../collectors/registry.js';
+import type { CollectorName } from '../collectors/types.js';
+import type { AgentConfig } from '../config/options.js';
 import type { Logger } from '../log/logger.js';
 
 // Watches local sources (local directories, heat_local files) so a change starts a cycle at once instead of at the
@@ -40,4 +43,31 @@ export async function watchSources(
       await watcher.close();
     },
   };
+}
+
+/** The watch of the configured collectors' local paths, kept while the loop runs and renewed on reload. */
+export class CollectorWatch {
+  private watcher: SourceWatcher | undefined;
+
+  constructor(
+    private readonly onChange: () => void,
+    private readonly log: Logger,
+  ) {}
+
+  /** Watches what `config`'s collectors name, replacing the previous watch (none when [agent] watch is off). */
+  async restart(config: AgentConfig): Promise<void> {
+    await this.close();
+    if (!config.agent.watch) return;
+    const paths = new Set<string>();
+    for (const name of config.DEFAULT.collectors) {
+      const collector = findCollector(name as CollectorName);
+      for (const p of collector?.watchPaths?.(config) ?? []) paths.add(p);
+    }
+    this.watcher = await watchSources([...paths], config.agent.watch_debounce * 1000, this.onChange, this.log);
+  }
+
+  async close(): Promise<void> {
+    await this.watcher?.close();
+    this.watcher = undefined;
+  }
 }

@@ -3,6 +3,7 @@ import type { Deployment } from '../heat/deployment.js';
 import { runHook, type HookRunner } from '../hooks/host/external.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
+import { signalPolicyFor } from '../signals/engine/policy.js';
 import type { OutboxDeps } from '../signals/outbox.js';
 import { storeFor, type StateStore, type TransitionListener } from '../state/store.js';
 import { ROOT_ENV, type PathMapper } from '../util/rooted-path.js';
@@ -48,13 +49,7 @@ export function depsFor(ctx: DeployContext): DeployDeps {
       store,
       http: ctx.http,
       log: ctx.log,
-      timeoutSeconds: ctx.config.deploy.signal_timeout,
-      maxBackoffSeconds: ctx.config.deploy.signal_max_backoff,
-      maxAttempts: Math.max(1, ctx.config.deploy.signal_max_attempts),
-      now,
-      random: ctx.random ?? Math.random,
-      signal: ctx.signal,
-      zaqarWebsockets: ctx.config.zaqar.use_websockets,
+      policy: signalPolicyFor(ctx.config, { now, ...(ctx.random ? { random: ctx.random } : {}), signal: ctx.signal }),
     },
   };
 }

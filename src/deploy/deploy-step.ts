@@ -17,16 +17,6 @@ export { flushOutbox, type FlushReport } from '../signals/outbox.js';
 // merged metadata, writes them to the heat-config file for upstream tools, and runs them. A failing hook is signalled
 // to Heat and does not fail the step; only local failures (state directory, heat-config file, the lock) throw, which
 // leaves the cycle uncommitted so it is retried.
-export function createDeployStep(
-  loaded: LoadedConfig,
-  log: Logger,
-  http: HttpClient,
-): (ctx: PipelineContext) => Promise<void> {
-  return async (ctx) => {
-    await deployFromPairs(loaded, log, http, ctx);
-  };
-}
-
 /**
  * The step's work, returning the report (for callers that want the counts). `env` is the hooks' environment: the
  * phase's, as upstream's hooks inherit it from os-refresh-config (OS_CONFIG_FILES among it).

@@ -59,8 +59,9 @@ export async function runOne(
   }
   const shown = paths.unmap(lookup.found.path);
   if (!lookup.found.runnable) {
-    const message = `hook ${shown} ${lookup.found.problem ?? 'cannot be run'}; make it an executable file`;
-    deploymentLog(deps.ctx, dep).error({ code: 'ERR_HOOK', hook: shown }, 'hook not runnable; failure signalled');
+    const { problem = 'cannot be run', fix = 'make it an executable file', code = 'ERR_HOOK' } = lookup.found;
+    const message = `hook ${shown} ${problem}; ${fix}`;
+    deploymentLog(deps.ctx, dep).error({ code, hook: shown }, 'hook not runnable; failure signalled');
     return failToRun(deps, d, record, message, STATUS_NOT_EXECUTABLE);
   }
   return runHookOf(deps, d, record, { file: lookup.found.path, name: lookup.name, start });

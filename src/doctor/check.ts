@@ -13,7 +13,7 @@ export interface CheckResult {
   readonly fix: string;
 }
 
-export const REPORT_VERSION = 1;
+const REPORT_VERSION = 1;
 
 export interface DoctorReport {
   readonly version: typeof REPORT_VERSION;

@@ -5,8 +5,8 @@ import { fail, ok, skipped, warn, type CheckResult } from './check.js';
 // clock when the response arrived, so the check costs no request of its own. Signed requests (CFN's signature,
 // Keystone tokens' validity, TempURL expiry) fail when the clock is far off.
 
-export const SKEW_WARN_SECONDS = 5 * 60;
-export const SKEW_FAIL_SECONDS = 15 * 60;
+const SKEW_WARN_SECONDS = 5 * 60;
+const SKEW_FAIL_SECONDS = 15 * 60;
 
 export interface SkewSample {
   /** Local time minus server time, in seconds (positive: this clock is ahead). */

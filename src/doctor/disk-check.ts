@@ -18,8 +18,8 @@ export interface FsFigures {
 
 export const FAIL_FREE_BYTES = 16 * 1024 * 1024;
 export const WARN_FREE_BYTES = 256 * 1024 * 1024;
-export const FAIL_FREE_INODES = 64;
-export const WARN_FREE_FRACTION = 0.05;
+const FAIL_FREE_INODES = 64;
+const WARN_FREE_FRACTION = 0.05;
 
 /** The verdict on one file system's figures, and why. */
 export function judgeSpace(f: FsFigures): { verdict: 'ok' | 'warn' | 'fail'; why: string } {

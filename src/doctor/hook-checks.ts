@@ -86,7 +86,7 @@ async function groupCheck(
     return fail(
       id,
       `hook ${shown} ${lookup.found.problem ?? 'cannot be run'}`,
-      `make it an executable file: chmod 0755 ${shown}`,
+      lookup.found.fix ?? `make it an executable file: chmod 0755 ${shown}`,
     );
   let tool: ToolDeclaration | undefined;
   try {

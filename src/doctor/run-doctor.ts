@@ -8,6 +8,7 @@ import { configCheck } from './config-check.js';
 import { diskChecks } from './disk-check.js';
 import { hookChecks } from './hook-checks.js';
 import { sourceChecks } from './source-checks.js';
+import { trustChecks } from './trust-checks.js';
 
 // Every check at once; the network ones each bounded by `timeoutMs`, so the whole run takes about that long at worst
 // (a Keystone check and the source check after it: twice). The clock is judged from the answers the others got.
@@ -31,10 +32,18 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
   const local = Promise.all([
     hookChecks(inputs.loaded, inputs.log, inputs.env, inputs.timeoutMs),
     diskChecks(inputs.loaded),
+    trustChecks(inputs.loaded, inputs.env),
   ]);
   const sources = await network;
-  const [hooks, disks] = await local;
-  const checks: CheckResult[] = [configCheck(inputs.loaded), ...sources, skewCheck(samples), ...hooks, ...disks];
+  const [hooks, disks, trust] = await local;
+  const checks: CheckResult[] = [
+    configCheck(inputs.loaded),
+    ...sources,
+    skewCheck(samples),
+    ...hooks,
+    ...disks,
+    ...trust,
+  ];
   // Causes quote error messages: whatever secret the agent knows is masked once more before it is printed.
   return reportOf(checks.map((c) => ({ ...c, cause: scrubText(c.cause), fix: scrubText(c.fix) })));
 }

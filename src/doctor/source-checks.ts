@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { cfnCollector } from '../collectors/cfn.js';
 import { heatCollector } from '../collectors/heat.js';
+import { requiredOptions } from '../collectors/keystone-source.js';
 import { configuredUrls } from '../collectors/metadata-urls.js';
 import { requestCollector } from '../collectors/request.js';
 import type { Collector, CollectorName } from '../collectors/types.js';
@@ -172,18 +173,7 @@ function ec2Check(ctx: SourceCheckContext): Promise<CheckResult> {
 /** heat and zaqar: `credentials.<name>` (a fresh Keystone token), then `source.<name>` with that token. */
 function keystoneChecks(ctx: SourceCheckContext, name: 'heat' | 'zaqar'): Array<Promise<CheckResult>> {
   const cfg = name === 'heat' ? ctx.loaded.config.heat : ctx.loaded.config.zaqar;
-  const required: Array<[string, string | undefined]> = [
-    ['auth_url', cfg.auth_url],
-    ['password', cfg.password],
-    ['project_id', cfg.project_id],
-    ['user_id', cfg.user_id],
-    ...(name === 'heat'
-      ? ([
-          ['stack_id', ctx.loaded.config.heat.stack_id],
-          ['resource_name', ctx.loaded.config.heat.resource_name],
-        ] as Array<[string, string | undefined]>)
-      : [['queue_id', ctx.loaded.config.zaqar.queue_id] as [string, string | undefined]]),
-  ];
+  const required = requiredOptions(ctx.loaded.config, name);
   const missing = required.find(([, v]) => !v);
   if (missing) {
     const why = `not configured: no [${name}] ${missing[0]}`;

@@ -1,7 +1,8 @@
 import { isJsonObject } from '../util/json-merge.js';
 import { withGroupAndConfig, type Deployment } from './deployment.js';
 
-// From a deployment's group to the hook's file name (reference §4.4 steps 2 and 4).
+// From a deployment's group to the hook's file name, as 55-heat-config finds the hook: the group, with every character
+// that is not a letter, digit, "-" or "_" dropped, names the file in the hooks directory.
 
 /**
  * Keep what Python's str.isalnum() accepts (Unicode letters and digits, including other numerals) plus "-" and "_",

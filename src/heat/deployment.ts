@@ -1,15 +1,15 @@
-import { deepClone, isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { deepClone, isJsonObject, setOwnKey, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { reconvergeOption, type ReconvergeOption } from './reconverge-option.js';
 
-// One element of Heat's `deployments` list, validated (reference §4.3). The id names files, so it must be a safe
-// file name; everything else is kept as Heat sent it, because hooks read the whole document.
+// One element of Heat's `deployments` list (the software deployments of the server's metadata, as Heat's
+// SoftwareDeployment resources write them), validated. The id names files, so it must be a safe file name; everything else is kept as Heat sent it, because hooks read the whole document.
 //
 // Inputs keep their JSON types. Upstream converts every String-typed input whose value is not a string with Python's
 // str() (so true becomes "True" and null "None", bug #1333992) and leaves Number/Boolean inputs alone, which crashes
 // the script hook. Here no value is rewritten: hooks receive what Heat sent and stringify for their tool themselves.
 
-export const DEPLOY_ACTIONS = ['CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME'] as const;
+const DEPLOY_ACTIONS = ['CREATE', 'UPDATE', 'DELETE', 'SUSPEND', 'RESUME'] as const;
 export const UNGROUPED = 'Heat::Ungrouped';
 
 // Inputs whose values never appear in a log line: names containing password, secret, token, private_key, ssh_key or
@@ -69,11 +69,20 @@ export interface Deployment {
 
 export type ParsedDeployment = { ok: true; deployment: Deployment; warnings: string[] } | { ok: false; reason: string };
 
-export function parseDeployment(raw: unknown): ParsedDeployment {
+export interface ParseOptions {
+  /**
+   * A deployment object without an id is read with the id "" (a hook run by hand, or by heat-agents' own tests, is
+   * given no id: the hook protocol does not require one). The agent's own deployments always need one.
+   */
+  readonly idOptional?: boolean;
+}
+
+export function parseDeployment(raw: unknown, options: ParseOptions = {}): ParsedDeployment {
   if (!isJsonObject(raw)) return { ok: false, reason: 'the deployment is not a JSON object' };
-  const id = raw.id;
-  if (typeof id !== 'string' || id === '') return { ok: false, reason: 'the deployment has no id' };
-  if (!isSafeFileName(id as unknown))
+  const missing = raw.id === undefined || raw.id === null;
+  const id = missing && options.idOptional ? '' : raw.id;
+  if (typeof id !== 'string' || (id === '' && !missing)) return { ok: false, reason: 'the deployment has no id' };
+  if (id !== '' && !isSafeFileName(id as unknown))
     return {
       ok: false,
       reason: `deployment id ${JSON.stringify(String(id).slice(0, 80))} cannot be used as a file name`,
@@ -96,8 +105,8 @@ export function parseDeployment(raw: unknown): ParsedDeployment {
       outputs.push(deepClone(item) as unknown as DeploymentOutput);
     else warnings.push('an output without a string "name" was dropped');
   }
-  setKey(document, 'inputs', inputs);
-  setKey(document, 'outputs', outputs);
+  setOwnKey(document, 'inputs', inputs);
+  setOwnKey(document, 'outputs', outputs);
 
   const group = typeof raw.group === 'string' && raw.group !== '' ? raw.group : UNGROUPED;
   const name = typeof raw.name === 'string' && raw.name !== '' ? raw.name : id;
@@ -148,14 +157,10 @@ function hookTimeout(options: unknown, warnings: string[]): number | undefined {
   return n;
 }
 
-function setKey(target: JsonObject, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-}
-
 /** A copy of a deployment with a different group and config (component selection). */
 export function withGroupAndConfig(dep: Deployment, group: string, config: unknown): Deployment {
   const document = deepClone(dep.document);
-  setKey(document, 'group', group);
-  setKey(document, 'config', deepClone(config));
+  setOwnKey(document, 'group', group);
+  setOwnKey(document, 'config', deepClone(config));
   return { ...dep, group, document };
 }

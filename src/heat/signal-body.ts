@@ -5,7 +5,8 @@ import type { DeploymentOutput } from './deployment.js';
 import type { ProcessResult as HookResult } from '../util/process-group.js';
 import type { Transport } from './signal-target.js';
 
-// The signal a hook's result turns into (reference §4.4 step 7), how Heat will judge it (§4.7), and the size cap.
+// The signal a hook's result turns into (as heat-config-notify builds it from the hook's output), how Heat will judge
+// it (a non-zero deploy_status_code fails the deployment), and the size cap.
 //
 // As upstream: a hook's stdout that parses as a JSON object is the signal, whatever the exit code; otherwise the
 // captured text and exit code become {deploy_stdout, deploy_stderr, deploy_status_code}. Differences, each so that a
@@ -26,7 +27,7 @@ export function signalLimitFor(transport: Transport): number {
 
 export const STATUS_NOT_EXECUTABLE = 126;
 export const STATUS_NO_HOOK = 127;
-export const STATUS_TIMED_OUT = 124;
+const STATUS_TIMED_OUT = 124;
 
 const PREFIX = 'os-config-agent: ';
 

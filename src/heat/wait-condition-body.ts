@@ -9,7 +9,7 @@ import { SIGNAL_LIMIT_BYTES } from './signal-body.js';
 // the native handle at most status, reason, data and id; and Status/status must be SUCCESS or FAILURE. A body Heat
 // would refuse is refused here, before it is queued.
 
-export const WAIT_CONDITION_STATUSES = ['SUCCESS', 'FAILURE'] as const;
+const WAIT_CONDITION_STATUSES = ['SUCCESS', 'FAILURE'] as const;
 export type WaitConditionStatus = (typeof WAIT_CONDITION_STATUSES)[number];
 
 /** cfn-signal's defaults for -r and -d. */

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../errors.js';
 import type { JsonObject } from '../util/json-merge.js';
 import type { Deployment } from '../heat/deployment.js';
 import type { ProcessOptions, ProcessResult } from '../util/process-group.js';
@@ -37,6 +38,11 @@ export type HookOutcome = JsonObject;
 export interface BuiltinHook {
   /** The deployment group it serves, which is also its file name in a hooks directory. */
   readonly group: string;
+  /**
+   * True when it runs a deployment object without an id (its id is then ""), as upstream's hook of the group does,
+   * which never reads one. A hook that names files or containers after the id leaves it out, and refuses such input.
+   */
+  readonly acceptsNoId?: boolean;
   run(deployment: HookDeployment, ctx: HookContext): Promise<HookOutcome>;
   /**
    * The files it keeps for one deployment (the script, manifest, playbook, variables file: upstream keeps them, and
@@ -53,7 +59,7 @@ export interface BuiltinHook {
 
 /** A failure the hook reports as its result (status 1, the message as deploy_stderr), not a crash. */
 export class HookFailure extends Error {
-  readonly code = 'ERR_HOOK_FAILURE';
+  readonly code = 'ERR_HOOK_FAILURE' satisfies ErrorCode;
   constructor(message: string) {
     super(message);
     this.name = 'HookFailure';

@@ -19,8 +19,8 @@ export function hookDeployment(dep: Deployment): HookDeployment {
   };
 }
 
-/** The deployment from a hook's stdin text. */
-export function parseHookInput(text: string): HookDeployment {
+/** The deployment from a hook's stdin text; `acceptsNoId`: an object without an id is read with the id "". */
+export function parseHookInput(text: string, acceptsNoId = false): HookDeployment {
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -29,7 +29,7 @@ export function parseHookInput(text: string): HookDeployment {
       `the hook's stdin is not JSON (${(err as Error).message}): it expects one deployment object from the agent`,
     );
   }
-  const parsed = parseDeployment(data);
+  const parsed = parseDeployment(data, { idOptional: acceptsNoId });
   if (!parsed.ok) throw new HookFailure(`the hook cannot run this deployment: ${parsed.reason}`);
   // A hook run as its own executable has its own logger: it scrubs the secret inputs of the one deployment it runs.
   setSecrets('hook deployment', secretInputTexts(parsed.deployment));

@@ -16,6 +16,11 @@ export function underRoot(env: NodeJS.ProcessEnv, file: string): string {
   return root ? path.join(root, file) : file;
 }
 
+/** The directory a hook's files must stay in: OS_CONFIG_AGENT_ROOT when set (tests, the demo), else "/". */
+export function hookRoot(env: NodeJS.ProcessEnv): string {
+  return env.OS_CONFIG_AGENT_ROOT || '/';
+}
+
 /** A command from the variable when set and not empty, else the upstream default. */
 export function commandSetting(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
   const value = env[name];

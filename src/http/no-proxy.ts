@@ -22,7 +22,7 @@ export interface NoProxyList {
  * fe80::/10) and OpenStack's IPv6 metadata address. A proxy cannot reach a link-local address of this instance, and
  * the metadata service answers for the instance that asks, so through a proxy it would describe the proxy.
  */
-export const NEVER_PROXIED: readonly IpRange[] = ['169.254.0.0/16', 'fe80::/10', 'fd00:ec2::254/128'].map(
+const NEVER_PROXIED: readonly IpRange[] = ['169.254.0.0/16', 'fe80::/10', 'fd00:ec2::254/128'].map(
   (c) => parseCidr(c) as IpRange,
 );
 

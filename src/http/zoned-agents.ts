@@ -8,8 +8,8 @@ import type * as Tls from 'node:tls';
 // to "address%zone", which Node's net accepts and for which it asks the kernel for that interface.
 //
 // A module of its own, imported by the HTTP client alone: node:https loads node:tls, whose OpenSSL set-up and builtin
-// JavaScript are 2 MB of the idle daemon's memory on Node.js 22 and 24 (docs/performance.md). Modules every daemon
-// loads, whether or not it makes requests (the collectors' URL checks use zoned-url.ts), must not pull these in.
+// JavaScript are a large share of the idle daemon's memory (docs/performance.md). Modules every daemon loads, whether
+// or not it makes requests (the collectors' URL checks use zoned-url.ts), must not pull these in.
 //
 // Required, not imported: the ES module view of node:http reads every export, and on Node.js 22 its lazy WebSocket
 // export loads undici, which compiles WebAssembly: a fatal V8 error in the lite-mode daemon (docs/build.md).

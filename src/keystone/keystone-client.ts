@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AgentConfig } from '../config/options.js';
-import type { HttpClient } from '../http/types.js';
+import type { HttpClient, HttpResponse } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { releaseSecrets, setSecrets } from '../log/redact.js';
 import { isObject, validCatalog, type KeystoneToken } from './catalog.js';
@@ -8,8 +8,7 @@ import { forgetDiscovery, identityV3Url } from './discovery.js';
 import { KeystoneError } from './keystone-error.js';
 import { TokenCache, type CacheIdentity } from './token-cache.js';
 
-export { findEndpoint, type CatalogEndpoint, type CatalogEntry, type KeystoneToken } from './catalog.js';
-export { versionedV3Url } from './discovery.js';
+export { findEndpoint, type KeystoneToken } from './catalog.js';
 export { KeystoneError } from './keystone-error.js';
 
 // Keystone v3 password authentication shared by the heat and zaqar collectors and the HEAT/ZAQAR signal transports.
@@ -136,40 +135,7 @@ export class KeystoneSession {
   }
 
   private async authenticate(signal?: AbortSignal): Promise<KeystoneToken> {
-    const v3 = await identityV3Url(this.http, this.creds.authUrl, {
-      timeoutSeconds: this.options.timeoutSeconds,
-      ...(this.options.caFile ? { caFile: this.options.caFile } : {}),
-      ...(this.options.insecure ? { insecure: true } : {}),
-      ...(signal ? { signal } : {}),
-      ...(this.options.log ? { log: this.options.log } : {}),
-    });
-    const url = `${v3}/auth/tokens`;
-    const body = JSON.stringify({
-      auth: {
-        identity: {
-          methods: ['password'],
-          password: { user: { id: this.creds.userId, password: this.creds.password } },
-        },
-        scope: { project: { id: this.creds.projectId } },
-      },
-    });
-    let res;
-    try {
-      res = await this.http.request({
-        url,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body,
-        timeoutSeconds: this.options.timeoutSeconds,
-        ...(this.options.caFile ? { caFile: this.options.caFile } : {}),
-        ...(this.options.insecure ? { insecure: true } : {}),
-        ...(signal ? { signal } : {}),
-      });
-    } catch (err) {
-      throw new KeystoneError(`Keystone authentication failed: ${err instanceof Error ? err.message : String(err)}`, {
-        cause: err,
-      });
-    }
+    const res = await this.postPassword(signal);
     if (res.statusCode === 401 || res.statusCode === 403) {
       throw new KeystoneError(
         `Keystone at ${res.redactedUrl} refused the credentials (${res.statusCode}); check user_id, password and project_id`,
@@ -200,6 +166,42 @@ export class KeystoneSession {
     const expires = typeof tok.expires_at === 'string' ? Date.parse(tok.expires_at) : NaN;
     const expiresAt = Number.isFinite(expires) ? expires : this.now() + DEFAULT_LIFETIME_MS;
     return { token, expiresAt, catalog: validCatalog(tok.catalog) };
+  }
+
+  /** The password login's answer, from the v3 endpoint (discovered when auth_url names no version). */
+  private async postPassword(signal?: AbortSignal): Promise<HttpResponse> {
+    const transport = {
+      timeoutSeconds: this.options.timeoutSeconds,
+      ...(this.options.caFile ? { caFile: this.options.caFile } : {}),
+      ...(this.options.insecure ? { insecure: true } : {}),
+      ...(signal ? { signal } : {}),
+    };
+    const v3 = await identityV3Url(this.http, this.creds.authUrl, {
+      ...transport,
+      ...(this.options.log ? { log: this.options.log } : {}),
+    });
+    const body = JSON.stringify({
+      auth: {
+        identity: {
+          methods: ['password'],
+          password: { user: { id: this.creds.userId, password: this.creds.password } },
+        },
+        scope: { project: { id: this.creds.projectId } },
+      },
+    });
+    try {
+      return await this.http.request({
+        url: `${v3}/auth/tokens`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body,
+        ...transport,
+      });
+    } catch (err) {
+      throw new KeystoneError(`Keystone authentication failed: ${err instanceof Error ? err.message : String(err)}`, {
+        cause: err,
+      });
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 import { PROCESS_OWNER, secrets } from './secret-registry.js';
 
-export { PROCESS_OWNER, secrets, urlCredentialSecrets } from './secret-registry.js';
+export { secrets, urlCredentialSecrets } from './secret-registry.js';
 
 // Redaction by construction: every line the logger writes passes through scrubText(), which removes
 // (1) every secret value registered now (secret-registry.ts: per owner, replaced and released as they change) and
@@ -24,19 +24,6 @@ export function registerSecret(value: string | undefined | null): void {
   secrets.add(PROCESS_OWNER, [value]);
 }
 
-/** For tests: forget registered secrets. */
-export function clearRegisteredSecrets(): void {
-  secrets.clear();
-  scrubbed = 0;
-}
-
-let scrubbed = 0;
-
-/** For tests: how many secret forms lines have been checked against so far (the per-line cost, counted). */
-export function secretComparisons(): number {
-  return scrubbed;
-}
-
 const SECRET_QUERY_PARAMS =
   /([?&](?:signature|temp_url_sig|x-amz-signature|x-amz-security-token|securitytoken|token|password|secret_access_key|secretaccesskey)=)[^&#\s"']*/gi;
 const SECRET_JSON_FIELDS =
@@ -47,9 +34,7 @@ const AUTH_HEADER_TEXT = /((?:proxy-)?authorization"?\s*[:=]\s*"?)(?:(?:basic|be
 
 export function scrubText(text: string): string {
   let out = text;
-  const forms = secrets.forms();
-  scrubbed += forms.length;
-  for (const secret of forms) {
+  for (const secret of secrets.forms()) {
     if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   }
   out = out.replace(SECRET_QUERY_PARAMS, `$1${REDACTED}`);

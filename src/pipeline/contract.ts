@@ -1,4 +1,5 @@
 import type { LoadedConfig } from '../config/load.js';
+import type { ErrorCode } from '../errors.js';
 import type { Logger } from '../log/logger.js';
 import type { CollectedPair } from '../collectors/types.js';
 
@@ -8,7 +9,7 @@ import type { CollectedPair } from '../collectors/types.js';
 
 export interface CollectorFailure {
   readonly collector: string;
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly message: string;
 }
 

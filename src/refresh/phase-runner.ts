@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { errorMessage } from '../errors.js';
 import type { Logger } from '../log/logger.js';
+import { TrustCheck, UntrustedPathError } from '../util/trust.js';
 import { environmentFiles, EnvironmentSourceError, sourceEnvironment } from './environment-d.js';
 import { PhaseFailedError } from './refresh-errors.js';
 import { compareRunParts, selectRunParts } from './run-parts-selection.js';
@@ -9,7 +10,9 @@ import { runScript } from './run-script.js';
 
 // One phase directory, as `dib-run-parts <dir>` runs it: source environment.d, then run the selected scripts in
 // order, stopping at the first failure. In-process steps (the agent's own apply and deploy) take their place in that
-// order by name, and replace a file of the same name.
+// order by name, and replace a file of the same name. The scripts run as root and the environment.d files are sourced
+// by bash as root: when the phase directory, a script or an environment.d file breaks the trust rule
+// (util/trust.ts), nothing of the phase runs and it fails with ERR_UNTRUSTED_PATH (upstream ran them regardless).
 
 export const PHASES = ['pre-configure', 'configure', 'post-configure', 'migration'] as const;
 export type PhaseName = (typeof PHASES)[number];
@@ -76,17 +79,7 @@ export async function runPhase(options: RunPhaseOptions): Promise<boolean> {
     );
   }
   log.info({ phase }, 'starting phase');
-  const stepNames = new Set(steps.map((s) => s.name));
-  const entries: Entry[] = [];
-  for (const name of kind === 'dir' ? await selectRunParts(dir, options.filter) : [])
-    if (!stepNames.has(name)) entries.push({ kind: 'script', name });
-  for (const step of steps) {
-    const shadowed = path.join(dir, step.name);
-    if (kind === 'dir' && (await exists(shadowed)))
-      log.info({ phase, script: step.name, path: shadowed }, 'in-process step replaces script');
-    entries.push({ kind: 'step', name: step.name, step });
-  }
-  entries.sort((a, b) => compareRunParts(a.name, b.name));
+  const entries = await phaseEntries(options, steps, kind === 'dir');
 
   const fail: Fail = (message, details, cause) => {
     throw new PhaseFailedError(
@@ -96,9 +89,12 @@ export async function runPhase(options: RunPhaseOptions): Promise<boolean> {
     );
   };
 
+  const files = await environmentFiles(options.envDir);
+  const scripts = entries.flatMap((e) => (e.kind === 'script' ? [path.join(dir, e.name)] : []));
+  await refuseUntrusted(phase, [...(kind === 'dir' ? [dir] : []), ...files, ...scripts]);
+
   let env: Record<string, string>;
   try {
-    const files = await environmentFiles(options.envDir);
     env = await sourceEnvironment(files, options.env, {
       signal: options.signal,
       ...(options.output !== undefined ? { stderr: options.output } : {}),
@@ -123,6 +119,41 @@ export async function runPhase(options: RunPhaseOptions): Promise<boolean> {
   }
   log.info({ phase }, 'completed phase');
   return true;
+}
+
+/** The phase's scripts and in-process steps in run-parts order; a step replaces the script of its name. */
+async function phaseEntries(
+  options: RunPhaseOptions,
+  steps: readonly InProcessStep[],
+  isDir: boolean,
+): Promise<Entry[]> {
+  const { phase, dir, log } = options;
+  const stepNames = new Set(steps.map((s) => s.name));
+  const entries: Entry[] = [];
+  for (const name of isDir ? await selectRunParts(dir, options.filter) : [])
+    if (!stepNames.has(name)) entries.push({ kind: 'script', name });
+  for (const step of steps) {
+    const shadowed = path.join(dir, step.name);
+    if (isDir && (await exists(shadowed)))
+      log.info({ phase, script: step.name, path: shadowed }, 'in-process step replaces script');
+    entries.push({ kind: 'step', name: step.name, step });
+  }
+  return entries.sort((a, b) => compareRunParts(a.name, b.name));
+}
+
+/** Refuses the phase when its directory, an environment.d file or a script it would run breaks the trust rule. */
+async function refuseUntrusted(phase: string, paths: readonly string[]): Promise<void> {
+  const trust = new TrustCheck();
+  for (const p of paths) {
+    const verdict = await trust.judge(p);
+    if (verdict.kind !== 'untrusted') continue;
+    const err = new UntrustedPathError(p, verdict.at, verdict.problem);
+    throw new PhaseFailedError(
+      `phase ${phase}: ${err.message}; nothing of the phase ran`,
+      { phase, script: path.basename(p) },
+      { cause: err, code: 'ERR_UNTRUSTED_PATH' },
+    );
+  }
 }
 
 type Fail = (

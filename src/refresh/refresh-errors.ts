@@ -18,9 +18,10 @@ export class PhaseFailedError extends AgentError {
       readonly timedOut?: boolean;
       readonly aborted?: boolean;
     },
-    options?: { cause?: unknown },
+    /** `code`: ERR_UNTRUSTED_PATH when the phase was refused by the trust rule before anything of it ran. */
+    options?: { cause?: unknown; code?: 'ERR_UNTRUSTED_PATH' },
   ) {
-    super('ERR_PHASE_FAILED', message, options);
+    super(options?.code ?? 'ERR_PHASE_FAILED', message, options);
   }
 }
 

@@ -1,87 +1,25 @@
-import { spawn } from 'node:child_process';
-import { promises as fs } from 'node:fs';
-import path from 'node:path';
-import { errorMessage } from '../errors.js';
-import { LOCKED_EXIT_CODE, RefreshLockedError, RefreshLockError } from './refresh-errors.js';
+import { LockFileError, LockHeldError, lockFile } from '../util/file-lock.js';
+import { RefreshLockedError, RefreshLockError } from './refresh-errors.js';
 
 // The os-refresh-config lock: an exclusive, non-blocking flock() on the lock file, held for the whole run, so that an
-// upstream os-refresh-config and this agent exclude each other. Node has no flock(), so flock(1) (util-linux) takes
-// it and holds it while a `cat` child waits on a pipe from us: closing the pipe releases it, and if this process
-// dies the pipe closes and the lock goes with it, as the kernel drops upstream's lock. The file is truncated after
-// locking and on release (upstream's pid line never reached the disk, so the file is always seen empty).
+// upstream os-refresh-config and this agent exclude each other (util/file-lock.ts; the kernel drops it when the
+// holder dies). The file keeps upstream's format: empty after locking and after release (upstream's pid line never
+// reached the disk), mode 0644 when created. Unlike upstream, a symbolic link at the path is refused rather than
+// followed and the file it points to truncated, and a missing parent directory is created (under --root it often
+// does not exist yet).
 
 export interface RefreshLock {
   readonly file: string;
   release(): Promise<void>;
 }
 
-const READY = 'locked\n';
-
 export async function acquireRefreshLock(file: string): Promise<RefreshLock> {
-  // Unlike upstream (a traceback), a missing parent directory is created: under --root it often does not exist yet.
   try {
-    await fs.mkdir(path.dirname(file), { recursive: true });
-    await (await fs.open(file, 'a')).close();
+    return await lockFile(file, { recordOwner: false, fileMode: 0o644, dirMode: 0o755 });
   } catch (err) {
-    throw new RefreshLockError(
-      `cannot open the lock file ${file}: ${errorMessage(err)}; check the --lockfile path and its directory's permissions`,
-      { cause: err },
-    );
+    if (err instanceof LockHeldError) throw new RefreshLockedError(file);
+    if (err instanceof LockFileError)
+      throw new RefreshLockError(`${err.message}; check the --lockfile path`, { cause: err });
+    throw err;
   }
-  const child = spawn(
-    'flock',
-    [
-      '--nonblock',
-      '--conflict-exit-code',
-      String(LOCKED_EXIT_CODE),
-      '--close',
-      file,
-      'sh',
-      '-c',
-      `printf '${READY.trim()}\\n'; exec cat >/dev/null`,
-    ],
-    {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    },
-  );
-  let spawnError: Error | undefined;
-  const exited = new Promise<number | null>((resolve) => {
-    child.once('error', (err) => {
-      spawnError = err;
-      resolve(null);
-    });
-    child.once('close', (code) => resolve(code));
-  });
-  const ready = new Promise<boolean>((resolve) => {
-    let seen = '';
-    child.stdout.on('data', (c: Buffer) => {
-      seen += c.toString('utf8');
-      if (seen.includes(READY)) resolve(true);
-    });
-    void exited.then(() => resolve(false));
-  });
-  if (!(await ready)) {
-    const code = await exited;
-    if (code === LOCKED_EXIT_CODE) throw new RefreshLockedError(file);
-    const err = spawnError;
-    throw new RefreshLockError(
-      err
-        ? `cannot run flock(1) to lock ${file}: ${err.message}; install util-linux`
-        : `flock(1) could not lock ${file} (exit status ${code ?? 'unknown'})`,
-      err ? { cause: err } : undefined,
-    );
-  }
-  await fs.truncate(file, 0).catch(() => undefined);
-  let released: Promise<void> | undefined;
-  return {
-    file,
-    release() {
-      released ??= (async () => {
-        await fs.truncate(file, 0).catch(() => undefined);
-        child.stdin.end();
-        await exited;
-      })();
-      return released;
-    },
-  };
 }

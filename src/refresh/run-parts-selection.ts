@@ -10,7 +10,7 @@ import { isExecutableFile } from '../util/executable.js';
 // - order is `LANG=C sort -n`: by leading number (no number counts as 0, so unnumbered names run first), ties by
 //   byte order of the whole name.
 
-export const DEFAULT_RUN_PARTS_PATTERN = '^[0-9A-Za-z_-]+$';
+const DEFAULT_RUN_PARTS_PATTERN = '^[0-9A-Za-z_-]+$';
 /** environment.d files: dots are allowed there. */
 export const ENV_FILE_PATTERN = /^[0-9A-Za-z_.-]+$/;
 

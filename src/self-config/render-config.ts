@@ -15,7 +15,7 @@ import { deepMerge, isJsonObject, type JsonObject } from '../util/json-merge.js'
 // - null (and empty) values mean "unset": the line is left out. Heat nulls the old transport's values when the
 //   transport changes, so those sections vanish.
 
-export const AGENT_SECTION_KEY = 'os-collect-config';
+const AGENT_SECTION_KEY = 'os-collect-config';
 export const TRANSPORT_SECTIONS = ['cfn', 'heat', 'zaqar', 'request'] as const;
 const MANAGED_DEFAULTS = ['command', 'polling_interval', 'cachedir', 'splay'] as const;
 const DEFAULT_COMMAND = 'os-refresh-config';
@@ -45,12 +45,36 @@ interface SectionOut {
 
 /** The config file text for `section` (merged os-collect-config), keeping what `existing` holds outside Heat's reach. */
 export function renderAgentConfig(section: JsonObject, existing: IniDocument | undefined, warn: Warn): string {
-  const sections: Array<[string, SectionOut]> = [];
   const old = existing ?? new Map<string, Map<string, string[]>>();
+  const sections: Array<[string, SectionOut]> = [['DEFAULT', defaultSection(section, old.get('DEFAULT'), warn)]];
+  // Transport sections: the metadata alone decides.
+  for (const name of TRANSPORT_SECTIONS) {
+    const value = section[name];
+    if (value === undefined || value === null) continue;
+    if (!isJsonObject(value)) {
+      warn({ section: name }, 'os-collect-config section is not an object; ignored');
+      continue;
+    }
+    const out = transportSection(name, value, warn);
+    if (out.literal.length > 0) sections.push([name, out]);
+  }
+  // Everything else the existing file holds.
+  for (const [name, options] of old) {
+    if (name === 'DEFAULT' || (TRANSPORT_SECTIONS as readonly string[]).includes(name.toLowerCase())) continue;
+    const out: SectionOut = { literal: [], raw: [] };
+    for (const [key, values] of options) keep(out, key, values);
+    sections.push([name, out]);
+  }
+  return HEADER + sections.map(([name, out]) => sectionText(name, out)).join('\n');
+}
 
-  // [DEFAULT]
+/**
+ * [DEFAULT]: command, polling_interval, cachedir and splay from the metadata, else the existing file's line (command
+ * falls back to os-refresh-config); collectors likewise, one line each; every other existing line is kept.
+ */
+function defaultSection(section: JsonObject, existing: Map<string, string[]> | undefined, warn: Warn): SectionOut {
   const def: SectionOut = { literal: [], raw: [] };
-  const oldDefault = old.get('DEFAULT') ?? new Map<string, string[]>();
+  const oldDefault = existing ?? new Map<string, string[]>();
   const fromMeta = (key: string): { set: boolean; values?: string[] } => {
     if (!Object.prototype.hasOwnProperty.call(section, key)) return { set: false };
     const values = scalarValues(section[key], `${AGENT_SECTION_KEY}.${key}`, warn, key === 'collectors');
@@ -81,43 +105,27 @@ export function renderAgentConfig(section: JsonObject, existing: IniDocument | u
     }
     if (names.length > 0) def.literal.push(['collectors', names]);
   } else if (oldDefault.has('collectors')) keep(def, 'collectors', oldDefault.get('collectors')!);
-  sections.push(['DEFAULT', def]);
+  return def;
+}
 
-  // Transport sections: the metadata alone decides.
-  for (const name of TRANSPORT_SECTIONS) {
-    const value = section[name];
-    if (value === undefined || value === null) continue;
-    if (!isJsonObject(value)) {
-      warn({ section: name }, 'os-collect-config section is not an object; ignored');
+/** A transport section ([cfn], [heat], [zaqar], [request]) from the metadata's object alone; unknown options left out. */
+function transportSection(name: (typeof TRANSPORT_SECTIONS)[number], value: JsonObject, warn: Warn): SectionOut {
+  const out: SectionOut = { literal: [], raw: [] };
+  const specs = sectionSpecs(name);
+  for (const [key, v] of Object.entries(value)) {
+    const spec = Object.hasOwn(specs, key) ? specs[key] : undefined;
+    if (!spec) {
+      warn(
+        { section: name, option: key.slice(0, 40) },
+        'os-collect-config names an unknown option; left out of the configuration',
+      );
       continue;
     }
-    const out: SectionOut = { literal: [], raw: [] };
-    const specs = sectionSpecs(name);
-    for (const [key, v] of Object.entries(value)) {
-      const spec = Object.hasOwn(specs, key) ? specs[key] : undefined;
-      if (!spec) {
-        warn(
-          { section: name, option: key.slice(0, 40) },
-          'os-collect-config names an unknown option; left out of the configuration',
-        );
-        continue;
-      }
-      const values = scalarValues(v, `${AGENT_SECTION_KEY}.${name}.${key}`, warn, spec.kind === 'multi');
-      if (!values || values.length === 0) continue;
-      out.literal.push([key, spec.kind === 'multi' ? values : values.at(-1)!]);
-    }
-    if (out.literal.length > 0) sections.push([name, out]);
+    const values = scalarValues(v, `${AGENT_SECTION_KEY}.${name}.${key}`, warn, spec.kind === 'multi');
+    if (!values || values.length === 0) continue;
+    out.literal.push([key, spec.kind === 'multi' ? values : values.at(-1)!]);
   }
-
-  // Everything else the existing file holds.
-  for (const [name, options] of old) {
-    if (name === 'DEFAULT' || (TRANSPORT_SECTIONS as readonly string[]).includes(name.toLowerCase())) continue;
-    const out: SectionOut = { literal: [], raw: [] };
-    for (const [key, values] of options) keep(out, key, values);
-    sections.push([name, out]);
-  }
-
-  return HEADER + sections.map(([name, out]) => sectionText(name, out)).join('\n');
+  return out;
 }
 
 /** Metadata value -> option values; null and "" mean unset (undefined). Objects, and lists where one value is due, are refused. */

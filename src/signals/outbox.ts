@@ -1,61 +1,29 @@
 import type { LoadedConfig } from '../config/load.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
-import { redactUrl } from '../log/redact.js';
-import { DeployLockedError } from '../state/errors.js';
-import { holdsSignal } from '../state/machine.js';
-import { withDeployLock } from '../state/deploy-lock.js';
-import { signalRetryDelayMs } from './backoff.js';
 import type { SignalTarget } from '../heat/signal-target.js';
-import {
-  deployLockFile,
-  SIGNAL_HISTORY_MAX,
-  storeFor,
-  type DeploymentRecord,
-  type SignalAttempt,
-  type SignalRecord,
-  type StateStore,
-} from '../state/store.js';
-import { sendCfnSignal } from './transports/cfn-signal.js';
-import type { Delivery, DeliveryContext } from './transports/delivery.js';
-import { sendHeatSignal } from './transports/heat-signal.js';
-import { sendTempUrlSignal } from './transports/temp-url-signal.js';
-import { sendZaqarSignal } from './transports/zaqar-signal.js';
+import { holdsSignal } from '../state/machine.js';
+import { deployLockFile, storeFor, type DeploymentRecord, type SignalRecord, type StateStore } from '../state/store.js';
+import type { AttemptDecision } from './engine/attempt.js';
+import { attemptOnce, type SignalClient } from './engine/client.js';
+import { BUSY, FlushTally, waitingSummary, type FlushReport } from './engine/flush-report.js';
+import { whenLockFree } from './engine/lock.js';
+import { signalPolicyFor, type EngineDeps, type PolicyOverrides } from './engine/policy.js';
+import { describeTarget } from './transports/registry.js';
 
-// The signal outbox: every record in a state that holds its signal (`done`, src/state/states.ts) whose signal is pending. It lives in the records themselves, so a
-// signal is on disk before its first attempt and survives restarts. Each attempt is one request with a short timeout
-// and no client-level retries; a failure is rescheduled with capped, jittered exponential backoff, so an unreachable
-// Heat never holds up other deployments or the collect loop. A final answer (a 4xx other than 408/429) or
-// [deploy] signal_max_attempts failures settle the signal as failed; it is not retried.
+export type { FlushReport } from './engine/flush-report.js';
+
+// The signal outbox: the engine's client for deployment signals. Every record in a state that holds its signal
+// (`done`, src/state/states.ts) whose signal is pending is in it. It lives in the records themselves, so a signal is on
+// disk before its first attempt and survives restarts; each attempt's outcome is written to the record through the
+// store, which moves the signal only as the signal table allows (delivered: the deployment becomes `signalled`).
 //
 // Delivery is at least once only in one narrow window: if the agent dies after Heat accepted a signal but before the
 // record says so, the signal is sent again after the restart. Heat ignores a signal for a deployment that is no
 // longer in progress, so the repeat is harmless.
 
-export interface OutboxDeps {
+export interface OutboxDeps extends EngineDeps {
   readonly store: StateStore;
-  readonly http: HttpClient;
-  readonly log: Logger;
-  readonly timeoutSeconds: number;
-  readonly maxBackoffSeconds: number;
-  readonly maxAttempts: number;
-  readonly now: () => number;
-  readonly random: () => number;
-  readonly signal?: AbortSignal;
-  /** [zaqar] use_websockets: ZAQAR_SIGNAL goes over the websocket API. */
-  readonly zaqarWebsockets?: boolean;
-}
-
-export interface FlushReport {
-  readonly attempted: number;
-  readonly sent: number;
-  readonly failed: number;
-  /** Signals still waiting after this flush. */
-  readonly pending: number;
-  /** Epoch ms of the earliest pending retry, if any. */
-  readonly nextDueAt?: number;
-  /** Another process holds the deployment lock; nothing was attempted. */
-  readonly busy?: boolean;
 }
 
 /** A pending signal, ready for its first attempt. */
@@ -68,165 +36,95 @@ export function isDue(record: DeploymentRecord, now: number): boolean {
   return record.signal.nextAttemptAt === undefined || Date.parse(record.signal.nextAttemptAt) <= now;
 }
 
-function deliver(target: SignalTarget, text: string, ctx: DeliveryContext): Promise<Delivery> {
-  switch (target.transport) {
-    case 'CFN_SIGNAL':
-      return sendCfnSignal(target, text, ctx);
-    case 'TEMP_URL_SIGNAL':
-      return sendTempUrlSignal(target, text, ctx);
-    case 'HEAT_SIGNAL':
-      return sendHeatSignal(target, text, ctx);
-    case 'ZAQAR_SIGNAL':
-      return sendZaqarSignal(target, text, ctx);
-    case 'NO_SIGNAL':
-      return Promise.resolve({ outcome: 'sent', status: 0 });
-  }
+function outboxClient(deps: OutboxDeps): SignalClient<DeploymentRecord> {
+  return {
+    messages: {
+      unsendable: 'signal cannot be sent',
+      gaveUp: 'signal failed; not retried',
+      retry: 'signal attempt failed; will retry',
+    },
+    unsendableReason: 'the pending signal has no target or body in its record; it cannot be sent',
+    pendingOf: ({ signal }) => ({
+      target: signal.target,
+      text: signal.text,
+      attempts: signal.attempts,
+      history: signal.history,
+    }),
+    logOf: (record) => deps.log.child({ deploymentId: record.id, deploymentName: record.name }),
+    fieldsOf: ({ signal: { target } }) => (target ? { transport: target.transport, to: describeTarget(target) } : {}),
+    record: (record, decision) => recordDecision(deps.store, record, decision),
+  };
 }
 
-function where(target: SignalTarget): string {
-  if (target.transport === 'CFN_SIGNAL' || target.transport === 'TEMP_URL_SIGNAL') return redactUrl(target.url);
-  if (target.transport === 'HEAT_SIGNAL')
-    return `${redactUrl(target.authUrl)} (stack ${target.stackId}, resource ${target.resourceName})`;
-  if (target.transport === 'ZAQAR_SIGNAL') return `${redactUrl(target.authUrl)} (queue ${target.queueId})`;
-  return 'nowhere';
+/** The decision written to the record: the signal moved by its event (delivered also moves the deployment). */
+function recordDecision(
+  store: StateStore,
+  record: DeploymentRecord,
+  decision: AttemptDecision,
+): Promise<DeploymentRecord> {
+  const { transport } = record.signal;
+  const { at, attempts } = decision;
+  if (decision.event === 'unsendable') {
+    const { lastError } = decision;
+    return store.moveSignal(record, 'unsendable', { transport, attempts, lastAttemptAt: at, lastError }, { lastError });
+  }
+  const { status, history } = decision;
+  const base = { transport, attempts, lastAttemptAt: at, ...(status !== undefined ? { lastStatus: status } : {}) };
+  switch (decision.event) {
+    case 'delivered': {
+      const signal = { state: 'sent', sentAt: at, ...base, history } as const;
+      return store.transition(record, 'signal-delivered', { signal }, { attempts, status });
+    }
+    case 'gave-up': {
+      const { lastError } = decision;
+      return store.moveSignal(record, 'gave-up', { lastError, ...base, history }, { lastError });
+    }
+    case 'attempt-failed': {
+      const { nextAttemptAt, lastError } = decision;
+      return store.moveSignal(record, 'attempt-failed', {
+        ...record.signal,
+        ...base,
+        nextAttemptAt,
+        lastError,
+        history,
+      });
+    }
+  }
 }
 
 /** One delivery attempt of a record's pending signal; the outcome is written to the record before returning. */
-export async function attemptSignal(record: DeploymentRecord, deps: OutboxDeps): Promise<DeploymentRecord> {
-  const log = deps.log.child({ deploymentId: record.id, deploymentName: record.name });
-  const { target, text } = record.signal;
-  const at = new Date(deps.now()).toISOString();
-  const attempts = record.signal.attempts + 1;
-  if (!target || text === undefined) {
-    const lastError = 'the pending signal has no target or body in its record; it cannot be sent';
-    log.error({ code: 'ERR_SIGNAL' }, 'signal cannot be sent');
-    return deps.store.moveSignal(
-      record,
-      'unsendable',
-      { transport: record.signal.transport, attempts, lastAttemptAt: at, lastError },
-      { lastError },
-    );
-  }
-  const delivery = await deliver(target, text, {
-    http: deps.http,
-    log,
-    timeoutSeconds: deps.timeoutSeconds,
-    now: deps.now,
-    ...(deps.signal ? { signal: deps.signal } : {}),
-    ...(deps.zaqarWebsockets ? { zaqarWebsockets: true } : {}),
-  });
-  // A shutdown during the attempt says nothing about Heat: the attempt is not counted.
-  if (delivery.outcome === 'retry' && deps.signal?.aborted) return record;
-  const base = {
-    transport: target.transport,
-    attempts,
-    lastAttemptAt: at,
-    ...(delivery.status !== undefined ? { lastStatus: delivery.status } : {}),
-  };
-  const attempt = (outcome: SignalAttempt['outcome'], error?: string) => ({
-    history: withAttempt(record.signal.history, {
-      at,
-      outcome,
-      ...(delivery.status !== undefined ? { status: delivery.status } : {}),
-      ...(error ? { error: error.slice(0, 300) } : {}),
-    }),
-  });
-  if (delivery.outcome === 'sent') {
-    return deps.store.transition(
-      record,
-      'signal-delivered',
-      { signal: { state: 'sent', sentAt: at, ...base, ...attempt('sent') } },
-      { attempts, status: delivery.status },
-    );
-  }
-  if (delivery.outcome === 'final' || attempts >= deps.maxAttempts) {
-    const lastError =
-      delivery.outcome === 'final'
-        ? `${delivery.error}; the answer is final, not retried`
-        : `${delivery.error}; gave up after ${attempts} attempts`;
-    log.error(
-      {
-        code: 'ERR_SIGNAL',
-        transport: target.transport,
-        to: where(target),
-        status: delivery.status,
-        attempts,
-        reason: lastError,
-      },
-      'signal failed; not retried',
-    );
-    return deps.store.moveSignal(
-      record,
-      'gave-up',
-      { lastError, ...base, ...attempt('failed', delivery.error) },
-      { lastError },
-    );
-  }
-  const delayMs = signalRetryDelayMs(
-    attempts,
-    deps.maxBackoffSeconds * 1000,
-    deps.random(),
-    delivery.retryAfterSeconds,
-  );
-  const nextAttemptAt = new Date(deps.now() + delayMs).toISOString();
-  log.warn(
-    {
-      code: 'ERR_SIGNAL',
-      transport: target.transport,
-      to: where(target),
-      status: delivery.status,
-      attempts,
-      retryInSeconds: Math.round(delayMs / 100) / 10,
-      reason: delivery.error,
-    },
-    'signal attempt failed; will retry',
-  );
-  return deps.store.moveSignal(record, 'attempt-failed', {
-    ...record.signal,
-    ...base,
-    nextAttemptAt,
-    lastError: delivery.error,
-    ...attempt('retry', delivery.error),
-  });
-}
-
-/** The attempt history with one more entry, the oldest dropped beyond the bound (a signal retried for days stays small). */
-function withAttempt(history: readonly SignalAttempt[] | undefined, entry: SignalAttempt): SignalAttempt[] {
-  return [...(history ?? []), entry].slice(-SIGNAL_HISTORY_MAX);
+export function attemptSignal(record: DeploymentRecord, deps: OutboxDeps): Promise<DeploymentRecord> {
+  return attemptOnce(outboxClient(deps), record, deps);
 }
 
 /** Attempt every due signal once (oldest first), except those in `exclude`. */
 export async function flushDue(deps: OutboxDeps, exclude: ReadonlySet<string> = new Set()): Promise<FlushReport> {
   const { records } = await deps.store.listAll('quiet');
-  const now = deps.now();
+  const now = deps.policy.now();
   const due = records
     .filter((r) => isDue(r, now) && !exclude.has(r.id))
     .sort((a, b) => a.firstSeenAt.localeCompare(b.firstSeenAt));
-  let attempted = 0;
-  let sent = 0;
-  let failed = 0;
+  const client = outboxClient(deps);
+  const tally = new FlushTally();
   const after = new Map(records.map((r) => [r.id, r]));
   for (const record of due) {
-    if (deps.signal?.aborted) break;
-    const next = await attemptSignal(record, deps);
-    attempted++;
-    if (next.signal.state === 'sent') sent++;
-    if (next.signal.state === 'failed') failed++;
+    if (deps.policy.signal?.aborted) break;
+    const next = await attemptOnce(client, record, deps);
+    tally.count(next.signal.state);
     after.set(next.id, next);
   }
-  return { attempted, sent, failed, ...pendingSummary([...after.values()]) };
+  return tally.report(dueTimes([...after.values()]));
 }
 
 export function pendingSummary(records: readonly DeploymentRecord[]): { pending: number; nextDueAt?: number } {
-  const pending = records.filter((r) => holdsSignal(r.state) && r.signal.state === 'pending');
-  const times = pending.map((r) => (r.signal.nextAttemptAt ? Date.parse(r.signal.nextAttemptAt) : 0));
-  return { pending: pending.length, ...(times.length > 0 ? { nextDueAt: Math.min(...times) } : {}) };
+  return waitingSummary(dueTimes(records));
 }
 
-export interface FlushOptions {
-  readonly now?: () => number;
-  readonly random?: () => number;
-  readonly signal?: AbortSignal;
+/** When each pending signal is due (0: at once). */
+function dueTimes(records: readonly DeploymentRecord[]): number[] {
+  return records
+    .filter((r) => holdsSignal(r.state) && r.signal.state === 'pending')
+    .map((r) => (r.signal.nextAttemptAt ? Date.parse(r.signal.nextAttemptAt) : 0));
 }
 
 /**
@@ -237,31 +135,13 @@ export async function flushOutbox(
   loaded: LoadedConfig,
   log: Logger,
   http: HttpClient,
-  options: FlushOptions = {},
+  overrides: PolicyOverrides = {},
 ): Promise<FlushReport> {
-  const config = loaded.config;
-  const now = options.now ?? Date.now;
-  const store = storeFor(config, log, now);
-  try {
-    return await withDeployLock(deployLockFile(config), () =>
-      flushDue({
-        store,
-        http,
-        log,
-        timeoutSeconds: config.deploy.signal_timeout,
-        maxBackoffSeconds: config.deploy.signal_max_backoff,
-        maxAttempts: Math.max(1, config.deploy.signal_max_attempts),
-        now,
-        random: options.random ?? Math.random,
-        ...(options.signal ? { signal: options.signal } : {}),
-        zaqarWebsockets: config.zaqar.use_websockets,
-      }),
-    );
-  } catch (err) {
-    if (err instanceof DeployLockedError) {
-      log.debug({ holder: err.holderPid }, 'outbox flush skipped: another process is running deployments');
-      return { attempted: 0, sent: 0, failed: 0, pending: 0, busy: true };
-    }
-    throw err;
-  }
+  const { config } = loaded;
+  const policy = signalPolicyFor(config, overrides);
+  const store = storeFor(config, log, policy.now);
+  const outcome = await whenLockFree(deployLockFile(config), () => flushDue({ store, http, log, policy }));
+  if (outcome.ran) return outcome.value;
+  log.debug({ holder: outcome.holderPid }, 'outbox flush skipped: another process is running deployments');
+  return BUSY;
 }

@@ -76,7 +76,8 @@ export class DeployLockedError extends AgentError {
   override name = 'DeployLockedError';
   constructor(
     message: string,
-    readonly holderPid: number,
+    /** The holder, when the lock file names a process that is running. */
+    readonly holderPid: number | undefined,
   ) {
     super('ERR_LOCKED', message);
   }

@@ -18,7 +18,6 @@ export {
   isInProgress,
   isListed,
   isPrunable,
-  statesWhere,
   type DeploymentState,
   type StateMeaning,
 } from './states.js';

@@ -6,7 +6,7 @@ import { stateError } from './errors.js';
 import { isPrunable } from './machine.js';
 import type { DeploymentRecord, StateStore } from './store.js';
 
-// Keeps the state directories bounded (upstream's deployed/ only ever grew, reference §7.11): a deployment removed
+// Keeps the state directories bounded (upstream's deployed/ only ever grew): a deployment removed
 // from the metadata more than [deploy] prune_after days ago loses its record and its upstream files. Files in
 // deployed/ that no record knows and no current deployment names (left by an earlier agent) go after the same age,
 // by modification time.

@@ -123,11 +123,6 @@ export function isDeploymentState(value: unknown): value is DeploymentState {
   return (DEPLOYMENT_STATES as readonly unknown[]).includes(value);
 }
 
-/** The states with a property, in table order (e.g. what `status --wait` waits for). */
-export function statesWhere(property: keyof Omit<StateMeaning, 'meaning'>): DeploymentState[] {
-  return DEPLOYMENT_STATES.filter((s) => STATE_MEANINGS[s][property]);
-}
-
 export function isInProgress(state: DeploymentState): boolean {
   return STATE_MEANINGS[state].inProgress;
 }

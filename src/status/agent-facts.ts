@@ -1,4 +1,3 @@
-import path from 'node:path';
 import type { PathMapper } from '../util/rooted-path.js';
 import { readFileIfExists } from '../util/atomic-write.js';
 import { isJsonObject } from '../util/json-merge.js';
@@ -9,7 +8,7 @@ import { isJsonObject } from '../util/json-merge.js';
 // about a process that no longer runs. The format is defined here, below the daemon that writes it and the command
 // that reads it.
 
-export const AGENT_STATUS_FILE = '/run/os-config-agent/agent-status.json';
+const AGENT_STATUS_FILE = '/run/os-config-agent/agent-status.json';
 
 export type CycleResult = 'unchanged' | 'applied' | 'failed';
 
@@ -49,10 +48,6 @@ export interface AgentFacts {
 
 export function agentStatusPath(paths: PathMapper): string {
   return paths.map(AGENT_STATUS_FILE);
-}
-
-export function agentStatusDir(paths: PathMapper): string {
-  return path.dirname(agentStatusPath(paths));
 }
 
 /** The daemon's last published facts; undefined when there are none or they cannot be read as this version's. */

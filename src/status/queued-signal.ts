@@ -3,7 +3,8 @@ import { scrubText } from '../log/redact.js';
 import { isJsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { signalQueueDir } from '../state/signal-queue-paths.js';
-import { readQueuedSignal, type QueuedSignal } from '../signals/cfn-signal-queue.js';
+import type { QueuedSignal } from '../signals/cfn-signal-queue/entry.js';
+import { readQueuedSignal } from '../signals/cfn-signal-queue/files.js';
 import { STATUS_VERSION, verdictOf, type Verdict } from './report.js';
 
 // `status <id>` for an entry of the cfn-signal queue (what `cfn-signal` queued, listed by `status` under UNDELIVERED

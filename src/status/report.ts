@@ -5,7 +5,7 @@ import { daemonPresenceFile, runningDaemon } from './daemon-presence.js';
 import { holdsSignal, isInProgress, isListed } from '../state/machine.js';
 import { isSameProcess } from '../util/process-identity.js';
 import { signalQueueDir } from '../state/signal-queue-paths.js';
-import { listQueuedSignalIds, readQueuedSignal } from '../signals/cfn-signal-queue.js';
+import { listQueuedSignalIds, readQueuedSignal } from '../signals/cfn-signal-queue/files.js';
 import { agentStatusPath, readAgentFacts, type AgentFacts, type SourceFacts } from './agent-facts.js';
 import { rerunFindings } from './reconverge.js';
 import { readStatusAll, type DeploymentStatus, type UnusableRecord } from './status.js';

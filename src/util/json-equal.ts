@@ -1,5 +1,6 @@
 // Deep equality of parsed JSON values. Object key order is ignored (as Python dict equality ignores it); list order
-// matters. Unlike Python, `true` and `1` differ: upstream's `true == 1` hid real changes (reference B14).
+// matters. Unlike Python, `true` and `1` differ: upstream's `true == 1` hid real changes (B14,
+// docs/migrating.md).
 //
 // Plain loops, no callbacks: the daemon compares every source with its committed copy at every poll, and what it
 // allocates each second is what grows an idle daemon's heap.

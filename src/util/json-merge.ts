@@ -7,13 +7,14 @@ export function isJsonObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function put(target: JsonObject, key: string, value: unknown): void {
+/** `target[key] = value` as data: a key named "__proto__" in parsed JSON sets a key, never the prototype. */
+export function setOwnKey(target: JsonObject, key: string, value: unknown): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 /** Top-level merge: keys of `source` replace those of `target` (Python dict.update). Returns target. */
 export function shallowMerge(target: JsonObject, source: JsonObject): JsonObject {
-  for (const key of Object.keys(source)) put(target, key, source[key]);
+  for (const key of Object.keys(source)) setOwnKey(target, key, source[key]);
   return target;
 }
 
@@ -23,13 +24,13 @@ export function shallowMerge(target: JsonObject, source: JsonObject): JsonObject
  */
 export function deepMerge(base: JsonObject, incoming: JsonObject): JsonObject {
   const out: JsonObject = {};
-  for (const key of Object.keys(base)) put(out, key, base[key]);
+  for (const key of Object.keys(base)) setOwnKey(out, key, base[key]);
   for (const key of Object.keys(incoming)) {
     const current = out[key];
     const next = incoming[key];
     if (Object.prototype.hasOwnProperty.call(out, key) && isJsonObject(current) && isJsonObject(next))
-      put(out, key, deepMerge(current, next));
-    else put(out, key, deepClone(next));
+      setOwnKey(out, key, deepMerge(current, next));
+    else setOwnKey(out, key, deepClone(next));
   }
   return out;
 }
@@ -38,7 +39,7 @@ export function deepClone<T>(value: T): T {
   if (Array.isArray(value)) return value.map((v) => deepClone(v)) as T;
   if (isJsonObject(value)) {
     const out: JsonObject = {};
-    for (const key of Object.keys(value)) put(out, key, deepClone(value[key]));
+    for (const key of Object.keys(value)) setOwnKey(out, key, deepClone(value[key]));
     return out as T;
   }
   return value;

@@ -66,8 +66,8 @@ const SIMPLE_ESCAPES: Record<string, string> = {
   '\t': '\\t',
 };
 
-// Python's own escape sets. Runs between escapes are copied as slices: appending character by character built a
-// rope of one node per character (about 40 bytes each), so 10 MB of hook output took ~750 MB to serialise.
+// Python's own escape sets. Runs between escapes are copied as slices: appending character by character builds a
+// rope of one node per character, many times the size of the text (hook output can be megabytes).
 const ESCAPE_ASCII = /["\\]|[^ -~]/g;
 const ESCAPE_RAW = /["\\]|[^ -\uffff]/g;
 

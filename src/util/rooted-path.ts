@@ -2,12 +2,6 @@ import path from 'node:path';
 
 // Every absolute path the agent touches goes through here, so `--root DIR` relocates the whole agent (tests, the
 // demo, image builds) without a single real /etc or /var/lib access.
-/**
- * The environment variable that tells hooks and the tools they run the agent's --root, so they place their own files
- * under it too (unset on an instance, where the root is /).
- */
-export const ROOT_ENV = 'OS_CONFIG_AGENT_ROOT';
-
 export interface PathMapper {
   /** The root prefix ('/' on a real instance). */
   readonly root: string;
@@ -44,4 +38,15 @@ export function isInside(parent: string, child: string): boolean {
   const rel = path.relative(path.resolve(parent), path.resolve(child));
   // Only a leading ".." segment leaves the parent; a child named "..data" stays inside.
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/**
+ * The variable that carries `--root` to the processes the agent starts (phase scripts, hooks), so that they place
+ * their own files under it too. Set only under a root: on an instance it is absent.
+ */
+export const ROOT_ENV = 'OS_CONFIG_AGENT_ROOT';
+
+/** `env` with ROOT_ENV set to the mapper's root when there is one (the same object when there is none). */
+export function withRootEnv<T extends NodeJS.ProcessEnv>(env: T, paths: PathMapper): T {
+  return paths.root === '/' ? env : { ...env, [ROOT_ENV]: paths.root };
 }

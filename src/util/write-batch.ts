@@ -21,9 +21,9 @@ import { tempPathFor } from './atomic-write.js';
 // its target, and nothing is renamed until all of them are written, so a failure part-way (full disk, permission)
 // leaves every target as it was. Durability is paid once per batch, not once per file: the temp files' data is made
 // durable before the first rename (when the batch is large, by one syncfs(2) per filesystem, coreutils `sync -f`,
-// instead of an fsync per file, each of which costs a journal commit: 200 files on ext4 here, 48-100 ms of fsyncs
-// against 5 ms), and the renames afterwards by an fsync of each directory that holds one (the first commits the
-// journal; on a journalling filesystem the others then find nothing left to do).
+// instead of an fsync per file, each of which costs a journal commit; docs/performance.md has the figures), and the
+// renames afterwards by an fsync of each directory that holds one (the first commits the journal; on a journalling
+// filesystem the others then find nothing left to do).
 
 /** At or above this many files a batch's data is flushed with syncfs instead of fsync calls. */
 export const SYNCFS_MIN_FILES = 16;

@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import t from 'tap';
-import { DEFAULT_TEMPLATES_DIR, resolveTemplatesDir } from '../../src/apply/templates-dir.js';
+import { chooseTemplatesDir, DEFAULT_TEMPLATES_DIR, resolveTemplatesDir } from '../../src/apply/templates-dir.js';
 import { createPathMapper } from '../../src/util/rooted-path.js';
+import { captureLog } from '../helpers/log-capture.js';
 
 t.test('configured value wins, then $OS_CONFIG_APPLIER_TEMPLATES (mapped), then the default', async (t) => {
   const root = t.testdir({});
@@ -33,3 +34,19 @@ t.test('old /opt/stack locations only when they exist and the default does not',
   mkdirSync(paths.map(DEFAULT_TEMPLATES_DIR), { recursive: true });
   t.same(await resolveTemplatesDir(undefined, paths, {}), { dir: paths.map(DEFAULT_TEMPLATES_DIR), deprecated: false });
 });
+
+t.test(
+  'chooseTemplatesDir: the chosen root, with one warning naming a deprecated one as the instance sees it',
+  async (t) => {
+    const root = t.testdir({});
+    const paths = createPathMapper(root);
+    const { log, lines } = captureLog();
+    t.equal(await chooseTemplatesDir(undefined, paths, {}, log), paths.map(DEFAULT_TEMPLATES_DIR));
+    t.same(lines, []);
+    mkdirSync(paths.map('/opt/stack/os-apply-config/templates'), { recursive: true });
+    t.equal(await chooseTemplatesDir(undefined, paths, {}, log), paths.map('/opt/stack/os-apply-config/templates'));
+    t.match(lines, [
+      { level: 'warn', msg: 'deprecated template directory in use', templates: '/opt/stack/os-apply-config/templates' },
+    ]);
+  },
+);

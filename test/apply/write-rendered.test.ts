@@ -1,4 +1,14 @@
-import { chmodSync, chownSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lchownSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { DEFAULT_CONTROL } from '../../src/apply/control-file.js';
@@ -64,6 +74,21 @@ t.test('symlinked directories: inside the root is fine, outside is refused', asy
   t.throws(() => resolveOutputPath(root, 'etc/passwd'), { code: 'ERR_UNSAFE_PATH' });
   t.throws(() => resolveOutputPath(root, 'dangling/f'), { code: 'ERR_UNSAFE_PATH' });
 });
+
+t.test(
+  'a symlinked directory inside the root that another user owns is refused, as for every file a deployment names',
+  { skip: process.getuid?.() !== 0 && 'needs root to give a link to another user' },
+  async (t) => {
+    const base = t.testdir({ out: { real: {} } });
+    const root = path.join(base, 'out');
+    symlinkSync(path.join(root, 'real'), path.join(root, 'planted'));
+    lchownSync(path.join(root, 'planted'), 65534, 65534);
+    t.throws(() => resolveOutputPath(root, 'planted/f'), {
+      code: 'ERR_UNSAFE_PATH',
+      message: /planted is a symbolic link owned by user 65534 .*refusing to write/,
+    });
+  },
+);
 
 t.test('new files: 0644, parents created; rewrite truncates; identical content is unchanged', async (t) => {
   const root = t.testdir({});

@@ -8,6 +8,7 @@ const benches = [
   'apply-bench.mjs',
   'deploy-bench.mjs',
   'cfn-init-bench.mjs',
+  'cfntools-bench.mjs',
   'cycle-bench.mjs',
   'fleet-bench.mjs',
   'proxy-bench.mjs',

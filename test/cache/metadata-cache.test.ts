@@ -20,7 +20,7 @@ t.test('first store: <key>.json and .orig, 1-space indent, no final newline, mod
   const res = await cache.store('10-base.json', { a: 1, nested: { x: 'y' } });
   t.same(res, { changed: true, path: path.join(dir, '10-base.json.json') });
   const expected = '{\n "a": 1,\n "nested": {\n  "x": "y"\n }\n}';
-  t.equal(read(res.path), expected, 'byte-identical to upstream (reference §10.2)');
+  t.equal(read(res.path), expected, 'byte-identical to the file upstream writes');
   t.equal(Buffer.byteLength(read(res.path)), 39, 'the 39 bytes upstream wrote');
   t.equal(read(`${res.path}.orig`), expected);
   t.equal(modeOf(res.path), 0o600);
@@ -113,6 +113,7 @@ t.test('a corrupt .last counts as changed with a warning, not a crash (B8)', asy
   t.equal((await cache.store('k', { a: 1 })).changed, true);
   const warning = captured.lines.find((l) => l.level === 'warn');
   t.match(warning, {
+    code: 'ERR_CACHE_CORRUPT',
     key: 'k',
     file: `${file}.last`,
     msg: 'committed cache file is not valid JSON; treating the key as changed',
@@ -154,7 +155,7 @@ t.test('backup copies the cache as it is before the commit, replacing the old ba
   t.same(
     readdirSync(backupDir).sort(),
     ['a.json', 'a.json.orig', 'b.json', 'b.json.orig', 'os_config_files.json'],
-    'no .last (reference §10.2), no temp files',
+    'no .last (the backup is taken before a commit, as upstream takes it), no temp files',
   );
   t.equal(read(path.join(backupDir, 'a.json')), read(a.path));
   t.equal(modeOf(path.join(backupDir, 'a.json')), 0o600, 'modes kept');
@@ -275,4 +276,17 @@ t.test('a damaged cache file is rewritten from the value', async (t) => {
   writeFileSync(file, '{"a": 1', { mode: 0o600 });
   await cache.store('k', { a: 1 });
   t.equal(read(file), '{\n "a": 1\n}');
+});
+
+t.test('a cache directory others can write is neither written nor committed: ERR_UNTRUSTED_PATH', async (t) => {
+  const { dir, captured } = setup(t);
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o777);
+  const cache = new MetadataCache(dir, captured.log);
+  await t.rejects(cache.store('heat', { a: 1 }), { code: 'ERR_UNTRUSTED_PATH', message: /is writable by others/ });
+  await t.rejects(cache.commit('heat'), { code: 'ERR_UNTRUSTED_PATH' });
+  await t.rejects(cache.storeMetaList([]), { code: 'ERR_UNTRUSTED_PATH' });
+  t.same(readdirSync(dir), [], 'nothing written');
+  chmodSync(dir, 0o700);
+  t.equal((await new MetadataCache(dir, captured.log).store('heat', { a: 1 })).changed, true, 'once fixed, it works');
 });

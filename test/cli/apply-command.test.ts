@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { expandAbbreviations } from '../../src/cli/apply-command.js';
+import { expandAbbreviations } from '../../src/cli/os-apply-config-command.js';
 import { REPO, requireBundle } from '../helpers/bundle.js';
 
 // The real bundle: `os-config-agent apply` and the `os-apply-config` compatibility command, always under --root.

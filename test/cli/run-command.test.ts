@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -9,6 +9,7 @@ import { repeatedKeys } from '../helpers/log-capture.js';
 // The daemon as systemd runs it: a real process, JSON log lines on stdout, SIGHUP reloads, SIGTERM exits 0.
 
 interface Daemon {
+  pid: number;
   lines: Array<Record<string, unknown>>;
   waitForLine(pred: (l: Record<string, unknown>) => boolean, ms?: number): Promise<Record<string, unknown>>;
   kill(sig: NodeJS.Signals): void;
@@ -35,6 +36,7 @@ function startDaemon(args: string[]): Daemon {
   });
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return {
+    pid: child.pid!,
     lines,
     kill: (sig) => child.kill(sig),
     exit,
@@ -84,6 +86,35 @@ t.test('run: logs JSON to stdout, reloads on SIGHUP, exits 0 on SIGTERM', async 
   }
   t.equal(readFileSync(cmd.record, 'utf8').trim().split('\n').length, 1, 'one run: nothing changed after the reload');
 });
+
+t.test(
+  'a second run daemon on one root refuses to start, naming the first; a killed first leaves no obstacle',
+  async (t) => {
+    const dir = t.testdir();
+    const root = makeAgentRoot(
+      path.join(dir, 'root'),
+      '[DEFAULT]\ncollectors = local\npolling_interval = 600\nmin_polling_interval = 600\n[agent]\nnative_pipeline = false\nwatch = false\n',
+    );
+    root.writeLocal('a', { v: 1 });
+    const first = startDaemon(['run', '--root', root.root]);
+    t.teardown(() => first.kill('SIGKILL'));
+    await first.waitForLine((l) => l.msg === 'agent starting');
+    const second = spawnSync(process.execPath, [requireBundle(), 'run', '--root', root.root], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    t.equal(second.status, 1, 'refused');
+    t.match(second.stderr, new RegExp(`another os-config-agent daemon runs on this root \\(process ${first.pid}\\)`));
+    t.notMatch(second.stdout, /agent starting/, 'it never started its loop');
+    first.kill('SIGKILL');
+    await first.exit;
+    const third = startDaemon(['run', '--root', root.root]);
+    t.teardown(() => third.kill('SIGKILL'));
+    await third.waitForLine((l) => l.msg === 'agent starting');
+    third.kill('SIGTERM');
+    t.equal(await third.exit, 0);
+  },
+);
 
 t.test('run --one-time exits with the failing command status', async (t) => {
   const dir = t.testdir();

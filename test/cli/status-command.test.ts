@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { moveTo } from '../helpers/state-path.js';
-import { enqueueSignal } from '../../src/signals/cfn-signal-queue.js';
+import { enqueueSignal } from '../../src/signals/cfn-signal-queue/files.js';
 import { signalQueueDir } from '../../src/state/signal-queue-paths.js';
 import { storeFor } from '../../src/state/store.js';
 import type { DeploymentStatus } from '../../src/status/status.js';

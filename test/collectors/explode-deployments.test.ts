@@ -20,7 +20,7 @@ t.test('os-apply-config, Heat::Ungrouped and unset groups are exploded; other gr
   t.same(
     pairs.map((p) => p.key),
     ['request', 'dep-oac', 'dep-ungrouped', 'dep-unset'],
-    'the collector entry first, then qualifying deployments in order (reference §6.1)',
+    'the collector entry first, then qualifying deployments in order (as os-collect-config explodes them)',
   );
   t.equal(pairs[0]?.value, document, 'the whole document, deployments list kept inside');
   t.same(pairs[1]?.value, { oac: 1 });

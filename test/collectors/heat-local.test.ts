@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { heatLocalCollector } from '../../src/collectors/heat-local.js';
@@ -141,3 +141,27 @@ t.test('watchPaths are the configured files', async (t) => {
   t.same(heatLocalCollector.watchPaths?.(ctx.config), [`${root}/x`, `${root}/y`]);
   t.equal(heatLocalCollector.name, 'heat_local');
 });
+
+t.test(
+  'a file another user owns, or others can write, or in a directory others can write: insecure, the deployments never run',
+  { skip: process.getuid?.() !== 0 && 'needs root to chown' },
+  async (t) => {
+    const root = t.testdir();
+    const file = put(root, 'var/lib/heat-cfntools/cfn-init-data', '{"deployments": []}');
+    const { ctx } = await context(root);
+    t.ok(await heatLocalCollector.collect(ctx), 'trusted as written by cloud-init');
+    const insecure = async (pattern: RegExp) => {
+      const err = await heatLocalCollector.collect(ctx).catch((e: unknown) => e);
+      t.ok(err instanceof SourceUnavailableError);
+      t.match(err, { code: 'ERR_SOURCE_INSECURE', collector: 'heat_local', message: pattern });
+    };
+    chownSync(file, 65534, 65534);
+    await insecure(new RegExp(`^${file} is not trusted: is owned by user 65534`));
+    chownSync(file, 0, 0);
+    chmodSync(file, 0o666);
+    await insecure(/is not trusted: is writable by others \(mode 0666\)/);
+    chmodSync(file, 0o600);
+    chmodSync(path.dirname(file), 0o777);
+    await insecure(new RegExp(`is not trusted: ${path.dirname(file)} is writable by others`));
+  },
+);

@@ -139,7 +139,7 @@ t.test('a world-writable file makes the whole source insecure', async (t) => {
   const dir = dataDir(root, 'data', { good: '1', bad: '2' });
   chmodSync(path.join(dir, 'bad'), 0o666);
   const { ctx } = await context(root, { local: { path: ['/data'] } });
-  await insecure(t, ctx, new RegExp(`${path.join(dir, 'bad')} is world writable`));
+  await insecure(t, ctx, new RegExp(`${path.join(dir, 'bad')} is not trusted: is writable by others \\(mode 0666\\)`));
 });
 
 t.test('a world-writable directory is insecure', async (t) => {
@@ -147,7 +147,15 @@ t.test('a world-writable directory is insecure', async (t) => {
   const dir = dataDir(root, 'data', { good: '1' });
   chmodSync(dir, 0o777);
   const { ctx } = await context(root, { local: { path: ['/data'] } });
-  await insecure(t, ctx, /is world writable: a security risk/);
+  await insecure(t, ctx, new RegExp(`^${dir} is not trusted: is writable by others \\(mode 0777\\); make it`));
+});
+
+t.test('a directory above the data directory that others can write makes it insecure too', async (t) => {
+  const root = t.testdir();
+  const dir = dataDir(root, 'shared/data', { good: '1' });
+  chmodSync(path.dirname(dir), 0o777);
+  const { ctx } = await context(root, { local: { path: ['/shared/data'] } });
+  await insecure(t, ctx, new RegExp(`^${dir} is not trusted: ${path.dirname(dir)} is writable by others`));
 });
 
 t.test(
@@ -158,18 +166,23 @@ t.test(
     const dir = dataDir(root, 'data', { good: '1' });
     chownSync(dir, 65534, 65534);
     const { ctx } = await context(root, { local: { path: ['/data'] } });
-    await insecure(t, ctx, /is owned by uid 65534, not by the agent's uid 0/);
+    await insecure(t, ctx, /is owned by user 65534, not by root or the agent's user/);
   },
 );
 
-t.test('a group-writable file is accepted with a warning (as upstream)', async (t) => {
-  const root = t.testdir();
-  const dir = dataDir(root, 'data', { shared: '{"s": 1}' });
-  chmodSync(path.join(dir, 'shared'), 0o660);
-  const { ctx, captured } = await context(root, { local: { path: ['/data'] } });
-  t.same((await localCollector.collect(ctx)).pairs, [{ key: 'shared', value: { s: 1 } }]);
-  t.match(captured.lines, [{ level: 'warn', file: path.join(dir, 'shared') }]);
-});
+t.test(
+  "a group-writable file counts only when the group is root's or the agent's (upstream accepted any)",
+  { skip: process.getuid?.() !== 0 && 'needs root to chown' },
+  async (t) => {
+    const root = t.testdir();
+    const dir = dataDir(root, 'data', { shared: '{"s": 1}' });
+    chmodSync(path.join(dir, 'shared'), 0o660);
+    const { ctx } = await context(root, { local: { path: ['/data'] } });
+    t.same((await localCollector.collect(ctx)).pairs, [{ key: 'shared', value: { s: 1 } }], 'root:root 0660');
+    chownSync(path.join(dir, 'shared'), 0, 65534);
+    await insecure(t, ctx, /shared is not trusted: is writable by group 65534 \(mode 0660\)/);
+  },
+);
 
 t.test('invalid JSON: ERR_SOURCE_INVALID_DATA naming the file', async (t) => {
   const root = t.testdir();
@@ -220,7 +233,7 @@ t.test('a directory removed between stat and listing is skipped with a warning',
   const { ctx, captured } = await context(root, { local: { path: ['/doomed', '/stays'] } });
   t.same((await mocked.collect(ctx)).pairs, [{ key: 'b', value: 2 }]);
   t.match(captured.lines, [
-    { level: 'warn', dir: doomed, code: 'ENOENT', msg: 'local data directory could not be listed; skipping' },
+    { level: 'warn', dir: doomed, reason: 'ENOENT', msg: 'local data directory could not be listed; skipping' },
   ]);
 });
 
@@ -267,26 +280,23 @@ t.test('watchPaths are the configured directories', async (t) => {
 t.test('steady conditions are logged when they start and when they end, not at every poll', async (t) => {
   const root = t.testdir();
   const dir = dataDir(root, 'data', { shared: '{"s": 1}' });
-  chmodSync(path.join(dir, 'shared'), 0o620);
+  execFileSync('mkfifo', ['-m', '600', path.join(dir, 'pipe')]);
   const { ctx, captured } = await context(root, { local: { path: ['/absent', '/data'] } });
   for (let i = 0; i < 3; i++) await localCollector.collect(ctx);
   const msgs = () => captured.lines.map((l) => l.msg);
   t.same(
     msgs(),
-    [
-      'local data directory not found; skipping',
-      'local data file is group writable; accepted as upstream does, but consider chmod g-w',
-    ],
+    ['local data directory not found; skipping', 'local data entry is not a regular file; skipping'],
     'three polls, each condition once',
   );
 
-  chmodSync(path.join(dir, 'shared'), 0o600);
+  rmSync(path.join(dir, 'pipe'));
   dataDir(root, 'absent');
   await localCollector.collect(ctx);
   await localCollector.collect(ctx);
   t.same(
     msgs().slice(2).sort(),
-    ['local data directory found', 'local data file is gone or no longer group writable'],
+    ['local data directory found', 'local data entry is gone or now a regular file'],
     'each end once',
   );
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import { hashConfigFiles, loadConfig, type ConfigProblem } from '../../src/config/load.js';
 import { SCHEMA, SECTION_NAMES, sectionSpecs } from '../../src/config/options.js';
-import { clearRegisteredSecrets, scrubText } from '../../src/log/redact.js';
+import { scrubText, secrets } from '../../src/log/redact.js';
 
 // Every test loads with --root <tmpdir>, so the real /etc and home directory are never read.
 
@@ -22,9 +22,9 @@ const MAIN = 'etc/os-collect-config.conf';
 const problemsOf = (problems: readonly ConfigProblem[], severity: 'warning' | 'error') =>
   problems.filter((p) => p.severity === severity);
 
-t.afterEach(() => clearRegisteredSecrets());
+t.afterEach(() => secrets.clear());
 
-t.test('defaults equal the upstream tables (reference §2.2, §2.3)', async (t) => {
+t.test("defaults equal upstream's option defaults", async (t) => {
   const root = rootWith(t);
   const { config, paths, problems, files } = await loadConfig({ root });
   t.same(problems, []);

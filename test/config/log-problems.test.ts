@@ -36,3 +36,14 @@ t.test('no problems, no lines', async (t) => {
   logProblems(await loadConfig({ root }), log);
   t.same(lines, []);
 });
+
+t.test('each line carries its error code: a file that cannot be read, or a bad value', async (t) => {
+  const root = t.testdir({ etc: { 'os-collect-config.conf': '[DEFAULT]\npolling_interval = often\n' } });
+  const loaded = await loadConfig({ root, configFiles: ['/etc/os-collect-config.conf', '/etc/missing.conf'] });
+  const { log, lines } = captureLog();
+  logProblems(loaded, log);
+  t.match(lines, [
+    { file: '/etc/missing.conf', code: 'ERR_CONFIG_UNREADABLE' },
+    { option: 'polling_interval', code: 'ERR_CONFIG_INVALID' },
+  ]);
+});

@@ -303,6 +303,7 @@ t.test(
     const refused = logged('configuration reload failed; keeping the previous configuration')[0];
     t.same(refused?.files, ['/etc/os-collect-config.conf'], 'the file is named as the operator knows it');
     t.equal(refused?.reason, 'a config file could not be read');
+    t.equal(refused?.code, 'ERR_CONFIG_UNREADABLE');
     t.equal(logged('configuration reloaded').length, 0);
     t.equal(agent.loaded.config.DEFAULT.command, script, 'the command in force is still the one configured');
     t.equal(agent.loaded.config.DEFAULT.polling_interval, 600, 'not the default polling interval');

@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { Agent, type AfterCollectHook } from '../../src/daemon/agent.js';
+import { Agent } from '../../src/daemon/agent.js';
+import type { AfterCollectHook } from '../../src/pipeline/contract.js';
 import { agentStatusPath, type AgentFacts } from '../../src/status/agent-facts.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { agentDeps, makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { REPO } from '../helpers/bundle.js';
@@ -48,4 +48,56 @@ t.test('a daemon polling only local sources loads none of node:http, node:https,
     [],
     'no HTTP or TLS builtins',
   );
+});
+
+// cfn-hup's code (src/cfntools/) is in chunks of its own, loaded only once /etc/cfn/cfn-hup.conf exists: a copy of the
+// bundle without those chunks runs its cycles and idle polls; it fails to load them only when the file appears.
+const CFN_HUP_MARKERS = [
+  'cfn-hup configuration usable again',
+  'hook action timed out and was killed',
+  'no hook files: write',
+];
+
+t.test("cfn-hup's code is loaded only when /etc/cfn/cfn-hup.conf exists", async (t) => {
+  const root = t.testdir({
+    etc: {
+      'os-collect-config.conf':
+        '[DEFAULT]\ncommand = true\ncollectors = local\nmin_polling_interval = 1\npolling_interval = 1\n[agent]\nnative_pipeline = false\nlog_level = debug\n',
+    },
+  });
+  const bundle = path.join(root, 'bundle');
+  cpSync(path.join(REPO, 'dist/chunks'), path.join(bundle, 'chunks'), { recursive: true });
+  cpSync(path.join(REPO, 'dist/os-config-agent.mjs'), path.join(bundle, 'os-config-agent.mjs'));
+  const removed = readdirSync(path.join(bundle, 'chunks')).filter((chunk) => {
+    const text = readFileSync(path.join(bundle, 'chunks', chunk), 'utf8');
+    return CFN_HUP_MARKERS.some((m) => text.includes(m));
+  });
+  t.ok(removed.length > 0, `the chunks holding cfn-hup's code were found (${removed.join(', ')})`);
+  for (const chunk of removed) rmSync(path.join(bundle, 'chunks', chunk));
+  const local = path.join(root, 'var/lib/os-collect-config/local-data');
+  mkdirSync(local, { recursive: true, mode: 0o700 });
+  writeFileSync(path.join(local, '10-source.json'), JSON.stringify({ source: 1 }), { mode: 0o600 });
+  const daemon = startDaemon(root, { bundle: path.join(bundle, 'os-config-agent.mjs') });
+  t.teardown(() => t.comment(daemon.raw.slice(-5).join('\n')));
+  t.teardown(() => stopDaemon(daemon));
+  await until('the first cycle', () => daemon.lines.some((l) => l.msg === 'cycle complete; cache committed'), 60_000);
+  await until('an idle poll', () => daemon.lines.some((l) => l.msg === 'no changes detected'), 30_000);
+  await until(
+    'a second idle poll',
+    () => daemon.lines.filter((l) => l.msg === 'no changes detected').length > 1,
+    30_000,
+  );
+  t.notOk(
+    daemon.lines.some((l) => l.msg === 'background work failed; retrying later'),
+    'without cfn-hup.conf nothing asked for the missing chunks',
+  );
+  mkdirSync(path.join(root, 'etc/cfn'));
+  writeFileSync(path.join(root, 'etc/cfn/cfn-hup.conf'), '[main]\nstack=s\ncredential-file=/etc/cfn/c\n');
+  await until(
+    'cfn-hup asked for its code',
+    () => daemon.lines.some((l) => l.msg === 'background work failed; retrying later' && l.work === 'cfn-hup'),
+    30_000,
+  );
+  t.ok(daemon.alive(), 'and the daemon runs on');
+  t.equal((await stopDaemon(daemon)).code, 0);
 });

@@ -1,11 +1,16 @@
 import t from 'tap';
-import {
-  capPhaseOffset,
-  nextSleepSeconds,
-  sleepSequence,
-  splaySeconds,
-  withJitter,
-} from '../../src/daemon/schedule.js';
+import { capPhaseOffset, nextSleepSeconds, splaySeconds, withJitter } from '../../src/daemon/schedule.js';
+
+/** The first n sleeps of a fresh loop. */
+function sleepSequence(min: number, max: number, n: number): number[] {
+  const out: number[] = [];
+  let prev: number | undefined;
+  for (let i = 0; i < n; i++) {
+    prev = nextSleepSeconds(prev, min, max);
+    out.push(prev);
+  }
+  return out;
+}
 
 t.test('sleeps double from min up to polling_interval and never shrink (upstream sequence)', async (t) => {
   t.same(sleepSequence(0.5, 6, 7), [0.5, 1, 2, 4, 6, 6, 6]);

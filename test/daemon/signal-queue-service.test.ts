@@ -111,7 +111,7 @@ t.test('a running daemon delivers a queued signal once; the command returns at o
   await until('delivered after the outage', () => stateOf(outage) === 'sent', 30_000);
   t.equal(acceptedFor('outage'), 1, 'once after the outage');
   await stopDaemon(d);
-  t.notOk(existsSync(pidFile), 'daemon.pid removed at a clean stop');
+  t.equal(readFileSync(pidFile, 'utf8'), '', 'daemon.pid emptied at a clean stop');
   everything.push(...d.raw);
 });
 
@@ -133,7 +133,7 @@ t.test('daemon killed with the signal still queued: delivered once after the res
   );
   await killTree(d);
   everything.push(...d.raw);
-  t.ok(existsSync(pidFile), 'a SIGKILL leaves daemon.pid behind');
+  t.not(readFileSync(pidFile, 'utf8'), '', 'a SIGKILL leaves its line in daemon.pid behind');
 
   // No daemon now (the pid file names a dead process): the command says so, keeps the signal, exits 3.
   const orphan = await runBundle(['cfn-signal', '--root', root, '-i', 'while-down', server.cfnUrl('wc_crash')]);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import type { CollectedPair } from '../../src/collectors/types.js';
 import type { PipelineContext } from '../../src/daemon/pipeline.js';
-import { createDeployStep, deployFromPairs } from '../../src/deploy/deploy-step.js';
+import { deployFromPairs } from '../../src/deploy/deploy-step.js';
 import { storeFor } from '../../src/state/store.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import { startSignalSink } from '../helpers/signal-sink.js';
@@ -41,8 +41,7 @@ t.test('the deployments of the merged pairs run; the heat-config file is written
     { key: 'settings', value: { app: { port: 80 } } },
     { key: 'odd', value: 'not an object' },
   ];
-  const step = createDeployStep(h.loaded, h.captured.log, h.http);
-  await step(pipelineCtx(h, pairs));
+  await deployFromPairs(h.loaded, h.captured.log, h.http, pipelineCtx(h, pairs));
   t.same(
     counterLines(readFileSync(counter, 'utf8')),
     ['one CREATE', 'two CREATE'],
@@ -76,7 +75,7 @@ t.test('metadata without deployments: no heat-config file, nothing removed', asy
   const root = t.testdir();
   installHooks(root);
   const h = await deployHarness(root);
-  const step = createDeployStep(h.loaded, h.captured.log, h.http);
+  const step = (ctx: PipelineContext) => deployFromPairs(h.loaded, h.captured.log, h.http, ctx);
   await step(pipelineCtx(h, [{ key: 'cfn', value: { deployments: [deployment({ id: 'keep' })] } }]));
   await step(pipelineCtx(h, [{ key: 'local', value: { something: 'else' } }]));
   const record = await storeFor(h.loaded.config, h.captured.log).read('keep');
@@ -93,7 +92,7 @@ t.test('local write failures throw, so the cycle is not committed', async (t) =>
   const h = await deployHarness(root);
   mkdirSync(path.join(root, 'var/lib/heat-config'), { recursive: true });
   writeFileSync(path.join(root, 'var/lib/heat-config/deployed'), 'file');
-  const step = createDeployStep(h.loaded, h.captured.log, h.http);
+  const step = (ctx: PipelineContext) => deployFromPairs(h.loaded, h.captured.log, h.http, ctx);
   await t.rejects(step(pipelineCtx(h, [{ key: 'cfn', value: { deployments: [deployment({ id: 'x' })] } }])), {
     code: 'ERR_DEPLOYMENT_STATE',
   });

@@ -1,5 +1,4 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { MAX_HOOK_STARTS, runDeployments, settleAppliedDeployments } from '../../src/deploy/dispatch.js';
@@ -9,6 +8,7 @@ import { scrubText, secrets } from '../../src/log/redact.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { startSignalSink, type SinkTransport } from '../helpers/signal-sink.js';
+import { holdFlock } from '../helpers/flock-holder.js';
 
 // The deployment runner end to end: real hook processes from test/fixtures/hooks, real signal servers per transport,
 // real state on disk.
@@ -476,11 +476,13 @@ t.test('an unreachable signal server holds up nothing; the outbox delivers later
     store,
     http: h.http,
     log: h.captured.log,
-    timeoutSeconds: 2,
-    maxBackoffSeconds: 60,
-    maxAttempts: 50,
-    now: () => Date.now() + 600_000,
-    random: () => 1,
+    policy: {
+      timeoutSeconds: 2,
+      maxBackoffSeconds: 60,
+      maxAttempts: 50,
+      now: () => Date.now() + 600_000,
+      random: () => 1,
+    },
   };
   t.same(await flushDue(deps), { attempted: 3, sent: 3, failed: 0, pending: 0 });
   await runDeployments(h.ctx(list));
@@ -544,10 +546,9 @@ t.test('local state failures throw; another runner holding the lock is refused',
   writeFileSync(path.join(root, 'var/lib/heat-config/deployed'), 'not a directory');
   await t.rejects(runDeployments(h.ctx([deployment({ id: 'x' })])), { code: 'ERR_DEPLOYMENT_STATE' });
   const other = await setup(t);
-  const child = spawn('sleep', ['30'], { stdio: 'ignore' });
-  t.teardown(() => void child.kill('SIGKILL'));
   mkdirSync(path.dirname(deployLockFile(other.h.loaded.config)), { recursive: true });
-  writeFileSync(deployLockFile(other.h.loaded.config), `${child.pid}`);
+  const holder = await holdFlock(deployLockFile(other.h.loaded.config));
+  t.teardown(() => holder.kill());
   await t.rejects(runDeployments(other.h.ctx([deployment({ id: 'x' })])), { code: 'ERR_LOCKED' });
 });
 
@@ -569,5 +570,36 @@ t.test(
     await runDeployments(h.ctx([]));
     t.match(scrubText(`line with ${password}`), password, 'released once the deployment is gone');
     t.equal(secrets.size, held - 1);
+  },
+);
+
+t.test(
+  'a hook another user replaced (0777, their uid) is refused, never run: a failure signal naming the trust rule',
+  { skip: process.getuid?.() !== 0 && 'needs root to chown the hook to another user' },
+  async (t) => {
+    const { sink, h, counter, runs } = await setup(t);
+    const dir = installHooks(h.loaded.paths.map('/'), { foreign: { from: 'fake', mode: 0o777 } });
+    chownSync(path.join(dir, 'foreign'), 65534, 65534);
+    const d = deployment({
+      id: 'f',
+      group: 'foreign',
+      config: { counter },
+      signal: sink.inputs('CFN_SIGNAL', 'f', 'f'),
+    });
+    const report = await runDeployments(h.ctx([d]));
+    t.same(
+      report.failed.map((f) => f.id),
+      ['f'],
+    );
+    t.same(runs(), [], 'the hook never ran');
+    const body = sink.received.find((r) => r.id === 'f')?.body as Record<string, unknown>;
+    t.equal(body.deploy_status_code, 126);
+    t.match(
+      body.deploy_stderr,
+      /hook \/var\/lib\/heat-config\/hooks\/foreign is not trusted: .*owned by user 65534.*chmod go-w/,
+    );
+    t.ok(
+      h.captured.lines.some((l) => l.msg === 'hook not runnable; failure signalled' && l.code === 'ERR_UNTRUSTED_PATH'),
+    );
   },
 );

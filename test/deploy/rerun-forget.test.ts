@@ -7,6 +7,7 @@ import { deployLockFile, storeFor, type DeploymentRecord } from '../../src/state
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { startSignalSink } from '../helpers/signal-sink.js';
+import { holdFlock } from '../helpers/flock-holder.js';
 
 // `deploy --rerun` and `deploy --forget` on the runner: real hooks, a real signal server, real state on disk.
 
@@ -96,15 +97,15 @@ t.test('--rerun and --forget wait for the lock of another process, then refuse',
   const s = await setup(t);
   const a = s.dep('a');
   await runDeployments(s.h.ctx([a]));
-  // pid 1 is always alive: the lock looks held by another process.
-  writeFileSync(deployLockFile(s.h.loaded.config), '1\n');
+  const holder = await holdFlock(deployLockFile(s.h.loaded.config));
+  t.teardown(() => holder.kill());
   await t.rejects(rerunDeployment(s.h.ctx([a]), 'a', 600), DeployLockedError);
   await t.rejects(forgetDeployment(s.h.ctx([a]), 'a', 0), DeployLockedError);
   t.ok(s.h.captured.lines.some((l) => l.msg === 'waiting for the deployment pass of another process'));
   t.equal(s.runs().length, 1);
   // Released while waiting: the rerun goes ahead.
   const waiting = rerunDeployment(s.h.ctx([a]), 'a', 30_000);
-  setTimeout(() => writeFileSync(deployLockFile(s.h.loaded.config), ''), 300);
+  setTimeout(() => void holder.kill(), 300);
   await waiting;
   t.equal(s.runs().length, 2);
 });

@@ -1,8 +1,8 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { agentHttpOptions } from '../../src/cli/agent-factory.js';
+import { agentHttpOptions } from '../../src/cli/command-http.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { CheckResult, DoctorReport } from '../../src/doctor/check.js';
 import { runDoctor } from '../../src/doctor/run-doctor.js';
@@ -352,6 +352,50 @@ t.test(
       none.byId('source.ec2').fix,
       /\[ec2\] metadata_url empty/,
       'on a cloud without a metadata service: how to turn it off',
+    );
+  },
+);
+
+t.test(
+  'the trust rule: a hook another user replaced and heat_local data others can write fail, naming what to fix',
+  { skip: process.getuid?.() !== 0 && 'needs root to chown to another user' },
+  async (t) => {
+    const { report, byId, root } = await doctor(t, '[DEFAULT]\ncollectors = heat_local\n', {
+      files: {
+        'var/lib/heat-config/hooks/script': '#!/bin/sh\n',
+        'var/lib/heat-cfntools/cfn-init-data': '{"deployments": []}',
+      },
+    });
+    t.equal(byId('trust.hooks_dir').verdict, 'ok', 'as installed');
+    t.equal(byId('trust.heat_local').verdict, 'ok');
+    t.equal(byId('trust.local').verdict, 'ok');
+    t.match(byId('trust.local').cause, 'nothing there yet');
+    t.equal(report.result, 'ok');
+
+    const hook = path.join(root, 'var/lib/heat-config/hooks/script');
+    chmodSync(hook, 0o777);
+    chownSync(hook, 65534, 65534);
+    const data = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');
+    chmodSync(path.dirname(data), 0o777);
+    const loaded = await loadConfig({ root, configFiles: ['/etc/os-collect-config.conf'] });
+    const again = await runDoctor({
+      loaded,
+      http: createLazyHttpClient({ ...agentHttpOptions(loaded, quiet), defaultRetries: 0 }),
+      log: quiet,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      timeoutMs: 5000,
+    });
+    const check = (id: string) => again.checks.find((c) => c.id === id)!;
+    t.equal(again.result, 'fail');
+    t.equal(check('trust.hooks_dir').verdict, 'fail');
+    t.match(
+      check('trust.hooks_dir').cause,
+      /^\/var\/lib\/heat-config\/hooks\/script is not trusted: is owned by user 65534, not by root or the agent's user; such a hook is not run$/,
+    );
+    t.match(check('trust.hooks_dir').fix, /chown root; chmod go-w/);
+    t.match(
+      check('trust.heat_local').cause,
+      /^\/var\/lib\/heat-cfntools\/cfn-init-data is not trusted: \/var\/lib\/heat-cfntools is writable by others \(mode 0777\); the heat_local source is unavailable$/,
     );
   },
 );

@@ -8,6 +8,7 @@ import {
   readFileSync,
   readlinkSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -172,6 +173,14 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
     argsOf('os-apply-config', ['run'], { OS_CONFIG_AGENT_COMPILE_CACHE: '' }),
     `cache= args=--v8-pool-size=0 ${lib}/os-apply-config run`,
     'a compatibility command; the cache directory as the caller set it',
+  );
+  // heat-cfntools' commands in /opt/aws/bin, where templates call them: the agent's, as the image has no heat-cfntools.
+  for (const name of ['cfn-init', 'cfn-signal', 'cfn-hup', 'cfn-get-metadata', 'cfn-push-stats'])
+    t.equal(readlinkSync(at(`opt/aws/bin/${name}`)), `/opt/os-config-agent/bin/${name}`, `/opt/aws/bin/${name}`);
+  t.match(
+    run(at('opt/os-config-agent/bin/cfn-init'), ['--help']).stdout,
+    /^Usage: cfn-init \[options\]/,
+    'cfn-init runs the bundle under its own name',
   );
   // No other cfn-signal in this image: the agent's is linked (DIB_OS_CONFIG_AGENT_CFN_SIGNAL=auto).
   t.equal(readlinkSync(at('usr/local/bin/cfn-signal')), '../../../opt/os-config-agent/bin/cfn-signal');
@@ -499,6 +508,42 @@ t.test('two elements shipping the same phase script name are refused, as DIB doe
   t.throws(
     () => mergeHooks(['os-config-agent', 'clash'], path.join(dir, 'hooks'), [ELEMENTS_DIR, extra]),
     /duplicated hook/,
+  );
+});
+
+t.test('heat-cfntools installed: its commands stay on PATH and /opt/aws/bin links to them', async (t) => {
+  const dir = t.testdir();
+  const at = path.join(dir, 'image');
+  mkdirSync(path.join(at, 'root/usr/bin'), { recursive: true });
+  for (const name of ['cfn-init', 'cfn-signal', 'cfn-hup', 'cfn-get-metadata'])
+    writeFileSync(path.join(at, `root/usr/bin/${name}`), '#!/usr/bin/python3\n# heat-cfntools\n', { mode: 0o755 });
+  mkdirSync(path.join(at, 'root/opt/aws/bin'), { recursive: true });
+  symlinkSync('/usr/bin/cfn-hup', path.join(at, 'root/opt/aws/bin/cfn-hup'));
+  const { root, output } = installElements(at, ['os-config-agent'], {
+    DIB_OS_CONFIG_AGENT_SOURCE: makeSource(path.join(dir, 'src')),
+    DIB_OS_CONFIG_AGENT_NODE_TARBALL: makeNodeTarball(dir),
+  });
+  for (const name of ['cfn-init', 'cfn-signal', 'cfn-get-metadata']) {
+    t.notOk(lstatSync(path.join(root, `usr/local/bin/${name}`), { throwIfNoEntry: false }), `${name}: not on PATH`);
+    t.equal(readlinkSync(path.join(root, `opt/aws/bin/${name}`)), `/usr/bin/${name}`, `/opt/aws/bin/${name}: theirs`);
+  }
+  t.equal(readlinkSync(path.join(root, 'opt/aws/bin/cfn-hup')), '/usr/bin/cfn-hup', 'an existing entry is kept');
+  t.notOk(lstatSync(path.join(root, 'opt/aws/bin/cfn-push-stats'), { throwIfNoEntry: false }), 'none of theirs: none');
+  t.equal(
+    readlinkSync(path.join(root, 'usr/local/bin/cfn-create-aws-symlinks')),
+    '../../../opt/os-config-agent/bin/cfn-create-aws-symlinks',
+    'a command heat-cfntools does not have here is ours',
+  );
+  t.match(output, /heat-cfntools is installed: \/opt\/aws\/bin links to its commands/);
+  t.match(output, /keeping \/opt\/aws\/bin\/cfn-hup/);
+  t.throws(
+    () =>
+      installElements(path.join(dir, 'bad'), ['os-config-agent'], {
+        DIB_OS_CONFIG_AGENT_SOURCE: makeSource(path.join(dir, 'src2')),
+        DIB_OS_CONFIG_AGENT_NODE_TARBALL: makeNodeTarball(dir),
+        DIB_OS_CONFIG_AGENT_CFN_TOOLS: 'sometimes',
+      }),
+    /DIB_OS_CONFIG_AGENT_CFN_TOOLS must be auto, 1 or 0/,
   );
 });
 

@@ -194,3 +194,19 @@ t.test('a __proto__ key in a deployment stays data', async (t) => {
   t.equal(({} as Record<string, unknown>).polluted, undefined);
   t.ok(Object.hasOwn(dep.document, '__proto__'));
 });
+
+t.test('idOptional: a deployment object without an id reads with the id "" (a hook run by hand)', async (t) => {
+  const parsed = parseDeployment({ group: 'cfn-init', config: {} }, { idOptional: true });
+  t.ok(parsed.ok);
+  if (parsed.ok) {
+    t.equal(parsed.deployment.id, '');
+    t.equal(parsed.deployment.group, 'cfn-init');
+  }
+  t.ok(parseDeployment({ id: null, group: 'x' }, { idOptional: true }).ok, 'null is no id either');
+  for (const bad of ['', 42, '../x'])
+    t.notOk(
+      parseDeployment({ id: bad }, { idOptional: true }).ok,
+      `a given id ${JSON.stringify(bad)} is still checked`,
+    );
+  t.notOk(parseDeployment({ group: 'x' }).ok, 'without the option an id is required');
+});

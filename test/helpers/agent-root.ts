@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { AgentDeps } from '../../src/daemon/agent.js';
+import type { AgentDeps } from '../../src/daemon/agent-deps.js';
 import type { HttpClient } from '../../src/http/types.js';
 import type { Logger } from '../../src/log/logger.js';
 

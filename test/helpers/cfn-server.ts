@@ -1,10 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import { signV2 } from './orchestrator/sigv2.js';
+import { checkV4 } from './orchestrator/sigv4.js';
 import { sendFault, startTestServer, type Fault, type TestServer } from './http-test-server.js';
 
-// heat-api-cfn's DescribeStackResource as the instance meets it: GET <base>/v1/ with the signed query. The server
-// recomputes the v2 signature from the secret (test-side signer, written apart from the agent's) over the Host header
-// it received, and answers 403 AccessDenied on any mismatch, as heat-api-cfn does after Keystone's ec2tokens check.
+// heat-api-cfn's DescribeStackResource as the instance meets it: GET <base>/v1/ with the signed query (the agent's v2)
+// or a v4 Authorization header (boto's, for Debian's heat-cfntools). The server recomputes the signature from the
+// secret (test-side signers, written apart from the agent's) over the Host header it received, and answers 403
+// AccessDenied on any mismatch, as heat-api-cfn does after Keystone's ec2tokens check. The metadata is resource text
+// (JSON) inside the XML answer, or the object itself in the JSON answer boto asks for.
 
 export interface CfnServer extends TestServer {
   readonly metadataUrl: string;
@@ -21,7 +24,14 @@ export interface CfnServer extends TestServer {
 }
 
 export async function startCfnServer(
-  options: { accessKey?: string; secret?: string; stackName?: string; capBytes?: number } = {},
+  options: {
+    accessKey?: string;
+    secret?: string;
+    stackName?: string;
+    capBytes?: number;
+    /** Reads a resource's metadata text at each request (when given, instead of `resources`). */
+    resourceText?: (resource: string) => string | undefined;
+  } = {},
 ): Promise<CfnServer> {
   const state = {
     accessKey: options.accessKey ?? 'AKCFNTEST0001',
@@ -52,8 +62,12 @@ export async function startCfnServer(
       return void res.end('no such path');
     }
     const q = Object.fromEntries(u.searchParams);
+    // boto 2 (heat-cfntools) signs with v4 in a header; the agent with v2 in the query. heat-api-cfn takes both.
+    const v4 = checkV4(req, u, () => state.secret);
     const expected = signV2(state.secret, req.method, req.headers.host ?? '', u.pathname, q);
-    const ok = q.AWSAccessKeyId === state.accessKey && q.SignatureVersion === '2' && same(q.Signature ?? '', expected);
+    const ok = v4
+      ? v4.ok && v4.accessKey === state.accessKey
+      : q.AWSAccessKeyId === state.accessKey && q.SignatureVersion === '2' && same(q.Signature ?? '', expected);
     state.verdicts.push(ok);
     if (!ok) {
       res.writeHead(403, { 'content-type': 'application/xml' });
@@ -69,10 +83,19 @@ export async function startCfnServer(
       res.writeHead(200, { 'content-type': 'application/xml' });
       return void res.end(state.rawXml);
     }
-    const md = state.resources.get(q.LogicalResourceId ?? '');
+    const md = options.resourceText
+      ? options.resourceText(q.LogicalResourceId ?? '')
+      : state.resources.get(q.LogicalResourceId ?? '');
     if (md === undefined) {
       res.writeHead(404, { 'content-type': 'application/xml' });
       return void res.end('<ErrorResponse><Error><Code>ResourceNotFound</Code></Error></ErrorResponse>');
+    }
+    // With ContentType=JSON (boto's) heat-api-cfn answers JSON, the metadata as an object.
+    if (q.ContentType === 'JSON') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end(
+        `{"DescribeStackResourceResponse": {"DescribeStackResourceResult": {"StackResourceDetail": {"LogicalResourceId": ${JSON.stringify(q.LogicalResourceId ?? '')}, "Metadata": ${md}}}}}`,
+      );
     }
     res.writeHead(200, { 'content-type': 'application/xml' });
     res.end(xmlFor(md, q.LogicalResourceId ?? ''));

@@ -37,6 +37,8 @@ export interface StartOptions {
   readonly args?: readonly string[];
   /** Extra node flags (before the bundle path). */
   readonly nodeArgs?: readonly string[];
+  /** Another copy of the bundle's entry (default: the shared snapshot). */
+  readonly bundle?: string;
 }
 
 let snapshot: string | undefined;
@@ -72,7 +74,7 @@ export function bundleSnapshot(): string {
 export function startDaemon(root: string, options: StartOptions = {}): Daemon {
   const child = spawn(
     process.execPath,
-    [...(options.nodeArgs ?? []), bundleSnapshot(), 'run', '--root', root, ...(options.args ?? [])],
+    [...(options.nodeArgs ?? []), options.bundle ?? bundleSnapshot(), 'run', '--root', root, ...(options.args ?? [])],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,

@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { findHook, hookDirs } from '../../src/hooks/locate.js';
@@ -62,5 +62,33 @@ t.test(
     t.same(hookDirs(loaded.config, loaded.paths, {}), dirs.slice(1));
     const dup = hookDirs(loaded.config, loaded.paths, { HEAT_CONFIG_HOOKS: '/var/lib/heat-config/hooks' });
     t.equal(dup.length, 2, 'a directory is listed once');
+  },
+);
+
+t.test(
+  'the trust rule: a hook, or its directory, another user owns or others can write is found but not runnable',
+  async (t) => {
+    const root = t.testdir();
+    const dir = path.join(root, 'hooks');
+    hook(dir, 'open', 0o777);
+    const open = await findHook('open', [dir]);
+    t.match(open.found, {
+      runnable: false,
+      code: 'ERR_UNTRUSTED_PATH',
+      problem: `is not trusted: is writable by others (mode 0777)`,
+      fix: /chown root; chmod go-w/,
+    });
+    const shared = path.join(root, 'shared');
+    hook(shared, 'script');
+    chmodSync(shared, 0o777);
+    t.match((await findHook('script', [shared, dir])).found, {
+      path: path.join(shared, 'script'),
+      runnable: false,
+      problem: `is not trusted: ${shared} is writable by others (mode 0777)`,
+    });
+    if (process.getuid?.() !== 0) return;
+    const theirs = hook(dir, 'theirs');
+    chownSync(theirs, 65534, 65534);
+    t.match((await findHook('theirs', [dir])).found, { runnable: false, problem: /owned by user 65534/ });
   },
 );

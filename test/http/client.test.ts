@@ -4,7 +4,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import t from 'tap';
-import { createHttpClient, HttpError, retryDelayMs, RETRY_STATUS_CODES } from '../../src/http/client.js';
+import { createHttpClient } from '../../src/http/client.js';
+import { HttpError } from '../../src/http/http-error.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { refusedUrl, sendFault, startTestServer } from '../helpers/http-test-server.js';
 import { failure } from '../helpers/assertions.js';
@@ -17,19 +18,6 @@ const client = (over: Partial<Parameters<typeof createHttpClient>[0]> = {}) =>
 
 /** The HttpError a request rejects with. */
 const rejection = (p: Promise<unknown>) => failure<HttpError>(p);
-
-t.test('retryDelayMs: exponential, capped, jittered into [0.5, 1) of the step', async (t) => {
-  t.equal(retryDelayMs(1, 500, 0), 250);
-  t.equal(retryDelayMs(1, 500, 1), 500);
-  t.equal(retryDelayMs(2, 500, 0), 500);
-  t.equal(retryDelayMs(3, 500, 0.5), 1500);
-  t.equal(retryDelayMs(20, 500, 1), 5000, 'capped at 5 s');
-  t.equal(retryDelayMs(1, 500, 7), 500, 'random is clamped');
-  t.notOk(
-    RETRY_STATUS_CODES.some((c) => c < 500),
-    'no 4xx is ever retried',
-  );
-});
 
 t.test('a 200 body, headers and final URL come back; methods and bodies are sent', async (t) => {
   const server = await startTestServer((req, res, body) => {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { resolveProxySettings, routeFor, type ProxyInputs, type ProxyRoute } from '../../src/http/proxy-env.js';
-import { clearRegisteredSecrets, scrubText } from '../../src/log/redact.js';
+import { scrubText, secrets } from '../../src/log/redact.js';
 
 // The proxy decision for one URL: which setting wins (option over lower-case over upper-case variable), which
 // proxy a scheme uses, no_proxy, the metadata addresses that never go through a proxy, and unusable settings.
@@ -167,7 +167,7 @@ t.test('malformed no_proxy entries are reported with their source; the others ap
 });
 
 t.test('proxy passwords are scrubbed from log text as soon as the settings are read, in every form', async (t) => {
-  t.teardown(clearRegisteredSecrets);
+  t.teardown(() => secrets.clear());
   resolveProxySettings({ config: { https_proxy: 'bob:S3cret%2Fpw@proxy.test:3128' }, env: {} });
   const basic = Buffer.from('bob:S3cret/pw').toString('base64');
   t.equal(scrubText('value S3cret%2Fpw and S3cret/pw and ' + basic), 'value [REDACTED] and [REDACTED] and [REDACTED]');

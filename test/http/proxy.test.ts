@@ -4,7 +4,8 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import path from 'node:path';
 import t from 'tap';
-import { createHttpClient, HttpError } from '../../src/http/client.js';
+import { createHttpClient } from '../../src/http/client.js';
+import { HttpError } from '../../src/http/http-error.js';
 import { destroyProxyAgents } from '../../src/http/proxy-agent.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { refusedUrl, startTestServer, type TapTest, type TestServer } from '../helpers/http-test-server.js';

@@ -19,6 +19,8 @@ set -o pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-/var/tmp/os-config-agent-image}
 elements=${OS_CONFIG_AGENT_IMAGE_ELEMENTS-heat-config-script heat-config-puppet heat-config-chef heat-config-salt heat-config-ansible}
+# Extra distribution packages for the image (OS_CONFIG_AGENT_IMAGE_PACKAGES, comma-separated; default none).
+packages=${OS_CONFIG_AGENT_IMAGE_PACKAGES:-}
 cloud_init=${OS_CONFIG_AGENT_IMAGE_CLOUD_INIT:-0}
 cloud_elements=
 if [ "${cloud_init}" = 1 ]; then
@@ -97,7 +99,7 @@ if ! env -i \
     DIB_OS_CONFIG_AGENT_SOURCE="${repo}" \
     DIB_CLOUD_INIT_DATASOURCES=NoCloud \
     "${passed_env[@]}" \
-    disk-image-create -t tar -o "${work}/out/image" --image-cache "${work}/cache" \
+    disk-image-create -t tar -o "${work}/out/image" --image-cache "${work}/cache" ${packages:+-p "${packages}"} \
     debian-minimal ${cloud_elements} os-config-agent ${elements} > "${work}/build.log" 2>&1; then
     tail -n 40 "${work}/build.log" >&2
     fail "disk-image-create failed (full log: ${work}/build.log)"

@@ -311,9 +311,16 @@ t.test(
     );
     t.equal(await c.exec(['cat', '/etc/boot-test/cfn.conf']), 'written by cfn-init\n');
     t.equal((await c.exec(['stat', '-c', '%a', '/etc/boot-test/cfn.conf'])).trim(), '600', 'with its mode');
-    t.notOk(
-      (await c.exec(['sh', '-c', 'command -v cfn-init || true'])).trim(),
-      'without heat-cfntools in the image (cloud-init brings Python; the hook needs none)',
+    t.equal(
+      (
+        await c.exec([
+          'sh',
+          '-c',
+          'readlink -f "$(command -v cfn-init)"; [ -e /usr/bin/cfn-init ] || echo "no heat-cfntools"',
+        ])
+      ).trim(),
+      '/opt/os-config-agent/bin/cfn-init\nno heat-cfntools',
+      "without heat-cfntools in the image, cfn-init on PATH is the agent's (the hook needs none)",
     );
 
     // What cloud-init and the part-handler did (in the first boot; the same instance id, so not again).
@@ -681,6 +688,84 @@ t.test(
       'status: all four still signalled, each hook started once since its last reboot',
     );
     t.comment(`journalctl --list-boots:\n${await c.exec(['journalctl', '--no-pager', '--list-boots'])}`);
+    await c.stop();
+    container = undefined;
+    t.equal(await c.service.exited, 0, 'clean poweroff');
+  },
+);
+
+t.test(
+  "a CloudFormation-style server: Heat's HEAT_CFNTOOLS user-data runs /opt/aws/bin/cfn-init and cfn-signal, the wait condition completes",
+  { timeout: 300_000 },
+  async (t) => {
+    if (!boots.done) throw new Error('the stack did not complete in the second boot');
+    const stack = 'cfntools';
+    const greeting = 'configured by cfn-init';
+    await client.createStack(stack, readFileSync(path.join(HERE, 'templates/cfn-tools.yaml'), 'utf8'), { greeting });
+    await client.waitResource(stack, 'boot', 60_000);
+    await client.waitResource(stack, 'web', 60_000);
+    const given = (await client.resourceMetadata(stack, 'boot')) as Record<string, string>;
+    // The user-data script of a CloudFormation-style template (its Fn::Join / str_replace resolved), run by Heat's
+    // loguserdata.py: cfn-init and cfn-signal as templates call them.
+    const script =
+      '#!/bin/bash -v\n' +
+      `/opt/aws/bin/cfn-init -s ${stack} -r web --access-key ${given.access_key} --secret-key ${given.secret_key} --region RegionOne\n` +
+      `/opt/aws/bin/cfn-signal -e $? -i web -d "$(cat /etc/cfn-tools/greeting)" '${given.handle}'\n`;
+    const seed = path.join(BOOT, 'seed-cfntools');
+    mkdirSync(seed, { recursive: true });
+    writeFileSync(path.join(BOOT, 'cfn-userdata.sh'), script, { mode: 0o600 });
+    writeFileSync(path.join(BOOT, 'web-metadata.json'), JSON.stringify(await client.resourceMetadata(stack, 'web')));
+    const { stdout: userData } = await run(
+      '/usr/bin/python3',
+      [
+        path.join(HERE, 'heat-userdata.py'),
+        path.join(BOOT, 'web-metadata.json'),
+        'HEAT_CFNTOOLS',
+        path.join(BOOT, 'cfn-userdata.sh'),
+        `http://127.0.0.1:${heat!.cfnPort}/v1/`,
+      ],
+      { timeout: 60_000 },
+    );
+    t.match(userData, /filename="cfn-userdata"/, 'the user-data carries the script as cfn-userdata');
+    t.match(userData, /filename="cfn-metadata-server"/, "and heat-api-cfn's URL");
+    t.match(userData, /cfn-create-aws-symlinks/, 'and the boothook that links /opt/aws/bin');
+    writeFileSync(path.join(seed, 'user-data'), userData, { mode: 0o600 });
+    // A new instance id: cloud-init runs the new user-data, as on a new server.
+    writeFileSync(path.join(seed, 'meta-data'), `instance-id: cfntools-1\nlocal-hostname: ${HOSTNAME}\n`);
+    const c = bootContainer({
+      tree: ROOT,
+      consoleLog: path.join(BOOT, 'console-4.log'),
+      bindRo: { ...boots.binds, [seed]: '/var/lib/cloud/seed/nocloud' },
+      hostname: HOSTNAME,
+    });
+    container = c;
+    const done = await settleStack(client, stack, c, CREATE_TIMEOUT_MS);
+    t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+    t.same(
+      JSON.parse(String(outputsOf(done).wait_data)),
+      { web: greeting },
+      "cfn-signal's data reached the wait condition",
+    );
+    t.equal(await c.exec(['cat', '/etc/cfn-tools/greeting']), greeting, 'cfn-init wrote the file');
+    t.equal(await c.exec(['cat', '/var/lib/boot-test/cfn-tools']), 'cfn-init from user-data\n', 'and ran its command');
+    t.equal(
+      (await c.exec(['readlink', '/opt/aws/bin/cfn-init', '/opt/aws/bin/cfn-signal'])).trim(),
+      '/opt/os-config-agent/bin/cfn-init\n/opt/os-config-agent/bin/cfn-signal',
+      "/opt/aws/bin links to the agent's commands",
+    );
+    t.match(
+      await c.exec(['cat', '/var/log/heat-provision.log']),
+      /Provision done/,
+      "Heat's loguserdata.py ran the script",
+    );
+    t.equal((await c.exec(['stat', '-c', '%a', '/var/log/cfn-init.log'])).trim(), '600', "cfn-init's log, 0600");
+    t.notMatch(await c.exec(['cat', '/var/log/cfn-init.log']), given.secret_key!, 'without the secret key');
+    t.notMatch(
+      await c.exec(['journalctl', '--no-pager', '-b', '0', '-u', 'os-config-agent', '-o', 'cat']),
+      given.secret_key!,
+      "nor the agent's journal (it delivered the queued signal)",
+    );
+    t.equal(await signalEvents('first'), 1, 'the other stack untouched');
     await c.stop();
     container = undefined;
     t.equal(await c.service.exited, 0, 'clean poweroff');

@@ -29,7 +29,10 @@ fail() {
 command -v systemd-nspawn > /dev/null || fail "systemd-nspawn is missing: apt-get install -y systemd-container"
 
 if [ "${build}" = 1 ]; then
-    OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS="heat-config-script heat-config-cfn-init" "${repo}/test/image/build-image.sh" "${work}"
+    # python3-pkg-resources and python3-distutils: what Heat's loguserdata.py, which runs a HEAT_CFNTOOLS server's
+    # user-data script, imports (heat-cfntools' dependencies bring them into images that have it; this one has not).
+    OS_CONFIG_AGENT_IMAGE_CLOUD_INIT=1 OS_CONFIG_AGENT_IMAGE_ELEMENTS="heat-config-script heat-config-cfn-init" \
+        OS_CONFIG_AGENT_IMAGE_PACKAGES=python3-pkg-resources,python3-distutils "${repo}/test/image/build-image.sh" "${work}"
 else
     (cd "${repo}" && node scripts/build.mjs)
 fi

@@ -7,9 +7,9 @@ import {
   KeystoneError,
   KeystoneSession,
   rememberedSession,
-  type CatalogEntry,
   type KeystoneMemory,
 } from '../../src/keystone/keystone-client.js';
+import type { CatalogEntry } from '../../src/keystone/catalog.js';
 import type { Logger } from '../../src/log/logger.js';
 import { scrubText } from '../../src/log/redact.js';
 import { startTestServer } from '../helpers/http-test-server.js';

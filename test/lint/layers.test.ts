@@ -75,7 +75,7 @@ t.test(
   async (t) => {
     for (const target of [
       'deploy/deploy-step.js',
-      'signals/cfn-signal-queue.js',
+      'signals/cfn-signal-queue/send.js',
       'apply/apply-templates.js',
       'refresh/run-refresh.js',
       'hooks/registry.js',
@@ -118,7 +118,7 @@ t.test('imports within a folder, downwards and from the entry points pass', asyn
     ['src/hooks/groups/probe.ts', 'hooks/kit/run-tool.js'],
     ['src/hooks/groups/probe.ts', 'heat/deployment.js'],
     ['src/signals/transports/probe.ts', 'keystone/keystone-client.js'],
-    ['src/status/probe.ts', 'signals/cfn-signal-queue.js'],
+    ['src/status/probe.ts', 'signals/cfn-signal-queue/files.js'],
     ['src/cli/probe.ts', 'deploy/dispatch.js'],
     ['src/bin.ts', 'cli/main.js'],
     ['src/errors.ts', 'errors.js'],

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import t from 'tap';
 import { createLogger, holdLogLines, LOG_LEVELS, parseLogLevel } from '../../src/log/logger.js';
-import { clearRegisteredSecrets, registerSecret } from '../../src/log/redact.js';
+import { registerSecret, secrets } from '../../src/log/redact.js';
 
 // createLogger with a destination stream, exactly as production builds it; the raw lines are checked as written.
 function capture(level?: 'debug' | 'info' | 'trace') {
@@ -17,7 +17,7 @@ function capture(level?: 'debug' | 'info' | 'trace') {
   return { log, raw, lines: () => raw.map((l) => JSON.parse(l) as Record<string, unknown>) };
 }
 
-t.afterEach(() => clearRegisteredSecrets());
+t.afterEach(() => secrets.clear());
 
 t.test('lines are JSON with level label, name, ISO time, message and fields', async (t) => {
   const { log, lines } = capture();
@@ -187,4 +187,17 @@ t.test('holdLogLines on a logger with a stream of its own: nothing is held', asy
   log.info('at once');
   t.equal(lines().length, 1);
   release();
+});
+
+t.test('the code field of a log line is one of the documented error codes (checked by tsc --noEmit)', async (t) => {
+  const { log, lines } = capture();
+  log.error({ code: 'ERR_CACHE_WRITE' }, 'cache write failed; nothing run or committed');
+  // @ts-expect-error a code outside the ErrorCode union (src/errors.ts) does not compile
+  log.error({ code: 'ERR_NOT_A_CODE' }, 'no such code');
+  // @ts-expect-error an errno is not an error code: it goes in another field
+  log.warn({ code: 'ENOENT' as string }, 'not a code either');
+  t.same(
+    lines().map((l) => l.code),
+    ['ERR_CACHE_WRITE', 'ERR_NOT_A_CODE', 'ENOENT'],
+  );
 });

@@ -1,15 +1,15 @@
 import t from 'tap';
 import {
-  clearRegisteredSecrets,
   redactFields,
   redactUrl,
   registerSecret,
   scrubText,
+  secrets,
   setSecrets,
   urlCredentialSecrets,
 } from '../../src/log/redact.js';
 
-t.afterEach(() => clearRegisteredSecrets());
+t.afterEach(() => secrets.clear());
 
 t.test('a registered secret is scrubbed in plain, JSON-escaped, URL-encoded and form-encoded forms', async (t) => {
   const secret = 'p@ss "w/ord"+ ü&=\\';
@@ -46,9 +46,9 @@ t.test('empty, short and non-string values are not registered', async (t) => {
   t.equal(scrubText('abcd'), '[REDACTED]');
 });
 
-t.test('clearRegisteredSecrets forgets everything', async (t) => {
+t.test('clearing the registry forgets everything', async (t) => {
   registerSecret('topsecret');
-  clearRegisteredSecrets();
+  secrets.clear();
   t.equal(scrubText('topsecret'), 'topsecret');
 });
 

@@ -71,7 +71,18 @@ t.test(
         `/usr/bin/${name}`,
       );
     }
-    t.notMatch(listing, /\.\/usr\/bin\/cfn-signal/, "cfn-signal is not put on PATH (heat-cfntools' stays)");
+    t.notMatch(
+      listing,
+      /\.\/usr\/bin\/cfn-/,
+      "no heat-cfntools command name in /usr/bin (heat-cfntools' package owns them)",
+    );
+    t.match(
+      listing,
+      /\.\/usr\/sbin\/cfn-create-aws-symlinks -> \.\.\/lib\/os-config-agent\/bin\/cfn-create-aws-symlinks\n/,
+      "cfn-create-aws-symlinks in /usr/sbin, for Heat's boot script",
+    );
+    for (const name of ['cfn-init', 'cfn-get-metadata', 'cfn-hup', 'cfn-signal', 'cfn-push-stats'])
+      t.match(listing, new RegExp(`\\./usr/lib/os-config-agent/bin/${name}\\n`), `${name} in the package's bin`);
     for (const group of BUILTIN_HOOK_GROUPS)
       t.match(
         listing,
@@ -132,6 +143,9 @@ echo "python3-os-collect-config=$(state python3-os-collect-config)" >> "$OUT/fac
 echo "version=$(run os-collect-config --version)" >> "$OUT/facts"
 echo "enabled=$(readlink "$S/m/etc/systemd/system/multi-user.target.wants/os-config-agent.service" || echo no)" >> "$OUT/facts"
 echo "statedir=$(stat -c %a "$S/m/var/lib/os-config-agent")" >> "$OUT/facts"
+echo "heat-cfntools=$(state heat-cfntools)" >> "$OUT/facts"
+run cfn-create-aws-symlinks > "$OUT/symlinks.log" 2>&1 || echo "symlinks-exit=$?" >> "$OUT/facts"
+echo "aws-cfn-init=$(readlink "$S/m/opt/aws/bin/cfn-init" || echo none)" >> "$OUT/facts"
 touch "$S/m/var/lib/os-config-agent/marker"
 apt remove -y -o Debug::NoLocking=1 os-config-agent > "$OUT/remove.log" 2>&1
 echo "removed=$(state os-config-agent)" >> "$OUT/facts"
@@ -173,6 +187,11 @@ t.test(
     t.equal(got.version, version, 'os-collect-config is ours');
     t.equal(got.enabled, '/lib/systemd/system/os-config-agent.service', 'the unit is enabled');
     t.equal(got.statedir, '700', 'state directory 0700');
+    t.equal(got['symlinks-exit'], undefined, 'cfn-create-aws-symlinks ran from PATH', { log: read('symlinks.log') });
+    // This machine has Debian's heat-cfntools (the conformance reference): installed beside it, ours links its commands.
+    if (got['heat-cfntools'] === 'ii')
+      t.equal(got['aws-cfn-init'], '/usr/bin/cfn-init', "beside heat-cfntools, /opt/aws/bin links heat-cfntools' own");
+    else t.equal(got['aws-cfn-init'], '/usr/lib/os-config-agent/bin/cfn-init', 'without it, ours');
     t.equal(got.removed, 'rc', 'removed, configuration kept');
     t.equal(got['state-after-remove'], 'kept', 'remove leaves /var/lib state');
     t.equal(got['conf-after-remove'], 'kept', 'and the conffile');

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { runPhase, type InProcessStep } from '../../src/refresh/phase-runner.js';
@@ -160,3 +160,39 @@ t.test('the deadline aborts an in-process step', async (t) => {
     details: { timedOut: true },
   });
 });
+
+t.test(
+  'trust rule: a script, environment.d file or phase directory others can write: nothing of the phase runs',
+  async (t) => {
+    const { base, trace, opts } = setup(t);
+    const dir = path.join(base, 'configure.d');
+    writeScript(path.join(dir, '10-first'), traceScript(trace));
+    writeScript(path.join(dir, '20-planted'), traceScript(trace));
+    chmodSync(path.join(dir, '20-planted'), 0o777);
+    const err = await runPhase(opts()).catch((e: unknown) => e);
+    t.ok(err instanceof PhaseFailedError);
+    t.match(err, {
+      code: 'ERR_UNTRUSTED_PATH',
+      exitCode: 1,
+      details: { phase: 'configure', script: '20-planted' },
+      message:
+        /^phase configure: .*20-planted is not trusted: is writable by others \(mode 0777\); make it .*; nothing of the phase ran$/,
+    });
+    t.same(readTrace(trace), [], 'not even the scripts before it ran');
+    chmodSync(path.join(dir, '20-planted'), 0o755);
+    mkdirSync(path.join(base, 'environment.d'));
+    writeFileSync(path.join(base, 'environment.d', '10-env'), 'export X=1\n', { mode: 0o666 });
+    chmodSync(path.join(base, 'environment.d', '10-env'), 0o666);
+    await t.rejects(runPhase(opts()), { code: 'ERR_UNTRUSTED_PATH', details: { script: '10-env' } });
+    chmodSync(path.join(base, 'environment.d', '10-env'), 0o644);
+    chmodSync(dir, 0o777);
+    await t.rejects(runPhase(opts()), {
+      code: 'ERR_UNTRUSTED_PATH',
+      message: /configure\.d is not trusted: is writable by others/,
+    });
+    t.same(readTrace(trace), []);
+    chmodSync(dir, 0o755);
+    t.equal(await runPhase(opts()), true);
+    t.same(readTrace(trace), ['configure.d/10-first', 'configure.d/20-planted']);
+  },
+);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { chownSync, linkSync, lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { LOCKED_EXIT_CODE, RefreshLockedError } from '../../src/refresh/refresh-errors.js';
@@ -54,6 +54,30 @@ t.test('an unusable path is reported as ERR_LOCKED with exit code 1', async (t) 
   await t.rejects(acquireRefreshLock(path.join(dir, 'file', 'lock')), {
     code: 'ERR_LOCKED',
     exitCode: 1,
-    message: /cannot open the lock file/,
+    message: /cannot use the lock file .*its directory cannot be created/,
   });
+});
+
+t.test('a symbolic link at the lock path is refused, and the file it names is not truncated', async (t) => {
+  const dir = t.testdir({ 'important.conf': 'keep me\n' });
+  const victim = path.join(dir, 'important.conf');
+  const file = path.join(dir, 'os-refresh-config.lock');
+  symlinkSync(victim, file);
+  await t.rejects(acquireRefreshLock(file), { code: 'ERR_LOCKED', exitCode: 1, message: /symbolic link/ });
+  t.equal(readFileSync(victim, 'utf8'), 'keep me\n');
+  t.ok(lstatSync(file).isSymbolicLink(), 'the link is left for the operator to look at');
+});
+
+t.test('a hard link to another file, or a file another user owns, is not used (nor truncated)', async (t) => {
+  const dir = t.testdir({ 'important.conf': 'keep me\n' });
+  const file = path.join(dir, 'lock');
+  linkSync(path.join(dir, 'important.conf'), file);
+  await t.rejects(acquireRefreshLock(file), { code: 'ERR_LOCKED', exitCode: 1, message: /hard links/ });
+  t.equal(readFileSync(path.join(dir, 'important.conf'), 'utf8'), 'keep me\n');
+  if (process.getuid?.() !== 0) return;
+  const owned = path.join(dir, 'owned.lock');
+  writeFileSync(owned, 'theirs\n');
+  chownSync(owned, 65534, 65534);
+  await t.rejects(acquireRefreshLock(owned), { code: 'ERR_LOCKED', message: /owned by user 65534/ });
+  t.equal(readFileSync(owned, 'utf8'), 'theirs\n');
 });

@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { Agent, type AgentDeps } from '../../src/daemon/agent.js';
+import { Agent } from '../../src/daemon/agent.js';
+import type { AgentDeps } from '../../src/daemon/agent-deps.js';
 import { createHttpClient } from '../../src/http/client.js';
 import { selfConfigHook } from '../../src/self-config/self-config-hook.js';
 import { makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';

@@ -1,5 +1,3 @@
-import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import t from 'tap';
 import {
   attemptSignal,
@@ -19,6 +17,7 @@ import { captureLog } from '../helpers/log-capture.js';
 import { moveTo } from '../helpers/state-path.js';
 import { startSignalSink, type SignalSink, type SinkTransport } from '../helpers/signal-sink.js';
 import type { TapTest } from '../helpers/http-test-server.js';
+import { holdFlock } from '../helpers/flock-holder.js';
 
 // The durable outbox against a real signal server: delivered once, retried with backoff while the server is down,
 // settled as failed on a final answer or after the last attempt.
@@ -36,11 +35,7 @@ async function setup(t: TapTest, maxAttempts = 50) {
     store,
     http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 }),
     log: captured.log,
-    timeoutSeconds: 2,
-    maxBackoffSeconds: 60,
-    maxAttempts,
-    now: () => clock,
-    random: () => 1,
+    policy: { timeoutSeconds: 2, maxBackoffSeconds: 60, maxAttempts, now: () => clock, random: () => 1 },
   };
   return { sink, root, loaded, captured, store, deps, advance: (ms: number) => (clock += ms), now: () => clock };
 }
@@ -66,7 +61,7 @@ async function doneRecord(
 t.test('a queued signal is delivered once and the record says so', async (t) => {
   const { sink, store, deps } = await setup(t);
   const r = await doneRecord(store, 'd1', targetFor(sink, 'CFN_SIGNAL', 'd1'));
-  t.ok(isDue(r, deps.now()));
+  t.ok(isDue(r, deps.policy.now()));
   const report = await flushDue(deps);
   t.same(report, { attempted: 1, sent: 1, failed: 0, pending: 0 });
   const after = await store.read('d1');
@@ -84,16 +79,16 @@ t.test('server down, then back: retried with growing backoff, delivered exactly 
   await doneRecord(store, 'd1', targetFor(sink, 'TEMP_URL_SIGNAL', 'd1'));
   await sink.stop();
   const first = await flushDue(deps);
-  t.same(first, { attempted: 1, sent: 0, failed: 0, pending: 1, nextDueAt: deps.now() + 2000 });
+  t.same(first, { attempted: 1, sent: 0, failed: 0, pending: 1, nextDueAt: deps.policy.now() + 2000 });
   t.same(
     await flushDue(deps),
-    { attempted: 0, sent: 0, failed: 0, pending: 1, nextDueAt: deps.now() + 2000 },
+    { attempted: 0, sent: 0, failed: 0, pending: 1, nextDueAt: deps.policy.now() + 2000 },
     'not due yet: nothing sent',
   );
   advance(2000);
   const second = await flushDue(deps);
   t.equal(second.attempted, 1);
-  t.equal(second.nextDueAt, deps.now() + 4000, 'the wait doubles');
+  t.equal(second.nextDueAt, deps.policy.now() + 4000, 'the wait doubles');
   const warnings = captured.lines.filter((l) => l.msg === 'signal attempt failed; will retry');
   t.equal(warnings.length, 2);
   t.equal(warnings[0]?.deploymentId, 'd1');
@@ -146,7 +141,7 @@ t.test('Retry-After from a throttling server is honoured', async (t) => {
   await doneRecord(store, 'd1', targetFor(sink, 'CFN_SIGNAL', 'd1'));
   sink.answers = [429];
   const report = await flushDue(deps);
-  t.equal(report.nextDueAt, deps.now() + 30_000, 'Retry-After: 30 is longer than the 2 s backoff');
+  t.equal(report.nextDueAt, deps.policy.now() + 30_000, 'Retry-After: 30 is longer than the 2 s backoff');
   const r = await store.read('d1');
   t.equal(r?.signal.lastStatus, 429);
 });
@@ -167,11 +162,11 @@ t.test('a shutdown during an attempt does not count it', async (t) => {
   const r = await doneRecord(store, 'd1', targetFor(sink, 'CFN_SIGNAL', 'd1'));
   const controller = new AbortController();
   controller.abort();
-  const next = await attemptSignal(r, { ...deps, signal: controller.signal });
+  const next = await attemptSignal(r, { ...deps, policy: { ...deps.policy, signal: controller.signal } });
   t.equal(next, r, 'unchanged');
   t.equal((await store.read('d1'))?.signal.attempts, 0);
   t.same(
-    await flushDue({ ...deps, signal: controller.signal }),
+    await flushDue({ ...deps, policy: { ...deps.policy, signal: controller.signal } }),
     { attempted: 0, sent: 0, failed: 0, pending: 1, nextDueAt: 0 },
     'an aborted flush attempts nothing',
   );
@@ -210,13 +205,11 @@ t.test('flushOutbox takes the deployment lock; another process holding it means 
   const { sink, root, loaded, store } = await setup(t);
   await doneRecord(store, 'd1', targetFor(sink, 'HEAT_SIGNAL', 'd1'));
   const http = createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 });
-  const child = spawn('sleep', ['30'], { stdio: 'ignore' });
-  t.teardown(() => void child.kill('SIGKILL'));
-  writeFileSync(deployLockFile(loaded.config), `${child.pid}\n`);
+  const holder = await holdFlock(deployLockFile(loaded.config));
+  t.teardown(() => holder.kill());
   const captured = captureLog('debug');
   t.same(await flushOutbox(loaded, captured.log, http), { attempted: 0, sent: 0, failed: 0, pending: 0, busy: true });
-  child.kill('SIGKILL');
-  await new Promise((r) => child.on('exit', r));
+  await holder.kill();
   const report = await flushOutbox(loaded, captured.log, http, { random: () => 0.5 });
   t.same(report, { attempted: 1, sent: 1, failed: 0, pending: 0 });
   t.equal(sink.received[0]?.transport, 'HEAT_SIGNAL');

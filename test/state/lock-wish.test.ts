@@ -3,21 +3,25 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { lockWished, watchWishes, wishFile, wishForLock, withdrawWish } from '../../src/state/lock-wish.js';
+import { currentIdentity, formatIdentity, processStartTicks } from '../../src/util/process-identity.js';
 
 // A process waiting for the deploy lock says so; a holder running re-runs sees it and gives the lock up.
 
-/** A live process other than this one (the wish of "another process"). */
-function otherProcess(t: Parameters<Parameters<typeof t.test>[1]>[0]): number {
+type Test = { teardown(fn: () => void): void };
+
+/** The identity line of a live process other than this one (the wish of "another process"). */
+function otherProcess(tt: Test): string {
   const child = spawn('sleep', ['30'], { stdio: 'ignore' });
-  t.teardown(() => void child.kill('SIGKILL'));
-  return child.pid!;
+  tt.teardown(() => void child.kill('SIGKILL'));
+  const pid = child.pid!;
+  return `${formatIdentity({ pid, startTicks: processStartTicks(pid)!, bootId: currentIdentity().bootId! })}\n`;
 }
 
 t.test("this process's wish is its own: not another's, and withdrawn once it has the lock", async (t) => {
   const lock = path.join(t.testdir(), 'deploy.lock');
   t.equal(await lockWished(lock), false, 'no wish');
   await wishForLock(lock);
-  t.equal(readFileSync(wishFile(lock), 'utf8'), `${process.pid}\n`);
+  t.equal(readFileSync(wishFile(lock), 'utf8'), `${formatIdentity(currentIdentity())}\n`);
   t.equal(await lockWished(lock), false, "one's own wish holds nothing up");
   await withdrawWish(lock);
   t.notOk(existsSync(wishFile(lock)));
@@ -26,12 +30,17 @@ t.test("this process's wish is its own: not another's, and withdrawn once it has
 t.test("another live process's wish is seen, and left alone by this one; a dead one's is not", async (t) => {
   const lock = path.join(t.testdir(), 'deploy.lock');
   const other = otherProcess(t);
-  writeFileSync(wishFile(lock), `${other}\n`);
+  writeFileSync(wishFile(lock), other);
   t.equal(await lockWished(lock), true);
   await withdrawWish(lock);
   t.ok(existsSync(wishFile(lock)), "another process's wish stays");
-  writeFileSync(wishFile(lock), '999999999\n');
+  writeFileSync(wishFile(lock), '999999999 1\n');
   t.equal(await lockWished(lock), false, 'a process that is gone waits for nothing');
+  const [pid, ticks, boot] = other.trim().split(' ');
+  writeFileSync(wishFile(lock), `${pid} ${Number(ticks) + 1} ${boot}\n`);
+  t.equal(await lockWished(lock), false, 'nor does its pid, now naming another process');
+  writeFileSync(wishFile(lock), `${pid}\n`);
+  t.equal(await lockWished(lock), false, 'a bare pid names nobody');
   writeFileSync(wishFile(lock), 'not a pid\n');
   t.equal(await lockWished(lock), false, 'nor does a damaged file');
 });
@@ -48,8 +57,8 @@ t.test('a holder watching is told once when another process starts to wait', asy
     t.teardown(stop);
   });
   writeFileSync(path.join(path.dirname(lock), 'deploy.lock.other'), 'x', { flag: 'w' });
-  writeFileSync(wishFile(lock), `${other}\n`);
-  writeFileSync(wishFile(lock), `${other}\n`);
+  writeFileSync(wishFile(lock), other);
+  writeFileSync(wishFile(lock), other);
   await Promise.race([seen, new Promise((_, reject) => setTimeout(() => reject(new Error('not told')), 10_000))]);
   await new Promise((resolve) => setTimeout(resolve, 100));
   t.equal(told, 1, 'once');

@@ -7,13 +7,16 @@ import {
   isDeploymentState,
   signalMoveWith,
   STATE_MEANINGS,
-  statesWhere,
   targetOf,
   TRANSITION_EVENTS,
   TRANSITIONS,
   type DeploymentState,
   type TransitionEvent,
 } from '../../src/state/machine.js';
+
+/** The states with a property, in table order. */
+const statesWhere = (property: Exclude<keyof (typeof STATE_MEANINGS)[DeploymentState], 'meaning'>) =>
+  DEPLOYMENT_STATES.filter((s) => STATE_MEANINGS[s][property]);
 import { SIGNAL_STATES } from '../../src/state/signal-machine.js';
 import { statePath } from '../helpers/state-path.js';
 

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { enqueueSignal } from '../../src/signals/cfn-signal-queue.js';
+import { enqueueSignal } from '../../src/signals/cfn-signal-queue/files.js';
 import { signalQueueDir } from '../../src/state/signal-queue-paths.js';
 import { formatQueuedSignal, readQueuedSignalDetail, verdictOfQueuedSignal } from '../../src/status/queued-signal.js';
 import { EXIT } from '../../src/status/report.js';

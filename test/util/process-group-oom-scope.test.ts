@@ -2,7 +2,8 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { observeProcesses, raiseOomScoreAdj, runProcess, spawnWithOomScoreAdj } from '../../src/util/process-group.js';
+import { raiseOomScoreAdj, spawnWithOomScoreAdj } from '../../src/util/oom-score.js';
+import { observeProcesses, runProcess } from '../../src/util/process-group.js';
 import { scopeCommand, scopeProperties, systemdIsInit } from '../../src/util/systemd-scope.js';
 
 // What the process starter adds for systemd: the oom_score_adj of what it starts (read back from /proc), the

@@ -104,7 +104,7 @@ t.test(
   },
 );
 
-// Fixed expectations (from upstream's observed cache files, reference §10.2), so these hold without python3 too.
+// Fixed expectations (the cache files upstream writes), so these hold without python3 too.
 t.test('cache-file form: 1-space indent, no trailing newline', async (t) => {
   t.equal(pythonJsonDumps({ a: 1, nested: { x: 'y' } }, { indent: 1 }), '{\n "a": 1,\n "nested": {\n  "x": "y"\n }\n}');
   t.equal(pythonJsonDumps(['/c/10-base.json.json', '/c/20-more.json']), '["/c/10-base.json.json", "/c/20-more.json"]');

@@ -1,30 +1,21 @@
-import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { isInside } from '../../util/rooted-path.js';
+import { resolveWriteTarget, TargetRefused } from '../../util/write-target.js';
 import { HookFailure } from '../contract.js';
 import type { InitRun } from './run-state.js';
 
 // Where a path of the metadata is on this machine: itself on an instance, under OS_CONFIG_AGENT_ROOT in tests and the
-// demo. Under a root, neither ".." (refused when the metadata is read) nor a symbolic link on the way may lead out of
-// it: the deepest part of the path that exists must resolve inside the root.
+// demo, placed by the rule for files a deployment names (util/write-target.ts): ".." is refused when the metadata is
+// read, and a symbolic link on the way is followed only when root or the agent's user owns it and it stays inside the
+// root. A file's own name is not followed ('file': it is replaced whole, never written through a link); a source's or
+// a command's directory is ('directory').
 
-export async function hostPath(run: InitRun, p: string, resource: string): Promise<string> {
-  if (!run.root) return p;
-  const target = path.join(run.root, p);
-  const root = await realpath(run.root);
-  let probe = target;
-  for (;;) {
-    try {
-      const real = await realpath(probe);
-      if (!isInside(root, real)) {
-        throw new HookFailure(
-          `cfn-init: ${resource}: ${p} leads out of ${run.root} through a symbolic link (${probe} -> ${real})`,
-        );
-      }
-      return target;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      probe = path.dirname(probe);
-    }
+export async function hostPath(run: InitRun, p: string, resource: string, kind: 'file' | 'directory'): Promise<string> {
+  const root = run.root || '/';
+  const target = run.root ? path.join(run.root, p) : p;
+  try {
+    return (await resolveWriteTarget(target, { root, last: kind === 'file' ? 'replace' : 'directory' })).file;
+  } catch (err) {
+    if (!(err instanceof TargetRefused)) throw err;
+    throw new HookFailure(`cfn-init: ${resource}: ${p} is refused: ${err.message}`);
   }
 }

@@ -2,6 +2,7 @@ import { HookFailure, type HookContext, type ToolRun } from '../contract.js';
 import { formatCommand } from '../kit/run-tool.js';
 import { errorMessage } from '../../errors.js';
 import type { HttpClient } from '../../http/types.js';
+import { MAX_DOWNLOAD_BYTES } from './download.js';
 
 // What one cfn-init run carries from step to step: where files go, what the tools printed (the hook's result), and
 // what changed (services named on a changed file, source, package or command restart).
@@ -20,6 +21,29 @@ export interface InitRun {
   readonly changed: Set<string>;
   /** User and group ids found so far ("passwd:name", "group:name"). */
   readonly accounts: Map<string, number>;
+}
+
+/** A run's starting state: nothing printed, nothing changed yet; the HTTP client loaded on the first download. */
+export function createInitRun(ctx: HookContext, root: string, fetchTimeoutSeconds: number): InitRun {
+  let client: Promise<HttpClient> | undefined;
+  return {
+    ctx,
+    root,
+    fetchTimeoutSeconds,
+    // got is most of the interpreter's code: a run without URLs never loads it.
+    http: () =>
+      (client ??= import('../../http/client.js').then((m) =>
+        m.createHttpClient({
+          defaultMaxBytes: MAX_DOWNLOAD_BYTES,
+          defaultRetries: 2,
+          proxy: { config: {}, env: ctx.env },
+        }),
+      )),
+    stdout: [],
+    stderr: [],
+    changed: new Set(),
+    accounts: new Map(),
+  };
 }
 
 export interface ToolStatus {

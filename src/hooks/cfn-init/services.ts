@@ -8,13 +8,14 @@ import { mustRun, tool, type InitRun } from './run-state.js';
 // service(8) starts and stops, and chkconfig or update-rc.d enables. Beyond heat-cfntools (as AWS cfn-init): a
 // service that should run is restarted when a file, source, package or command it names changed in this run.
 
-type Action = 'enable' | 'disable' | 'start' | 'stop' | 'restart' | 'status';
+export type ServiceAction = 'enable' | 'disable' | 'start' | 'stop' | 'restart' | 'status';
 
-interface ServiceTools {
-  command(name: string, action: Action): ToolRun;
+export interface ServiceTools {
+  command(name: string, action: ServiceAction): ToolRun;
 }
 
-async function serviceTools(env: NodeJS.ProcessEnv): Promise<ServiceTools> {
+/** The commands that act on a service here: systemctl, else service(8) with chkconfig or update-rc.d. */
+export async function serviceTools(env: NodeJS.ProcessEnv): Promise<ServiceTools> {
   const systemctl = await findExecutable('systemctl', env);
   if (systemctl) return { command: (name, action) => ({ file: systemctl, args: [action, `${name}.service`] }) };
   const service = (await findExecutable('service', env)) ?? 'service';
@@ -36,7 +37,7 @@ export async function applyServices(run: InitRun, config: string, services: read
   const tools = await serviceTools(run.ctx.env);
   for (const svc of services) {
     const resource = `config "${config}" services.${svc.manager}.${svc.name}`;
-    const act = (action: Action) =>
+    const act = (action: ServiceAction) =>
       mustRun(
         run,
         resource,

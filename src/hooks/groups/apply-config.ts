@@ -30,6 +30,7 @@ export const declaration: HookDeclaration = { group: 'apply-config', tool: APPLY
 
 export const hook: BuiltinHook = {
   group: declaration.group,
+  acceptsNoId: true,
 
   workFiles: () => [],
 
@@ -46,12 +47,10 @@ export const hook: BuiltinHook = {
       return result(run);
     }
     const summary = await applyNatively(ctx);
-    // stderr holds the apply's log lines, as upstream's holds os-apply-config's.
-    return result({
-      status: 0,
-      stdout: `${summary.written} files written, ${summary.unchanged} unchanged, ${summary.deleted} deleted\n`,
-      stderr: ctx.log.text(),
-    });
+    ctx.log.info('templates applied', { ...summary });
+    // stdout stays empty, as os-apply-config prints nothing when it succeeds; stderr holds the apply's log lines, as
+    // upstream's holds os-apply-config's.
+    return result({ status: 0, stdout: '', stderr: ctx.log.text() });
   },
 };
 

@@ -1,11 +1,9 @@
 import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import { writeFileAtomic } from '../../util/atomic-write.js';
-import type { HttpClient } from '../../http/types.js';
 import { ROOT_ENV } from '../../util/rooted-path.js';
-import { MAX_DOWNLOAD_BYTES } from '../cfn-init/download.js';
 import { parseInit } from '../cfn-init/model.js';
-import type { InitRun } from '../cfn-init/run-state.js';
+import { createInitRun, type InitRun } from '../cfn-init/run-state.js';
 import { runConfigs } from '../cfn-init/runner.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
 import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
@@ -35,6 +33,7 @@ export const declaration: HookDeclaration = { group: 'cfn-init', tool: CFN_INIT 
 
 export const hook: BuiltinHook = {
   group: declaration.group,
+  acceptsNoId: true,
 
   // The metadata file is shared by every cfn-init deployment (and cfn-hup): nothing of one deployment to remove.
   workFiles: () => [],
@@ -83,23 +82,6 @@ async function runNative(init: unknown, ctx: HookContext) {
 
 function initRun(ctx: HookContext): InitRun {
   const timeout = Number(ctx.env.HEAT_CFN_INIT_FETCH_TIMEOUT);
-  let client: Promise<HttpClient> | undefined;
-  return {
-    ctx,
-    root: ctx.env[ROOT_ENV] ?? '',
-    fetchTimeoutSeconds: Number.isFinite(timeout) && timeout > 0 ? timeout : DEFAULT_FETCH_TIMEOUT_SECONDS,
-    // Loaded only by a run that downloads something: got is most of the hook's code.
-    http: () =>
-      (client ??= import('../../http/client.js').then((m) =>
-        m.createHttpClient({
-          defaultMaxBytes: MAX_DOWNLOAD_BYTES,
-          defaultRetries: 2,
-          proxy: { config: {}, env: ctx.env },
-        }),
-      )),
-    stdout: [],
-    stderr: [],
-    changed: new Set(),
-    accounts: new Map(),
-  };
+  const seconds = Number.isFinite(timeout) && timeout > 0 ? timeout : DEFAULT_FETCH_TIMEOUT_SECONDS;
+  return createInitRun(ctx, ctx.env[ROOT_ENV] ?? '', seconds);
 }

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { isJsonObject } from '../../util/json-merge.js';
 import { composeCommand } from '../kit/compose-cli.js';
+import { replaceDataFiles } from '../kit/data-files.js';
 import { CONTAINER_CLI, lastLine } from '../kit/docker-cli.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
 import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
@@ -35,6 +36,7 @@ export const declaration: HookDeclaration = { group: 'docker-compose', tool: COM
 
 export const hook: BuiltinHook = {
   group: declaration.group,
+  acceptsNoId: true,
 
   // The project directory is named after the deployment's name, not its id; `removed` finds it by OWNER_FILE.
   workFiles: () => [],
@@ -57,24 +59,21 @@ export const hook: BuiltinHook = {
       .map((f) => [envFilePath(project, f), envFiles.get(f)!] as const);
     await prepareDir(workingDir(env));
     await prepareDir(project);
+    // Placed by the rule for files a deployment names: inside the project directory, through no link leading out.
+    await replaceDataFiles(
+      writes.map(([file, content]) => ({ file, content, mode: 0o600 })),
+      project,
+    );
     await writeWorkFile(path.join(project, COMPOSE_FILE), config.text, 0o600);
-    for (const [file, content] of writes) {
-      await prepareDir(path.dirname(file));
-      await writeWorkFile(file, content, 0o600);
-    }
     await writeWorkFile(path.join(project, OWNER_FILE), deployment.id, 0o600);
     const run = await compose(ctx, project, ['up', '-d', '--no-build']);
     if (run.status === 0) {
       log.info('compose project up', { project });
       return result(run);
     }
-    log.error('compose up failed', { project, status: run.status });
-    // compose's own output can be a long traceback: the last line names the project and the cause.
-    const separator = run.stderr === '' || run.stderr.endsWith('\n') ? '' : '\n';
-    return result({
-      ...run,
-      stderr: `${run.stderr}${separator}compose up in ${project} failed with status ${run.status}: ${lastLine(run.stderr)}\n`,
-    });
+    // compose's own output is the result, as upstream; the log names the project and the cause.
+    log.error('compose up failed', { project, status: run.status, reason: lastLine(run.stderr) });
+    return result(run);
   },
 
   async removed(id, ctx) {

@@ -3,12 +3,14 @@ import { isJsonObject } from '../../util/json-merge.js';
 import { makeDataDir, pythonJson, replaceDataFiles, type DataFile } from '../kit/data-files.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
 import type { HookDeclaration } from '../declaration.js';
-import { pathSetting } from '../hook-paths.js';
+import { hookRoot, pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
 
 // Group "hiera": `hierarchy` becomes hiera.yaml (hiera 3 format, JSON backend), `datafiles` become
 // <datadir>/<name>.json, for puppet runs (the puppet hook's or any other) to look up. Upstream: heat-agents'
-// hook-hiera.py, including its refusal to run while os-apply-config still holds legacy hiera data.
+// hook-hiera.py, including its refusal to run while os-apply-config still holds legacy hiera data. The files are placed
+// by the rule for files a deployment names (util/write-target.ts): a data directory that is a link out of the root, or
+// another user's link, is refused where upstream wrote through it.
 
 const DEFAULT_CHECK = 'os-apply-config --key hiera.datafiles --type raw --key-default empty';
 const KNOWN_KEYS: readonly string[] = ['hierarchy', 'datafiles'];
@@ -20,6 +22,7 @@ export const declaration: HookDeclaration = { group: 'hiera' };
 
 export const hook: BuiltinHook = {
   group: declaration.group,
+  acceptsNoId: true,
 
   // hiera.yaml and the data files are read by later puppet runs: they stay when the deployment goes, as upstream.
   workFiles: () => [],
@@ -46,7 +49,8 @@ export const hook: BuiltinHook = {
     }
 
     // Made first, even with no data files, as upstream: puppet's hiera reads it.
-    await makeDataDir(datadir);
+    const root = hookRoot(env);
+    await makeDataDir(datadir, root);
     const files: DataFile[] = [];
     if (config.hierarchy) {
       const lines = config.hierarchy.map((item) => `  - ${item}\n`).join('');
@@ -63,7 +67,7 @@ export const hook: BuiltinHook = {
         content: pythonJson(data, { indent: 4, sortKeys: true }),
       });
     }
-    await replaceDataFiles(files);
+    await replaceDataFiles(files, root);
     for (const { file } of files) log.info('file written', { file });
     return result({ status: 0 });
   },

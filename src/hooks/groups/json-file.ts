@@ -1,15 +1,16 @@
 import path from 'node:path';
 import { isJsonObject } from '../../util/json-merge.js';
+import { checkName, resolveWriteTarget, TargetRefused } from '../../util/write-target.js';
 import { replaceDataFiles, pythonJson, type DataFile } from '../kit/data-files.js';
-import { checkName, resolveTarget, TargetRefused } from '../kit/file-target.js';
 import { HookFailure, type BuiltinHook } from '../contract.js';
 import type { HookDeclaration } from '../declaration.js';
-import { underRoot } from '../hook-paths.js';
+import { hookRoot, underRoot } from '../hook-paths.js';
 import { result } from '../hook-result.js';
 
 // Group "json-file": the config maps absolute file paths to data; each file gets its data as JSON (4-space indent,
 // sorted keys, as upstream). Upstream: heat-agents' hook-json-file.py. Every name is checked before any file is
-// written, and the files are replaced together (data-files.ts), so a bad name or a failed write changes nothing.
+// written (util/write-target.ts: through no link another user owns, never outside the root, where upstream followed
+// any link), and the files are replaced together (data-files.ts), so a bad name or a failed write changes nothing.
 
 /** New files are private: the data often holds passwords. An existing file keeps its mode and owner, as upstream. */
 const NEW_FILE_MODE = 0o600;
@@ -19,6 +20,7 @@ export const declaration: HookDeclaration = { group: 'json-file' };
 
 export const hook: BuiltinHook = {
   group: declaration.group,
+  acceptsNoId: true,
 
   // The files belong to the services that read them: they stay when the deployment goes, as upstream.
   workFiles: () => [],
@@ -47,9 +49,10 @@ export const hook: BuiltinHook = {
     const files: DataFile[] = [];
     const seen = new Map<string, string>();
     const asRoot = process.getuid?.() === 0;
+    const root = hookRoot(ctx.env);
     for (const [file, { name, data }] of targets) {
       try {
-        const target = await resolveTarget(file);
+        const target = await resolveWriteTarget(file, { root });
         const other = seen.get(target.file);
         if (other !== undefined) throw new TargetRefused(`leads to ${target.file}, as ${JSON.stringify(other)} does`);
         seen.set(target.file, name);
@@ -70,7 +73,7 @@ export const hook: BuiltinHook = {
         `the json-file config names files that are not written (nothing was written): ${refused.join('; ')}`,
       );
     }
-    await replaceDataFiles(files);
+    await replaceDataFiles(files, root);
     for (const { file } of files) ctx.log.info('file written', { file });
     return result({ status: 0 });
   },

@@ -5,7 +5,7 @@ import { HookFailure, type BuiltinHook, type HookContext, type HookDeployment } 
 import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import type { HookLogFields } from '../kit/hook-log.js';
 import { ContainerCli, DOCKER_DAEMON } from '../kit/docker-cli.js';
-import { pathSetting } from '../hook-paths.js';
+import { hookRoot, pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
 
 // Group "kubelet": the config is a pod manifest (v1beta2: `containers` with `name` and `image`), put where a
@@ -46,9 +46,10 @@ export const hook: BuiltinHook = {
     const manifest = path.join(manifestsDir(ctx.env), `${deployment.id}.json`);
     const report = new Report(ctx);
 
-    await replaceDataFiles([
-      { file: manifest, mode: 0o600, content: pythonJson(deployment.config, { indent: 2, sortKeys: false }) },
-    ]);
+    await replaceDataFiles(
+      [{ file: manifest, mode: 0o600, content: pythonJson(deployment.config, { indent: 2, sortKeys: false }) }],
+      hookRoot(ctx.env),
+    );
     report.info('pod manifest written', { manifest });
 
     const docker = new DockerWatch(await ContainerCli.choose(ctx, DOCKER), report);

@@ -3,8 +3,6 @@ import { runProcess, type ProcessResult } from '../../util/process-group.js';
 // A hook executable run as heat-config runs it: no arguments (never a shell string), the deployment JSON on stdin, an
 // explicit environment, in a process group of its own (src/util/process-group.ts).
 
-export { OUTPUT_CAP_BYTES as HOOK_OUTPUT_CAP_BYTES } from '../../util/process-group.js';
-
 export interface RunHookOptions {
   readonly file: string;
   /** Written to the hook's stdin (the deployment as JSON). */

@@ -58,28 +58,8 @@ export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
   if (o.signal?.aborted) onAbort();
   else o.signal?.addEventListener('abort', onAbort, { once: true });
 
-  // The hook's lines: the agent's log (its INFO lines are detail, so debug), and kept as the executable's stderr.
-  const hookLog = o.log.child({ hookGroup: o.hook.group });
-  const log = new HookLog(`heat-config-${o.hook.group}`, (level, message, fields) =>
-    hookLog[LEVELS[level]]({ detail: fields }, message),
-  );
-  const ctx: HookContext = {
-    env: o.env,
-    log,
-    signal: stop.signal,
-    spawn(run) {
-      if (stop.signal.aborted) throw new HookFailure('the deployment was stopped before its tool started');
-      return runProcess({
-        ...run,
-        ownGroup: true,
-        signal: stop.signal,
-        killGraceMs,
-        ...(o.onSpawn ? { onSpawn: o.onSpawn } : {}),
-        ...(o.scopeProperties ? { scopeProperties: o.scopeProperties } : {}),
-      });
-    },
-  };
-
+  const log = hookLogOf(o);
+  const ctx = hookContextOf(o, log, stop.signal, killGraceMs);
   try {
     const execution = executeHook(o.hook, () => hookDeployment(o.deployment), ctx);
     // A stopped hook normally returns as soon as its tool is killed; one that does not is no longer waited for.
@@ -103,6 +83,34 @@ export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
     if (timer) clearTimeout(timer);
     o.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/** The hook's lines: the agent's log (its INFO lines are detail, so debug), and kept as the executable's stderr. */
+function hookLogOf(o: InProcessOptions): HookLog {
+  const hookLog = o.log.child({ hookGroup: o.hook.group });
+  return new HookLog(`heat-config-${o.hook.group}`, (level, message, fields) =>
+    hookLog[LEVELS[level]]({ detail: fields }, message),
+  );
+}
+
+/** What the hook sees: its environment and log, and the tools it starts in process groups stopped with the run. */
+function hookContextOf(o: InProcessOptions, log: HookLog, stop: AbortSignal, killGraceMs: number): HookContext {
+  return {
+    env: o.env,
+    log,
+    signal: stop,
+    spawn(run) {
+      if (stop.aborted) throw new HookFailure('the deployment was stopped before its tool started');
+      return runProcess({
+        ...run,
+        ownGroup: true,
+        signal: stop,
+        killGraceMs,
+        ...(o.onSpawn ? { onSpawn: o.onSpawn } : {}),
+        ...(o.scopeProperties ? { scopeProperties: o.scopeProperties } : {}),
+      });
+    },
+  };
 }
 
 /** Per process of a removal: a daemon that hangs must not hold the pass for ever. */

@@ -35,7 +35,11 @@ export async function runStandaloneHook(hook: BuiltinHook): Promise<void> {
       }
     },
   };
-  const { outcome, crashed } = await executeHook(hook, async () => parseHookInput(await readStdin()), ctx);
+  const { outcome, crashed } = await executeHook(
+    hook,
+    async () => parseHookInput(await readStdin(), hook.acceptsNoId === true),
+    ctx,
+  );
   process.stdout.write(JSON.stringify(outcome));
   if (crashed) process.exitCode = 1;
 }

@@ -2,11 +2,14 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import { stageFileAtomic, syncDirectory, type StagedFile } from '../../util/atomic-write.js';
+import { resolveWriteTarget, TargetRefused } from '../../util/write-target.js';
 import { HookFailure } from '../contract.js';
 import { makeDirs } from './work-files.js';
 
 // Data files a hook writes for other programs (json-file's files, hiera's configuration and data, kubelet's pod
-// manifests): JSON in the layout upstream's Python wrote, and several files replaced as one change.
+// manifests, docker-compose's env files): JSON in the layout upstream's Python wrote, and several files replaced as
+// one change, each placed by the one rule for files a deployment names (util/write-target.ts: through no link another
+// user owns, and never outside the root).
 
 export interface JsonLayout {
   readonly indent: number;
@@ -48,7 +51,7 @@ function asciiJson(text: string): string {
 }
 
 export interface DataFile {
-  /** Where the file goes (absolute, already checked). */
+  /** Where the file goes (absolute); a trusted link there is written through, as upstream's open() did. */
   readonly file: string;
   readonly content: string;
   readonly mode: number;
@@ -57,20 +60,23 @@ export interface DataFile {
 }
 
 /**
- * Writes every file, or none: missing directories are made (0700, as upstream's prepare_dir), each file is staged as
- * a temp file beside its target, and only when all are staged are they renamed into place. A failure while staging
- * (a directory that cannot be written, a full disk) removes the temp files and the directories made for them, and
- * fails the hook naming the file and the cause.
+ * Writes every file, or none: each name is resolved by the rule first (a refused one fails the hook before anything
+ * is written), missing directories are made (0700, as upstream's prepare_dir), each file is staged as a temp file
+ * beside its target, and only when all are staged are they renamed into place. A failure while staging (a directory
+ * that cannot be written, a full disk) removes the temp files and the directories made for them, and fails the hook
+ * naming the file and the cause. `root`: where every file must stay ("/" on an instance).
  */
-export async function replaceDataFiles(files: readonly DataFile[]): Promise<void> {
+export async function replaceDataFiles(files: readonly DataFile[], root: string): Promise<void> {
+  const targets = await Promise.all(files.map((f) => placeOf(f.file, root)));
   const made: string[] = [];
   const staged: StagedFile[] = [];
   try {
-    for (const f of files) {
+    for (const [i, f] of files.entries()) {
+      const target = targets[i] as string;
       try {
-        await makeDirs(path.dirname(f.file), made);
+        await makeDirs(path.dirname(target), made);
         staged.push(
-          await stageFileAtomic(f.file, f.content, {
+          await stageFileAtomic(target, f.content, {
             mode: f.mode,
             syncDirectory: false,
             ...(f.uid !== undefined ? { uid: f.uid } : {}),
@@ -101,6 +107,16 @@ export async function replaceDataFiles(files: readonly DataFile[]): Promise<void
   await Promise.all([...new Set(staged.map((s) => path.dirname(s.target)))].map((dir) => syncDirectory(dir)));
 }
 
+/** Where a data file goes by the rule; a refused name fails the hook, nothing written. */
+async function placeOf(file: string, root: string): Promise<string> {
+  try {
+    return (await resolveWriteTarget(file, { root })).file;
+  } catch (err) {
+    if (!(err instanceof TargetRefused)) throw err;
+    throw new HookFailure(`${file} is not written: ${err.message}; no file was changed`);
+  }
+}
+
 /** A system error's reason without the temp file's name, which means nothing to the operator. */
 function reason(err: unknown): string {
   const message = errorMessage(err);
@@ -108,10 +124,17 @@ function reason(err: unknown): string {
   return code && message.startsWith(`${code}: `) ? message.replace(/, \w+ '[^']*'(?: -> '[^']*')?$/, '') : message;
 }
 
-/** Makes a directory and its missing parents (0700), as upstream's prepare_dir. */
-export async function makeDataDir(dir: string): Promise<void> {
+/** Makes a directory and its missing parents (0700), as upstream's prepare_dir, where the rule allows it. */
+export async function makeDataDir(dir: string, root: string): Promise<void> {
+  let target: string;
   try {
-    await makeDirs(dir, []);
+    target = (await resolveWriteTarget(dir, { root, last: 'directory' })).file;
+  } catch (err) {
+    if (!(err instanceof TargetRefused)) throw err;
+    throw new HookFailure(`the directory ${dir} is not made: ${err.message}`);
+  }
+  try {
+    await makeDirs(target, []);
   } catch (err) {
     throw new HookFailure(`could not make the directory ${dir}: ${reason(err)}`);
   }

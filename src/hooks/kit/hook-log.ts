@@ -60,7 +60,7 @@ export class HookLog {
 
   private write(level: HookLogLevel, message: string, fields: HookLogFields): void {
     const masked: Record<string, unknown> = {};
-    let line = `[${localStamp(this.now())}] (${this.name}) [${level}] ${this.mask(message)}`;
+    let line = `[${pythonLogTime(this.now())}] (${this.name}) [${level}] ${this.mask(message)}`;
     for (const [key, value] of Object.entries(fields)) {
       const text = this.mask(typeof value === 'string' ? value : inputText(value));
       masked[key] = text;
@@ -72,8 +72,8 @@ export class HookLog {
   }
 }
 
-/** Python logging's default time format, as heat-config's hooks print it. */
-function localStamp(d: Date): string {
+/** Python logging's default time format (local time), as heat-config's hooks and heat-cfntools print it. */
+export function pythonLogTime(d: Date): string {
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
   return (
     `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:` +

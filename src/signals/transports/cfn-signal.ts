@@ -1,5 +1,7 @@
 import type { SignalTarget } from '../../heat/signal-target.js';
+import { redactUrl } from '../../log/redact.js';
 import { sendOnce, type Delivery, type DeliveryContext } from './delivery.js';
+import type { SignalTransport, TargetOf } from './transport.js';
 
 // CFN_SIGNAL: POST the JSON body to the pre-signed heat-api-cfn URL from deploy_signal_id. The URL carries its own
 // EC2-style signature and a timestamp Keystone refuses after [credential] auth_ttl (403: final, never retried).
@@ -14,3 +16,8 @@ export function sendCfnSignal(
     'CFN signal',
   );
 }
+
+export const cfnSignal: SignalTransport<TargetOf<'CFN_SIGNAL'>> = {
+  send: sendCfnSignal,
+  where: (target) => redactUrl(target.url),
+};

@@ -1,7 +1,7 @@
 import { errorMessage } from '../../errors.js';
 import type { HttpClient, HttpRequest, HttpResponse } from '../../http/types.js';
 import type { Logger } from '../../log/logger.js';
-import { classifySignalStatus, parseRetryAfter } from '../backoff.js';
+import { classifySignalStatus, parseRetryAfter } from '../engine/backoff.js';
 
 // What every signal transport shares: the context of one delivery attempt and the judgement of its answer.
 

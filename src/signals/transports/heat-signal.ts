@@ -1,7 +1,9 @@
 import { findEndpoint } from '../../keystone/keystone-client.js';
 import type { SignalTarget } from '../../heat/signal-target.js';
+import { redactUrl } from '../../log/redact.js';
 import { sendOnce, type Delivery, type DeliveryContext } from './delivery.js';
 import { keystoneSessionFor, loginFailure } from './keystone-sessions.js';
+import type { SignalTransport, TargetOf } from './transport.js';
 
 // HEAT_SIGNAL: log in to Keystone v3 as the deployment's user, find the public orchestration endpoint (in
 // deploy_region_name when given), and POST the body to the resource-signal API of the deployment resource:
@@ -40,3 +42,8 @@ export async function sendHeatSignal(
   }
   return last;
 }
+
+export const heatSignal: SignalTransport<TargetOf<'HEAT_SIGNAL'>> = {
+  send: sendHeatSignal,
+  where: (target) => `${redactUrl(target.authUrl)} (stack ${target.stackId}, resource ${target.resourceName})`,
+};

@@ -5,7 +5,7 @@ import {
   type KeystoneMemory,
   type KeystoneSession,
 } from '../../keystone/keystone-client.js';
-import { classifySignalStatus } from '../backoff.js';
+import { classifySignalStatus } from '../engine/backoff.js';
 import type { KeystoneInputs } from '../../heat/signal-target.js';
 import type { Delivery } from './delivery.js';
 

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { findEndpoint } from '../../keystone/keystone-client.js';
 import type { SignalTarget } from '../../heat/signal-target.js';
+import { redactUrl } from '../../log/redact.js';
 import { sendOnce, type Delivery, type DeliveryContext } from './delivery.js';
 import { keystoneSessionFor, loginFailure } from './keystone-sessions.js';
+import type { SignalTransport, TargetOf } from './transport.js';
 
 // ZAQAR_SIGNAL: log in to Keystone v3 as the deployment's user, find the public messaging endpoint, and post one
 // message {"ttl": 600, "body": <signal>} to deploy_queue_id, where Heat reads it. Upstream used the v1.1 client API;
@@ -46,3 +48,8 @@ export async function sendZaqarSignal(
   }
   return last;
 }
+
+export const zaqarSignal: SignalTransport<TargetOf<'ZAQAR_SIGNAL'>> = {
+  send: sendZaqarSignal,
+  where: (target) => `${redactUrl(target.authUrl)} (queue ${target.queueId})`,
+};

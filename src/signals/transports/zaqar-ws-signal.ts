@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { findEndpoint } from '../../keystone/keystone-client.js';
 import { errorText, openZaqarSocket, ZaqarSocketError, type ZaqarSocket } from '../../http/zaqar-socket.js';
-import { classifySignalStatus } from '../backoff.js';
+import { classifySignalStatus } from '../engine/backoff.js';
 import type { SignalTarget } from '../../heat/signal-target.js';
 import type { Delivery, DeliveryContext } from './delivery.js';
 import { keystoneSessionFor, loginFailure } from './keystone-sessions.js';

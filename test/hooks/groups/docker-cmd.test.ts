@@ -1,4 +1,4 @@
-import { mkdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { loadBuiltinHook } from '../../../src/hooks/registry.js';
@@ -6,7 +6,15 @@ import { runRemovalInProcess } from '../../../src/hooks/host/in-process.js';
 import { dockerdMissing, IMAGE, startDockerd, type Dockerd } from '../../helpers/dockerd.js';
 import type { TapTest } from '../../helpers/http-test-server.js';
 import { captureLog } from '../../helpers/log-capture.js';
-import { DEPLOY_INPUTS, FAKE_TOOLS, HOOK_MODES, SECRET_INPUTS, assertNoSecrets, readRecords } from '../hook-process.js';
+import {
+  DEPLOY_INPUTS,
+  FAKE_TOOLS,
+  HOOK_MODES,
+  SECRET_INPUTS,
+  assertNoSecrets,
+  readRecords,
+  runHook,
+} from '../hook-process.js';
 
 // The docker-cmd hook against a private Debian dockerd (test/helpers/dockerd.ts) with Debian's docker CLI; podman
 // (not packaged here) is a recording fake.
@@ -250,10 +258,13 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       t.equal(missing.result.deploy_status_code, 125, "docker run's status");
       t.match(
         missing.result.deploy_stderr,
-        new RegExp(
-          `container "${mode}-ghost": run failed with status 125: docker: Error response from daemon: .*127\\.0\\.0\\.1:1`,
-        ),
-        'names the container and the cause',
+        /docker: Error response from daemon: .*127\.0\.0\.1:1/,
+        "deploy_stderr is what docker printed, as upstream's",
+      );
+      t.match(
+        missing.stderr,
+        new RegExp(`container failed container=${mode}-ghost .*status=125 reason=docker: Error response from daemon`),
+        'the log names the container and the cause',
       );
       t.same(namesOf(`img-${mode}`), [`${mode}-later`], 'the other containers still run, as upstream');
       docker('rm', '-f', ...namesOf(`img-${mode}`));
@@ -289,7 +300,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     t.same(
       calls.slice(0, 2),
       [
-        ['inspect', '--type', 'container', '--format', 'exists', 'web'],
+        ['inspect', '--format', 'exists', 'web'],
         [
           'run',
           '--name',
@@ -334,3 +345,51 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     t.equal(explicit.result.deploy_status_code, 0);
     t.notMatch(explicit.stderr, /using podman/, 'HEAT_DOCKER_CMD is used as given');
   });
+
+// As heat-agents' tests run it: the executable, given a deployment without an id (the agent's own always have one).
+t.test(
+  "any inspect failure leaves the name free, and deploy_stderr is only what the commands printed (a scripted fake docker answering as heat-agents' tests do)",
+  async (t) => {
+    const dir = t.testdir();
+    const calls = path.join(dir, 'calls');
+    const fake = path.join(dir, 'docker');
+    // inspect: docker 24's message for a name nothing holds; run: prints on stderr and fails with status 2.
+    writeFileSync(
+      fake,
+      `#!/bin/sh\necho "$*" >> ${calls}\ncase "$1" in\n` +
+        `inspect) echo "Error: No such image, container or task: $4" >&2; exit 1 ;;\n` +
+        `run) echo "Creating $3..." >&2; [ "$3" = bad ] && exit 2; exit 0 ;;\nesac\n`,
+      { mode: 0o755 },
+    );
+    const config = { good: { image: 'img', start_order: 0 }, bad: { image: 'img', start_order: 1 } };
+    const run = await runHook(
+      'docker-cmd',
+      { name: 'n', group: 'docker-cmd', config },
+      {
+        env: { PATH, HEAT_DOCKER_CMD: fake },
+      },
+    );
+    t.equal(run.code, 0, 'a deployment without an id runs, as upstream', { stderr: run.stderr });
+    t.same(run.result, {
+      deploy_stdout: '',
+      deploy_stderr: 'Creating good...\n\nCreating bad...\n',
+      deploy_status_code: 2,
+    });
+    const lines = readFileSync(calls, 'utf8').trim().split('\n');
+    t.same(
+      lines.filter((l) => l.startsWith('inspect')),
+      ['inspect --format exists good', 'inspect --format exists bad'],
+      "upstream's inspect command, and no suffix: the names were free",
+    );
+    t.match(
+      lines[1],
+      /^run --name good .*--label config_id= --label container_name=good /,
+      'config_id is empty without an id',
+    );
+    t.match(
+      run.stderr,
+      /container failed container=bad .*status=2 reason=Creating bad\.\.\./,
+      'the log names the failing container',
+    );
+  },
+);

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
@@ -221,9 +221,14 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       'a daemon that is not running',
       'dead',
       composeFile({ env_file: undefined }),
-      /compose up in .*dead failed with status 1: .*Error while fetching server API version/,
+      /Error while fetching server API version/,
       [],
       { ...env, DOCKER_HOST: DEAD_SOCKET },
+    );
+    t.match(
+      dead.stderr,
+      /compose up failed project=.*dead status=1 reason=.*Error while fetching server API version/,
+      "deploy_stderr is compose's own output, as upstream; the log names the project and the cause",
     );
     t.ok(existsSync(path.join(working, 'dead', 'docker-compose.yml')), 'the project is written, to be retried');
     t.ok(dead.result.deploy_status_code !== 0);
@@ -246,6 +251,30 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       [],
       { ...env, HEAT_DOCKER_COMPOSE_CMD: path.join(dir, 'nowhere') },
     );
+  });
+
+for (const { name: mode, run: runIn } of HOOK_MODES)
+  t.test(`${mode}: an env file is never written through a link that leads out of the project directory`, async (t) => {
+    const { dir, working, env } = setup(t);
+    const outside = path.join(dir, 'outside');
+    mkdirSync(outside);
+    mkdirSync(path.join(working, 'linked'), { recursive: true, mode: 0o700 });
+    // Left there by an earlier deployment (cfn-init can make links): the env file name would lead through it.
+    symlinkSync(outside, path.join(working, 'linked', 'conf'));
+    const run = await runIn(
+      'docker-compose',
+      deployment('link', 'linked', composeFile({ env_file: 'conf/extra.env' }), [
+        { name: 'env_files', value: [{ file_name: 'conf/extra.env', content: 'A=1\n' }] },
+      ]),
+      { env },
+    );
+    t.equal(run.code, 0, 'no crash', { stderr: run.stderr });
+    t.equal(run.result.deploy_status_code, 1);
+    t.match(
+      run.result.deploy_stderr,
+      /conf\/extra\.env is not written: .*conf is a symbolic link to .*outside, outside /,
+    );
+    t.same(readdirSync(outside), [], 'nothing written outside');
   });
 
 const v2Missing =

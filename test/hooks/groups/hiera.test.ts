@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { TapTest } from '../../helpers/http-test-server.js';
@@ -221,3 +221,23 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     t.same(readdirSync(path.dirname(configFile)), ['hiera.yaml'], 'no temp file left');
     t.notOk(existsSync(datadir));
   });
+
+for (const { name: mode, run: runIn } of HOOK_MODES)
+  t.test(
+    `${mode}: a data directory that is a link out of the root is refused; nothing is written outside`,
+    async (t) => {
+      const { dir, env } = setup(t);
+      const root = path.join(dir, 'root');
+      const outside = path.join(dir, 'outside');
+      mkdirSync(path.join(root, 'etc/puppet'), { recursive: true });
+      mkdirSync(outside);
+      symlinkSync(outside, path.join(root, 'etc/puppet/hieradata'));
+      const { HEAT_PUPPET_HIERA_DATADIR: _d, HEAT_HIERA_CONFIG: _c, ...rest } = env;
+      const run = await runIn('hiera', deployment(CONFIG), { env: { ...rest, OS_CONFIG_AGENT_ROOT: root } });
+      t.equal(run.code, 0, 'no crash', { stderr: run.stderr });
+      t.equal(run.result.deploy_status_code, 1);
+      t.match(run.result.deploy_stderr, /is a symbolic link to .*outside, outside /);
+      t.same(readdirSync(outside), [], 'nothing written outside the root');
+      t.notOk(existsSync(path.join(root, 'etc/puppet/hiera.yaml')), 'nor hiera.yaml');
+    },
+  );

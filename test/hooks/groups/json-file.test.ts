@@ -177,15 +177,42 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
 
 function linkSetup(t: TapTest) {
   const { dir, root, env } = setup(t);
-  const real = path.join(dir, 'real');
+  const real = path.join(root, 'srv/real');
   mkdirSync(path.join(real, 'conf.d'), { recursive: true });
   writeFileSync(path.join(real, 'target.json'), 'old');
   chmodSync(path.join(real, 'target.json'), 0o644);
   mkdirSync(path.join(root, 'etc'));
   symlinkSync(real, path.join(root, 'etc/linked'));
   symlinkSync(path.join(real, 'target.json'), path.join(root, 'etc/file-link.json'));
-  return { root, real, env };
+  return { dir, root, real, env };
 }
+
+for (const { name: mode, run: runIn } of HOOK_MODES)
+  t.test(`${mode}: a symbolic link that leads out of the root is refused; nothing is written outside it`, async (t) => {
+    const { dir, root, env } = linkSetup(t);
+    const outside = path.join(dir, 'elsewhere');
+    mkdirSync(outside);
+    writeFileSync(path.join(outside, 'passwd.json'), 'theirs');
+    symlinkSync(outside, path.join(root, 'etc/app'));
+    symlinkSync('../../elsewhere/passwd.json', path.join(root, 'etc/relative.json'));
+    const run = await runIn(
+      'json-file',
+      deployment({ '/etc/app/conf.json': 1, '/etc/relative.json': 2, '/etc/inside.json': 3 }),
+      { env },
+    );
+    t.equal(run.result.deploy_status_code, 1);
+    t.match(
+      run.result.deploy_stderr,
+      `"/etc/app/conf.json": ${path.join(root, 'etc/app')} is a symbolic link to ${outside}, outside ${root}`,
+    );
+    t.match(
+      run.result.deploy_stderr,
+      `"/etc/relative.json": ${path.join(root, 'etc/relative.json')} is a symbolic link`,
+    );
+    t.same(readdirSync(outside), ['passwd.json'], 'nothing new outside the root');
+    t.equal(readFileSync(path.join(outside, 'passwd.json'), 'utf8'), 'theirs');
+    t.notOk(existsSync(path.join(root, 'etc/inside.json')), 'nothing written at all');
+  });
 
 for (const { name: mode, run: runIn } of HOOK_MODES)
   t.test(`${mode}: symbolic links owned by the agent's user are followed, as upstream`, async (t) => {

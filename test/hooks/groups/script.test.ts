@@ -219,7 +219,7 @@ t.test('SIGTERM to the hook reaches the script, and the hook still reports', asy
   t.same(run.result, { deploy_stdout: 'got-term\n', deploy_stderr: '', deploy_status_code: 143 });
 });
 
-t.test('bad input is a failure result, never an empty success', async (t) => {
+t.test('bad input is a failure result and exit 1, never an empty success', async (t) => {
   const { env } = setup(t);
   const notJson = await runHook('script', 'this is not json', { env });
   t.equal(notJson.result.deploy_status_code, 1);
@@ -235,7 +235,9 @@ t.test('bad input is a failure result, never an empty success', async (t) => {
   // hooks run, and the kept script is named after it.
   const agentId = await runHook('script', deployment('#!/bin/sh\necho ran\n', { id: 'dép 1:a' }), { env });
   t.same(agentId.result, { deploy_stdout: 'ran\n', deploy_stderr: '', deploy_status_code: 0 });
-  for (const r of [notJson, notObject, badId, noId]) t.equal(r.code, 0);
+  // The result is printed, and the hook then exits 1 as upstream's hooks died on such stdin (docs/hooks.md).
+  for (const r of [notJson, notObject, badId, noId]) t.equal(r.code, 1, 'exit 1 after a failure result');
+  t.equal(agentId.code, 0);
 });
 
 for (const { name: mode, run: runIn } of HOOK_MODES)

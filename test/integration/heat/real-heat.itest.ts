@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -652,7 +652,11 @@ t.test(
     );
     const out = outputsOf(done);
     t.equal(out.data_status, 0, 'the os-apply-config deployment was signalled as a success');
-    t.match(String(out.apply_stdout), /files written/, 'the apply-config hook signalled its run');
+    t.equal(
+      out.apply_stdout ?? '',
+      '',
+      'the apply-config hook signalled its run with an empty stdout, as os-apply-config',
+    );
     t.equal(await signalEvents(stack, 'data_deployment'), 1, 'signalled once');
     t.equal(await signalEvents(stack, 'apply_deployment'), 1, 'signalled once');
   },
@@ -689,5 +693,127 @@ t.test(
       1,
       'the quick deployment was not run again after the restart',
     );
+  },
+);
+
+t.test(
+  "heat-cfntools' way: cfn-init -s -r with an AWS::IAM::AccessKey's keys, cfn-signal to a wait condition, and the daemon's cfn-hup applying a stack update",
+  { timeout: 150_000 },
+  async (t) => {
+    const stack = 'cfn-tools';
+    const dir = scenarioDir(stack);
+    const root = path.join(dir, 'root');
+    const markers = path.join(dir, 'markers');
+    mkdirSync(markers, { recursive: true });
+    await client.createStack(stack, template('cfn-tools.yaml'), { greeting: 'v1', markers });
+    await client.waitResource(stack, 'boot', 60_000);
+    await client.waitResource(stack, 'web', 60_000);
+    // What user-data would give the instance: the keys and the handle's pre-signed URL.
+    const boot = (await client.resourceMetadata(stack, 'boot')) as Record<string, string>;
+    t.match(boot.handle, /^http:\/\/127\.0\.0\.1:\d+\/v1\/waitcondition\//, "the handle's URL is loopback");
+    // The instance: Heat's boot data naming heat-api-cfn (as a HEAT_CFNTOOLS server gets it), no agent config beyond
+    // loopback sources, and the bundle under heat-cfntools' command names (links, as the image element makes them).
+    mkdirSync(path.join(root, 'var/lib/heat-cfntools'), { recursive: true, mode: 0o700 });
+    writeFileSync(
+      path.join(root, 'var/lib/heat-cfntools/cfn-metadata-server'),
+      `http://127.0.0.1:${heat!.cfnPort}/v1/\n`,
+    );
+    mkdirSync(path.join(root, 'var/lib/os-collect-config/local-data'), { recursive: true, mode: 0o700 });
+    mkdirSync(path.join(root, 'etc/cfn'), { recursive: true });
+    writeFileSync(
+      path.join(root, 'etc/os-collect-config.conf'),
+      '[DEFAULT]\ncollectors = local\ncommand = /bin/true\nmin_polling_interval = 1\npolling_interval = 1\n[agent]\npoll_jitter = 0\n',
+      { mode: 0o600 },
+    );
+    const bin = path.join(dir, 'bin');
+    mkdirSync(bin, { recursive: true });
+    for (const name of ['cfn-init', 'cfn-signal']) symlinkSync(BUNDLE, path.join(bin, name));
+    const tool = (name: string, args: string[]) =>
+      run(process.execPath, [path.join(bin, name), '--root', root, ...args], { timeout: 60_000 }).then(
+        (r) => ({ code: 0, ...r }),
+        (e: { code?: number; stdout?: string; stderr?: string }) => ({
+          code: e.code ?? -1,
+          stdout: e.stdout ?? '',
+          stderr: e.stderr ?? '',
+        }),
+      );
+
+    const init = await tool('cfn-init', [
+      '-s',
+      stack,
+      '-r',
+      'web',
+      '--access-key',
+      boot.access_key!,
+      '--secret-key',
+      boot.secret_key!,
+      '--region',
+      'RegionOne',
+    ]);
+    t.equal(init.code, 0, 'cfn-init fetched the metadata from heat-api-cfn and applied it', { stderr: init.stderr });
+    t.equal(readFileSync(path.join(root, 'etc/cfn-demo/greeting'), 'utf8'), 'v1');
+    t.equal(statSync(path.join(root, 'etc/cfn-demo/greeting')).mode & 0o777, 0o640);
+    t.equal(readFileSync(path.join(markers, 'commands.log'), 'utf8'), 'applied v1\n', 'its command ran');
+    t.ok(existsSync(path.join(root, 'var/cache/heat-cfntools/last_metadata_web')), 'the metadata saved for cfn-hup');
+    t.notMatch(readFileSync(path.join(root, 'var/log/cfn-init.log'), 'utf8'), boot.secret_key!, 'no secret in the log');
+
+    const signal = await tool('cfn-signal', [
+      '-e',
+      '0',
+      '-i',
+      'web-1',
+      '-d',
+      'configured v1',
+      '-r',
+      'cfn-init done',
+      boot.handle!,
+    ]);
+    t.equal(signal.code, 0, 'cfn-signal delivered', { stderr: signal.stderr });
+    const created = (await client.waitFor(stack, 'CREATE', 60_000)) as Stack;
+    t.equal(created.stack_status, 'CREATE_COMPLETE', created.stack_status_reason);
+    t.same(JSON.parse(String(outputsOf(created).wait_data)), { 'web-1': 'configured v1' }, "the wait condition's data");
+
+    // cfn-hup, as a template writes it (cfn-auto-reloader), run by the daemon itself: no cron line.
+    writeFileSync(
+      path.join(root, 'etc/cfn/cfn-hup.conf'),
+      `[main]\nstack=${stack}\ncredential-file=/etc/cfn/cfn-credentials\nregion=RegionOne\ninterval=0.05\n`,
+    );
+    writeFileSync(
+      path.join(root, 'etc/cfn/cfn-credentials'),
+      `AWSAccessKeyId=${boot.access_key}\nAWSSecretKey=${boot.secret_key}\n`,
+      { mode: 0o600 },
+    );
+    writeFileSync(
+      path.join(root, 'etc/cfn/hooks.conf'),
+      '[cfn-auto-reloader-hook]\ntriggers=post.update\npath=Resources.web.Metadata.AWS::CloudFormation::Init\n' +
+        `action=${process.execPath} ${path.join(bin, 'cfn-init')} --root ${root} -s ${stack} -r web --credential-file /etc/cfn/cfn-credentials && echo reloaded >> ${markers}/hup.log\nrunas=root\n`,
+    );
+    const logFile = path.join(heat!.dir, `agent-${stack}.log`);
+    const agent = startAgent({ root, markers, readConfig: () => '' }, logFile);
+    t.teardown(async () => {
+      await agent.stop();
+      if (!t.passing()) t.comment(`agent log: ${logFile}`);
+    });
+    const until = async (what: string, cond: () => boolean, ms: number) => {
+      const deadline = Date.now() + ms;
+      while (!cond()) {
+        const problem = agent.problem();
+        if (problem) throw new Error(`waiting for ${what}: ${problem}`);
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; agent log: ${logFile}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
+    await until('the first cfn-hup check', () => agent.lines.some((l) => l.msg === 'cfn-hup check done'), 30_000);
+    t.notOk(existsSync(path.join(markers, 'hup.log')), 'nothing changed since cfn-init: no action');
+
+    await client.updateParameters(stack, { greeting: 'v2' });
+    const updated = (await client.waitFor(stack, 'UPDATE', 60_000)) as Stack;
+    t.equal(updated.stack_status, 'UPDATE_COMPLETE', updated.stack_status_reason);
+    await until('the hook fired', () => existsSync(path.join(markers, 'hup.log')), 60_000);
+    t.equal(readFileSync(path.join(markers, 'hup.log'), 'utf8'), 'reloaded\n', 'the hook action ran once');
+    t.equal(readFileSync(path.join(root, 'etc/cfn-demo/greeting'), 'utf8'), 'v2', 'cfn-init applied the new metadata');
+    t.equal(readFileSync(path.join(markers, 'commands.log'), 'utf8'), 'applied v1\napplied v2\n');
+    t.ok(agent.lines.some((l) => l.msg === 'hook action succeeded' && l.component === 'cfn-hup'));
+    t.notMatch(readFileSync(logFile, 'utf8'), boot.secret_key!, "no secret in the agent's log");
   },
 );

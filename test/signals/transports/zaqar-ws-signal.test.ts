@@ -188,12 +188,14 @@ t.test('the outbox retries a dropped websocket signal with backoff and delivers 
     store,
     http: s.ctx.http,
     log: s.captured.log,
-    timeoutSeconds: 2,
-    maxBackoffSeconds: 60,
-    maxAttempts: 10,
-    now: () => clock,
-    random: () => 1,
-    zaqarWebsockets: true,
+    policy: {
+      timeoutSeconds: 2,
+      maxBackoffSeconds: 60,
+      maxAttempts: 10,
+      now: () => clock,
+      random: () => 1,
+      zaqarWebsockets: true,
+    },
   };
   const r = await store.create({ id: 'd1', name: 'res-d1', group: 'fake', action: 'CREATE' });
   await moveTo(store, r, 'done', {

@@ -1,19 +1,18 @@
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { enqueueSignal, readQueuedSignal } from '../../../src/signals/cfn-signal-queue/files.js';
 import {
   attemptIfDue,
   attemptQueuedSignal,
-  enqueueSignal,
   flushSignalQueue,
-  readQueuedSignal,
   type QueueDeps,
-} from '../../src/signals/cfn-signal-queue.js';
-import { createHttpClient } from '../../src/http/client.js';
-import type { TapTest } from '../helpers/http-test-server.js';
-import { captureLog } from '../helpers/log-capture.js';
-import { startWaitConditionServer, type WaitConditionServer } from '../helpers/wait-condition-server.js';
+} from '../../../src/signals/cfn-signal-queue/send.js';
+import { createHttpClient } from '../../../src/http/client.js';
+import type { TapTest } from '../../helpers/http-test-server.js';
+import { captureLog } from '../../helpers/log-capture.js';
+import { startWaitConditionServer, type WaitConditionServer } from '../../helpers/wait-condition-server.js';
+import { holdFlock } from '../../helpers/flock-holder.js';
 
 // The cfn-signal queue in-process, on a fake clock, against the wait condition server: backoff and giving up, the
 // lock shared with other processes, corrupt files, pruning, and two flushes racing for one signal.
@@ -35,12 +34,8 @@ function setup(t: TapTest, maxAttempts = 50) {
     lockFile: path.join(dir, 'signals.lock'),
     http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 }),
     log: captured.log,
-    timeoutSeconds: 2,
-    maxBackoffSeconds: 60,
-    maxAttempts,
     pruneAfterDays: 1,
-    now: () => clock,
-    random: () => 1,
+    policy: { timeoutSeconds: 2, maxBackoffSeconds: 60, maxAttempts, now: () => clock, random: () => 1 },
   };
   return { deps, captured, advance: (ms: number) => (clock += ms) };
 }
@@ -55,7 +50,7 @@ t.test(
     const entry = await enqueueSignal(
       deps.dir,
       { kind: 'cfn', url: server.cfnUrl('q_retry'), text: BODY('r1') },
-      deps.now(),
+      deps.policy.now(),
     );
     server.answers = [503];
     const first = await flushSignalQueue(deps);
@@ -63,7 +58,7 @@ t.test(
       { attempted: first.attempted, sent: first.sent, pending: first.pending },
       { attempted: 1, sent: 0, pending: 1 },
     );
-    t.equal(first.nextDueAt, deps.now() + 2000, 'first retry after the 2 s base (random 1: no jitter cut)');
+    t.equal(first.nextDueAt, deps.policy.now() + 2000, 'first retry after the 2 s base (random 1: no jitter cut)');
     t.equal((await flushSignalQueue(deps)).attempted, 0, 'not due yet: no attempt');
     advance(2000);
     const second = await flushSignalQueue(deps);
@@ -87,7 +82,7 @@ t.test('signal_max_attempts: given up as failed; 4xx: final at once', async (t) 
   const flaky = await enqueueSignal(
     deps.dir,
     { kind: 'cfn', url: server.cfnUrl('q_give_up'), text: BODY('g1') },
-    deps.now(),
+    deps.policy.now(),
   );
   server.answers = [502, 502];
   await flushSignalQueue(deps);
@@ -100,7 +95,7 @@ t.test('signal_max_attempts: given up as failed; 4xx: final at once', async (t) 
   const refused = await enqueueSignal(
     deps.dir,
     { kind: 'cfn', url: server.cfnUrl('q_refused', { secret: 'wrong' }), text: BODY('f1') },
-    deps.now(),
+    deps.policy.now(),
   );
   await flushSignalQueue(deps);
   const final = await readQueuedSignal(deps.dir, refused.id);
@@ -111,15 +106,13 @@ t.test('signal_max_attempts: given up as failed; 4xx: final at once', async (t) 
 
 t.test('another live process holds the lock: busy, nothing attempted; a dead holder is taken over', async (t) => {
   const { deps } = setup(t);
-  await enqueueSignal(deps.dir, { kind: 'cfn', url: server.cfnUrl('q_lock'), text: BODY('l1') }, deps.now());
-  const holder = spawn('sleep', ['30'], { stdio: 'ignore' });
-  t.teardown(() => holder.kill('SIGKILL'));
-  writeFileSync(deps.lockFile, `${holder.pid}\n`);
+  await enqueueSignal(deps.dir, { kind: 'cfn', url: server.cfnUrl('q_lock'), text: BODY('l1') }, deps.policy.now());
+  const holder = await holdFlock(deps.lockFile);
+  t.teardown(() => holder.kill());
   const busy = await flushSignalQueue(deps);
   t.equal(busy.busy, true);
   t.equal(accepted('l1'), 0);
-  holder.kill('SIGKILL');
-  await new Promise((resolve) => holder.once('exit', resolve));
+  await holder.kill();
   const free = await flushSignalQueue(deps);
   t.equal(free.sent, 1, 'the lock of a dead process is taken over');
   t.equal(accepted('l1'), 1);
@@ -130,7 +123,7 @@ t.test('two flushes and an attemptIfDue racing for one signal: sent once', async
   const entry = await enqueueSignal(
     deps.dir,
     { kind: 'cfn', url: server.cfnUrl('q_race'), text: BODY('race') },
-    deps.now(),
+    deps.policy.now(),
   );
   const results = await Promise.all([flushSignalQueue(deps), flushSignalQueue(deps), attemptIfDue(deps, entry.id)]);
   t.equal(accepted('race'), 1);
@@ -143,12 +136,12 @@ t.test('a corrupt file is set aside; settled files go after prune_after days, pe
   const pending = await enqueueSignal(
     deps.dir,
     { kind: 'cfn', url: server.cfnUrl('q_prune'), text: BODY('p1') },
-    deps.now(),
+    deps.policy.now(),
   );
   const sent = await enqueueSignal(
     deps.dir,
     { kind: 'cfn', url: server.cfnUrl('q_prune'), text: BODY('p2') },
-    deps.now(),
+    deps.policy.now(),
   );
   writeFileSync(path.join(deps.dir, 'garbage.json'), '{"not": "a signal"');
   // Well-formed JSON with a field of the wrong type (the URL a number): not cast, set aside too.
@@ -192,12 +185,12 @@ t.test('native signal: POST with X-Auth-Token; the token never reaches the log',
       token: server.token,
       text: '{"status": "SUCCESS", "id": "n"}',
     },
-    deps.now(),
+    deps.policy.now(),
   );
   const wrongToken = await enqueueSignal(
     deps.dir,
     { kind: 'native', url: server.nativeUrl('q_native'), token: 'gAAAAA-wrong-token', text: '{"status": "SUCCESS"}' },
-    deps.now(),
+    deps.policy.now(),
   );
   const report = await flushSignalQueue(deps);
   t.same({ sent: report.sent, failed: report.failed }, { sent: 1, failed: 1 });
@@ -212,7 +205,7 @@ t.test('a move the signal table does not have is refused before the file is writ
   const entry = await enqueueSignal(
     deps.dir,
     { kind: 'cfn', url: server.cfnUrl('q_table'), text: BODY('t1') },
-    deps.now(),
+    deps.policy.now(),
   );
   t.equal(entry.state, 'pending', 'queued: pending');
   const file = path.join(deps.dir, `${entry.id}.json`);

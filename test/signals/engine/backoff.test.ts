@@ -4,7 +4,7 @@ import {
   parseRetryAfter,
   SIGNAL_BACKOFF_BASE_MS,
   signalRetryDelayMs,
-} from '../../src/signals/backoff.js';
+} from '../../../src/signals/engine/backoff.js';
 
 // The outbox's retry policy, without timers.
 

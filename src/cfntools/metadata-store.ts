@@ -1,0 +1,78 @@
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import type { PathMapper } from '../util/rooted-path.js';
+import { isSafeFileName } from '../util/safe-name.js';
+import { CfnMetadataError } from './cfn-errors.js';
+import { cfnPath } from './cfn-paths.js';
+
+// heat-cfntools' copies of the metadata: /var/cache/heat-cfntools/last_metadata (the last read, whatever the resource)
+// and last_metadata_<resource> (per resource). cfn-init reads them when it has no credentials (then the boot data,
+// cfn-init-data), writes both after every read, and cfn-hup compares the next read with them. Files 0600 in a 0700
+// directory: metadata can hold credentials.
+
+const MAX_METADATA_BYTES = 16 * 1024 * 1024;
+
+export interface LocalMetadata {
+  /** The file's text, not yet parsed. */
+  readonly text: string;
+  /** The file as the instance names it. */
+  readonly file: string;
+}
+
+/** last_metadata_<resource> (with a resource), then last_metadata, then cfn-init-data: the first that can be read. */
+export async function readLocalMetadata(paths: PathMapper, resource?: string): Promise<LocalMetadata | undefined> {
+  for (const file of localCopies(paths, resource)) {
+    const text = await readSmall(file);
+    if (text !== undefined) return { text, file: paths.unmap(file) };
+  }
+  return undefined;
+}
+
+/**
+ * The metadata last saved for the resource (its own copy, else the shared one), parsed; undefined when there is none
+ * or it is not JSON (a change is then judged against nothing).
+ */
+export async function readBaseline(paths: PathMapper, resource: string): Promise<unknown> {
+  for (const file of localCopies(paths, resource).slice(0, 2)) {
+    const text = await readSmall(file);
+    if (text === undefined) continue;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Saves the metadata as last_metadata and, for a resource, last_metadata_<resource> too. */
+export async function saveMetadata(paths: PathMapper, metadata: unknown, resource?: string): Promise<void> {
+  const shared = cfnPath(paths, 'lastMetadata');
+  await mkdir(path.dirname(shared), { recursive: true, mode: 0o700 });
+  const text = JSON.stringify(metadata);
+  await writeFileAtomic(shared, text, { mode: 0o600 });
+  if (resource !== undefined) await writeFileAtomic(ownCopy(paths, resource), text, { mode: 0o600 });
+}
+
+function localCopies(paths: PathMapper, resource: string | undefined): string[] {
+  const shared = cfnPath(paths, 'lastMetadata');
+  return [...(resource !== undefined ? [ownCopy(paths, resource)] : []), shared, cfnPath(paths, 'initData')];
+}
+
+function ownCopy(paths: PathMapper, resource: string): string {
+  const name = `last_metadata_${resource}`;
+  if (!isSafeFileName(name))
+    throw new CfnMetadataError(`the resource name ${JSON.stringify(resource)} cannot be part of a file name`);
+  return path.join(path.dirname(cfnPath(paths, 'lastMetadata')), name);
+}
+
+async function readSmall(file: string): Promise<string | undefined> {
+  try {
+    const data = await readFile(file);
+    if (data.length > MAX_METADATA_BYTES) return undefined;
+    return data.toString('utf8');
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,86 @@
+// What an option is (its kind, default, help and handling) and the builders the schema (options.ts) is written with.
+
+export type OptionKind = 'str' | 'multi' | 'float' | 'int' | 'bool';
+
+export interface OptionSpec<T> {
+  readonly kind: OptionKind;
+  readonly default: T;
+  readonly help: string;
+  /** Credential: registered for log scrubbing, never printed. */
+  readonly secret?: boolean;
+  /** An absolute filesystem path: mapped under --root. */
+  readonly path?: boolean;
+  /** Short command-line alias (upstream: -c, -i). */
+  readonly short?: string;
+  /** Command-line flag name when it differs from the derived one (upstream: --print for print_only). */
+  readonly flag?: string;
+  /** Not offered on the command line. */
+  readonly fileOnly?: boolean;
+  /** Lower bound for numbers. */
+  readonly min?: number;
+}
+
+export function str(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;
+export function str(
+  def: undefined,
+  help: string,
+  extra?: Partial<OptionSpec<string | undefined>>,
+): OptionSpec<string | undefined>;
+export function str(
+  def: string | undefined,
+  help: string,
+  extra: Partial<OptionSpec<string | undefined>> = {},
+): OptionSpec<string | undefined> {
+  return { kind: 'str', default: def, help, ...extra };
+}
+export function path(def: string, help: string, extra?: Partial<OptionSpec<string>>): OptionSpec<string>;
+export function path(
+  def: undefined,
+  help: string,
+  extra?: Partial<OptionSpec<string | undefined>>,
+): OptionSpec<string | undefined>;
+export function path(
+  def: string | undefined,
+  help: string,
+  extra: Partial<OptionSpec<string | undefined>> = {},
+): OptionSpec<string | undefined> {
+  return { kind: 'str', default: def, help, path: true, ...extra };
+}
+export const secret = (help: string): OptionSpec<string | undefined> => ({
+  kind: 'str',
+  default: undefined,
+  help,
+  secret: true,
+});
+export const multi = (
+  def: readonly string[],
+  help: string,
+  extra: Partial<OptionSpec<readonly string[]>> = {},
+): OptionSpec<readonly string[]> => ({
+  kind: 'multi',
+  default: def,
+  help,
+  ...extra,
+});
+export const float = (def: number, help: string, extra: Partial<OptionSpec<number>> = {}): OptionSpec<number> => ({
+  kind: 'float',
+  default: def,
+  help,
+  min: 0,
+  ...extra,
+});
+export const int = (def: number, help: string, extra: Partial<OptionSpec<number>> = {}): OptionSpec<number> => ({
+  kind: 'int',
+  default: def,
+  help,
+  min: 0,
+  ...extra,
+});
+export const bool = (def: boolean, help: string, extra: Partial<OptionSpec<boolean>> = {}): OptionSpec<boolean> => ({
+  kind: 'bool',
+  default: def,
+  help,
+  ...extra,
+});
+
+/** Collector names upstream accepts, in upstream's default order. */

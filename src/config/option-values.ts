@@ -1,0 +1,36 @@
+import type { OptionSpec } from './option-spec.js';
+
+// What the text of an option, from a file or the command line, becomes: the value of its kind, or why it cannot be.
+// The loader keeps the previous value for one that cannot (describe() says which in the problem it reports).
+
+export type Converted = { ok: true; value: unknown } | { ok: false; error: string };
+
+/** The values an option was given (a multi-valued one keeps them all; any other the last). */
+export function convert(spec: OptionSpec<unknown>, values: readonly string[]): Converted {
+  const last = values[values.length - 1] ?? '';
+  switch (spec.kind) {
+    case 'multi':
+      return { ok: true, value: values.filter((v) => v !== '') };
+    case 'str':
+      return { ok: true, value: last };
+    case 'bool': {
+      const v = last.trim().toLowerCase();
+      if (['true', '1', 'yes', 'on'].includes(v)) return { ok: true, value: true };
+      if (['false', '0', 'no', 'off'].includes(v)) return { ok: true, value: false };
+      return { ok: false, error: `"${last}" is not a boolean (true/false)` };
+    }
+    case 'float':
+    case 'int': {
+      const n = Number(last.trim());
+      if (last.trim() === '' || !Number.isFinite(n)) return { ok: false, error: `"${last}" is not a number` };
+      if (spec.kind === 'int' && !Number.isInteger(n)) return { ok: false, error: `"${last}" is not a whole number` };
+      if (spec.min !== undefined && n < spec.min) return { ok: false, error: `${n} is below the minimum ${spec.min}` };
+      return { ok: true, value: n };
+    }
+  }
+}
+
+/** The value kept in force, for a problem message ("keeping 30"). */
+export function describe(value: unknown): string {
+  return value === undefined ? 'it unset' : JSON.stringify(value);
+}

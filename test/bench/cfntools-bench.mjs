@@ -1,0 +1,168 @@
+// Benchmark (issue 29): heat-cfntools' commands as a template runs them, ours against Debian's heat-cfntools in the
+// same run, taking turns: `cfn-init -s -r --access-key --secret-key` of a resource whose AWS::CloudFormation::Init
+// has 50 files and 20 commands (fetched from heat-api-cfn, applied, saved), then `cfn-hup -f` with no change since.
+// heat-api-cfn is a loopback server in a process of its own that answers both boto's JSON and our XML requests
+// (signatures are not checked here; the tests check them). Each turn runs in a scratch root (a private mount namespace
+// with an overlay over /, as the conformance tests make them), so nothing on this machine changes and every turn
+// starts from nothing. Wall time and peak RSS come from GNU time inside the root (the command alone, not the set-up).
+// Needs root, unshare, overlayfs, heat-cfntools and GNU time. Prints one JSON summary line.
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { median } from './measure.mjs';
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+const FILES = 50;
+const COMMANDS = 20;
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const BUNDLE = path.join(REPO, 'dist/os-config-agent.mjs');
+
+const missing =
+  process.getuid?.() !== 0
+    ? 'root (mount namespaces)'
+    : !existsSync(BUNDLE)
+      ? `${BUNDLE} (npm run build)`
+      : !existsSync('/usr/bin/cfn-init') || !existsSync('/usr/bin/cfn-hup')
+        ? 'heat-cfntools'
+        : !existsSync('/usr/bin/time')
+          ? 'GNU time (apt-get install time)'
+          : undefined;
+if (missing) {
+  console.log(JSON.stringify({ bench: 'cfntools', skipped: `needs ${missing}` }));
+  process.exit(0);
+}
+
+// Text content only: heat-cfntools 1.4.2 cannot write JSON content under Python 3.
+const files = Object.fromEntries(
+  Array.from({ length: FILES }, (_, i) => [
+    `/srv/bench/conf.d/${String(i % 5)}/file-${String(i).padStart(2, '0')}.conf`,
+    { content: `# file ${i}\nkey_${i} = ${'v'.repeat(200)}\n`, mode: i % 2 ? '000644' : '000600', owner: 'root' },
+  ]),
+);
+const commands = Object.fromEntries(
+  Array.from({ length: COMMANDS }, (_, i) => [
+    `cmd-${String(i).padStart(2, '0')}`,
+    { command: `echo ${i} >> /srv/bench/order.log`, ...(i % 4 === 0 ? { test: 'test -d /srv/bench' } : {}) },
+  ]),
+);
+const METADATA = JSON.stringify({ 'AWS::CloudFormation::Init': { config: { files, commands } } });
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'cfntools-bench-'));
+const share = path.join(dir, 'share');
+const oca = path.join(share, 'oca');
+mkdirSync(oca, { recursive: true });
+cpSync(BUNDLE, path.join(oca, 'os-config-agent.mjs'));
+cpSync(path.join(REPO, 'dist/chunks'), path.join(oca, 'chunks'), { recursive: true });
+for (const name of ['cfn-init', 'cfn-hup']) symlinkSync('os-config-agent.mjs', path.join(oca, name));
+// BENCH_NODE: another Node.js to run ours with (the image and the package run Node 24; this process's by default),
+// copied into the share, which the scratch root sees. Its compile cache is kept there too, as the launchers keep it
+// in /var/cache/os-config-agent (Node >= 22.1; the warm-up turn fills it).
+const nodeInside = process.env.BENCH_NODE ? '/tmp/share/node' : process.execPath;
+if (process.env.BENCH_NODE) cpSync(process.env.BENCH_NODE, path.join(share, 'node'));
+mkdirSync(path.join(share, 'compile-cache'), { mode: 0o700 });
+writeFileSync(path.join(share, 'metadata.json'), METADATA);
+
+// heat-api-cfn on loopback, in its own process (the turns below block this one).
+const SERVER = `
+const http = require('node:http');
+const md = require('node:fs').readFileSync(process.argv[1], 'utf8');
+const esc = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const server = http.createServer((req, res) => {
+  const json = new URL(req.url, 'http://x').searchParams.get('ContentType') === 'JSON';
+  res.writeHead(200, { 'content-type': json ? 'application/json' : 'application/xml' });
+  res.end(json
+    ? '{"DescribeStackResourceResponse": {"DescribeStackResourceResult": {"StackResourceDetail": {"Metadata": ' + md + '}}}}'
+    : '<DescribeStackResourceResponse><DescribeStackResourceResult><StackResourceDetail><Metadata>' + esc(md) + '</Metadata></StackResourceDetail></DescribeStackResourceResult></DescribeStackResourceResponse>');
+});
+server.listen(0, '127.0.0.1', () => console.log(server.address().port));
+`;
+
+const TURN = `
+set -eu
+S=$1; SHARE=$2; SIDE=$3; NODE=$4; PORT=$5
+mount --make-rprivate /
+mount -t tmpfs bench "$S"
+mkdir "$S/u" "$S/w" "$S/m"
+mount -t overlay bench -o "lowerdir=/,upperdir=$S/u,workdir=$S/w" "$S/m"
+mount --rbind /proc "$S/m/proc"
+mount --rbind /dev "$S/m/dev"
+mount -t tmpfs bench "$S/m/tmp"
+mkdir "$S/m/tmp/share"
+mount --bind "$SHARE" "$S/m/tmp/share"
+mkdir -p "$S/m/var/lib/heat-cfntools" "$S/m/etc/cfn"
+echo "http://127.0.0.1:$PORT" > "$S/m/var/lib/heat-cfntools/cfn-metadata-server"
+printf '[Boto]\\nnum_retries = 0\\nis_secure = 0\\ncfn_region_name = heat\\ncfn_region_endpoint = 127.0.0.1\\n' > "$S/m/var/lib/heat-cfntools/cfn-boto-cfg"
+printf '[main]\\nstack=bench\\ncredential-file=/etc/cfn/cfn-credentials\\n' > "$S/m/etc/cfn/cfn-hup.conf"
+printf 'AWSAccessKeyId=AKBENCH\\nAWSSecretKey=bench-secret\\n' > "$S/m/etc/cfn/cfn-credentials"
+printf '[reload]\\ntriggers=post.update\\npath=Resources.web.Metadata.AWS::CloudFormation::Init\\naction=touch /tmp/fired\\nrunas=root\\n' > "$S/m/etc/cfn/hooks.conf"
+run() { chroot "$S/m" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+if [ "$SIDE" = ours ]; then
+  tool() { n=$1; shift; OS_CONFIG_AGENT_COMPILE_CACHE=/tmp/share/compile-cache /usr/bin/time -f '__MEASURE__ %e %M %U %S' -o "/tmp/time-$n" "$NODE" --v8-pool-size=0 "/tmp/share/oca/$n" "$@"; }
+else
+  tool() { n=$1; shift; /usr/bin/time -f '__MEASURE__ %e %M %U %S' -o "/tmp/time-$n" "/usr/bin/$n" "$@"; }
+fi
+run bash -c "$(declare -f tool); NODE=$NODE; SIDE=$SIDE; tool cfn-init -s bench -r web --access-key AKBENCH --secret-key bench-secret && tool cfn-hup -f"
+cat "$S/m/tmp/time-cfn-init" "$S/m/tmp/time-cfn-hup" > "$SHARE/time-$SIDE"
+[ "$(wc -l < "$S/m/srv/bench/order.log")" -eq ${COMMANDS} ] && [ "$(find "$S/m/srv/bench/conf.d" -type f | wc -l)" -eq ${FILES} ] && [ ! -e "$S/m/tmp/fired" ]
+`;
+
+function turn(side, port) {
+  const scratch = path.join(dir, `scratch-${side}`);
+  mkdirSync(scratch, { recursive: true });
+  const res = spawnSync(
+    'unshare',
+    ['--mount', '--fork', 'bash', '-c', TURN, 'bench', scratch, share, side, nodeInside, String(port)],
+    { encoding: 'utf8', timeout: 180_000 },
+  );
+  if (res.status !== 0) throw new Error(`${side} turn failed (${res.status}): ${res.stderr}`);
+  const times = [
+    ...readFileSync(path.join(share, `time-${side}`), 'utf8').matchAll(/__MEASURE__ ([\d.]+) (\d+) ([\d.]+) ([\d.]+)/g),
+  ];
+  if (times.length !== 2) throw new Error(`${side}: no measurement`);
+  return times.map((m) => ({ wall: Number(m[1]), rssKb: Number(m[2]), cpu: Number(m[3]) + Number(m[4]) }));
+}
+
+const server = spawn(process.execPath, ['-e', SERVER, path.join(share, 'metadata.json')], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+try {
+  const port = await new Promise((resolve, reject) => {
+    server.stdout.once('data', (c) => resolve(Number(String(c).trim())));
+    server.once('exit', () => reject(new Error('the heat-api-cfn server exited')));
+  });
+  turn('ours', port);
+  turn('theirs', port); // warm the page cache for both
+  const runs = { ours: [], theirs: [] };
+  for (let i = 0; i < RUNS; i++) for (const side of ['ours', 'theirs']) runs[side].push(turn(side, port));
+  const sum = (side, step) => ({
+    wallMedianS: median(runs[side].map((r) => r[step].wall)),
+    cpuMedianS: Number(median(runs[side].map((r) => r[step].cpu)).toFixed(2)),
+    peakRssKb: Math.max(...runs[side].map((r) => r[step].rssKb)),
+  });
+  const compare = (step) => {
+    const ours = sum('ours', step);
+    const theirs = sum('theirs', step);
+    return {
+      ours,
+      theirs,
+      speedup: Number((theirs.wallMedianS / ours.wallMedianS).toFixed(2)),
+      rssRatio: Number((ours.peakRssKb / theirs.peakRssKb).toFixed(2)),
+    };
+  };
+  console.log(
+    JSON.stringify({
+      bench: 'cfntools',
+      files: FILES,
+      commands: COMMANDS,
+      runs: RUNS,
+      node: spawnSync(process.env.BENCH_NODE ?? process.execPath, ['--version'], { encoding: 'utf8' }).stdout.trim(),
+      cfnInit: compare(0),
+      cfnHupNoChange: compare(1),
+    }),
+  );
+} finally {
+  server.kill();
+  rmSync(dir, { recursive: true, force: true });
+}
