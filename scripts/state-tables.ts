@@ -1,7 +1,7 @@
 // Prints the event tables of docs/state-machine.md from the state machine (src/state/machine.ts and
 // src/state/signal-machine.ts), so the docs cannot drift: test/docs/state-machine.test.ts checks that the page
 // contains exactly these tables (UPDATE_DOCS=1 rewrites them).
-import { BEFORE_REMOVAL, DEPLOYMENT_STATES, EVENTS, TRANSITION_EVENTS } from '../src/state/machine.js';
+import { DEPLOYMENT_STATES, EVENTS, isDeploymentState, TRANSITION_EVENTS } from '../src/state/machine.js';
 import { SIGNAL_EVENT_NAMES, SIGNAL_EVENTS, SIGNAL_STATES } from '../src/state/signal-machine.js';
 
 /** A list of states as the docs say it: each one, or "any" / "any but" the few left out. */
@@ -19,7 +19,8 @@ export function deploymentEventsTable(): string {
   const rows = ['| Event | From | To | Signal moves with it | Meaning |', '|---|---|---|---|---|'];
   for (const event of TRANSITION_EVENTS) {
     const rule = EVENTS[event];
-    const to = rule.to === BEFORE_REMOVAL ? BEFORE_REMOVAL : `\`${rule.to}\``;
+    // A target read from the record is named in words.
+    const to = isDeploymentState(rule.to) ? `\`${rule.to}\`` : rule.to;
     const moves = (rule.signal ?? []).map((e) => `\`${e}\``).join(', ');
     const signal = rule.signalRequired ? `${moves} (always)` : moves;
     rows.push(`| \`${event}\` | ${states(rule.from, DEPLOYMENT_STATES)} | ${to} | ${signal} | ${cell(rule.meaning)} |`);

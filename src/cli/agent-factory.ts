@@ -37,6 +37,8 @@ export function buildAgent(sources: ConfigSources, log: Logger, mode: AgentMode,
     resumeAfterBoot: async (loaded, rlog) => (await import('../deploy/reboot.js')).deploymentsAwaitBoot(loaded, rlog),
     backgroundPass: async (loaded, blog, http, signal) =>
       (await import('../deploy/deploy-step.js')).flushOutbox(loaded, blog, http, { signal }),
+    reconverge: async (loaded, rlog, http, signal) =>
+      (await import('../deploy/reconverge/step.js')).reconvergeDue(loaded, rlog, http, signal),
   });
 }
 

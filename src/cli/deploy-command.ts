@@ -6,7 +6,7 @@ import { DeploymentRecordError, UnknownDeploymentError } from '../state/errors.j
 import {
   forgetDeployment,
   rerunDeployment,
-  runDeployments,
+  runDeploymentsByHand,
   settleAppliedDeployments,
   type DeployContext,
 } from '../deploy/dispatch.js';
@@ -34,10 +34,11 @@ import { installSignalHandlers } from './process-signals.js';
 // `os-config-agent deploy`: one pass of the deployment runner (upstream: configure.d/55-heat-config) over the
 // deployments of the cached metadata, or of a heat-config file given with --heat-config. Runs pending hooks, signals,
 // records removals, then signals the os-apply-config deployments (their data is applied before this step). Exits 1 when a deployment failed, a local write failed or the pass was interrupted. Logs go to
-// stderr.
+// stderr. Like --rerun and --forget, the pass waits up to a minute for a pass of the daemon to end; the daemon's
+// re-runs of finished deployments (reconverge intervals) stop at once to let it in.
 // --rerun ID runs one deployment of the metadata again and signals again; --forget ID deletes what the agent keeps of
-// one (upstream's "remove the deployed file"), so the next pass runs it as new. Both wait up to a minute for a pass of
-// the daemon to end, refuse a deployment whose hook is running (exit 1), and exit 2 for an id the agent does not know.
+// one (upstream's "remove the deployed file"), so the next pass runs it as new. Both refuse a deployment whose hook
+// is running (exit 1), and exit 2 for an id the agent does not know.
 
 interface DeployFlags extends CommonFlags {
   heatConfig?: string;
@@ -123,7 +124,7 @@ async function deployPass(ctx: DeployContext, rerunId: string | undefined): Prom
       rerun.record.state === 'applied' ? await settleAppliedDeployments(ctx, { ok: true }) : { failed: [] };
     return rerun.failed || rerun.interrupted || settled.failed.length > 0 ? 1 : 0;
   }
-  const report = await runDeployments(ctx);
+  const report = await runDeploymentsByHand(ctx);
   // As 55-heat-config, this pass follows the apply (20-os-apply-config): os-apply-config deployments are signalled at
   // its end rather than waiting for a daemon cycle that may not come.
   const settled = report.interrupted ? { failed: [] } : await settleAppliedDeployments(ctx, { ok: true });

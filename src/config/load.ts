@@ -2,6 +2,7 @@ import { promises as fs, readFileSync } from 'node:fs';
 import { setSecrets } from '../log/redact.js';
 import { createPathMapper, type PathMapper } from '../util/rooted-path.js';
 import { findConfigFiles } from './config-files.js';
+import { normaliseGroupIntervals } from './group-intervals.js';
 import { createResolver, type Resolver } from './interpolation.js';
 import { convert, describe } from './option-values.js';
 import { parseOsloIni, type IniDocument } from './oslo-ini.js';
@@ -75,6 +76,7 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
   for (const { file, doc } of docs) applyDocument(file, doc, raw, problems, resolve, multiFromFiles);
   applyCli(cli, raw, problems, resolve);
   raw.DEFAULT!.collectors = normaliseCollectors(raw.DEFAULT!.collectors as readonly string[], problems);
+  raw.deploy!.reconverge_interval = normaliseGroupIntervals(raw.deploy!.reconverge_interval as string[], problems);
   // Upstream: --force implies --one-time.
   if (raw.DEFAULT!.force === true) raw.DEFAULT!.one_time = true;
   mapPaths(raw, paths);

@@ -220,6 +220,10 @@ export const SCHEMA = {
     signal_max_backoff: float(300, 'Longest wait between signal retries, in seconds.', TIMER),
     signal_max_attempts: int(50, "Signal attempts before a deployment's signal is given up (a 4xx ends it at once)."),
     prune_after: float(30, 'Days after which records of removed deployments are deleted.'),
+    reconverge_interval: multi(
+      [],
+      "Re-run the finished deployments of a group on an interval, with the inputs they last had and without signalling Heat, as `group:seconds` entries (`puppet:1800, ansible:3600`; `group:0` turns a group off); a deployment's own options.reconverge_interval wins (empty: no group is re-run).",
+    ),
     reboot_command: str(
       'systemctl reboot',
       'Command (run through /bin/sh -c) that reboots the machine when a hook exits with 194; the deployment runs again after the boot (empty: reboots off, exit 194 is a failure).',

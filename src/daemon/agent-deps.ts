@@ -2,7 +2,7 @@ import type { ConfigSources, LoadedConfig } from '../config/load.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import type { AfterCollectHook } from '../pipeline/contract.js';
-import type { CfnHupService, OutboxPass, SignalQueueService } from './background-work.js';
+import type { CfnHupService, OutboxPass, ReconvergePass, SignalQueueService } from './background-work.js';
 import type { Pipeline } from './pipeline.js';
 import type { ServiceNotifier } from './service-notifier.js';
 
@@ -21,6 +21,11 @@ export interface AgentDeps {
   readonly afterCollect?: readonly AfterCollectHook[];
   /** Background work of the daemon beside the poll loop (the deployment signal outbox): one pass, due again when it says. */
   readonly backgroundPass?: OutboxPass;
+  /**
+   * Re-runs of finished deployments on their reconverge intervals: one pass, due again when it says. A cycle with new
+   * data stops it and holds it off while its pipeline runs: a new deployment goes first.
+   */
+  readonly reconverge?: ReconvergePass;
   /**
    * The queue of signals `os-config-agent cfn-signal` left for the daemon: a service that runs until the signal
    * aborts (in both loop modes; never with one_time).

@@ -8,28 +8,25 @@ import type { HttpClient } from '../http/types.js';
 import { agentStatusPath, type CycleResult } from '../status/agent-facts.js';
 import { exportAgentPid } from './agent-pid-env.js';
 import { AgentStatusPublisher } from './agent-status.js';
-import { startCfnHup, startOutbox, startSignalQueue } from './background-work.js';
+import { startBackgroundWork, type BackgroundWork } from './background-work.js';
 import { collectAll, type CollectionOutcome, type CollectorMemories } from './collect-all.js';
 import { createCommandPipeline } from './command-pipeline.js';
 import { reloadConfig } from './config-reload.js';
 import { runCycle, type CycleHost, type CycleReport } from './cycle.js';
 import type { Pipeline } from './pipeline.js';
-import type { RetryLoop } from './retry-loop.js';
 import { pollSleep, pollTiming, splaySeconds } from './schedule.js';
 import { InstalledFilesWatch, startedBySystemd } from './self-upgrade.js';
 import { Waker } from './waker.js';
 import { CollectorWatch } from './watch.js';
+import type { YieldingLoop } from './yielding-loop.js';
 
 // The agent's reconcile loop: collect -> (self-configure) -> run the pipeline if anything changed -> commit
 // (cycle.ts). `collect` mode is os-collect-config (the configured command is the pipeline); `run` mode uses the native
 // pipeline when it is enabled and available.
 
 /** What the daemon loop keeps running beside its cycles, stopped when it ends. */
-interface LoopServices {
+interface LoopServices extends BackgroundWork {
   readonly installed: InstalledFilesWatch | undefined;
-  readonly outbox: { loop: RetryLoop; done: Promise<void> } | undefined;
-  readonly queue: Promise<void> | undefined;
-  readonly cfnHup: Promise<void> | undefined;
 }
 
 export class Agent {
@@ -44,6 +41,8 @@ export class Agent {
   private readonly watch: CollectorWatch;
   /** The daemon loop's facts for `status` (not in one-time runs). */
   private status: AgentStatusPublisher | undefined;
+  /** The re-runs of finished deployments, while the daemon loop runs: a cycle with new data holds them off. */
+  private reconverger: YieldingLoop | undefined;
 
   private constructor(
     private readonly deps: AgentDeps,
@@ -77,6 +76,8 @@ export class Agent {
       this.loadedConfig = next;
       this.http = this.deps.createHttp(next, this.deps.log.child({ component: 'http' }));
       this.deps.log.info({ files: next.files.map((f) => next.paths.unmap(f)) }, 'configuration reloaded');
+      // The intervals may have changed.
+      this.reconverger?.wake();
     } catch (err) {
       this.deps.log.error({ err }, 'configuration reload failed; keeping the previous configuration');
     }
@@ -196,6 +197,8 @@ export class Agent {
     }
     await this.watch.close();
     await services.outbox?.done;
+    await services.reruns?.done;
+    this.reconverger = undefined;
     await services.queue;
     await services.cfnHup;
     this.deps.log.info('stopped');
@@ -215,15 +218,13 @@ export class Agent {
     await this.watch.restart(this.loadedConfig.config);
     const inForce = { loaded: () => this.loadedConfig, http: () => this.http, signalled: () => this.sentMeanwhile() };
     const native = this.deps.mode === 'run' && this.loadedConfig.config.agent.native_pipeline;
-    const outbox =
-      this.deps.backgroundPass && native ? startOutbox(this.deps.backgroundPass, inForce, log, signal) : undefined;
-    const queue = this.deps.signalQueue ? startSignalQueue(this.deps.signalQueue, inForce, log, signal) : undefined;
-    const cfnHup = this.deps.cfnHup ? startCfnHup(this.deps.cfnHup, inForce, log, signal) : undefined;
+    const work = startBackgroundWork(this.deps, native, inForce, log, signal);
+    this.reconverger = work.reruns?.loop;
     // The first cycle may run deployments for as long as their timeouts allow, which no start-up timeout should have
     // to cover.
     service?.progress(this.stallMs(), this.stallMs());
     service?.ready();
-    return { installed, outbox, queue, cfnHup };
+    return { installed, ...work };
   }
 
   /** The configured splay: a random delay before the first poll, so that a fleet booted together spreads out. */
@@ -313,6 +314,7 @@ export class Agent {
       collect: (signal: AbortSignal, cache: MetadataCache | undefined) => collectAll(this.collectDeps(signal), cache),
       reload: () => this.reload(),
       pipeline: () => this.choosePipeline(),
+      background: () => this.reconverger,
       reloadBeforeNextCycle: () => {
         this.reloadRequested = true;
       },

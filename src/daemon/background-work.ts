@@ -3,8 +3,10 @@ import { errorMessage } from '../errors.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
 import { RetryLoop, type RetryPassResult } from './retry-loop.js';
+import { YieldingLoop } from './yielding-loop.js';
 
-// Work of the daemon beside the poll loop: the deployment signal outbox (a pass that says when it is next due) and
+// Work of the daemon beside the poll loop: the deployment signal outbox and the re-runs of finished deployments
+// (passes that say when they are next due) and
 // the queue of signals `os-config-agent cfn-signal` left and the built-in cfn-hup (services that run until the daemon
 // stops). Each reads the
 // configuration and HTTP client in force at each pass: a reload replaces them.
@@ -50,6 +52,21 @@ export function startOutbox(
   return { loop, done: loop.run(signal) };
 }
 
+/** One pass of the re-runs of finished deployments (due again when it says). */
+export type ReconvergePass = OutboxPass;
+
+/** The re-runs' loop, which gives way to a cycle with new data (yielding-loop.ts); `done` settles when the signal aborts. */
+export function startReconverge(
+  pass: ReconvergePass,
+  inForce: InForce,
+  log: Logger,
+  signal: AbortSignal,
+): { loop: YieldingLoop; done: Promise<void> } {
+  const rlog = log.child({ component: 'reconverge' });
+  const loop = new YieldingLoop('deployment re-runs', (s) => pass(inForce.loaded(), rlog, inForce.http(), s), rlog);
+  return { loop, done: loop.run(signal) };
+}
+
 /** The cfn-signal queue's service. */
 export type SignalQueueService = DaemonService;
 
@@ -80,4 +97,33 @@ export function startCfnHup(service: CfnHupService, inForce: InForce, log: Logge
       hlog.error({ reason: errorMessage(err) }, 'cfn-hup stopped; its hooks are checked again at the next start');
     },
   );
+}
+
+/** The daemon's background work, each part started when this build and mode have it. */
+export interface BackgroundWork {
+  readonly outbox: { loop: RetryLoop; done: Promise<void> } | undefined;
+  readonly queue: Promise<void> | undefined;
+  readonly cfnHup: Promise<void> | undefined;
+  readonly reruns: { loop: YieldingLoop; done: Promise<void> } | undefined;
+}
+
+/** Starts the background work; the outbox and the re-runs belong to the native pipeline of `run` mode only. */
+export function startBackgroundWork(
+  parts: {
+    backgroundPass?: OutboxPass;
+    reconverge?: ReconvergePass;
+    signalQueue?: DaemonService;
+    cfnHup?: DaemonService;
+  },
+  native: boolean,
+  inForce: InForce,
+  log: Logger,
+  signal: AbortSignal,
+): BackgroundWork {
+  return {
+    outbox: parts.backgroundPass && native ? startOutbox(parts.backgroundPass, inForce, log, signal) : undefined,
+    queue: parts.signalQueue ? startSignalQueue(parts.signalQueue, inForce, log, signal) : undefined,
+    cfnHup: parts.cfnHup ? startCfnHup(parts.cfnHup, inForce, log, signal) : undefined,
+    reruns: parts.reconverge && native ? startReconverge(parts.reconverge, inForce, log, signal) : undefined,
+  };
 }

@@ -32,6 +32,11 @@ export interface CycleHost {
   reload(): Promise<void>;
   /** The pipeline this configuration runs after a change; none when there is nothing to run. */
   pipeline(): Pipeline | undefined;
+  /**
+   * Background work that gives way to a pipeline (the re-runs of finished deployments): stopped before the pipeline
+   * runs and held off until it ends, so that a new deployment goes first.
+   */
+  background(): { hold(): Promise<void>; release(): void } | undefined;
   /** The config files changed while the pipeline ran: reload before the next cycle. */
   reloadBeforeNextCycle(): void;
 }
@@ -134,6 +139,8 @@ async function runPipeline(
   force: boolean,
 ): Promise<{ exitCode: number; signalled: number }> {
   const log = host.log;
+  const background = host.background();
+  await background?.hold();
   try {
     log.info({ pipeline: pipeline.name }, 'running pipeline');
     const ran = await pipeline.run({
@@ -153,5 +160,7 @@ async function runPipeline(
       'pipeline failed; new data not committed',
     );
     return { exitCode, signalled: 0 };
+  } finally {
+    background?.release();
   }
 }

@@ -1,5 +1,6 @@
 import { DeployLockedError } from '../state/errors.js';
 import { withDeployLock } from '../state/deploy-lock.js';
+import { wishForLock, withdrawWish } from '../state/lock-wish.js';
 import { deployLockFile, type DeploymentRecord } from '../state/store.js';
 import { settleApplied, type CycleOutcome, type SettleReport } from './apply-group.js';
 import { depsFor, type DeployContext } from './context.js';
@@ -19,6 +20,11 @@ export type { DeployReport } from './pass.js';
 
 export function runDeployments(ctx: DeployContext): Promise<DeployReport> {
   return withDeployLock(deployLockFile(ctx.config), () => runPass(depsFor(ctx)));
+}
+
+/** A pass started by hand (`deploy`): it waits up to `lockWaitMs` for the daemon's pass or re-runs, as --rerun does. */
+export function runDeploymentsByHand(ctx: DeployContext, lockWaitMs = OPERATOR_LOCK_WAIT_MS): Promise<DeployReport> {
+  return waitForLock(ctx, lockWaitMs, () => runPass(depsFor(ctx)));
 }
 
 /**
@@ -66,23 +72,32 @@ export function forgetDeployment(
   return waitForLock(ctx, lockWaitMs, () => forget(depsFor(ctx), id));
 }
 
-/** The deploy lock, retried while another process holds it, for at most `waitMs` (then its DeployLockedError). */
+/**
+ * The deploy lock, retried while another process holds it, for at most `waitMs` (then its DeployLockedError). While
+ * it waits it says so (lock-wish.ts): a daemon running re-runs of finished deployments stops them and lets it in.
+ */
 async function waitForLock<T>(ctx: DeployContext, waitMs: number, fn: () => Promise<T>): Promise<T> {
   const now = ctx.now ?? Date.now;
   const deadline = now() + waitMs;
+  const file = deployLockFile(ctx.config);
   let logged = false;
-  for (;;) {
-    try {
-      return await withDeployLock(deployLockFile(ctx.config), fn);
-    } catch (err) {
-      if (!(err instanceof DeployLockedError) || now() >= deadline || ctx.signal.aborted) throw err;
-      if (!logged)
-        ctx.log.info(
-          { holder: err.holderPid, waitSeconds: Math.round(waitMs / 1000) },
-          'waiting for the deployment pass of another process',
-        );
-      logged = true;
-      await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+  try {
+    for (;;) {
+      try {
+        return await withDeployLock(file, fn);
+      } catch (err) {
+        if (!(err instanceof DeployLockedError) || now() >= deadline || ctx.signal.aborted) throw err;
+        await wishForLock(file);
+        if (!logged)
+          ctx.log.info(
+            { holder: err.holderPid, waitSeconds: Math.round(waitMs / 1000) },
+            'waiting for the deployment pass of another process',
+          );
+        logged = true;
+        await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+      }
     }
+  } finally {
+    await withdrawWish(file);
   }
 }

@@ -55,7 +55,10 @@ export async function runHookOf(
     { hook: shown },
   );
   const ran: Effect = { kind: 'ran', id: d.id };
-  const { result, inProcess } = await invokeHook(deps, d, running, hook, timeoutSeconds);
+  // Also for a run after the reboot that was interrupted and is resumed (the record keeps its reboot count).
+  const rebooted = hook.start === 'rerun-after-reboot' || (running.reboots ?? 0) > 0;
+  const env = rebooted ? { ...hookEnv(deps.ctx), [REBOOTED_ENV]: '1' } : hookEnv(deps.ctx);
+  const { result, inProcess } = await invokeHook(deps, d, running, { ...hook, env, timeoutSeconds });
   logHookResult(dlog, shown, result, inProcess);
   if (result.aborted) {
     dlog.info('hook stopped by shutdown; it runs again at the next start');
@@ -77,8 +80,15 @@ export async function runHookOf(
   return after([ran], await finish(deps, d, running, 'hook-finished', { body, exitCode: result.exitCode }));
 }
 
-function logHookResult(dlog: Logger, shown: string, result: HookResult, inProcess: boolean): void {
-  dlog.info(
+/** The hook's end, logged: at info for a run, at debug for a re-run (whose own line says how it went). */
+export function logHookResult(
+  dlog: Logger,
+  shown: string,
+  result: HookResult,
+  inProcess: boolean,
+  level: 'info' | 'debug' = 'info',
+): void {
+  dlog[level](
     {
       hook: shown,
       inProcess,
@@ -95,17 +105,26 @@ function logHookResult(dlog: Logger, shown: string, result: HookResult, inProces
   if (result.stderr !== '' && !inProcess) dlog.debug({ stderrTail: result.stderr.slice(-4096) }, 'hook stderr');
 }
 
+/** A hook to start: its file and name, its environment, and its timeout. */
+export interface HookInvocation {
+  readonly file: string;
+  readonly name: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly timeoutSeconds: number;
+  /** Stops the hook (shutdown, or work that goes first); the deployment context's signal when absent. */
+  readonly signal?: AbortSignal;
+}
+
 /**
  * The hook run in-process when it is the agent's own build, else as a process. The pid of each process the
- * deployment starts goes into the record as soon as it exists, so an agent that dies alone lets the next one end the
- * orphan.
+ * deployment starts goes into the record (running, or reconverging for a re-run) as soon as it exists, so an agent
+ * that dies alone lets the next one end the orphan.
  */
-async function invokeHook(
+export async function invokeHook(
   deps: DeployDeps,
   d: Deployment,
   running: DeploymentRecord,
-  hook: HookToRun,
-  timeoutSeconds: number,
+  hook: HookInvocation,
 ): Promise<{ result: HookResult; inProcess: boolean }> {
   const { ctx } = deps;
   const dlog = deploymentLog(ctx, d);
@@ -119,15 +138,12 @@ async function invokeHook(
       .then(() => deps.store.note(running, { hookPid: pid, hookPidStart: start }))
       .catch((err: unknown) => dlog.warn({ reason: errorMessage(err) }, 'could not record the hook pid'));
   };
-  // Also for a run after the reboot that was interrupted and is resumed (the record keeps its reboot count).
-  const rebooted = hook.start === 'rerun-after-reboot' || (running.reboots ?? 0) > 0;
-  const env = rebooted ? { ...hookEnv(ctx), [REBOOTED_ENV]: '1' } : hookEnv(ctx);
   const builtin = await builtinHookFor(ctx, hook.file, hook.name);
   const scope = hookScopeProperties(ctx.config, dlog);
   const options = {
-    env,
-    timeoutMs: timeoutSeconds * 1000,
-    signal: ctx.signal,
+    env: hook.env,
+    timeoutMs: hook.timeoutSeconds * 1000,
+    signal: hook.signal ?? ctx.signal,
     onSpawn,
     ...killGrace(ctx),
     ...(scope ? { scopeProperties: scope } : {}),

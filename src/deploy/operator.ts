@@ -5,6 +5,7 @@ import { isSafeFileName } from '../util/safe-name.js';
 import { deploymentLog, type DeployDeps } from './context.js';
 import type { Step } from './effects.js';
 import { listDeployments } from './listed-deployments.js';
+import { endInterruptedRerun } from './reconverge/interrupted.js';
 import { runOne } from './run-one.js';
 
 // The operator's commands on one deployment: `deploy --rerun` runs it again whatever it had come to, `deploy
@@ -12,6 +13,7 @@ import { runOne } from './run-one.js';
 
 /** Fields of one run's outcome, cleared when a deployment is run again. */
 const RUN_FIELDS = [
+  'reconverge',
   'startedAt',
   'endedAt',
   'exitCode',
@@ -124,6 +126,8 @@ async function known(
     );
     return undefined;
   }
+  // Under the deploy lock, a record still reconverging was left by a dead agent: that re-run ends first.
+  if (record?.state === 'reconverging') record = await endInterruptedRerun(deps, record);
   if (record?.state === 'running') {
     const pid = record.hookPid !== undefined ? ` (process ${record.hookPid})` : '';
     throw new DeploymentBusyError(

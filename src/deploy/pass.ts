@@ -9,6 +9,7 @@ import type { DeployDeps } from './context.js';
 import { failuresOf, has, idsOf, step, stopsPass, type DeployFailure, type Effect, type Step } from './effects.js';
 import { listDeployments } from './listed-deployments.js';
 import { readBootId } from './reboot.js';
+import { endInterruptedReruns } from './reconverge/interrupted.js';
 import { markRemoved } from './removal.js';
 
 // One pass over Heat's deployments, in Heat's order (heat-config's 55-heat-config, made durable):
@@ -54,8 +55,10 @@ export async function runPass(deps: DeployDeps): Promise<DeployReport> {
   await store.init();
   const { list, invalid } = listDeployments(ctx);
   const listed = await store.listAll('hold');
+  // A record still reconverging under this pass's lock was left by a dead agent: that re-run ends first.
+  const records = await endInterruptedReruns(deps, listed.records);
   const known: Known = {
-    records: new Map(listed.records.map((r) => [r.id, r])),
+    records: new Map(records.map((r) => [r.id, r])),
     unusable: new Map(listed.unusable.map((e) => [e.deploymentId, e])),
   };
   const current = new Set(list.map((d) => d.id));

@@ -12,7 +12,8 @@ import { runHookOf } from './hook-run.js';
 
 // Running one deployment: its component for the action, the hook for its group, then the hook's run (hook-run.ts).
 // Without a config for the action it is skipped; an os-apply-config deployment without a hook waits for the end of
-// the cycle (apply-group.ts); a missing or unrunnable hook is a failure signal without a run.
+// the cycle (apply-group.ts); a missing or unrunnable hook, or an option that cannot be used, is a failure signal
+// without a run.
 
 /** The events that start a hook (machine.ts): from pending, an interrupted run, or the run after a reboot. */
 export type StartEvent = Extract<TransitionEvent, 'hook-started' | 'hook-restarted' | 'rerun-after-reboot'>;
@@ -36,6 +37,14 @@ export async function runOne(
     return step(skipped, { kind: 'skipped', id: dep.id });
   }
   const d = selected.deployment;
+  // A bad option of the deployment is a failure signal naming it, before anything runs.
+  if ('problem' in d.reconverge) {
+    deploymentLog(deps.ctx, dep).error(
+      { code: 'ERR_DEPLOYMENT_OPTION', option: 'reconverge_interval', reason: d.reconverge.problem },
+      'deployment option invalid; failure signalled',
+    );
+    return failToRun(deps, d, record, d.reconverge.problem, 1);
+  }
   const dirs = hookDirs(config, paths, deps.ctx.env ?? process.env);
   const lookup = await findHook(d.group, dirs);
   if (!lookup.found) {

@@ -3,6 +3,7 @@ import { deepClone, isJsonObject, setOwnKey, type JsonObject } from '../util/jso
 import { isSafeFileName } from '../util/safe-name.js';
 import { numericValue } from '../util/exact-number.js';
 import { pythonJsonDumps } from '../util/python-json.js';
+import { reconvergeOption, type ReconvergeOption } from './reconverge-option.js';
 
 // One element of Heat's `deployments` list (the software deployments of the server's metadata, as Heat's
 // SoftwareDeployment resources write them), validated. The id names files, so it must be a safe file name; everything else is kept as Heat sent it, because hooks read the whole document.
@@ -62,6 +63,8 @@ export interface Deployment {
   readonly outputs: readonly DeploymentOutput[];
   /** Per-deployment hook timeout from options.hook_timeout, in seconds (0: no limit). */
   readonly hookTimeoutSeconds?: number;
+  /** options.reconverge_interval: re-run on an interval once finished (reconverge-option.ts). */
+  readonly reconverge: ReconvergeOption;
   /** The document handed to the hook on stdin and recorded in deployed/<id>.json. */
   readonly document: JsonObject;
 }
@@ -126,6 +129,7 @@ export function parseDeployment(raw: unknown, options: ParseOptions = {}): Parse
       outputs,
       document,
       ...(timeout !== undefined ? { hookTimeoutSeconds: timeout } : {}),
+      reconverge: reconvergeOption(raw.options),
     },
     warnings,
   };

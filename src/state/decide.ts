@@ -69,6 +69,10 @@ function decideFor(record: DeploymentRecord, bootId: string | undefined): Decisi
     case 'signalled':
     case 'skipped':
       return { action: 'keep' };
+    case 'reconverging':
+      // A re-run found in progress by a pass (which holds the deploy lock, as every re-run does) was left by a dead
+      // agent: the pass ends it before deciding (src/deploy/reconverge/interrupted.ts); it was never a first run.
+      return { action: 'keep' };
   }
 }
 

@@ -41,11 +41,18 @@ export type TransitionEvent =
   | 'signal-delivered'
   | 'left-metadata'
   | 'listed-again'
-  | 'rerun';
+  | 'rerun'
+  | ReconvergeEvent;
+
+/** The events of a re-run on a reconverge interval (src/deploy/reconverge/): never a signal to Heat. */
+export type ReconvergeEvent =
+  'reconverge-started' | 'reconverge-finished' | 'reconverge-stopped' | 'reconverge-interrupted';
 
 /** A target read from the record, not written in the table: the state it was in when it left the metadata. */
 export const BEFORE_REMOVAL = 'the state before removal';
-export type Target = DeploymentState | typeof BEFORE_REMOVAL;
+/** A target read from the record: the state a re-run started from (`reconverge.from`). */
+export const BEFORE_RECONVERGE = 'the state the re-run started from';
+export type Target = DeploymentState | typeof BEFORE_REMOVAL | typeof BEFORE_RECONVERGE;
 
 export interface EventRule {
   /** The states the event is taken from; undefined: the record is created. */
@@ -56,13 +63,16 @@ export interface EventRule {
   readonly signal?: readonly SignalEvent[];
   /** One of `signal` must happen: a deployment is signalled by its delivered signal and nothing else. */
   readonly signalRequired?: true;
+  /** Logged at debug: a routine move whose outcome has a log line of its own (a re-run's). */
+  readonly quiet?: true;
   /** One line for docs. */
   readonly meaning: string;
 }
 
 // States a hook run can start from: pending, an interrupted run (running) and a run after the asked-for reboot.
 const RUNNABLE = ['pending', 'running', 'awaiting-reboot'] as const;
-const NOT_REMOVED = DEPLOYMENT_STATES.filter((s) => s !== 'removed');
+// A re-run in progress ends (finished, stopped or found interrupted) before anything else happens to its record.
+const NOT_REMOVED = DEPLOYMENT_STATES.filter((s) => s !== 'removed' && s !== 'reconverging');
 // Storing a result (a move to done) stores its signal: one to send, one that cannot be sent, or none (NO_SIGNAL).
 const RESULT_SIGNAL: readonly SignalEvent[] = ['queued', 'unsendable', 'reset'];
 
@@ -96,7 +106,8 @@ export const EVENTS: Readonly<Record<TransitionEvent, EventRule>> = {
     from: RUNNABLE,
     to: 'done',
     signal: RESULT_SIGNAL,
-    meaning: 'no hook for the group, or one that cannot be run: a failure signal without a run',
+    meaning:
+      'no hook for the group, one that cannot be run, or an option that cannot be used: a failure signal without a run',
   },
   'interrupted-too-often': {
     from: ['running'],
@@ -152,10 +163,40 @@ export const EVENTS: Readonly<Record<TransitionEvent, EventRule>> = {
       'listed again: back to the state it left from; `pending` (run again) when its removal undid its effects (containers), and for records older than `stateBeforeRemoval`',
   },
   rerun: {
-    from: DEPLOYMENT_STATES.filter((s) => s !== 'running'),
+    from: DEPLOYMENT_STATES.filter((s) => s !== 'running' && s !== 'reconverging'),
     to: 'pending',
     signal: ['reset'],
     meaning: '`deploy --rerun`: run again, with a new signal (an undelivered one of the earlier run is dropped)',
+  },
+  // A re-run leaves the signal as it is: no signal event goes with any of these, so the store refuses a write that
+  // would queue one, and a pending signal (never in `reconverging`, which does not hold it) keeps its deployment in
+  // `done` until it is settled.
+  'reconverge-started': {
+    from: ['done', 'signalled'],
+    to: 'reconverging',
+    quiet: true,
+    meaning:
+      'its reconverge interval has passed: the hook runs again with the inputs it last had (not while its signal is pending)',
+  },
+  'reconverge-finished': {
+    from: ['reconverging'],
+    to: BEFORE_RECONVERGE,
+    quiet: true,
+    meaning:
+      'the re-run ended: its outcome (converged, changed or failed) is kept on the record; Heat is not signalled',
+  },
+  'reconverge-stopped': {
+    from: ['reconverging'],
+    to: BEFORE_RECONVERGE,
+    quiet: true,
+    meaning: 'a shutdown, a new deployment or an operator command stopped the re-run: no outcome, the last one stays',
+  },
+  'reconverge-interrupted': {
+    from: ['reconverging'],
+    to: BEFORE_RECONVERGE,
+    quiet: true,
+    meaning:
+      'found re-running after the agent died: what it left running is ended and the re-run counts as failed, never as a first run',
   },
 };
 
@@ -173,17 +214,31 @@ export const TRANSITIONS: readonly Transition[] = TRANSITION_EVENTS.flatMap((eve
   EVENTS[event].from.map((from): Transition => ({ from, event, to: EVENTS[event].to })),
 );
 
-/** What a target depends on: the record's state (undefined: no record yet) and, for listed-again, its earlier one. */
+/**
+ * What a target depends on: the record's state (undefined: no record yet), for listed-again its earlier one, and for
+ * the end of a re-run the state it started from.
+ */
 export interface Position {
   readonly state: DeploymentState | undefined;
   readonly stateBeforeRemoval?: DeploymentState | undefined;
+  readonly reconverge?: { readonly from?: DeploymentState | undefined } | undefined;
 }
 
 /** The state `event` moves a record at `at` to; undefined when the event is not allowed there. */
 export function targetOf(at: Position, event: TransitionEvent): DeploymentState | undefined {
   const rule = EVENTS[event];
   if (!rule.from.includes(at.state)) return undefined;
-  return rule.to === BEFORE_REMOVAL ? restoredState(at.stateBeforeRemoval) : rule.to;
+  if (rule.to === BEFORE_REMOVAL) return restoredState(at.stateBeforeRemoval);
+  if (rule.to === BEFORE_RECONVERGE) return returnState(at.reconverge?.from);
+  return rule.to;
+}
+
+/**
+ * Where a re-run returns to: the state it started from. A record that does not say (damaged) returns to done, which
+ * claims no more than that a result is stored.
+ */
+function returnState(from: DeploymentState | undefined): DeploymentState {
+  return from !== undefined && EVENTS['reconverge-started'].from.includes(from) ? from : 'done';
 }
 
 /**

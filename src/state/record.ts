@@ -2,6 +2,7 @@ import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { DEPLOYMENT_STATES, isDeploymentState, type DeploymentState } from './states.js';
 import { isSignalState, SIGNAL_STATES, type SignalState } from './signal-machine.js';
 import type { SignalTarget, Transport } from '../heat/signal-target.js';
+import { RECONVERGE_OUTCOMES, type ReconvergeRecord } from './reconverge-record.js';
 
 // The shape of a deployment record (<state_dir>/deployments/<id>.json) and its check on read. Every field is checked
 // for its type, so a record damaged on disk, edited by hand or written by another version of the agent is reported
@@ -11,6 +12,12 @@ import type { SignalTarget, Transport } from '../heat/signal-target.js';
 export const RECORD_VERSION = 1;
 
 export type { SignalState } from './signal-machine.js';
+export {
+  RECONVERGE_OUTCOMES,
+  type ReconvergeOutcome,
+  type ReconvergeRecord,
+  type ReconvergeResult,
+} from './reconverge-record.js';
 const TRANSPORTS: readonly Transport[] = ['CFN_SIGNAL', 'TEMP_URL_SIGNAL', 'HEAT_SIGNAL', 'ZAQAR_SIGNAL', 'NO_SIGNAL'];
 
 export interface SignalRecord {
@@ -89,6 +96,8 @@ export interface DeploymentRecord {
   readonly bootId?: string;
   readonly rebootRequestedAt?: string;
   readonly rebootCommandRanAt?: string;
+  /** Re-runs on a reconverge interval, and the last one's outcome (never signalled). */
+  readonly reconverge?: ReconvergeRecord;
   readonly signal: SignalRecord;
 }
 
@@ -115,7 +124,7 @@ export function checkDeploymentRecord(text: string, id: string): RecordCheck {
       ok: false,
       problem: `its id is ${JSON.stringify(value.id ?? null)}, not the ${JSON.stringify(id)} of its file name`,
     };
-  const problem = recordProblem(value) ?? signalProblem(value.signal);
+  const problem = recordProblem(value) ?? signalProblem(value.signal) ?? reconvergeProblem(value.reconverge);
   return problem === undefined ? { ok: true, record: value as unknown as DeploymentRecord } : { ok: false, problem };
 }
 
@@ -155,6 +164,25 @@ const RECORD_FIELDS: Fields = {
   bootId: [isString, 'a string', false],
   rebootRequestedAt: [isString, 'a time', false],
   rebootCommandRanAt: [isString, 'a time', false],
+  reconverge: [isJsonObject, 'an object', false],
+};
+
+const RECONVERGE_FIELDS: Fields = {
+  runs: [isCount, 'a count', true],
+  from: [isDeploymentState, 'a deployment state', false],
+  startedAt: [isString, 'a time', false],
+  endedAt: [isString, 'a time', false],
+  last: [isJsonObject, 'an object', false],
+};
+
+const RECONVERGE_RESULT_FIELDS: Fields = {
+  outcome: [(v) => (RECONVERGE_OUTCOMES as readonly unknown[]).includes(v), RECONVERGE_OUTCOMES.join(', '), true],
+  startedAt: [isString, 'a time', true],
+  endedAt: [isString, 'a time', true],
+  exitCode: [(v) => v === null || isNumber(v), 'a number or null', false],
+  statusCode: [isString, 'a string', false],
+  changes: [isCount, 'a count', false],
+  reason: [isString, 'a string', false],
 };
 
 const SIGNAL_FIELDS: Fields = {
@@ -195,7 +223,13 @@ function kindOf(v: unknown): string {
 
 // Strings are shown only when they are the agent's own words (a signal state where a deployment state belongs): any
 // other string could be a secret.
-const KNOWN_WORDS = new Set<string>([...DEPLOYMENT_STATES, ...SIGNAL_STATES, ...TRANSPORTS, ...ATTEMPT_OUTCOMES]);
+const KNOWN_WORDS = new Set<string>([
+  ...DEPLOYMENT_STATES,
+  ...SIGNAL_STATES,
+  ...TRANSPORTS,
+  ...ATTEMPT_OUTCOMES,
+  ...RECONVERGE_OUTCOMES,
+]);
 
 function recordProblem(value: JsonObject): string | undefined {
   return fieldsProblem(value, RECORD_FIELDS, '');
@@ -206,6 +240,14 @@ function signalProblem(signal: unknown): string | undefined {
   const problem = fieldsProblem(s, SIGNAL_FIELDS, 'signal.');
   if (problem !== undefined) return problem;
   return s.target === undefined ? undefined : targetProblem(s.target as JsonObject, s.transport as Transport);
+}
+
+function reconvergeProblem(reconverge: unknown): string | undefined {
+  if (reconverge === undefined) return undefined;
+  const r = reconverge as JsonObject;
+  const problem = fieldsProblem(r, RECONVERGE_FIELDS, 'reconverge.');
+  if (problem !== undefined || r.last === undefined) return problem;
+  return fieldsProblem(r.last as JsonObject, RECONVERGE_RESULT_FIELDS, 'reconverge.last.');
 }
 
 // The fields each transport's delivery reads; the rest (region) is optional.

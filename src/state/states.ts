@@ -8,6 +8,7 @@ export const DEPLOYMENT_STATES = [
   'applied',
   'done',
   'signalled',
+  'reconverging',
   'skipped',
   'removed',
 ] as const;
@@ -16,7 +17,10 @@ export type DeploymentState = (typeof DEPLOYMENT_STATES)[number];
 export interface StateMeaning {
   /** One line for docs and error messages. */
   readonly meaning: string;
-  /** Nothing more happens to it unless Heat lists it again, it leaves the metadata or an operator reruns it. */
+  /**
+   * Nothing more happens to it unless Heat lists it again, it leaves the metadata or an operator reruns it (re-runs on
+   * a reconverge interval aside: they never change what Heat was told).
+   */
   readonly terminal: boolean;
   /** `status --wait` keeps waiting while a deployment is in this state (exit code 3). */
   readonly inProgress: boolean;
@@ -79,6 +83,16 @@ export const STATE_MEANINGS: Readonly<Record<DeploymentState, StateMeaning>> = {
   signalled: {
     meaning: 'Heat has the signal (or an earlier agent had deployed it: adopted)',
     terminal: true,
+    inProgress: false,
+    holdsSignal: false,
+    hasResult: true,
+    prunable: false,
+    listed: true,
+  },
+  reconverging: {
+    meaning:
+      'a finished deployment runs again on its reconverge interval, with the inputs it last had; Heat is not signalled, and it returns to the state it left',
+    terminal: false,
     inProgress: false,
     holdsSignal: false,
     hasResult: true,

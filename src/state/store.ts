@@ -8,7 +8,7 @@ import { writeConsoleLine } from './console-line.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { DeploymentRecordError, stateError } from './errors.js';
 import { checkDeploymentRecord, type DeploymentRecord, type SignalRecord } from './record.js';
-import { hasResult, type CreationEvent, type DeploymentState, type TransitionEvent } from './machine.js';
+import { EVENTS, hasResult, type CreationEvent, type DeploymentState, type TransitionEvent } from './machine.js';
 import type { SignalEvent } from './signal-machine.js';
 import { readStateFile, writeStateFile } from './state-file.js';
 import { checkMove, checkNote, checkSignalInPlace, type MoveStart, type StateNote } from './write-checks.js';
@@ -28,6 +28,9 @@ export {
   RERUN_HISTORY_MAX,
   SIGNAL_HISTORY_MAX,
   type DeploymentRecord,
+  type ReconvergeOutcome,
+  type ReconvergeRecord,
+  type ReconvergeResult,
   type RerunEntry,
   type SignalAttempt,
   type SignalRecord,
@@ -72,6 +75,11 @@ export class StateStore {
 
   recordPath(id: string): string {
     return path.join(this.recordsDir, `${id}.json`);
+  }
+
+  /** <state_dir>/reconverge/<id>.json: the output of the deployment's last re-run (never sent to Heat). */
+  reconvergePath(id: string): string {
+    return path.join(path.dirname(this.recordsDir), 'reconverge', `${id}.json`);
   }
 
   deployedPath(id: string): string {
@@ -208,8 +216,9 @@ export class StateStore {
   ): Promise<DeploymentRecord> {
     const { to, signal: signalMove } = checkMove(record, event, next.signal.state);
     const written = await this.write({ ...next, state: to });
-    // The move that records a failure is a warning (journalctl -p warning shows it); the moves after it are not news.
-    const level = written.failed === true && !failedBefore ? 'warn' : 'info';
+    // The move that records a failure is a warning (journalctl -p warning shows it); the moves after it are not news,
+    // and the quiet events (a re-run's own moves) are for debugging.
+    const level = written.failed === true && !failedBefore ? 'warn' : EVENTS[event].quiet ? 'debug' : 'info';
     this.log[level](
       {
         deploymentId: written.id,
@@ -254,9 +263,10 @@ export class StateStore {
     await writeStateFile(this.notifyPath(id), pythonJsonDumps(body, { indent: 2 }));
   }
 
-  /** Delete a deployment's record and upstream files. */
+  /** Delete a deployment's record, upstream files and last re-run's output. */
   async forget(id: string): Promise<void> {
-    for (const file of [this.deployedPath(id), this.notifyPath(id), this.recordPath(id)]) {
+    const files = [this.deployedPath(id), this.notifyPath(id), this.reconvergePath(id), this.recordPath(id)];
+    for (const file of files) {
       try {
         await fs.rm(file, { force: true });
       } catch (err) {

@@ -14,16 +14,16 @@ import { signalTarget, type SignalEvent, type SignalState } from './signal-machi
 // What the store checks before each write of a record, against the tables of machine.ts and signal-machine.ts. Each
 // check throws a DeploymentTransitionError naming the event, so a refused write leaves the record as it was.
 
-/** Facts a record notes without a move, and the one state each belongs to. */
+/** Facts a record notes without a move, and the states each belongs to (a hook's pid: its run, or its re-run). */
 export type StateNote = Partial<
   Pick<DeploymentRecord, 'hookPid' | 'hookPidStart' | 'rebootCommandRanAt' | 'lastError'>
 >;
-const NOTED_IN: Readonly<Record<keyof StateNote, DeploymentState>> = {
-  hookPid: 'running',
-  hookPidStart: 'running',
+const NOTED_IN: Readonly<Record<keyof StateNote, readonly DeploymentState[]>> = {
+  hookPid: ['running', 'reconverging'],
+  hookPidStart: ['running', 'reconverging'],
   // Why a run stopped without a result (a full disk): status shows it instead of "is running".
-  lastError: 'running',
-  rebootCommandRanAt: 'awaiting-reboot',
+  lastError: ['running'],
+  rebootCommandRanAt: ['awaiting-reboot'],
 };
 
 /** Where a move starts: a record, or (state undefined, no signal) one about to be created. */
@@ -57,10 +57,10 @@ export function checkSignalInPlace(record: DeploymentRecord, event: SignalEvent)
   return to;
 }
 
-/** Each fact noted belongs to the record's state (a hook pid to a running record). */
+/** Each fact noted belongs to the record's state (a hook pid to a running or reconverging record). */
 export function checkNote(record: DeploymentRecord, facts: StateNote): void {
   for (const key of Object.keys(facts)) {
-    if (NOTED_IN[key as keyof StateNote] !== record.state)
-      throw new DeploymentTransitionError(record.id, record.state, `note of ${key}`);
+    const states: readonly DeploymentState[] = Object.hasOwn(NOTED_IN, key) ? NOTED_IN[key as keyof StateNote] : [];
+    if (!states.includes(record.state)) throw new DeploymentTransitionError(record.id, record.state, `note of ${key}`);
   }
 }

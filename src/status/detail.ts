@@ -9,6 +9,9 @@ import { terminalText } from '../util/terminal-text.js';
 import { inputText, isSecretInput } from '../heat/deployment.js';
 import { DeploymentRecordError } from '../state/errors.js';
 import { storeFor, type DeploymentRecord, type SignalAttempt, type StateStore } from '../state/store.js';
+import { reconvergeIntervalOf, reconvergeOption } from '../heat/reconverge-option.js';
+import { canReconverge, reconvergeDueAt } from '../state/reconverge-record.js';
+import { rerunDetailLines, type RerunSchedule } from './reconverge.js';
 import { toStatus, type DeploymentStatus } from './status.js';
 import { count } from './text-table.js';
 import { resultText } from './format.js';
@@ -34,6 +37,8 @@ export interface DeploymentDetail {
   readonly stderrTail?: string;
   readonly outputs: JsonObject;
   readonly signalAttempts: readonly SignalAttempt[];
+  /** Its re-runs on a reconverge interval: when, and the ends of the last one's output. */
+  readonly rerun?: RerunSchedule & { readonly stdoutTail?: string; readonly stderrTail?: string };
 }
 
 /** `unknown`: no record has that id or name (yet: `status --wait` waits for it to appear). */
@@ -66,10 +71,10 @@ export async function readDetail(config: AgentConfig, log: Logger, key: string):
       unknown: true,
       message: `no deployment with id or name "${key}" is known; "os-config-agent status" lists them`,
     };
-  return { ok: true, detail: await detailOf(store, record) };
+  return { ok: true, detail: await detailOf(store, record, config) };
 }
 
-async function detailOf(store: StateStore, record: DeploymentRecord): Promise<DeploymentDetail> {
+async function detailOf(store: StateStore, record: DeploymentRecord, config: AgentConfig): Promise<DeploymentDetail> {
   const deployed = await readObject(store.deployedPath(record.id));
   const body = await readObject(store.notifyPath(record.id));
   const given = Array.isArray(deployed?.inputs) ? deployed.inputs.filter(isJsonObject) : [];
@@ -97,7 +102,29 @@ async function detailOf(store: StateStore, record: DeploymentRecord): Promise<De
     ...(typeof body?.deploy_stderr === 'string' ? { stderrTail: tail(body.deploy_stderr) } : {}),
     outputs,
     signalAttempts: (record.signal.history ?? []).map((a) => (a.error ? { ...a, error: scrubText(a.error) } : a)),
+    ...(await rerunOf(store, record, deployed, config)),
   };
+}
+
+/** The re-run schedule (from the deployed document and the configuration) and the last re-run's output. */
+async function rerunOf(
+  store: StateStore,
+  record: DeploymentRecord,
+  deployed: JsonObject | undefined,
+  config: AgentConfig,
+): Promise<Pick<DeploymentDetail, 'rerun'>> {
+  const group = typeof deployed?.group === 'string' ? deployed.group : record.group;
+  const intervalSeconds = reconvergeIntervalOf({ group, reconverge: reconvergeOption(deployed?.options) }, config);
+  const output = await readObject(store.reconvergePath(record.id));
+  const rerun = {
+    ...(intervalSeconds !== undefined ? { intervalSeconds } : {}),
+    ...(intervalSeconds !== undefined && canReconverge(record)
+      ? { nextAt: new Date(reconvergeDueAt(record, intervalSeconds, Date.now())).toISOString() }
+      : {}),
+    ...(typeof output?.stdout === 'string' ? { stdoutTail: tail(output.stdout) } : {}),
+    ...(typeof output?.stderr === 'string' ? { stderrTail: tail(output.stderr) } : {}),
+  };
+  return Object.keys(rerun).length > 0 || record.reconverge !== undefined ? { rerun } : {};
 }
 
 function shownInput(input: JsonObject): { name: string; value: unknown } {
@@ -150,6 +177,7 @@ export function formatDetail(d: DeploymentDetail): string {
     `  signal: ${s.signal.state} via ${s.signal.transport}, ${count(s.signal.attempts, 'attempt')}${s.signal.sentAt ? `, sent ${s.signal.sentAt}` : ''}${s.signal.nextAttemptAt ? `, next ${s.signal.nextAttemptAt}` : ''}`,
   ];
   if (s.lastError) lines.push(`  last error: ${s.lastError}`);
+  lines.push(...rerunDetailLines(s.reconverge, d.rerun ?? {}));
   lines.push(
     'inputs:',
     ...(d.inputs.length > 0 ? d.inputs.map((i) => `  ${i.name} = ${oneValue(i.value)}`) : ['  (none)']),
@@ -181,6 +209,13 @@ export function formatDetail(d: DeploymentDetail): string {
     `stderr (last ${TAIL_LINES} lines):`,
     ...indent(d.stderrTail),
   );
+  if (s.reconverge?.last !== undefined)
+    lines.push(
+      `last re-run's stdout (last ${TAIL_LINES} lines):`,
+      ...indent(d.rerun?.stdoutTail),
+      `last re-run's stderr (last ${TAIL_LINES} lines):`,
+      ...indent(d.rerun?.stderrTail),
+    );
   // One entry per line: names, errors and output from the deployment are shown escaped, so none fakes a line.
   return `${lines.map(terminalText).join('\n')}\n`;
 }

@@ -1,5 +1,6 @@
 import type { SourceFacts } from './agent-facts.js';
 import type { StatusReport, UndeliveredSignal } from './report.js';
+import { rerunsSection } from './reconverge.js';
 import type { DeploymentStatus } from './status.js';
 import { count, formatTable, oneLine, shortTime } from './text-table.js';
 import type { Verdict } from './verdict.js';
@@ -15,6 +16,8 @@ export function formatReport(report: StatusReport, verdict: Verdict, width?: num
     sourcesTable(report.sources, width),
     `DEPLOYMENTS\n${formatDeployments(report.deployments, width)}`,
   ];
+  const reruns = rerunsSection(report.deployments);
+  if (reruns !== undefined) parts.push(reruns);
   if (report.signals.length > 0) parts.push(`UNDELIVERED SIGNALS\n${signalsTable(report.signals, width)}`);
   parts.push(verdictLines(verdict, width));
   // The reasons name deployments, and the agent lines come from a file: nothing in them may drive the terminal.

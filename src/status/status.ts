@@ -3,6 +3,7 @@ import type { Logger } from '../log/logger.js';
 import { scrubText } from '../log/redact.js';
 import type { Transport } from '../heat/signal-target.js';
 import { storeFor, type DeploymentRecord, type DeploymentState, type SignalState } from '../state/store.js';
+import { rerunStatusOf, type RerunStatus } from './rerun-status.js';
 
 // `os-config-agent status`: what the agent knows about every deployment, from the state records (read only). The
 // signal's target and body stay out of it: they hold credentials and can be large.
@@ -34,9 +35,12 @@ export interface DeploymentStatus {
     readonly lastStatus?: number;
   };
   readonly lastError?: string;
+  /** Re-runs on a reconverge interval, and the last one's outcome (reconverge.ts). */
+  readonly reconverge?: RerunStatus;
 }
 
 export function toStatus(r: DeploymentRecord): DeploymentStatus {
+  const reconverge = rerunStatusOf(r);
   const s = r.signal;
   const lastError = r.lastError ?? s.lastError;
   return {
@@ -66,6 +70,7 @@ export function toStatus(r: DeploymentRecord): DeploymentStatus {
       ...(s.lastStatus !== undefined ? { lastStatus: s.lastStatus } : {}),
     },
     ...(lastError ? { lastError: scrubText(lastError) } : {}),
+    ...(reconverge ? { reconverge } : {}),
   };
 }
 

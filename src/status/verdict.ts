@@ -1,4 +1,5 @@
 import { isInProgress, isListed } from '../state/machine.js';
+import { rerunFindings } from './reconverge.js';
 import { count } from './text-table.js';
 import type { StatusReport } from './report.js';
 
@@ -9,11 +10,12 @@ import type { StatusReport } from './report.js';
 //   1  a deployment failed
 //   3  still in progress, with an agent running to finish it
 //   2  the running agent's last cycle failed (it retries: this counts only when nothing else is going on)
+//   4  a re-run of a finished deployment found drift and repaired it (until a re-run of it converges)
 //   0  all done and signalled
 // A failure is known as soon as it happens: it outranks what is still in progress, so `status --wait` ends with it.
 
 /** Exit codes of `status` (docs/status.md). */
-export const EXIT = { done: 0, deploymentFailed: 1, agentOrSignalError: 2, waiting: 3 } as const;
+export const EXIT = { done: 0, deploymentFailed: 1, agentOrSignalError: 2, waiting: 3, drifted: 4 } as const;
 
 export interface Verdict {
   readonly exitCode: number;
@@ -44,11 +46,8 @@ export function verdictOf(report: StatusReport, options: VerdictOptions = {}): V
   for (const s of report.sources)
     if (s.consecutiveFailures > 0 && s.lastErrorCode === 'ERR_RESERVED_NAME')
       unfixable.push(`source ${s.name}: ${s.lastError ?? 'an entry under a reserved name was left out'}`);
-  const failed = report.deployments
-    .filter((d) => isListed(d.state) && d.failed === true)
-    .map(
-      (d) => `deployment ${d.id} (${d.name}) failed${d.statusCode !== undefined ? ` with status ${d.statusCode}` : ''}`,
-    );
+  const reruns = rerunFindings(report.deployments);
+  const failed = [...failedDeployments(report), ...reruns.failed];
   const waiting = waitingReasons(report);
   const stalled = !agent.running && waiting.length > 0 && !options.awaitAgent;
   if (stalled)
@@ -64,7 +63,7 @@ export function verdictOf(report: StatusReport, options: VerdictOptions = {}): V
     agent.running && agent.lastCycle?.result === 'failed'
       ? [`the agent's last cycle failed (exit code ${agent.lastCycle.exitCode}); it retries; see its journal`]
       : [];
-  const reasons = [...unfixable, ...failed, ...waiting, ...cycleFailed];
+  const reasons = [...unfixable, ...failed, ...waiting, ...cycleFailed, ...reruns.drifted];
   if (unfixable.length > 0) {
     const summary = stalled
       ? 'not finished, and no agent is running to finish it'
@@ -82,7 +81,19 @@ export function verdictOf(report: StatusReport, options: VerdictOptions = {}): V
   if (waiting.length > 0) return { exitCode: EXIT.waiting, summary: 'still in progress', reasons };
   if (cycleFailed.length > 0)
     return { exitCode: EXIT.agentOrSignalError, summary: "the agent's last cycle failed", reasons };
+  // A re-run that changed something repaired drift: reported until a re-run of that deployment converges.
+  if (reruns.drifted.length > 0)
+    return { exitCode: EXIT.drifted, summary: 'a re-run found drift and repaired it', reasons };
   return { exitCode: EXIT.done, summary: 'all done and signalled', reasons };
+}
+
+/** The deployments whose last run failed. */
+function failedDeployments(report: StatusReport): string[] {
+  return report.deployments
+    .filter((d) => isListed(d.state) && d.failed === true)
+    .map(
+      (d) => `deployment ${d.id} (${d.name}) failed${d.statusCode !== undefined ? ` with status ${d.statusCode}` : ''}`,
+    );
 }
 
 /** What is still awaited: the first cycle, deployments in progress, signals not delivered yet. */

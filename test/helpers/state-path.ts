@@ -1,4 +1,4 @@
-import { BEFORE_REMOVAL, TRANSITIONS, type DeploymentState, type TransitionEvent } from '../../src/state/machine.js';
+import { isDeploymentState, TRANSITIONS, type DeploymentState, type TransitionEvent } from '../../src/state/machine.js';
 import type { DeploymentRecord, RecordPatch, StateStore } from '../../src/state/store.js';
 
 // Tests that need a record in some state get it the way the agent would: along the shortest path of allowed
@@ -17,8 +17,8 @@ function hops(from: DeploymentState, to: DeploymentState): Hop[] {
     const at = queue.shift()!;
     if (at === to && at !== from) break;
     for (const t of TRANSITIONS) {
-      // listed-again leads where the record came from: no fixed target to plan a path through.
-      if (t.from !== at || t.to === BEFORE_REMOVAL || previous.has(t.to) || t.to === from) continue;
+      // listed-again and the end of a re-run lead where the record came from: no fixed target to plan a path through.
+      if (t.from !== at || !isDeploymentState(t.to) || previous.has(t.to) || t.to === from) continue;
       previous.set(t.to, { at, event: t.event });
       queue.push(t.to);
     }

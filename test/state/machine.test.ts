@@ -1,5 +1,6 @@
 import t from 'tap';
 import {
+  BEFORE_RECONVERGE,
   BEFORE_REMOVAL,
   DEPLOYMENT_STATES,
   EVENTS,
@@ -38,7 +39,7 @@ t.test('every state has a meaning, and the readers see the lists they always had
     'status --wait waits for these',
   );
   t.same(statesWhere('holdsSignal'), ['done'], 'the outbox lives in done records');
-  t.same(statesWhere('hasResult'), ['done', 'signalled']);
+  t.same(statesWhere('hasResult'), ['done', 'signalled', 'reconverging']);
   t.same(statesWhere('prunable'), ['removed']);
   t.same(statesWhere('terminal'), ['signalled', 'skipped', 'removed']);
   t.same(
@@ -96,8 +97,14 @@ t.test('the table is consistent: every state is reachable, only terminal states 
   t.equal(events.size, TRANSITIONS.length, 'no transition declared twice');
   for (const s of DEPLOYMENT_STATES) {
     t.ok(statePath('pending', s).length > 0, `${s} reachable from pending`);
+    // A re-run on a reconverge interval returns where it started: no way forward either.
     const onward = TRANSITIONS.some(
-      (x) => x.from === s && x.to !== s && x.event !== 'rerun' && x.event !== 'left-metadata',
+      (x) =>
+        x.from === s &&
+        x.to !== s &&
+        x.event !== 'rerun' &&
+        x.event !== 'left-metadata' &&
+        x.event !== 'reconverge-started',
     );
     t.equal(
       onward,
@@ -117,7 +124,9 @@ t.test('each event, from each state it is allowed in, leads to exactly one state
     t.ok(rule.meaning.length > 0, `${event} says what it means`);
     for (const from of [undefined, ...DEPLOYMENT_STATES]) {
       const at = { state: from, stateBeforeRemoval: 'done' as const };
-      const expected = rule.from.includes(from) ? (rule.to === BEFORE_REMOVAL ? 'done' : rule.to) : undefined;
+      // A target read from the record: a record that does not say goes back to done (and this one says done).
+      const fromRecord = rule.to === BEFORE_REMOVAL || rule.to === BEFORE_RECONVERGE;
+      const expected = rule.from.includes(from) ? (fromRecord ? 'done' : rule.to) : undefined;
       t.equal(targetOf(at, event), expected, `${from ?? '(new)'} --${event}--> ${expected ?? 'refused'}`);
     }
   }
@@ -129,7 +138,7 @@ t.test('each event, from each state it is allowed in, leads to exactly one state
 });
 
 t.test('listed again: back to the state before removal, from the record; pending when it cannot be used', async (t) => {
-  for (const before of DEPLOYMENT_STATES.filter((s) => s !== 'removed'))
+  for (const before of DEPLOYMENT_STATES.filter((s) => s !== 'removed' && s !== 'reconverging'))
     t.equal(targetOf({ state: 'removed', stateBeforeRemoval: before }, 'listed-again'), before, `back to ${before}`);
   t.equal(targetOf({ state: 'removed' }, 'listed-again'), 'pending', 'a record from before stateBeforeRemoval');
   t.equal(targetOf({ state: 'removed', stateBeforeRemoval: 'removed' }, 'listed-again'), 'pending', 'a damaged one');
@@ -163,4 +172,37 @@ t.test('the signal moves that go with each event', async (t) => {
         `${event} leaves the signal as it is`,
       );
   }
+});
+
+t.test('a re-run: from a finished deployment, back where it started, nothing else in between', async (t) => {
+  const ends = ['reconverge-finished', 'reconverge-stopped', 'reconverge-interrupted'] as const;
+  for (const from of ['done', 'signalled'] as const) {
+    t.equal(targetOf({ state: from }, 'reconverge-started'), 'reconverging', `${from} --reconverge-started-->`);
+    for (const end of ends)
+      t.equal(targetOf({ state: 'reconverging', reconverge: { from } }, end), from, `${end}: back to ${from}`);
+  }
+  for (const s of DEPLOYMENT_STATES.filter((x) => x !== 'done' && x !== 'signalled'))
+    t.equal(targetOf({ state: s }, 'reconverge-started'), undefined, `no re-run from ${s}`);
+  t.equal(targetOf({ state: 'reconverging' }, 'reconverge-finished'), 'done', 'a record that does not say: done');
+  t.equal(
+    targetOf({ state: 'reconverging', reconverge: { from: 'pending' } }, 'reconverge-finished'),
+    'done',
+    'nor one naming a state no re-run starts from',
+  );
+  t.same(
+    TRANSITIONS.filter((x) => x.from === 'reconverging').map((x) => x.event),
+    ends,
+    'a re-run in progress only ends: no removal, no rerun, no result, no signal',
+  );
+  t.equal(
+    targetOf({ state: 'removed', stateBeforeRemoval: 'reconverging' }, 'listed-again'),
+    'pending',
+    'no record is removed while re-running, so a damaged one saying so starts over',
+  );
+  t.same(
+    TRANSITION_EVENTS.filter((e) => EVENTS[e].quiet === true),
+    ['reconverge-started', ...ends],
+    "only a re-run's moves are logged at debug (the re-run has its own line)",
+  );
+  for (const event of ['reconverge-started', ...ends] as const) t.equal(EVENTS[event].signal, undefined);
 });

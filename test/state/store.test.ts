@@ -4,6 +4,7 @@ import t from 'tap';
 import type tap from 'tap';
 import { StateStore, storeFor, deployLockFile, type DeploymentRecord } from '../../src/state/store.js';
 import {
+  BEFORE_RECONVERGE,
   BEFORE_REMOVAL,
   DEPLOYMENT_STATES,
   EVENTS,
@@ -254,10 +255,11 @@ function patchFor(event: TransitionEvent, record: DeploymentRecord): RecordPatch
   return {};
 }
 
-/** How a test puts a record in `state`: done with its signal pending, removed from skipped. */
+/** How a test puts a record in `state`: done with its signal pending, removed from skipped, re-run from signalled. */
 function fixturePatch(state: DeploymentState): RecordPatch {
   if (state === 'done') return { signal: PENDING };
   if (state === 'removed') return { stateBeforeRemoval: 'skipped' };
+  if (state === 'reconverging') return { reconverge: { runs: 1, from: 'signalled' } };
   return {};
 }
 
@@ -275,7 +277,9 @@ t.test(
         const seen = calls.length;
         const rule = EVENTS[event];
         const patch = patchFor(event, r);
-        if (!rule.from.includes(state)) {
+        // A re-run never starts while the signal of the run is pending: reconverging does not hold a signal.
+        const pendingSignalStays = event === 'reconverge-started' && r.signal.state === 'pending';
+        if (!rule.from.includes(state) || pendingSignalStays) {
           await t.rejects(
             store.transition(r, event, patch),
             { code: 'ERR_DEPLOYMENT_TRANSITION', deploymentId: id, from: state, event },
@@ -285,7 +289,7 @@ t.test(
           t.equal(calls.length, seen, `${state} --${event}: no listener call`);
           continue;
         }
-        const to = rule.to === BEFORE_REMOVAL ? 'skipped' : rule.to;
+        const to = rule.to === BEFORE_REMOVAL ? 'skipped' : rule.to === BEFORE_RECONVERGE ? 'signalled' : rule.to;
         const next = await store.transition(r, event, patch);
         t.equal(next.state, to, `${state} --${event}--> ${to}`);
         t.equal((await store.read(id))?.state, to, `${state} --${event}: on disk`);

@@ -5,6 +5,7 @@ import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputEntries } from '../hook-deployment.js';
 import { commandSetting, pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { ansibleChanges, asksForChanges } from '../kit/change-report.js';
 import { toolCommand } from '../kit/choose-tool.js';
 import { notInstalled, runTool } from '../kit/run-tool.js';
 import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/work-files.js';
@@ -78,7 +79,8 @@ export const hook: BuiltinHook = {
       );
       if (run.status === 0) log.info('playbook completed', { playbook });
       else log.error('playbook failed', { playbook, exitCode: run.status });
-      return result({ ...run, outputs: await readOutputs(deployment, outputsPath, log) });
+      const changed = asksForChanges(env) ? ansibleChanges(run.stdout) : undefined;
+      return result({ ...run, changed, outputs: await readOutputs(deployment, outputsPath, log) });
     } finally {
       await removeOutputs(outputs, id);
     }

@@ -6,6 +6,7 @@ import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputEntries } from '../hook-deployment.js';
 import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { asksForChanges, chefChanges } from '../kit/change-report.js';
 import { toolCommand } from '../kit/choose-tool.js';
 import { hostnameF, notInstalled, runTool } from '../kit/run-tool.js';
 import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/work-files.js';
@@ -80,7 +81,8 @@ export const hook: BuiltinHook = {
         notInstalled(env, CHEF, command),
       );
       if (run.status !== 0) log.error('chef-client failed', { exitCode: run.status });
-      return result({ ...run, outputs: await readOutputs(deployment, outputsPath, log) });
+      const changed = asksForChanges(env) ? chefChanges(run.stdout) : undefined;
+      return result({ ...run, changed, outputs: await readOutputs(deployment, outputsPath, log) });
     } finally {
       await removeOutputs(outputs, id);
     }

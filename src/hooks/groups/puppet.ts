@@ -5,6 +5,7 @@ import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputEnv, inputValues } from '../hook-deployment.js';
 import { pathSetting, underRoot } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { asksForChanges, puppetChanges } from '../kit/change-report.js';
 import { toolCommand } from '../kit/choose-tool.js';
 import { hostnameF, notInstalled, runTool, type ToolOutcome } from '../kit/run-tool.js';
 import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/work-files.js';
@@ -88,7 +89,8 @@ export const hook: BuiltinHook = {
       const status = run.status === 2 ? 0 : run.status;
       if (status === 0) log.info('manifest applied', { manifest });
       else log.error('manifest failed', { manifest, exitCode: run.status });
-      return result({ ...run, status, outputs: await readOutputs(deployment, outputsPath, log) });
+      const changed = asksForChanges(env) ? puppetChanges(run.status) : undefined;
+      return result({ ...run, status, changed, outputs: await readOutputs(deployment, outputsPath, log) });
     } finally {
       await removeOutputs(outputs, id);
     }

@@ -5,6 +5,7 @@ import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputEntries, inputEnv } from '../hook-deployment.js';
 import { pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
+import { asksForChanges, scriptChanges } from '../kit/change-report.js';
 import { runTool } from '../kit/run-tool.js';
 import { prepareDir, readOutputs, removeOutputs, writeWorkFile } from '../kit/work-files.js';
 
@@ -59,7 +60,8 @@ export const hook: BuiltinHook = {
       );
       if (run.status === 0) log.info('script completed', { script });
       else log.error('script failed', { script, exitCode: run.status });
-      return result({ ...run, outputs: await readOutputs(deployment, outputsPath, log) });
+      const changed = asksForChanges(env) ? await scriptChanges(outputsPath, log) : undefined;
+      return result({ ...run, changed, outputs: await readOutputs(deployment, outputsPath, log) });
     } finally {
       await removeOutputs(outputs, deployment.id);
     }

@@ -86,8 +86,9 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
           'off=[false]',
           'nothing=[]',
           'missing=[]',
-          'listy=[["a","b"]]',
-          'doc=[{"a":[1,2],"é":"ü"}]',
+          // Python's json.dumps, as upstream's hook-script.py writes lists and objects into the environment.
+          'listy=[["a", "b"]]',
+          'doc=[{"a": [1, 2], "\\u00e9": "\\u00fc"}]',
           'multi=[line 1\nline "2"]',
           'deploy_action=[CREATE]',
           `cwd=${working}`,
