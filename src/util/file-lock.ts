@@ -12,8 +12,9 @@ import { currentIdentity, formatIdentity, isRunning, parseIdentity, type Process
 // it as its fd 3: a flock belongs to the open file, which stays ours when flock(1) exits.
 //
 // The file is opened without following a symbolic link (O_NOFOLLOW), must be a regular file with one link owned by
-// root or the agent's user, in a directory the trust rule accepts (util/trust.ts), and is only ever truncated through
-// that descriptor: whoever can plant a link at the path cannot make the agent empty another file. It is never removed
+// root or the agent's user, in a directory the trust rule accepts (util/trust.ts), and is only ever written through a
+// descriptor opened the same way onto that same file: whoever can plant a link at the path cannot make the agent empty
+// another file. It is never removed
 // either, or a process that had opened the old file would hold a lock nobody else sees. The holder writes its identity
 // (pid, start time, boot id) into the file so that a refused caller can name it; the lock, never that line, decides.
 
@@ -70,12 +71,7 @@ export async function lockFile(file: string, options: LockOptions = {}): Promise
   try {
     await flockOrThrow(file, handle);
     const line = options.recordOwner === false ? '' : `${formatIdentity(currentIdentity())}\n`;
-    // Written before cutting, so a reader never sees an empty file while the lock is held. A failure (a full disk)
-    // only leaves the holder unnamed.
-    await handle
-      .write(line, 0)
-      .then(() => handle.truncate(Buffer.byteLength(line)))
-      .catch(() => undefined);
+    await rewrite(file, handle, line);
   } catch (err) {
     await handle.close().catch(() => undefined);
     throw err;
@@ -84,10 +80,7 @@ export async function lockFile(file: string, options: LockOptions = {}): Promise
   return {
     file,
     release() {
-      released ??= handle
-        .truncate(0)
-        .catch(() => undefined)
-        .then(() => handle.close());
+      released ??= rewrite(file, handle, '').then(() => handle.close());
       return released;
     },
   };
@@ -131,7 +124,9 @@ async function openLockFile(file: string, options: LockOptions): Promise<fs.File
   await new TrustCheck().require(path.dirname(file));
   let handle: fs.FileHandle;
   try {
-    const flags = fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
+    // Held read-only: a descriptor open for writing for a daemon's whole life would keep its file system from being
+    // remounted read-only. The holder's line is written through a descriptor of its own (rewrite()).
+    const flags = fsConstants.O_RDONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
     handle = await fs.open(file, flags, options.fileMode ?? 0o600);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
@@ -149,6 +144,29 @@ async function openLockFile(file: string, options: LockOptions): Promise<fs.File
     throw new LockFileError(file, `${problem}; remove it`);
   }
   return handle;
+}
+
+/**
+ * Replaces the lock file's text with `line` through a write descriptor opened for that moment, on the same file as the
+ * held one (never through a link, never another file put at the path). Written before cutting, so a reader never sees
+ * an empty file while the lock is held. A failure (a full disk, a read-only file system) only leaves the holder
+ * unnamed, or its line behind, which the lock, not the line, decides on.
+ */
+async function rewrite(file: string, held: fs.FileHandle, line: string): Promise<void> {
+  const handle = await fs
+    .open(file, fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK)
+    .catch(() => undefined);
+  if (!handle) return;
+  try {
+    const [now, ours] = await Promise.all([handle.stat(), held.stat()]);
+    if (now.ino !== ours.ino || now.dev !== ours.dev) return;
+    await handle.write(line, 0);
+    await handle.truncate(Buffer.byteLength(line));
+  } catch {
+    // As above: the line is a courtesy.
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
 }
 
 /** Why an opened file must not be used as a lock (and truncated): not a plain file of root's or the agent's. */

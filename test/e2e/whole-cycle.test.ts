@@ -62,7 +62,8 @@ t.test('cold boot from heat_local to converged deployments over CFN', async (t) 
   await until('first signal', () => o.signals.some((s) => s.deploymentId === first));
   const sig = o.signals.find((s) => s.deploymentId === first)!;
   t.equal(Number(sig.body.deploy_status_code), 0, 'first deployment succeeded');
-  t.match(String(sig.body.deploy_stdout), 's=text with spaces n=42 b=true l=a,b,c j={"k":[1,2]} action=CREATE');
+  // A JSON input reaches the script in Python's json.dumps form, as upstream's hook-script.py writes it.
+  t.match(String(sig.body.deploy_stdout), 's=text with spaces n=42 b=true l=a,b,c j={"k": [1, 2]} action=CREATE');
   t.match(String(sig.body.deploy_stderr), 'to-stderr');
   t.same(JSON.parse(String(sig.body.json_out)), { k: [1, 2] }, 'declared output read back from heat_outputs_path');
 

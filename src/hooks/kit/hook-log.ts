@@ -26,10 +26,10 @@ export class HookLog {
     const found = new Set(this.secrets);
     for (const { name, value } of inputs) {
       if (!isSecretInput(name)) continue;
-      const text = inputText(value);
-      if (text === '') continue;
-      found.add(text);
-      found.add(JSON.stringify(text).slice(1, -1));
+      for (const text of secretTexts(value)) {
+        found.add(text);
+        found.add(JSON.stringify(text).slice(1, -1));
+      }
     }
     // Longest first, so a secret that contains another is replaced whole.
     this.secrets = [...found].sort((a, b) => b.length - a.length);
@@ -80,4 +80,22 @@ export function pythonLogTime(d: Date): string {
     `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:` +
     `${p(d.getSeconds())},${p(d.getMilliseconds(), 3)}`
   );
+}
+
+/**
+ * The texts of a secret value that must never be shown: its text form, and for a list or an object also its compact
+ * JSON and every string inside it, since a hook may print the structure in another JSON form or one part alone.
+ */
+function secretTexts(value: unknown): string[] {
+  const texts = [inputText(value)];
+  if (value !== null && typeof value === 'object') {
+    texts.push(JSON.stringify(value));
+    const visit = (v: unknown): void => {
+      if (typeof v === 'string') texts.push(v);
+      else if (Array.isArray(v)) v.forEach(visit);
+      else if (v !== null && typeof v === 'object') Object.values(v).forEach(visit);
+    };
+    visit(value);
+  }
+  return texts.filter((t) => t !== '');
 }
