@@ -14,9 +14,9 @@ import { currentIdentity, formatIdentity, isRunning, parseIdentity, type Process
 // The file is opened without following a symbolic link (O_NOFOLLOW), must be a regular file with one link owned by
 // root or the agent's user, in a directory the trust rule accepts (util/trust.ts), and is only ever written through a
 // descriptor opened the same way onto that same file: whoever can plant a link at the path cannot make the agent empty
-// another file. It is never removed
-// either, or a process that had opened the old file would hold a lock nobody else sees. The holder writes its identity
-// (pid, start time, boot id) into the file so that a refused caller can name it; the lock, never that line, decides.
+// another file. It is never removed either, or a process that had opened the old file would hold a lock nobody else
+// sees. The holder writes its identity (pid, start time, boot id) into the file so that a refused caller can name it;
+// the lock, never that line, decides.
 
 /** flock(1)'s exit status for "held by another" (Linux EAGAIN, as upstream os-refresh-config exits). */
 const HELD_EXIT_CODE = 11;
