@@ -141,7 +141,7 @@ function diskFullError(err: unknown): NodeJS.ErrnoException | undefined {
 async function noteDiskFull(deps: DeployDeps, id: string, err: NodeJS.ErrnoException): Promise<void> {
   const lastError = `no space left on device (${err.path !== undefined ? deps.ctx.paths.unmap(err.path) : 'a state file'}); the deployment stopped and resumes when space is freed`;
   deps.ctx.log.error(
-    { deploymentId: id, code: 'ERR_DEPLOYMENT_STATE', errno: 'ENOSPC', path: err.path },
+    { deploymentId: id, code: 'ERR_DEPLOYMENT_STATE', errno: 'ENOSPC', file: err.path },
     'deployment stopped: disk full',
   );
   try {
