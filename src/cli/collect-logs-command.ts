@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { loadConfig } from '../config/load.js';
 import { createLogger } from '../log/logger.js';
 import { oneAttemptHttpClient } from './command-http.js';
@@ -13,6 +13,7 @@ import {
   type CommonFlags,
 } from './common-flags.js';
 import { addConfigOptions, ALL_OPTIONS, readConfigOverrides } from './config-options.js';
+import { DEFAULT_TIMEOUT_SECONDS, parseTimeout } from './doctor-command.js';
 import { existingRoot } from './root-check.js';
 import { printData } from './quiet-epipe.js';
 
@@ -27,19 +28,15 @@ interface CollectLogsFlags extends CommonFlags {
 }
 
 export const DEFAULT_TARFILE = 'os-config-agent-logs.tar.gz';
-const MAX_DOCTOR_TIMEOUT = 120;
-
-function doctorSeconds(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0 || n > MAX_DOCTOR_TIMEOUT)
-    throw new InvalidArgumentError(`must be a number of seconds above 0 and at most ${MAX_DOCTOR_TIMEOUT}`);
-  return n;
-}
-
 export function defineCollectLogsCommand(cmd: Command, ctx: CommandContext): Command {
   cmd.option('-t, --tarfile <file>', 'where to write the tarball', DEFAULT_TARFILE);
   cmd.option('--no-doctor', "leave out the doctor's report (it reaches every configured endpoint)");
-  cmd.option('--doctor-timeout <seconds>', 'longest wait for each endpoint the doctor checks', doctorSeconds, 5);
+  cmd.option(
+    '--doctor-timeout <seconds>',
+    'longest wait for each endpoint the doctor checks',
+    parseTimeout,
+    DEFAULT_TIMEOUT_SECONDS,
+  );
   addCommonFlags(cmd, COMMON_HEADING);
   const bindings = addConfigOptions(cmd, { scope: ALL_OPTIONS, helpAll: ctx.helpAll });
   cmd.addHelpText(

@@ -27,10 +27,12 @@ interface DoctorFlags extends CommonFlags {
   timeout: number;
 }
 
-const DEFAULT_TIMEOUT_SECONDS = 5;
+/** The doctor's wait for each endpoint, also given by `collect-logs --doctor-timeout`. */
+export const DEFAULT_TIMEOUT_SECONDS = 5;
 const MAX_TIMEOUT_SECONDS = 120;
 
-function parseTimeout(value: string): number {
+/** A --timeout of the doctor: seconds above 0, at most MAX_TIMEOUT_SECONDS. */
+export function parseTimeout(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0 || n > MAX_TIMEOUT_SECONDS)
     throw new InvalidArgumentError(`must be a number of seconds above 0 and at most ${MAX_TIMEOUT_SECONDS}`);

@@ -1,5 +1,5 @@
 import { scrubText } from '../log/redact.js';
-import type { DeploymentRecord, ReconvergeOutcome } from '../state/store.js';
+import type { DeploymentRecord, ReconvergeResult } from '../state/store.js';
 
 // A deployment's re-runs on its reconverge interval as `status` reports them: how many, whether one runs now, and the
 // last one's outcome.
@@ -9,15 +9,7 @@ export interface RerunStatus {
   readonly runs: number;
   /** A re-run is in progress now. */
   readonly running: boolean;
-  readonly last?: {
-    readonly outcome: ReconvergeOutcome;
-    readonly startedAt: string;
-    readonly endedAt: string;
-    readonly exitCode?: number | null;
-    readonly statusCode?: string;
-    readonly changes?: number;
-    readonly reason?: string;
-  };
+  readonly last?: ReconvergeResult;
 }
 
 /** A record's re-runs as `status` shows them (the reason scrubbed of anything credential-shaped). */
