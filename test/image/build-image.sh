@@ -174,7 +174,7 @@ done
 hook_runs_alone() {
     printf '%s' '{"id": "image-check", "config": "#!/bin/sh\necho hook-ok"}' |
         chroot "${tree}" env PATH=/opt/os-config-agent/bin:/usr/bin:/bin OS_CONFIG_AGENT_ROOT=/tmp/hook-check \
-            /var/lib/heat-config/hooks/script | grep -q '"deploy_stdout":"hook-ok'
+            /var/lib/heat-config/hooks/script | grep -Eq '"deploy_stdout": ?"hook-ok'
 }
 only_hooks() {
     local expected actual

@@ -215,7 +215,11 @@ t.test(
     const out = outputsOf(done);
     t.equal(out.echoed, `${GREETING} from a pristine image`, "the deployment's output");
     t.equal(out.hostname, HOSTNAME, 'the script ran inside the booted system');
-    t.equal(out.agent, `/usr/lib/os-config-agent/bin/os-collect-config ${VERSION}`, "with the package's agent on PATH");
+    t.equal(
+      out.agent,
+      `/usr/lib/os-config-agent/bin/os-collect-config os-collect-config (os-config-agent) ${VERSION}`,
+      "with the package's agent on PATH",
+    );
     t.equal(out.status, 0, 'deploy_status_code');
     t.equal(out.stdout, 'hello deployment ran\n', 'deploy_stdout');
     const signals = (await client.events(STACK, 'hello')).filter((e) => e.resource_status.startsWith('SIGNAL')).length;
