@@ -237,7 +237,7 @@ t.test(
     t.match(output, /install-os-config-agent: sha256 checked/, 'the script checked the sha256');
     t.match(
       output,
-      new RegExp(`install-os-config-agent: installed ${VERSION.replaceAll('.', '\\.')};`),
+      new RegExp(`install-os-config-agent: installed os-config-agent ${VERSION.replaceAll('.', '\\.')};`),
       'and installed the package',
     );
 
