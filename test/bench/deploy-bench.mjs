@@ -48,6 +48,9 @@ const server = http.createServer((req, res) => {
     res.writeHead(404); res.end();
   });
 });
+// No idle timeout: this process reads the count between runs that block it for longer than Node's 5 s default, and
+// fetch would reuse a connection the sink had closed meanwhile.
+server.keepAliveTimeout = 0;
 server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
 `;
 
