@@ -6,7 +6,8 @@ import { credentialsFrom } from '../cfntools/credentials.js';
 import { displayMetadata } from '../cfntools/get-metadata.js';
 import { retrieveMetadata } from '../cfntools/retrieve.js';
 import { errorMessage } from '../errors.js';
-import { addCfnRuntimeFlags, cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
+import { cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
+import { addRootConfigFlags } from './root-flags.js';
 
 // `cfn-get-metadata -s STACK -r RESOURCE [-k KEY]` (and `os-config-agent cfn-get-metadata`): prints a resource's
 // metadata, or the value at a key path, as heat-cfntools' does (src/cfntools/get-metadata.ts). Exit 1 when the
@@ -40,7 +41,7 @@ export function defineCfnGetMetadataCommand(
     .option('-u, --url <url>', "heat-api-cfn's URL (default: Heat's cfn-metadata-server, cfn-boto-cfg, [cfn])")
     .option('-k, --key <path>', "print only the value at this key path (keys joined by '.'; quote a key with a dot)");
   // After its own flags: the help lists the command's own first.
-  addCfnRuntimeFlags(cmd);
+  addRootConfigFlags(cmd);
   cmd.action(async () => {
     const flags = cfnFlagsOf<GetMetadataFlags>(cmd);
     // Required, as argparse says it; checked here so that an unknown flag is reported first (commander's order).

@@ -5,7 +5,8 @@ import { CFN_FILES, CFN_LOG_FILES } from '../cfntools/cfn-paths.js';
 import { loadHupConfig } from '../cfntools/hup-config.js';
 import { runHupPass } from '../cfntools/hup-pass.js';
 import { errorMessage } from '../errors.js';
-import { addCfnRuntimeFlags, cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
+import { cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
+import { addRootConfigFlags } from './root-flags.js';
 
 // `cfn-hup [-f] [-c DIR] [-v]` (and `os-config-agent cfn-hup`): one check of the resources the hooks watch, firing
 // the hooks whose triggers happened (src/cfntools/hup-pass.ts). As heat-cfntools' cfn-hup, it checks once and exits
@@ -28,7 +29,7 @@ export function defineCfnHupCommand(cmd: Command, setExit: (code: number) => voi
     .option('-f, --no-daemon', 'Do not run as a daemon (one check either way, as heat-cfntools)')
     .option('-v, --verbose', 'Verbose logging (every line on stderr too)');
   // After its own flags: the help lists the command's own first.
-  addCfnRuntimeFlags(cmd);
+  addRootConfigFlags(cmd);
   cmd.action(async () => {
     const flags = cfnFlagsOf<CfnHupFlags>(cmd);
     const runtime = await cfnRuntime(flags);

@@ -5,7 +5,8 @@ import { CFN_LOG_FILES } from '../cfntools/cfn-paths.js';
 import { toolContext } from '../cfntools/cfn-context.js';
 import { credentialsFrom } from '../cfntools/credentials.js';
 import { errorMessage } from '../errors.js';
-import { addCfnRuntimeFlags, cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
+import { cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
+import { addRootConfigFlags } from './root-flags.js';
 
 // `cfn-init` (and `os-config-agent cfn-init`): heat-cfntools' cfn-init, with its flags. Reads the resource's metadata
 // (heat-api-cfn with keys, else the local copy), saves it for cfn-hup, and applies its AWS::CloudFormation::Init
@@ -39,7 +40,7 @@ export function defineCfnInitCommand(cmd: Command, setExit: (code: number) => vo
     .option('-u, --url <url>', "heat-api-cfn's URL (default: Heat's cfn-metadata-server, cfn-boto-cfg, [cfn])")
     .option('-v, --verbose', 'every log line on stderr too, not only warnings and errors');
   // After its own flags: the help lists the command's own first.
-  addCfnRuntimeFlags(cmd);
+  addRootConfigFlags(cmd);
   cmd.action(async () => {
     const flags = cfnFlagsOf<CfnInitFlags>(cmd);
     const runtime = await cfnRuntime(flags);

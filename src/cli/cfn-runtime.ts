@@ -1,9 +1,8 @@
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { cfnEndpoint, type CfnEndpoint } from '../cfntools/endpoint.js';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { createLazyHttpClient } from '../http/lazy-client.js';
 import type { HttpClient } from '../http/types.js';
-import { COMMON_HEADING } from './command-context.js';
 
 // What the heat-cfntools commands share: --root (every path under it) and the agent's configuration, read for what
 // heat-cfntools kept elsewhere: [cfn] metadata_url (heat-api-cfn, when Heat's boot data does not name it),
@@ -22,25 +21,6 @@ export interface CfnRuntime {
   readonly http: () => Promise<HttpClient>;
   /** heat-api-cfn's URL (the command's --url first), looked up when first asked. */
   endpoint(url?: string): () => Promise<CfnEndpoint | undefined>;
-}
-
-export function addCfnRuntimeFlags(cmd: Command): Command {
-  return cmd
-    .addOption(
-      new Option('--root <dir>', 'prefix every absolute path read or written with DIR (tests, image builds)').helpGroup(
-        COMMON_HEADING,
-      ),
-    )
-    .addOption(
-      new Option('--config-file <file>', "the agent's configuration file (repeat for more)")
-        .argParser(collect)
-        .helpGroup(COMMON_HEADING),
-    )
-    .addOption(
-      new Option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)')
-        .argParser(collect)
-        .helpGroup(COMMON_HEADING),
-    );
 }
 
 /** The command's flags, with the global ones given before it (`os-config-agent --root /mnt cfn-init`); its own win. */
@@ -73,8 +53,4 @@ export async function cfnRuntime(flags: CfnRuntimeFlags): Promise<CfnRuntime> {
       })),
     endpoint: (url) => () => cfnEndpoint({ url, paths: loaded.paths, configured: config.cfn.metadata_url }),
   };
-}
-
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
 }

@@ -19,6 +19,7 @@ import {
   type CommonFlags,
 } from './common-flags.js';
 import { installSignalHandlers } from './process-signals.js';
+import { addRootConfigFlags } from './root-flags.js';
 import { checkFlags, signalInput, type CfnSignalFlags, type SignalInput } from './signal-input.js';
 import { defaultUniqueId } from './signal-unique-id.js';
 
@@ -95,27 +96,12 @@ function addCfnSignalOptions(cmd: Command): void {
     )
     .option('--now', 'also try to deliver once before returning (the queue keeps retrying on failure)')
     .option('--wait', 'stay until the signal is delivered or refused (exit 0 or 1), or --wait-timeout passes (exit 3)')
-    .option('--wait-timeout <seconds>', 'how long --wait waits', '300')
-    .addOption(
-      new Option('--root <dir>', 'prefix every absolute path the agent reads or writes with DIR').helpGroup(
-        COMMON_HEADING,
-      ),
-    )
-    .addOption(
-      new Option('--config-file <file>', 'configuration file (repeat for more)')
-        .argParser(collect)
-        .helpGroup(COMMON_HEADING),
-    )
-    .addOption(
-      new Option('--config-dir <dir>', 'directory of *.conf files read after the config files (repeat for more)')
-        .argParser(collect)
-        .helpGroup(COMMON_HEADING),
-    )
-    .addOption(
-      new Option('--log-level <level>', 'fatal, error, warn, info, debug or trace (default: warn)')
-        .argParser(logLevelArgument)
-        .helpGroup(COMMON_HEADING),
-    );
+    .option('--wait-timeout <seconds>', 'how long --wait waits', '300');
+  addRootConfigFlags(cmd).addOption(
+    new Option('--log-level <level>', 'fatal, error, warn, info, debug or trace (default: warn)')
+      .argParser(logLevelArgument)
+      .helpGroup(COMMON_HEADING),
+  );
 }
 
 /** Queues the signal, tries it as the flags and a running daemon say, and returns the exit status. */
@@ -142,10 +128,6 @@ async function queueAndDeliver(
   } finally {
     handlers.dispose();
   }
-}
-
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
 }
 
 /** The signal flags the user gave (not commander's defaults). */

@@ -16,6 +16,7 @@ export interface CommonFlags {
 }
 
 export { COMMON_HEADING } from './command-context.js';
+import { collectRepeated } from './root-flags.js';
 
 /** The common flags, under their own heading when `heading` is given (a subcommand's help lists its own first). */
 export function addCommonFlags(cmd: Command, heading?: string): Command {
@@ -30,13 +31,13 @@ export function addCommonFlags(cmd: Command, heading?: string): Command {
     new Option(
       '--config-file <file>',
       'configuration file (repeat for more; default ~/os-collect-config.conf or /etc/os-collect-config.conf)',
-    ).argParser(collect),
+    ).argParser(collectRepeated),
   );
   add(
     new Option(
       '--config-dir <dir>',
       'directory of *.conf files read after the config files (repeat for more)',
-    ).argParser(collect),
+    ).argParser(collectRepeated),
   );
   add(new Option('--log-level <level>', 'fatal, error, warn, info, debug or trace').argParser(logLevelArgument));
   add(new Option('-d, --debug', 'same as --log-level debug'));
@@ -55,10 +56,6 @@ export function addCommonFlags(cmd: Command, heading?: string): Command {
   ])
     cmd.addOption(new Option(flags).hideHelp());
   return cmd;
-}
-
-function collect(value: string, previous: string[] | undefined): string[] {
-  return [...(previous ?? []), value];
 }
 
 /** A --log-level value; an unknown one is a usage error (exit 2). */
