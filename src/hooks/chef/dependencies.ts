@@ -15,21 +15,14 @@ import path from 'node:path';
 /** `berks vendor` run in the source: the resolved cookbooks end up in `target`. */
 export async function berksVendor(ctx: HookContext, source: string, target: string, label: string): Promise<void> {
   const command = await toolCommand(ctx, BERKS);
-  const partial = `${target}.partial`;
-  await removeFiles(partial);
-  await makeDirs(path.dirname(target));
-  try {
+  await replaceWhenWritten(target, async (partial) => {
     const run = await runTool(
       ctx,
       { file: command, args: ['vendor', partial], cwd: source, env: ctx.env },
       notInstalled(ctx.env, neededBecause(BERKS, `${label} has a Berksfile.`), command),
     );
     failed(run, `${label}: berks vendor failed for the Berksfile in ${source}`);
-    await removeFiles(target);
-    await rename(partial, target);
-  } finally {
-    await removeFiles(partial);
-  }
+  });
 }
 
 /** `chef install` and `chef export` of the source's Policyfile.rb into `target`; returns the policy's name. */
@@ -42,20 +35,30 @@ export async function exportPolicy(ctx: HookContext, source: string, target: str
     missing,
   );
   failed(install, `${label}: chef install failed for the Policyfile.rb in ${source}`);
-  const partial = `${target}.partial`;
-  await removeFiles(partial);
-  await makeDirs(path.dirname(target));
-  try {
+  return replaceWhenWritten(target, async (partial) => {
     const run = await runTool(
       ctx,
       { file: command, args: ['export', 'Policyfile.rb', partial], cwd: source, env: ctx.env },
       missing,
     );
     failed(run, `${label}: chef export failed for the Policyfile.rb in ${source}`);
-    const name = await policyName(partial, label);
+    return policyName(partial, label);
+  });
+}
+
+/**
+ * `write` fills `<target>.partial`; only when it returns does that directory replace `target`. A failure leaves the
+ * last good `target` and no partial one behind.
+ */
+async function replaceWhenWritten<T>(target: string, write: (partial: string) => Promise<T>): Promise<T> {
+  const partial = `${target}.partial`;
+  await removeFiles(partial);
+  await makeDirs(path.dirname(target));
+  try {
+    const value = await write(partial);
     await removeFiles(target);
     await rename(partial, target);
-    return name;
+    return value;
   } finally {
     await removeFiles(partial);
   }
