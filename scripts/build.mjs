@@ -7,6 +7,7 @@
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { thirdPartyLicences } from './third-party-licenses.mjs';
 
 const out = 'dist/os-config-agent.mjs';
 // The #! line of the entry and the launchers: V8's background threads sized to the machine's CPUs (--v8-pool-size=0);
@@ -69,7 +70,9 @@ const hooksLeftOut = {
 const { AGENT_COMMAND, COMPAT_COMMANDS, COMMAND_NAMES } = await importSource('src/cli/command-names.ts');
 
 await rm('dist', { recursive: true, force: true });
-await build({
+// What each shipped bundle read, for the list of the npm packages it carries (dist/THIRD-PARTY-LICENSES).
+const metafiles = [];
+const entryBuild = await build({
   ...common,
   entryPoints: { [AGENT_COMMAND]: 'src/bin.ts' },
   outdir: 'dist',
@@ -83,7 +86,9 @@ await build({
     js: "import { createRequire as __ocaCreateRequire } from 'node:module';\nconst require = __ocaCreateRequire(import.meta.url);",
   },
   plugins: [httpThroughRequire],
+  metafile: true,
 });
+metafiles.push(entryBuild.metafile);
 // The entry is run directly (`./os-config-agent.mjs`): it alone gets the #! line.
 await writeFile(out, `${SHEBANG}\n${await readFile(out, 'utf8')}`);
 await chmod(out, 0o755);
@@ -131,7 +136,9 @@ for (const group of groups) {
     // src/http/zoned-agents.ts builds its require() from, which CommonJS has no import.meta for.
     define: { 'import.meta.url': '__ocaHookFileUrl' },
     banner: { js: "const __ocaHookFileUrl = require('node:url').pathToFileURL(__filename).href;" },
+    metafile: true,
   });
+  metafiles.push(built.metafile);
   const body = built.outputFiles[0].text;
   const digest = createHash('sha256').update(body, 'utf8').digest('hex');
   await writeFile(
@@ -141,6 +148,9 @@ for (const group of groups) {
   );
   await chmod(`dist/hooks/${group}`, 0o755);
 }
+
+const licences = thirdPartyLicences(metafiles);
+await writeFile('dist/THIRD-PARTY-LICENSES', licences.text);
 
 // The manual pages and the bash completion, written from the command definitions themselves (src/cli/reference.ts),
 // so that they say what --help says. The release date of the pages is this version's in CHANGELOG.md.
@@ -164,5 +174,5 @@ const pages = await (await import(`../${reference}`)).writeReference('dist', dat
 await rm(reference);
 
 console.log(
-  `built ${out} and dist/chunks/, dist/bin/{${COMPAT_COMMANDS.join(',')}}, dist/hooks/{${groups.join(',')}}, dist/man/ (${pages.length} pages), dist/completion/`,
+  `built ${out} and dist/chunks/, dist/bin/{${COMPAT_COMMANDS.join(',')}}, dist/hooks/{${groups.join(',')}}, dist/man/ (${pages.length} pages), dist/completion/, dist/THIRD-PARTY-LICENSES (${licences.packages.length} packages)`,
 );

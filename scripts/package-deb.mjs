@@ -33,6 +33,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { maintainerScripts } from './deb/maintainer-scripts.mjs';
 import { control, copyright, lintianOverrides, packageIdentity } from './deb/metadata.mjs';
+import { licencesNamed } from './third-party-licenses.mjs';
 import { addOperatorFiles, gzip } from './deb/operator-files.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -281,7 +282,9 @@ function main() {
     dir('usr/share/lintian/overrides');
     file('usr/share/lintian/overrides/os-config-agent', lintianOverrides(opts.node));
 
-    file('usr/share/doc/os-config-agent/copyright', copyright(identity));
+    const licences = readFileSync(path.join(dist, 'THIRD-PARTY-LICENSES'), 'utf8');
+    file('usr/share/doc/os-config-agent/THIRD-PARTY-LICENSES', licences);
+    file('usr/share/doc/os-config-agent/copyright', copyright(identity, licencesNamed(licences)));
     const date = new Date().toUTCString().replace('GMT', '+0000');
     const changelog = `os-config-agent (${version}) unstable; urgency=medium\n\n  * Built from the os-config-agent source; its changes are in changelog.gz.\n\n -- ${identity.maintainer}  ${date}\n`;
     file('usr/share/doc/os-config-agent/changelog.Debian.gz', gzip(changelog));

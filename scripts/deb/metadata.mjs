@@ -52,7 +52,11 @@ export function control({ version, arch, node, installedKiB, identity }) {
   ].join('\n');
 }
 
-export function copyright(identity) {
+/**
+ * The copyright file. `bundledLicences` are the licences of the npm packages the JavaScript files carry
+ * (scripts/third-party-licenses.mjs); their notices and texts are in THIRD-PARTY-LICENSES beside this file.
+ */
+export function copyright(identity, bundledLicences) {
   return `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: os-config-agent
 Upstream-Contact: ${identity.maintainer}
@@ -60,6 +64,13 @@ ${identity.homepage ? `Source: ${identity.homepage}\n` : ''}
 Files: *
 Copyright: 2026 os-config-agent developers
 License: Apache-2.0
+
+Files: usr/lib/os-config-agent/lib/* usr/libexec/heat-config/hooks/*
+Copyright: 2026 os-config-agent developers
+ The authors of the npm packages these files bundle, named with their copyright notices in
+ /usr/share/doc/os-config-agent/THIRD-PARTY-LICENSES.
+License: Apache-2.0 and ${bundledLicences.join(' and ')}
+ The licence of each bundled package, and its text, is in /usr/share/doc/os-config-agent/THIRD-PARTY-LICENSES.
 
 Files: usr/lib/os-config-agent/node/*
 Copyright: Node.js contributors and others (see usr/lib/os-config-agent/node/LICENSE)

@@ -139,6 +139,7 @@ t.test(
       'troubleshooting.md.gz',
       'logging.md.gz',
       'copyright',
+      'THIRD-PARTY-LICENSES',
     ])
       t.match(listing, new RegExp(`\\./usr/share/doc/os-config-agent/${doc.replace(/\./g, '\\.')}$`, 'm'), doc);
     t.match(listing, /\.\/usr\/lib\/os-config-agent\/node\/bin\/node$/m, 'a Node.js runtime');
@@ -146,6 +147,17 @@ t.test(
     const tree = path.join(out, 'tree');
     mkdirSync(tree, { recursive: true });
     spawnSync('dpkg-deb', ['-x', deb, tree]);
+    const copyright = readFileSync(path.join(tree, 'usr/share/doc/os-config-agent/copyright'), 'utf8');
+    t.match(
+      copyright,
+      /^Files: usr\/lib\/os-config-agent\/lib\/\* .*\nCopyright: [^]*?\nLicense: Apache-2\.0 and .*\bMIT\b/m,
+      'the copyright file names the licences of the bundled npm packages',
+    );
+    t.match(
+      readFileSync(path.join(tree, 'usr/share/doc/os-config-agent/THIRD-PARTY-LICENSES'), 'utf8'),
+      /^Package: got \S+\nLicense: MIT\n/m,
+      'with their notices beside it',
+    );
     const unit = readFileSync(path.join(tree, 'lib/systemd/system/os-config-agent.service'), 'utf8');
     t.match(
       unit,
