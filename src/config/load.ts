@@ -1,5 +1,5 @@
 import { promises as fs, readFileSync } from 'node:fs';
-import { setSecrets } from '../log/redact.js';
+import { setSecrets, urlSecrets } from '../log/redact.js';
 import { createPathMapper, type PathMapper } from '../util/rooted-path.js';
 import { findConfigFiles } from './config-files.js';
 import { normaliseGroupIntervals } from './group-intervals.js';
@@ -92,8 +92,9 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
 }
 
 /**
- * Scrub the secrets of this configuration from every log line and message (replacing those of the configuration
- * registered before: the one loaded last, or the one a failed reload keeps in force).
+ * Scrub the secrets of this configuration from every output (replacing those of the configuration registered before:
+ * the one loaded last, or the one a failed reload keeps in force): the values of secret options (passwords, the CFN
+ * secret key) and what any URL among the values carries (a password in its user-info, a TempURL signature, a token).
  */
 export function registerConfigSecrets(config: AgentConfig): void {
   const values: string[] = [];
@@ -102,6 +103,8 @@ export function registerConfigSecrets(config: AgentConfig): void {
     for (const [name, spec] of Object.entries(sectionSpecs(section))) {
       const value = options[name];
       if (spec.secret && typeof value === 'string') values.push(value);
+      for (const text of typeof value === 'string' ? [value] : Array.isArray(value) ? value : [])
+        if (typeof text === 'string' && text.includes('://')) values.push(...urlSecrets(text));
     }
   }
   setSecrets('config', values);
