@@ -1,3 +1,4 @@
+import { setMessageScrubber } from '../errors.js';
 import { isSecretName } from './secret-names.js';
 import { PROCESS_OWNER, secrets } from './secret-registry.js';
 
@@ -62,6 +63,9 @@ export function scrubText(text: string): string {
   return out;
 }
 
+// Every AgentError's message is scrubbed as it is made, in every process that loads the logger.
+setMessageScrubber(scrubText);
+
 /** A JSON field holding a secret: named as one, or a signal URL (whoever has it can signal). */
 function isSecretJsonField(name: string): boolean {
   return isSecretField(name) || name === 'signal_url' || name === 'deploy_signal_id';
@@ -73,6 +77,19 @@ function decodedName(name: string): string {
   } catch {
     return name;
   }
+}
+
+/**
+ * Every string of a value (JSON, or a report of its shape) scrubbed as a log line is: what status, doctor and the
+ * support bundle show. Keys are kept (they are names, not values); a value that needs no change is returned as it is.
+ */
+export function scrubValue<T>(value: T): T {
+  if (typeof value === 'string') return scrubText(value) as T;
+  if (Array.isArray(value)) return value.map(scrubValue) as T;
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) out[key] = scrubValue(v);
+  return out as T;
 }
 
 /** A URL safe to log: no userinfo, and secret query parameters (signatures, TempURL sigs) replaced. */
