@@ -554,6 +554,16 @@ t.test('what the URLs of the configuration carry is registered: user-info passwo
   t.equal(scrubText('url-sig-2222'), 'url-sig-2222', 'a new configuration replaces them');
 });
 
+t.test('an unknown option with a secret name is ignored, and its value scrubbed all the same', async (t) => {
+  const root = rootWith(t, { [MAIN]: '[heat]\npasswd = typo-pw-9999\nuser = not-secret-1234\n' });
+  const { problems } = await loadConfig({ root });
+  t.ok(
+    problems.some((p) => p.option === 'passwd' && /unknown option/.test(p.message)),
+    'reported as unknown',
+  );
+  t.equal(scrubText('typo-pw-9999 not-secret-1234'), '[REDACTED] not-secret-1234');
+});
+
 t.test('hashConfigFiles changes exactly when content changes', async (t) => {
   const root = rootWith(t, { 'a.conf': '[DEFAULT]\ncommand = a\n', 'b.conf': 'x' });
   const a = path.join(root, 'a.conf');
