@@ -1,5 +1,5 @@
 import { setMessageScrubber } from '../errors.js';
-import { isSecretName } from './secret-names.js';
+import { isSecretName, SECRET_NAME } from './secret-names.js';
 import { PROCESS_OWNER, secrets } from './secret-registry.js';
 
 export { secrets, urlCredentialSecrets, urlSecrets } from './secret-registry.js';
@@ -30,7 +30,11 @@ export function registerSecret(value: string | undefined | null): void {
 // A query parameter, `name=value` after ? or &; a JSON string field, `"name": "value"`. Their values are replaced when
 // the name is a secret's (isSecretName).
 const QUERY_PARAM = /([?&]([^=&#\s"']+)=)([^&#\s"']*)/g;
-const JSON_STRING_FIELD = /("((?:[^"\\]|\\.){1,100})"\s*:\s*")((?:[^"\\]|\\.)*)"/g;
+// Only names the rule could match are captured (its own pattern inside the name), so a line without one costs one scan.
+const JSON_STRING_FIELD = new RegExp(
+  `("([^"\\\\]{0,100}?(?:${SECRET_NAME.source}|signal_url|deploy_signal_id)[^"\\\\]{0,100})"\\s*:\\s*")((?:[^"\\\\]|\\\\.)*)"`,
+  'gi',
+);
 const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^/@\s"']+@/gi;
 // An (Proxy-)Authorization header written out as text: `proxy-authorization: Basic dXNlcjpwYXNz`, or as JSON.
 const AUTH_HEADER_TEXT = /((?:proxy-)?authorization"?\s*[:=]\s*"?)(?:(?:basic|bearer|digest|negotiate) +)?[^\s"',}]+/gi;

@@ -5,7 +5,7 @@
 // apiKey, keys; not keystone, keyboard or a Nova key_name); "signature" and "sig" as words of their own (Signature,
 // X-Amz-Signature, temp_url_sig; not SignatureMethod or signal). Their values are masked where they are shown and
 // registered with the secret registry, so every output scrubs them wherever else they turn up.
-const SECRET_NAME =
+export const SECRET_NAME =
   /password|passwd|secret|token|credential|private|authorization|known_hosts|key(?:s)?(?![a-z]|_?name)|signature(?![a-z])|(?<![a-z])sig(?![a-z])/i;
 
 /** True for a name whose value must never be shown. */
