@@ -84,13 +84,16 @@ function decodedName(name: string): string {
 }
 
 /**
- * Every string of a value (JSON, or a report of its shape) scrubbed as a log line is: what status, doctor and the
- * support bundle show. Keys are kept (they are names, not values); a value that needs no change is returned as it is.
+ * A copy of a value (JSON, or a report of its shape) with every string scrubbed as a log line is: what status, doctor
+ * and the support bundle show. Keys are kept (they are names, not values); numbers, booleans and objects of a class
+ * (an exact number) are kept as they are.
  */
 export function scrubValue<T>(value: T): T {
   if (typeof value === 'string') return scrubText(value) as T;
   if (Array.isArray(value)) return value.map(scrubValue) as T;
   if (value === null || typeof value !== 'object') return value;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return value;
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value)) out[key] = scrubValue(v);
   return out as T;

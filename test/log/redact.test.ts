@@ -4,6 +4,7 @@ import {
   redactUrl,
   registerSecret,
   scrubText,
+  scrubValue,
   secrets,
   setSecrets,
   urlCredentialSecrets,
@@ -280,4 +281,17 @@ t.test('urlSecrets: the user-info password and every secret-named query paramete
   t.same(urlSecrets('http://h/x?Signature=a%2Bb&SignatureMethod=HmacSHA256'), ['a+b']);
   t.same(urlSecrets(undefined), []);
   t.same(urlSecrets('not a url'), []);
+});
+
+t.test('scrubValue: every string of a value, keys and other values kept', async (t) => {
+  registerSecret('sv-secret-1');
+  class Exact {
+    constructor(readonly text: string) {}
+  }
+  const exact = new Exact('sv-secret-1');
+  const value = { a: ['x sv-secret-1', 1, true, null], 'sv-secret-1': { b: 'sv-secret-1' }, exact };
+  const out = scrubValue(value);
+  t.same(out, { a: ['x [REDACTED]', 1, true, null], 'sv-secret-1': { b: '[REDACTED]' }, exact });
+  t.equal(out.exact, exact, 'an object of a class is kept as it is');
+  t.equal(value.a[0], 'x sv-secret-1', 'the value given is not changed');
 });
