@@ -35,7 +35,8 @@ const JSON_STRING_FIELD = new RegExp(
   `("([^"\\\\]{0,100}?(?:${SECRET_NAME.source}|signal_url|deploy_signal_id)[^"\\\\]{0,100})"\\s*:\\s*")((?:[^"\\\\]|\\\\.)*)"`,
   'gi',
 );
-const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^/@\s"']+@/gi;
+// User-info holds no brackets (RFC 3986), so a placeholder such as `http://[user:password@]host` in a message is kept.
+const URL_USERINFO = /(\b[a-z][a-z0-9+.-]*:\/\/)[^/@\s"'[\]]+@/gi;
 // An (Proxy-)Authorization header written out as text: `proxy-authorization: Basic dXNlcjpwYXNz`, or as JSON.
 const AUTH_HEADER_TEXT = /((?:proxy-)?authorization"?\s*[:=]\s*"?)(?:(?:basic|bearer|digest|negotiate) +)?[^\s"',}]+/gi;
 

@@ -295,3 +295,9 @@ t.test('scrubValue: every string of a value, keys and other values kept', async 
   t.equal(out.exact, exact, 'an object of a class is kept as it is');
   t.equal(value.a[0], 'x sv-secret-1', 'the value given is not changed');
 });
+
+t.test('a placeholder for user-info in a message is not taken for a credential', async (t) => {
+  const text = 'not a valid proxy URL (expected http://[user:password@]host[:port])';
+  t.equal(scrubText(text), text);
+  t.equal(scrubText('http://u:p@h/'), 'http://[REDACTED]@h/');
+});
