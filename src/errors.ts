@@ -1,6 +1,15 @@
 // Every failure the agent reports is one of these classes. `code` is stable (scripts and tests match on it) and the
 // message says what failed and what the operator can do. Messages never contain secrets: callers pass URLs through
-// redactUrl() and never interpolate credential values.
+// redactUrl() and never interpolate credential values, and every message is scrubbed when the error is made (by the
+// scrubber the logger installs: the secrets registered so far, signed URLs, user-info, tokens; docs/security.md), so
+// a value that slips in (a URL quoted from a tool's output, a header) never reaches a terminal, a record or a log.
+
+let scrubMessage: (message: string) => string = (message) => message;
+
+/** Install the scrubber of every AgentError's message (src/log/redact.ts does, when it is loaded). */
+export function setMessageScrubber(scrub: (message: string) => string): void {
+  scrubMessage = scrub;
+}
 
 export type ErrorCode =
   | 'ERR_CONFIG_INVALID'
@@ -46,7 +55,7 @@ export class AgentError extends Error {
   override name = 'AgentError';
   readonly code: ErrorCode;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(scrubMessage(message), options);
     this.code = code;
   }
 }

@@ -75,3 +75,18 @@ t.test('error classes carry stable codes, names and causes', async (t) => {
   t.equal(errorMessage('plain'), 'plain');
   t.equal(errorMessage(new Error('m')), 'm');
 });
+
+t.test('a message is scrubbed as the error is made: signed URLs, user-info, headers, registered values', async (t) => {
+  const { registerSecret, secrets } = await import('../src/log/redact.js');
+  t.teardown(() => secrets.clear());
+  registerSecret('cfg-secret-0451');
+  const err = new SourceUnavailableError(
+    'request',
+    'GET http://u:pw@h/o?temp_url_sig=abc&token=t1 failed, Authorization: Bearer tok9 with cfg-secret-0451',
+  );
+  t.equal(
+    err.message,
+    'GET http://[REDACTED]@h/o?temp_url_sig=[REDACTED]&token=[REDACTED] failed, Authorization: [REDACTED] with [REDACTED]',
+  );
+  t.equal(new AgentError('ERR_HTTP', 'nothing secret here').message, 'nothing secret here');
+});

@@ -1,5 +1,6 @@
 import { promises as fs, readFileSync } from 'node:fs';
-import { setSecrets } from '../log/redact.js';
+import { setSecrets, urlSecrets } from '../log/redact.js';
+import { isSecretName } from '../log/secret-names.js';
 import { createPathMapper, type PathMapper } from '../util/rooted-path.js';
 import { findConfigFiles } from './config-files.js';
 import { normaliseGroupIntervals } from './group-intervals.js';
@@ -73,7 +74,9 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
   const resolve = createResolver(docs, (section, name) => cliStrings(cli[section]?.[name]));
   // oslo.config concatenates a multi-valued option across files (the first file's values replace the default).
   const multiFromFiles = new Set<string>();
-  for (const { file, doc } of docs) applyDocument(file, doc, raw, problems, resolve, multiFromFiles);
+  const unknownSecrets: string[] = [];
+  for (const { file, doc } of docs)
+    applyDocument(file, doc, raw, problems, resolve, { multiFromFiles, unknownSecrets });
   applyCli(cli, raw, problems, resolve);
   raw.DEFAULT!.collectors = normaliseCollectors(raw.DEFAULT!.collectors as readonly string[], problems);
   raw.deploy!.reconverge_interval = normaliseGroupIntervals(raw.deploy!.reconverge_interval as string[], problems);
@@ -81,6 +84,7 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
   if (raw.DEFAULT!.force === true) raw.DEFAULT!.one_time = true;
   mapPaths(raw, paths);
   const config = deepFreeze(raw) as unknown as AgentConfig;
+  unknownSecretsOf.set(config, unknownSecrets);
   registerConfigSecrets(config);
   return {
     config,
@@ -92,16 +96,26 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
 }
 
 /**
- * Scrub the secrets of this configuration from every log line and message (replacing those of the configuration
- * registered before: the one loaded last, or the one a failed reload keeps in force).
+ * The values of options the schema does not know but whose names are a secret's (`[heat] passwd`, a misspelt
+ * password): ignored as every unknown option is, and scrubbed all the same.
+ */
+const unknownSecretsOf = new WeakMap<AgentConfig, readonly string[]>();
+
+/**
+ * Scrub the secrets of this configuration from every output (replacing those of the configuration registered before:
+ * the one loaded last, or the one a failed reload keeps in force): the values of secret options (passwords, the CFN
+ * secret key), what any URL among the values carries (a password in its user-info, a TempURL signature, a token), and
+ * the values of unknown options with secret names.
  */
 export function registerConfigSecrets(config: AgentConfig): void {
-  const values: string[] = [];
+  const values: string[] = [...(unknownSecretsOf.get(config) ?? [])];
   for (const section of SECTION_NAMES) {
     const options = config[section] as unknown as Record<string, unknown>;
     for (const [name, spec] of Object.entries(sectionSpecs(section))) {
       const value = options[name];
       if (spec.secret && typeof value === 'string') values.push(value);
+      for (const text of typeof value === 'string' ? [value] : Array.isArray(value) ? value : [])
+        if (typeof text === 'string' && text.includes('://')) values.push(...urlSecrets(text));
     }
   }
   setSecrets('config', values);
@@ -196,8 +210,9 @@ function applyDocument(
   raw: Record<string, Record<string, unknown>>,
   problems: ConfigProblem[],
   resolve: Resolver,
-  multiFromFiles: Set<string>,
+  seen: { readonly multiFromFiles: Set<string>; readonly unknownSecrets: string[] },
 ): void {
+  const { multiFromFiles } = seen;
   for (const [sectionName, options] of doc) {
     if (!isSection(sectionName)) {
       problems.push({
@@ -219,6 +234,7 @@ function applyDocument(
             ? `; the option is spelled "${underscored}" in files`
             : '';
         problems.push({ severity: 'warning', file, section, option: name, message: `unknown option ignored${hint}` });
+        if (isSecretName(name)) seen.unknownSecrets.push(...values);
         continue;
       }
       const expanded = values.map((v) =>

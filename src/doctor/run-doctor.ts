@@ -1,7 +1,7 @@
 import type { LoadedConfig } from '../config/load.js';
 import type { HttpClient } from '../http/types.js';
 import type { Logger } from '../log/logger.js';
-import { scrubText } from '../log/redact.js';
+import { scrubValue } from '../log/redact.js';
 import { reportOf, type CheckResult, type DoctorReport } from './check.js';
 import { recordSkew, skewCheck, type SkewSample } from './clock-skew.js';
 import { configCheck } from './config-check.js';
@@ -44,6 +44,7 @@ export async function runDoctor(inputs: DoctorInputs): Promise<DoctorReport> {
     ...disks,
     ...trust,
   ];
-  // Causes quote error messages: whatever secret the agent knows is masked once more before it is printed.
-  return reportOf(checks.map((c) => ({ ...c, cause: scrubText(c.cause), fix: scrubText(c.fix) })));
+  // Causes quote error messages and configuration values: every text of every check is scrubbed once more with the
+  // secrets the agent knows (the configuration's) before it is printed.
+  return reportOf(checks.map(scrubValue));
 }

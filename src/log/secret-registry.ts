@@ -1,3 +1,5 @@
+import { isSecretName } from './secret-names.js';
+
 // The secret values the logger scrubs from every line, registered by the code that holds them, each under an owner:
 // a Keystone session (its password and live tokens), a collector's configuration, the proxy settings. An owner's
 // values are replaced when it registers again (a new token replaces the one it renews) and dropped when it is
@@ -117,6 +119,19 @@ export function urlCredentialSecrets(value: string | undefined | null): string[]
     // Not percent-encoded after all: the raw forms are what could be logged.
   }
   return [password, decoded, Buffer.from(`${decodedUser}:${decoded}`).toString('base64')];
+}
+
+/**
+ * Every secret a URL carries: the password of its user-info (as urlCredentialSecrets finds it) and the value of each
+ * query parameter whose name is a secret's (isSecretName: a signature, a TempURL's temp_url_sig, a token).
+ */
+export function urlSecrets(value: string | undefined | null): string[] {
+  const out = urlCredentialSecrets(value);
+  if (typeof value !== 'string') return out;
+  const query = /\?([^#\s]*)/.exec(value)?.[1];
+  if (query === undefined) return out;
+  for (const [name, v] of new URLSearchParams(query)) if (v !== '' && isSecretName(name)) out.push(v);
+  return out;
 }
 
 /** The process's registry: the one every logger and error message is scrubbed with (redact.ts). */

@@ -1,8 +1,7 @@
 import type { AgentConfig } from '../config/options.js';
 import type { Logger } from '../log/logger.js';
-import { scrubText, setSecrets } from '../log/redact.js';
+import { scrubText, scrubValue, setSecrets } from '../log/redact.js';
 import { isSecretName } from '../log/secret-names.js';
-import { readFileIfExists } from '../util/atomic-write.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { terminalText } from '../util/terminal-text.js';
@@ -15,6 +14,7 @@ import { rerunDetailLines, type RerunSchedule } from './reconverge.js';
 import { toStatus, type DeploymentStatus } from './status.js';
 import { count } from './text-table.js';
 import { resultText } from './format.js';
+import { deploymentSecrets, readObject } from './deployment-secrets.js';
 
 // `status <id|name>`: one deployment's report, from its record, deployed/<id>.json (inputs, options) and
 // deployed/<id>.notify.json (the signal body: output tails and outputs). Secret inputs are masked; output text is
@@ -78,12 +78,9 @@ async function detailOf(store: StateStore, record: DeploymentRecord, config: Age
   const deployed = await readObject(store.deployedPath(record.id));
   const body = await readObject(store.notifyPath(record.id));
   const given = Array.isArray(deployed?.inputs) ? deployed.inputs.filter(isJsonObject) : [];
-  // The values of its secret inputs join the registry the logs scrub with, so a tail or an output that prints one
-  // (a hook echoing db_password) shows [REDACTED] here as it does in the journal.
-  setSecrets(
-    DETAIL_OWNER,
-    given.filter((i) => isSecretInput(String(i.name))).map((i) => inputText(i.value)),
-  );
+  // The values of its secret inputs and outputs join the registry the logs scrub with, so a tail or an output that
+  // prints one (a hook echoing db_password or the api_token it hands back) shows [REDACTED] here as in the journal.
+  setSecrets(DETAIL_OWNER, deploymentSecrets(deployed, body));
   const inputs = given.map(shownInput);
   const outputs: JsonObject = {};
   for (const [k, v] of Object.entries(body ?? {}))
@@ -94,7 +91,7 @@ async function detailOf(store: StateStore, record: DeploymentRecord, config: Age
     version: 1,
     deployment: toStatus(record),
     inputs,
-    options: isJsonObject(deployed?.options) ? (scrubbed(deployed.options) as JsonObject) : {},
+    options: isJsonObject(deployed?.options) ? (scrubValue(deployed.options) as JsonObject) : {},
     ...(Number.isFinite(started) && Number.isFinite(ended)
       ? { durationSeconds: Math.round(ended - started) / 1000 }
       : {}),
@@ -135,16 +132,8 @@ function shownInput(input: JsonObject): { name: string; value: unknown } {
 /** A value as stored (scrubbed), or its text cut short when it is long (a script, a certificate bundle). */
 function bounded(value: unknown): unknown {
   const text = inputText(value);
-  if (text.length <= VALUE_CHARS) return scrubbed(value ?? null);
+  if (text.length <= VALUE_CHARS) return scrubValue(value ?? null);
   return `${scrubText(text.slice(0, VALUE_CHARS))}… (${text.length} characters)`;
-}
-
-/** Every string in a JSON value scrubbed as a log line is. */
-function scrubbed(value: unknown): unknown {
-  if (typeof value === 'string') return scrubText(value);
-  if (Array.isArray(value)) return value.map(scrubbed);
-  if (isJsonObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrubbed(v)]));
-  return value;
 }
 
 function tail(text: string): string {
@@ -152,17 +141,6 @@ function tail(text: string): string {
   let out = lines.slice(-TAIL_LINES - (lines.at(-1) === '' ? 1 : 0)).join('\n');
   if (out.length > TAIL_CHARS) out = out.slice(-TAIL_CHARS);
   return scrubText(out);
-}
-
-async function readObject(file: string): Promise<JsonObject | undefined> {
-  const text = await readFileIfExists(file).catch(() => undefined);
-  if (text === undefined) return undefined;
-  try {
-    const value: unknown = JSON.parse(text);
-    return isJsonObject(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The report as text. */

@@ -2,7 +2,9 @@ import { readdir } from 'node:fs/promises';
 import type { LoadedConfig } from '../config/load.js';
 import { VERSION } from '../version.js';
 import type { Logger } from '../log/logger.js';
-import { scrubText } from '../log/redact.js';
+import { scrubText, scrubValue } from '../log/redact.js';
+import { storeFor } from '../state/store.js';
+import { registerDeploymentSecrets } from './deployment-secrets.js';
 import { daemonPresenceFile, runningDaemon } from './daemon-presence.js';
 import { holdsSignal } from '../state/machine.js';
 import { isSameProcess } from '../util/process-identity.js';
@@ -68,7 +70,13 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
     hasCacheFiles(config.DEFAULT.cachedir),
   ]);
   const traces = deployments.length > 0 || unusable.length > 0 || queue.entries > 0 || cached;
-  return {
+  // Every text of the report (names, errors, sources' problems, signal targets) scrubbed with the secrets of the
+  // configuration and of every deployment listed.
+  await registerDeploymentSecrets(
+    storeFor(config, log),
+    deployments.map((d) => d.id),
+  );
+  return scrubValue({
     version: STATUS_VERSION,
     agentVersion: VERSION,
     agent: { ...agent, hasRun: agent.hasRun === true || traces },
@@ -76,7 +84,7 @@ export async function readReport(loaded: LoadedConfig, log: Logger): Promise<Sta
     deployments,
     signals: [...deploymentSignals(deployments), ...queue.undelivered],
     ...(unusable.length > 0 ? { unusableRecords: unusable } : {}),
-  };
+  });
 }
 
 /** The daemon: whether it runs (its pid file, or its published facts' process), and what it last published. */

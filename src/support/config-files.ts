@@ -1,9 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import type { LoadedConfig } from '../config/load.js';
-import { SECTION_NAMES, sectionSpecs } from '../config/options.js';
+import { isSection, SECTION_NAMES, sectionSpecs, specOf } from '../config/options.js';
 import { scrubText } from '../log/redact.js';
+import { isSecretName } from '../log/secret-names.js';
 import type { BundleEntry } from './bundle-entry.js';
-import { REDACTED, isSecretKey } from './redact-json.js';
+import { REDACTED } from './redact-json.js';
 
 // The configuration for a support bundle: each file the agent reads, as written (comments and all: they say what the
 // operator meant), with the value of every secret option replaced; and the configuration in force, as JSON.
@@ -19,20 +20,33 @@ export async function configEntries(loaded: LoadedConfig): Promise<BundleEntry[]
   return out;
 }
 
-/** `password = x` and the other secret options' lines with their values replaced (indented continuations too). */
+/**
+ * `password = x` and the other secret options' lines with their values replaced (indented continuations too): the
+ * options the schema marks secret, and any option it does not know whose name is a secret's (isSecretName). A known
+ * option that is not secret (deployment_key, access_key_id) is shown, scrubbed as every line is.
+ */
 export function maskSecretLines(text: string): string {
   let masking = false;
+  let section = 'DEFAULT';
   return text
     .split('\n')
     .map((line) => {
       if (masking && /^[ \t]+\S/.test(line)) return line.replace(/\S.*$/, REDACTED);
       masking = false;
+      const header = /^\s*\[([^\]]+)\]/.exec(line);
+      if (header) section = header[1]!;
       const option = /^(\s*)([A-Za-z0-9_.-]+)(\s*[=:]\s*)(.*)$/.exec(line);
-      if (!option || !isSecretKey(option[2]!)) return line;
+      if (!option || !isSecretOption(section, option[2]!)) return line;
       masking = true;
       return option[4] === '' ? line : `${option[1]}${option[2]}${option[3]}${REDACTED}`;
     })
     .join('\n');
+}
+
+function isSecretOption(section: string, name: string): boolean {
+  const key = section === 'DEFAULT' ? section : section.toLowerCase();
+  const spec = isSection(key) ? specOf(key, name) : undefined;
+  return spec ? spec.secret === true : isSecretName(name);
 }
 
 /** The configuration in force, secret options masked; paths as the instance sees them. */

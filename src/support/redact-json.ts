@@ -8,11 +8,9 @@ import { scrubText } from '../log/redact.js';
 
 export const REDACTED = '[REDACTED]';
 
-/** Keys whose values are credentials wherever they appear. */
-const SECRET_KEY = /password|secret|token|signature|temp_url_sig|credential|private_key|^deploy_signal_id$/i;
-
+/** Keys whose values are credentials wherever they appear: the one rule for names, and the signal URL's. */
 export function isSecretKey(key: string): boolean {
-  return SECRET_KEY.test(key);
+  return isSecretInput(key);
 }
 
 export function redactJson(value: unknown): unknown {

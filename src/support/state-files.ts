@@ -1,10 +1,10 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AgentConfig } from '../config/options.js';
-import { scrubText, urlCredentialSecrets } from '../log/redact.js';
+import { scrubText, urlSecrets } from '../log/redact.js';
 import { signalQueueDir } from '../state/signal-queue-paths.js';
 import type { BundleEntry } from './bundle-entry.js';
-import { isSecretKey, redactJson, secretsIn } from './redact-json.js';
+import { redactJson, secretsIn } from './redact-json.js';
 
 // The agent's state as it is on disk, for a support bundle: the deployment records (<state_dir>/deployments), what
 // each deployment was given and answered (<deployed_dir>/<id>.json, <id>.notify.json) and the cfn-signal queue
@@ -72,16 +72,5 @@ function urls(value: unknown, out: string[] = []): string[] {
   if (typeof value === 'string' && /^[a-z][a-z0-9+.-]*:\/\//i.test(value)) out.push(value);
   else if (Array.isArray(value)) for (const v of value) urls(v, out);
   else if (value !== null && typeof value === 'object') for (const v of Object.values(value)) urls(v, out);
-  return out;
-}
-
-/** A URL's password and its credential query parameters (a cfn signature, a TempURL's temp_url_sig). */
-function urlSecrets(url: string): string[] {
-  const out = urlCredentialSecrets(url);
-  try {
-    for (const [key, value] of new URL(url).searchParams) if (isSecretKey(key) && value !== '') out.push(value);
-  } catch {
-    // Not a URL after all: its text is scrubbed by shape.
-  }
   return out;
 }

@@ -532,6 +532,38 @@ t.test('secret option values are registered for scrubbing', async (t) => {
   t.same(secretOptions.sort(), ['cfn.secret_access_key', 'heat.password', 'zaqar.password']);
 });
 
+t.test('what the URLs of the configuration carry is registered: user-info passwords, signatures, tokens', async (t) => {
+  const root = rootWith(t, {
+    [MAIN]: [
+      '[request]',
+      'metadata_url = http://u:url-pw-1111@127.0.0.1/o?temp_url_sig=url-sig-2222&temp_url_expires=1700000000',
+      '[zaqar]',
+      'auth_url = http://zu:auth-pw-3333@127.0.0.1:5000/v3',
+      '[ec2]',
+      'metadata_urls = http://127.0.0.1/latest?token=url-tok-4444',
+      '',
+    ].join('\n'),
+  });
+  await loadConfig({ root });
+  t.equal(
+    scrubText('url-pw-1111 url-sig-2222 auth-pw-3333 url-tok-4444 1700000000'),
+    '[REDACTED] [REDACTED] [REDACTED] [REDACTED] 1700000000',
+    'each is scrubbed wherever it turns up, not only inside its URL',
+  );
+  await loadConfig({ root: rootWith(t, { [MAIN]: '[DEFAULT]\n' }) });
+  t.equal(scrubText('url-sig-2222'), 'url-sig-2222', 'a new configuration replaces them');
+});
+
+t.test('an unknown option with a secret name is ignored, and its value scrubbed all the same', async (t) => {
+  const root = rootWith(t, { [MAIN]: '[heat]\npasswd = typo-pw-9999\nuser = not-secret-1234\n' });
+  const { problems } = await loadConfig({ root });
+  t.ok(
+    problems.some((p) => p.option === 'passwd' && /unknown option/.test(p.message)),
+    'reported as unknown',
+  );
+  t.equal(scrubText('typo-pw-9999 not-secret-1234'), '[REDACTED] not-secret-1234');
+});
+
 t.test('hashConfigFiles changes exactly when content changes', async (t) => {
   const root = rootWith(t, { 'a.conf': '[DEFAULT]\ncommand = a\n', 'b.conf': 'x' });
   const a = path.join(root, 'a.conf');

@@ -2,6 +2,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import ts from 'typescript';
+import { isSecretField, NOT_SECRET_FIELDS } from '../../src/log/redact.js';
+import { isSecretName } from '../../src/log/secret-names.js';
 import { REPO } from '../helpers/bundle.js';
 
 // One name per field across the agent (docs/logging.md#fields): every field a log call of src/ writes is in the
@@ -103,4 +105,12 @@ t.test('every field of the table is written somewhere', async (t) => {
 t.test('retired names are gone: one name per thing', async (t) => {
   for (const [old, now] of Object.entries(RETIRED))
     t.notOk(inSource.has(old), `${old} (use ${now}): ${(inSource.get(old) ?? []).join(', ')}`);
+});
+
+// The logger redacts every field the one secret rule names (src/log/secret-names.ts); the agent's own fields that the
+// rule names but that never hold a secret (metadata keys) are the documented exceptions, and only those.
+t.test('no field of the agent is redacted by the secret rule, except the ones that would be', async (t) => {
+  const flagged = [...documented].filter((field) => isSecretName(field)).sort();
+  t.same(flagged, [...NOT_SECRET_FIELDS].sort(), 'the documented fields the rule names are the known exceptions');
+  for (const field of documented) t.notOk(isSecretField(field), `${field} is written as it is`);
 });

@@ -4,10 +4,13 @@ import {
   redactUrl,
   registerSecret,
   scrubText,
+  scrubValue,
   secrets,
   setSecrets,
   urlCredentialSecrets,
+  urlSecrets,
 } from '../../src/log/redact.js';
+import { isSecretName } from '../../src/log/secret-names.js';
 
 t.afterEach(() => secrets.clear());
 
@@ -209,4 +212,92 @@ t.test('Authorization and Proxy-Authorization headers are scrubbed as text and a
   t.equal(scrubText('the authorization failed'), 'the authorization failed', 'prose is left alone');
   const fields = redactFields({ headers: { 'proxy-authorization': 'Basic dXNlcjpwYXNz', accept: 'x' } });
   t.same(fields.headers, { 'proxy-authorization': '[REDACTED]', accept: 'x' });
+});
+
+// The one rule for names (secret-names.ts) in every place a name comes with a value: log fields, JSON fields in a
+// line, query parameters. Before it, each place had a list of its own, and api_key or db_password passed them all.
+t.test('redactFields: every name the one rule flags, at the top level and one level down', async (t) => {
+  const fields = {
+    api_key: 'a',
+    db_password: 1,
+    detail: { ssh_private_key: 'k', user: 'u' },
+    credentials: { any: 'x' },
+    key: 'deployments',
+    deploymentKey: 'deployments',
+  };
+  t.same(redactFields(fields), {
+    api_key: '[REDACTED]',
+    db_password: '[REDACTED]',
+    detail: { ssh_private_key: '[REDACTED]', user: 'u' },
+    credentials: '[REDACTED]',
+    key: 'deployments',
+    deploymentKey: 'deployments',
+  });
+});
+
+t.test('scrubText: JSON fields and query parameters named by the one rule', async (t) => {
+  t.equal(
+    scrubText('{"msg":"x","api_key":"a1","db_password":"p\\"q","user":"u","key":"deployments","deploymentKey":"d"}'),
+    '{"msg":"x","api_key":"[REDACTED]","db_password":"[REDACTED]","user":"u","key":"deployments","deploymentKey":"d"}',
+  );
+  t.equal(scrubText('{"signal_url":"http://h/x"}'), '{"signal_url":"[REDACTED]"}', 'a signal URL is a credential');
+  t.equal(
+    scrubText('http://h/?auth_token=t1&api_key=k1&user=u&X-Auth-Token=t2&sig=s1'),
+    'http://h/?auth_token=[REDACTED]&api_key=[REDACTED]&user=u&X-Auth-Token=[REDACTED]&sig=[REDACTED]',
+  );
+  t.equal(redactUrl('http://h/?api_key=k1&region=r'), 'http://h/?api_key=[REDACTED]&region=r');
+});
+
+t.test('isSecretName: the names of credentials, and not the names that only look like them', async (t) => {
+  for (const name of [
+    'password',
+    'db_passwd',
+    'client_secret',
+    'X-Auth-Token',
+    'credentials',
+    'ssh_private_key',
+    'api_key',
+    'apiKey',
+    'keys',
+    'Signature',
+    'X-Amz-Signature',
+    'temp_url_sig',
+    'proxy-authorization',
+    'known_hosts',
+  ])
+    t.ok(isSecretName(name), name);
+  for (const name of ['keystone', 'key_name', 'keyboard', 'SignatureMethod', 'SignatureVersion', 'signal', 'user_id'])
+    t.notOk(isSecretName(name), name);
+});
+
+t.test('urlSecrets: the user-info password and every secret-named query parameter of a URL', async (t) => {
+  t.same(urlSecrets('http://u:pw1@h/x?temp_url_sig=s1&temp_url_expires=9&token=t1'), [
+    'pw1',
+    'pw1',
+    Buffer.from('u:pw1').toString('base64'),
+    's1',
+    't1',
+  ]);
+  t.same(urlSecrets('http://h/x?Signature=a%2Bb&SignatureMethod=HmacSHA256'), ['a+b']);
+  t.same(urlSecrets(undefined), []);
+  t.same(urlSecrets('not a url'), []);
+});
+
+t.test('scrubValue: every string of a value, keys and other values kept', async (t) => {
+  registerSecret('sv-secret-1');
+  class Exact {
+    constructor(readonly text: string) {}
+  }
+  const exact = new Exact('sv-secret-1');
+  const value = { a: ['x sv-secret-1', 1, true, null], 'sv-secret-1': { b: 'sv-secret-1' }, exact };
+  const out = scrubValue(value);
+  t.same(out, { a: ['x [REDACTED]', 1, true, null], 'sv-secret-1': { b: '[REDACTED]' }, exact });
+  t.equal(out.exact, exact, 'an object of a class is kept as it is');
+  t.equal(value.a[0], 'x sv-secret-1', 'the value given is not changed');
+});
+
+t.test('a placeholder for user-info in a message is not taken for a credential', async (t) => {
+  const text = 'not a valid proxy URL (expected http://[user:password@]host[:port])';
+  t.equal(scrubText(text), text);
+  t.equal(scrubText('http://u:p@h/'), 'http://[REDACTED]@h/');
 });

@@ -373,3 +373,26 @@ t.test('a source with an entry under a reserved name is an error (2), though its
   });
   t.equal(verdictOf({ ...base, sources: [{ ...reserved, consecutiveFailures: 0 }] }).exitCode, 0, 'renamed: done');
 });
+
+// The one secret rule in the list: a deployment's secret inputs and secret-named outputs are registered from its
+// files, so a name, an error or a signal's error that holds one shows [REDACTED] (as `status <id>` and the journal).
+t.test('no secret of any deployment in the report: names, errors, text and JSON', async (t) => {
+  const { store, report } = await fixture(t);
+  const dbPassword = 'DbPw-report-5e1f';
+  const apiToken = 'ApiTok-report-77ab';
+  const a = await store.create(f('a', `app-${dbPassword}`));
+  await store.writeDeployed('a', { id: 'a', inputs: [{ name: 'db_password', value: dbPassword }] });
+  await store.writeNotify('a', { api_token: apiToken, deploy_status_code: 1 });
+  await moveTo(store, a, 'signalled', {
+    failed: true,
+    exitCode: 0,
+    statusCode: '1',
+    lastError: `the hook said ${dbPassword} and ${apiToken}`,
+    signal: sent,
+  });
+  const r = await report();
+  const text = `${JSON.stringify(r)}\n${formatReport(r, verdictOf(r))}`;
+  t.notOk(text.includes(dbPassword), 'no secret input');
+  t.notOk(text.includes(apiToken), 'no secret output');
+  t.match(r.deployments[0], { name: 'app-[REDACTED]', lastError: 'the hook said [REDACTED] and [REDACTED]' });
+});
