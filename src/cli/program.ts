@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { AgentError } from '../errors.js';
+import { scrubText } from '../log/redact.js';
 import { VERSION } from '../version.js';
 import { firstOperandIndex, normaliseArgv } from './argv-normalise.js';
 import { AGENT_COMMAND, isCfnCommand, type CommandName } from './command-names.js';
@@ -87,7 +88,9 @@ export async function parseProgram(
       process.stderr.write(`${name}: ${err.message} [${err.code}]\n`);
       return 1;
     }
-    process.stderr.write(`${name}: ${(err as Error).message}\n`);
+    // Not one of ours (a library's error, a bug): its message may quote a URL or a header, so it is scrubbed as an
+    // AgentError's message is when it is made.
+    process.stderr.write(`${name}: ${scrubText(String((err as Error).message))}\n`);
     return 1;
   }
   return exitCode();

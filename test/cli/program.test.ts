@@ -81,3 +81,13 @@ t.test('a failure exits 1 with the command name, and for an AgentError its stabl
   t.equal(p.code, 1);
   t.equal(p.err, 'os-apply-config: disk on fire\n');
 });
+
+t.test("a failure that is not the agent's own has its message scrubbed before it is printed", async (t) => {
+  const prog = program(() => {
+    throw new TypeError('request to https://swift.example/v1/c/o?temp_url_sig=0123abcd&temp_url_expires=9 failed');
+  });
+  const r = await captured(() => parseProgram(prog.p, ['--flag', 'x'], 'os-apply-config', prog.exitCode));
+  t.equal(r.code, 1);
+  t.match(r.err, /^os-apply-config: request to https:\/\/swift\.example\/v1\/c\/o\?temp_url_sig=/);
+  t.notMatch(r.err, /0123abcd/, 'the signature is not printed');
+});
