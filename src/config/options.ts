@@ -150,7 +150,7 @@ export const SCHEMA = {
     watch_debounce: float(0.02, 'Seconds to wait for a burst of local changes to settle.', TIMER),
     poll_after_signal: bool(
       true,
-      "After the agent signals Heat, poll at min_polling_interval again and back off to polling_interval (false: upstream's sequence, which never shrinks).",
+      "After the agent signals Heat, poll three times at min_polling_interval, then back off to polling_interval again (false: upstream's sequence, which never shrinks).",
     ),
     poll_jitter: float(0.1, 'Random fraction (0-1) added to each sleep so a fleet does not poll in lockstep.', {
       max: 1,

@@ -14,7 +14,7 @@ import { createCommandPipeline } from './command-pipeline.js';
 import { reloadConfig } from './config-reload.js';
 import { runCycle, type CycleHost, type CycleReport } from './cycle.js';
 import type { Pipeline } from './pipeline.js';
-import { pollSleep, pollTiming, splaySeconds } from './schedule.js';
+import { pollSleep, pollTiming, splaySeconds, type PollStep } from './schedule.js';
 import { InstalledFilesWatch, startedBySystemd } from './self-upgrade.js';
 import { Waker } from './waker.js';
 import { CollectorWatch } from './watch.js';
@@ -166,7 +166,7 @@ export class Agent {
     const services = await this.startLoopServices(signal);
     await this.splay(config.DEFAULT.splay, random, signal);
     let resume = resumeAfterBoot;
-    let sleep: number | undefined;
+    let sleep: PollStep | undefined;
     while (!signal.aborted) {
       if (this.reloadRequested) {
         this.reloadRequested = false;
@@ -265,16 +265,16 @@ export class Agent {
     return report;
   }
 
-  /** Publishes the cycle's end and sleeps until the next poll (or a wake-up); returns the sleep it chose. */
+  /** Publishes the cycle's end and sleeps until the next poll (or a wake-up); returns the schedule's step. */
   private async sleepAfter(
     config: AgentConfig,
     ended: { status: AgentStatusPublisher; result: CycleResult; report: CycleReport },
-    previous: number | undefined,
+    previous: PollStep | undefined,
     random: () => number,
     signal: AbortSignal,
-  ): Promise<number> {
+  ): Promise<PollStep> {
     const signalled = (ended.report.signalled ?? 0) > 0 || this.signalledMeanwhile;
-    const { sleep, seconds } = pollSleep(previous, pollTiming(config), signalled, random);
+    const { step, seconds } = pollSleep(previous, pollTiming(config), signalled, random);
     this.signalledMeanwhile = false;
     const nextAt = Date.now() + seconds * 1000;
     await ended.status.cycleEnded(ended.result, ended.report.exitCode, nextAt, config.DEFAULT.polling_interval);
@@ -282,7 +282,7 @@ export class Agent {
     this.deps.service?.progress(seconds * 1000 + this.stallMs(), this.stallMs());
     const reason = await this.waker.wait(seconds * 1000, signal);
     if (reason === 'woken') this.deps.log.debug('woken early');
-    return sleep;
+    return step;
   }
 
   /** A signal went out beside the loop: the next sleep starts again at min_polling_interval, and the current one ends. */

@@ -4,10 +4,9 @@ import type { AgentConfig } from '../config/options.js';
 
 /**
  * Sleep after a cycle. The first sleep is min_polling_interval, every later one doubles the previous, capped at
- * polling_interval (upstream's sequence, which never shrinks). `restart`: the cycle signalled Heat, which is when Heat
- * publishes what depended on that signal, so the sequence starts again at min_polling_interval and backs off as before;
- * an idle server (nothing signalled) follows upstream's sequence exactly. If min > max the first sleep is min and every
- * later one is max (upstream's test_main_min_polling_interval).
+ * polling_interval (upstream's sequence, which never shrinks). `restart`: the sequence starts again at
+ * min_polling_interval (after a signal, see nextPollStep). If min > max the first sleep is min and every later one is
+ * max (upstream's test_main_min_polling_interval).
  */
 export function nextSleepSeconds(previous: number | undefined, min: number, max: number, restart = false): number {
   if (previous === undefined || restart) return min;
@@ -40,6 +39,15 @@ export function splaySeconds(splay: number, random: number): number {
   return Math.min(Math.floor(random * whole), whole - 1);
 }
 
+/**
+ * Polls at min_polling_interval after a signal before the sleeps double again. Heat handles a signal after it has
+ * answered it: it marks the deployment complete, creates the next one and only then writes the server's metadata,
+ * 0.6–1.5 s after the answer on an idle two-core Heat (more on a busy one). A single poll at +1 s often comes just
+ * before the next link is there, and the doubling then made that link wait for the poll at +3 s (or +7 s); three polls
+ * at min cover +1, +2 and +3 s. An idle server signals nothing and never holds.
+ */
+export const POLLS_AT_MIN_AFTER_SIGNAL = 3;
+
 /** What the loop's sleep depends on: the configured intervals, the fleet's jitter, and whether to poll soon after a signal. */
 export interface PollTiming {
   readonly min: number;
@@ -54,18 +62,31 @@ export function pollTiming(config: AgentConfig): PollTiming {
   return { min, max, jitter: config.agent.poll_jitter, afterSignal: config.agent.poll_after_signal };
 }
 
+/** Where the loop is in its sequence: the last step, and how many more sleeps stay at min after a signal. */
+export interface PollStep {
+  readonly sleep: number;
+  readonly atMinLeft: number;
+}
+
+/** The step after `previous`: a signal restarts at min and holds there; otherwise the sequence doubles as upstream's. */
+export function nextPollStep(previous: PollStep | undefined, timing: PollTiming, signalled: boolean): PollStep {
+  if (timing.afterSignal && signalled) return { sleep: timing.min, atMinLeft: POLLS_AT_MIN_AFTER_SIGNAL - 1 };
+  if (previous !== undefined && previous.atMinLeft > 0) return { sleep: timing.min, atMinLeft: previous.atMinLeft - 1 };
+  return { sleep: nextSleepSeconds(previous?.sleep, timing.min, timing.max), atMinLeft: 0 };
+}
+
 /**
- * The loop's next sleep after a cycle: `sleep` is the schedule's step (the next call's `previous`), `seconds` the wait,
- * with the fleet's jitter and the one-time phase spreading at the cap. `signalled`: the agent signalled Heat since the
- * last sleep began (a restart of the sequence when `afterSignal`).
+ * The loop's next sleep after a cycle: `step` is the schedule's position (the next call's `previous`), `seconds` the
+ * wait, with the fleet's jitter and the one-time phase spreading at the cap. `signalled`: the agent signalled Heat
+ * since the last sleep began (a restart of the sequence when `afterSignal`).
  */
 export function pollSleep(
-  previous: number | undefined,
+  previous: PollStep | undefined,
   timing: PollTiming,
   signalled: boolean,
   random: () => number,
-): { sleep: number; seconds: number } {
-  const sleep = nextSleepSeconds(previous, timing.min, timing.max, timing.afterSignal && signalled);
-  const spread = timing.jitter > 0 ? capPhaseOffset(previous, sleep, timing.max, random()) : 0;
-  return { sleep, seconds: withJitter(sleep, timing.jitter, random()) + spread };
+): { step: PollStep; seconds: number } {
+  const step = nextPollStep(previous, timing, signalled);
+  const spread = timing.jitter > 0 ? capPhaseOffset(previous?.sleep, step.sleep, timing.max, random()) : 0;
+  return { step, seconds: withJitter(step.sleep, timing.jitter, random()) + spread };
 }

@@ -32,7 +32,7 @@ async function until(cond: () => boolean, signal?: AbortSignal): Promise<void> {
   }
 }
 
-/** Runs the loop where the 4th cycle sees new metadata and its pipeline signals one deployment; the first 6 sleeps. */
+/** Runs the loop where the 4th cycle sees new metadata and its pipeline signals one deployment; the first 8 sleeps. */
 async function sleepsAroundACycleThatSignals(t: { testdir(): string }, option: string): Promise<number[]> {
   const { root, captured, deps } = setup(t, option);
   root.writeLocal('a', { v: 1 });
@@ -47,18 +47,24 @@ async function sleepsAroundACycleThatSignals(t: { testdir(): string }, option: s
   const agent = await Agent.create(deps({ afterCollect: [changeAfterThird], nativePipeline: () => pipeline }));
   const controller = new AbortController();
   const running = agent.run(controller.signal);
-  await until(() => sleeps(captured).length >= 6);
+  await until(() => sleeps(captured).length >= 8);
   controller.abort();
   await running;
-  return sleeps(captured).slice(0, 6);
+  return sleeps(captured).slice(0, 8);
 }
 
-t.test('a cycle that signals makes the next sleep min_polling_interval, then the sleeps double again', async (t) => {
-  t.same(await sleepsAroundACycleThatSignals(t, ''), [0.01, 0.02, 0.04, 0.01, 0.02, 0.04]);
-});
+t.test(
+  'a cycle that signals makes the next three sleeps min_polling_interval, then the sleeps double again',
+  async (t) => {
+    t.same(await sleepsAroundACycleThatSignals(t, ''), [0.01, 0.02, 0.04, 0.01, 0.01, 0.01, 0.02, 0.04]);
+  },
+);
 
 t.test('poll_after_signal = false: the upstream sequence, which never shrinks', async (t) => {
-  t.same(await sleepsAroundACycleThatSignals(t, 'poll_after_signal = false\n'), [0.01, 0.02, 0.04, 0.04, 0.04, 0.04]);
+  t.same(
+    await sleepsAroundACycleThatSignals(t, 'poll_after_signal = false\n'),
+    [0.01, 0.02, 0.04, 0.04, 0.04, 0.04, 0.04, 0.04],
+  );
 });
 
 t.test('a signal the cfn-signal queue delivers ends the sleep and restarts the sequence', async (t) => {

@@ -1,5 +1,12 @@
 import t from 'tap';
-import { capPhaseOffset, nextSleepSeconds, pollSleep, splaySeconds, withJitter } from '../../src/daemon/schedule.js';
+import {
+  capPhaseOffset,
+  nextSleepSeconds,
+  pollSleep,
+  splaySeconds,
+  withJitter,
+  type PollStep,
+} from '../../src/daemon/schedule.js';
 
 /** The first n sleeps of a fresh loop. */
 function sleepSequence(min: number, max: number, n: number): number[] {
@@ -51,10 +58,10 @@ t.test('the phase is spread once, when the doubling first reaches the cap', asyn
 function stepsWith(signalled: readonly boolean[], afterSignal: boolean, min = 1, max = 30): number[] {
   const timing = { min, max, jitter: 0, afterSignal };
   const out: number[] = [];
-  let prev: number | undefined;
+  let prev: PollStep | undefined;
   for (const s of signalled) {
-    prev = pollSleep(prev, timing, s, () => 0).sleep;
-    out.push(prev);
+    prev = pollSleep(prev, timing, s, () => 0).step;
+    out.push(prev.sleep);
   }
   return out;
 }
@@ -67,13 +74,31 @@ t.test('an idle server follows the upstream sequence and settles at polling_inte
 });
 
 t.test(
-  'after a signal the sleeps start again at min_polling_interval and double back to polling_interval',
+  'after a signal the sleeps stay at min_polling_interval for three polls, then double back to polling_interval',
   async (t) => {
-    const cycles = [...idle(6), true, ...idle(6)];
-    t.same(stepsWith(cycles, true), [1, 2, 4, 8, 16, 30, 1, 2, 4, 8, 16, 30, 30]);
-    t.same(stepsWith([false, false, true, true, false], true), [1, 2, 1, 1, 2], 'each signalling cycle restarts');
+    const cycles = [...idle(6), true, ...idle(8)];
+    t.same(stepsWith(cycles, true), [1, 2, 4, 8, 16, 30, 1, 1, 1, 2, 4, 8, 16, 30, 30]);
+    t.same(
+      stepsWith([false, false, true, false, true, false, false, false], true),
+      [1, 2, 1, 1, 1, 1, 1, 2],
+      'a signal while held at min holds again for three polls',
+    );
+    t.same(
+      stepsWith([true, true, true, false, false, false], true),
+      [1, 1, 1, 1, 1, 2],
+      'each signalling cycle restarts',
+    );
     t.equal(nextSleepSeconds(30, 1, 30, true), 1);
-    t.same(stepsWith([false, true, false], true, 10, 5), [10, 10, 5], 'min above max: a restart is min again');
+    t.same(
+      stepsWith([false, true, false, false, false], true, 10, 5),
+      [10, 10, 10, 10, 5],
+      'min above max: held at min',
+    );
+    t.same(
+      stepsWith([...idle(3), true, ...idle(5)], true, 0.5, 6),
+      [0.5, 1, 2, 0.5, 0.5, 0.5, 1, 2, 4],
+      'other intervals: the same three polls at min',
+    );
   },
 );
 
@@ -85,18 +110,22 @@ t.test('poll_after_signal = false keeps the upstream sequence that never shrinks
 t.test('jitter and the phase spreading stay within their bounds after a restart', async (t) => {
   const timing = { min: 1, max: 30, jitter: 0.1, afterSignal: true };
   const high = () => 0.999999;
-  const restarted = pollSleep(30, timing, true, high);
-  t.equal(restarted.sleep, 1);
+  const at = (sleep: number): PollStep => ({ sleep, atMinLeft: 0 });
+  const restarted = pollSleep(at(30), timing, true, high);
+  t.equal(restarted.step.sleep, 1);
   t.ok(restarted.seconds >= 1 && restarted.seconds < 1.1, 'up to 10% jitter, no phase offset below the cap');
-  const capped = pollSleep(16, timing, false, high);
-  t.equal(capped.sleep, 30);
+  const held = pollSleep(restarted.step, timing, false, high);
+  t.equal(held.step.sleep, 1);
+  t.ok(held.seconds >= 1 && held.seconds < 1.1, 'held at min: jitter only');
+  const capped = pollSleep(at(16), timing, false, high);
+  t.equal(capped.step.sleep, 30);
   t.ok(
     capped.seconds >= 30 && capped.seconds < 30 * 1.1 + 30,
     'the cap reached again: one spread of up to an interval',
   );
-  const steady = pollSleep(30, timing, false, high);
+  const steady = pollSleep(at(30), timing, false, high);
   t.ok(steady.seconds >= 30 && steady.seconds < 33, 'steady state: jitter only');
-  t.equal(pollSleep(30, { ...timing, jitter: 0 }, false, high).seconds, 30, 'no jitter: exactly polling_interval');
+  t.equal(pollSleep(at(30), { ...timing, jitter: 0 }, false, high).seconds, 30, 'no jitter: exactly polling_interval');
 });
 
 t.test('an idle fleet polls no more often than upstream over a long run', async (t) => {

@@ -25,7 +25,28 @@ export interface Instance {
   readConfig(): string;
 }
 
-export function prepareInstance(dir: string, osCollectConfig: unknown): Instance {
+/** The poll settings of an instance's config; the scenarios poll every second unless they say otherwise. */
+export interface PollSettings {
+  readonly min_polling_interval: number;
+  readonly polling_interval: number;
+  /** Omitted: the agent's default jitter. */
+  readonly poll_jitter?: number;
+  readonly poll_after_signal?: boolean;
+}
+const FAST_POLLS: PollSettings = { min_polling_interval: 1, polling_interval: 1, poll_jitter: 0 };
+
+function pollLines(polls: PollSettings): string {
+  const agent = [
+    ...(polls.poll_jitter !== undefined ? [`poll_jitter = ${polls.poll_jitter}`] : []),
+    ...(polls.poll_after_signal !== undefined ? [`poll_after_signal = ${polls.poll_after_signal}`] : []),
+  ];
+  return (
+    `min_polling_interval = ${polls.min_polling_interval}\npolling_interval = ${polls.polling_interval}\n` +
+    (agent.length ? `[agent]\n${agent.join('\n')}\n` : '')
+  );
+}
+
+export function prepareInstance(dir: string, osCollectConfig: unknown, polls: PollSettings = FAST_POLLS): Instance {
   const root = path.join(dir, 'root');
   const markers = path.join(dir, 'markers');
   mkdirSync(markers, { recursive: true });
@@ -35,7 +56,7 @@ export function prepareInstance(dir: string, osCollectConfig: unknown): Instance
     // What an image ships: heat_local only; the agent learns the transport from the metadata Heat wrote. `command` is
     // set so that a build without the native pipeline can never run this machine's own os-refresh-config (the tests
     // fail fast when the agent falls back to the command; see AgentProcess.problem).
-    '[DEFAULT]\ncollectors = heat_local\ncommand = /bin/true\nmin_polling_interval = 1\npolling_interval = 1\n[agent]\npoll_jitter = 0\n',
+    `[DEFAULT]\ncollectors = heat_local\ncommand = /bin/true\n${pollLines(polls)}`,
     { mode: 0o600 },
   );
   const cfnInit = path.join(root, 'var/lib/heat-cfntools/cfn-init-data');

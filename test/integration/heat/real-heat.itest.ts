@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { startTinyproxy, tinyproxyMissing } from '../../helpers/tinyproxy.js';
+import { chainedTemplate, chainValue } from './chain-template.js';
 import { startCountingProxy } from './counting-proxy.js';
 import { HeatClient, outputsOf, type Stack } from './heat-client.js';
 import type { RealHeat } from './harness.js';
@@ -17,6 +18,7 @@ import {
   startAgent,
   type AgentProcess,
   type Instance,
+  type PollSettings,
 } from './instance.js';
 
 // The agent against real OpenStack Heat and Keystone (Debian's packages, all on 127.0.0.1): each scenario creates a
@@ -78,21 +80,31 @@ interface Booted {
   readonly logFile: string;
 }
 
-/** Creates the stack, waits for its server, builds the instance from the server's os-collect-config and starts the agent. */
+/** A stack's template given as text, and the agent's poll settings when they are not the scenarios' 1 s polls. */
+interface StackSource {
+  readonly template: string;
+  readonly polls?: PollSettings;
+}
+
+/**
+ * Creates the stack (`source`: a file in templates/, or the template's text), waits for its server, builds the
+ * instance from the server's os-collect-config and starts the agent.
+ */
 async function boot(
   tt: Test,
   stack: string,
-  file: string,
+  source: string | StackSource,
   parameters: Record<string, unknown>,
   dir = scenarioDir(stack),
   prepare?: (instance: Instance) => void,
 ): Promise<Booted> {
+  const { template: text, polls } = typeof source === 'string' ? { template: template(source) } : source;
   const createdAt = Date.now();
-  await client.createStack(stack, template(file), parameters);
+  await client.createStack(stack, text, parameters);
   await client.waitResource(stack, 'server', 30_000);
   const metadata = await client.resourceMetadata(stack, 'server');
   tt.ok(metadata['os-collect-config'], 'Heat gives the server an os-collect-config section');
-  const instance = prepareInstance(dir, metadata['os-collect-config']);
+  const instance = prepareInstance(dir, metadata['os-collect-config'], polls);
   prepare?.(instance);
   const logFile = path.join(heat!.dir, `agent-${stack}.log`);
   const agent = startAgent(instance, logFile);
@@ -303,6 +315,33 @@ t.test(
     t.equal(out.seen, 'second saw token-from-first:s33d', "the second deployment received the first one's output");
     t.equal(await signalEvents(stack, 'first'), 1, 'first signalled once');
     t.equal(await signalEvents(stack, 'second'), 1, 'second signalled once');
+  },
+);
+
+t.test(
+  'default polling (polling_interval 30): a 3-link chain completes within one interval of its first signal',
+  { timeout: 150_000 },
+  async (t) => {
+    // The first link waits 15 s for a resource before it, so it appears once the idle agent's sleeps have doubled to
+    // 8 or 16 s. Heat publishes each next link 1-4 s after the previous one's signal: a poll soon after each signal
+    // finds it, where upstream's sequence (poll_after_signal = false) would wait for the 16 s and 30 s sleeps, about
+    // 45 s after the first signal.
+    const stack = 'chain-default-polls';
+    const polls = { min_polling_interval: 1, polling_interval: 30, poll_jitter: 0 };
+    const booted = await boot(t, stack, { template: chainedTemplate(3, { delaySeconds: 15 }), polls }, { seed: 's' });
+    const done = (await settle(stack, 'CREATE', 120_000, [booted.agent])) as Stack;
+    const completedAt = Date.now();
+    t.equal(done.stack_status, 'CREATE_COMPLETE', done.stack_status_reason);
+    t.equal(outputsOf(done).last, chainValue('s', 3), "each link received the previous one's output");
+    const firstSignal = booted.agent.lines.find((l) => l.msg === 'deployment state changed' && l.to === 'signalled');
+    const firstSignalAt = Date.parse(String(firstSignal?.time));
+    t.ok(Number.isFinite(firstSignalAt), 'the agent logged the first signal');
+    t.ok(
+      completedAt - firstSignalAt < 30_000,
+      `CREATE_COMPLETE ${((completedAt - firstSignalAt) / 1000).toFixed(1)} s after the first signal: within one polling_interval`,
+    );
+    for (const link of ['link1', 'link2', 'link3'])
+      t.equal(await signalEvents(stack, link), 1, `${link} signalled once`);
   },
 );
 
