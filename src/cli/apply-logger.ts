@@ -1,6 +1,7 @@
 import pino from 'pino';
 import type { LoadedConfig } from '../config/load.js';
-import { createLogger, fdDestination, setLogFormat, type Logger, type LogLevel } from '../log/logger.js';
+import type { LogLevel } from '../log/log-level.js';
+import { createLogger, fdDestination, setLogFormat, type Logger } from '../log/logger.js';
 import { configuredLogFormat } from './common-flags.js';
 
 // The log of both apply commands (`os-config-agent apply` and `os-apply-config`): stderr, since --key prints data on

@@ -2,10 +2,10 @@ import type { Command } from 'commander';
 import { NoMetadataError } from '../cfntools/cfn-errors.js';
 import { cfnLog } from '../cfntools/cfn-log.js';
 import { CFN_LOG_FILES } from '../cfntools/cfn-paths.js';
-import { credentialsFrom } from '../cfntools/credentials.js';
 import { displayMetadata } from '../cfntools/get-metadata.js';
 import { retrieveMetadata } from '../cfntools/retrieve.js';
 import { errorMessage } from '../errors.js';
+import { addCfnCredentialFlags, credentialsOf, type CfnCredentialFlags } from './cfn-credential-flags.js';
 import { cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
 import { addRootConfigFlags } from './root-flags.js';
 
@@ -15,14 +15,9 @@ import { addRootConfigFlags } from './root-flags.js';
 // (the reason on stderr). Unlike heat-cfntools it leaves last_metadata alone: reading must not hide a change from
 // cfn-hup.
 
-interface GetMetadataFlags extends CfnRuntimeFlags {
+interface GetMetadataFlags extends CfnRuntimeFlags, CfnCredentialFlags {
   stack?: string;
   resource?: string;
-  accessKey?: string;
-  secretKey?: string;
-  region?: string;
-  credentialFile?: string;
-  url?: string;
   key?: string;
 }
 
@@ -33,13 +28,11 @@ export function defineCfnGetMetadataCommand(
 ): Command {
   cmd
     .option('-s, --stack <name>', 'A Heat stack name (required)')
-    .option('-r, --resource <id>', 'A Heat logical resource ID (required)')
-    .option('--access-key <key>', 'A Keystone access key')
-    .option('--secret-key <key>', 'A Keystone secret key')
-    .option('--region <region>', 'Openstack region (accepted; not needed, as with heat-cfntools)')
-    .option('--credential-file <file>', 'a file of AWSAccessKeyId= and AWSSecretKey= lines (wins over the keys)')
-    .option('-u, --url <url>', "heat-api-cfn's URL (default: Heat's cfn-metadata-server, cfn-boto-cfg, [cfn])")
-    .option('-k, --key <path>', "print only the value at this key path (keys joined by '.'; quote a key with a dot)");
+    .option('-r, --resource <id>', 'A Heat logical resource ID (required)');
+  addCfnCredentialFlags(cmd).option(
+    '-k, --key <path>',
+    "print only the value at this key path (keys joined by '.'; quote a key with a dot)",
+  );
   // After its own flags: the help lists the command's own first.
   addRootConfigFlags(cmd);
   cmd.action(async () => {
@@ -57,12 +50,7 @@ export function defineCfnGetMetadataCommand(
     const { paths, config } = runtime.loaded;
     const log = cfnLog(name, { file: paths.map(CFN_LOG_FILES['cfn-get-metadata']) });
     try {
-      const credentials = await credentialsFrom({
-        accessKey: flags.accessKey,
-        secretKey: flags.secretKey,
-        credentialFile: flags.credentialFile ? paths.map(flags.credentialFile) : undefined,
-        shownFile: flags.credentialFile,
-      });
+      const credentials = await credentialsOf(flags, paths);
       const { metadata, from } = await retrieveMetadata({
         stack: flags.stack,
         resource: flags.resource,

@@ -3,8 +3,8 @@ import { cfnInit } from '../cfntools/cfn-init.js';
 import { cfnLog } from '../cfntools/cfn-log.js';
 import { CFN_LOG_FILES } from '../cfntools/cfn-paths.js';
 import { toolContext } from '../cfntools/cfn-context.js';
-import { credentialsFrom } from '../cfntools/credentials.js';
 import { errorMessage } from '../errors.js';
+import { addCfnCredentialFlags, credentialsOf, type CfnCredentialFlags } from './cfn-credential-flags.js';
 import { cfnFlagsOf, cfnRuntime, type CfnRuntimeFlags } from './cfn-runtime.js';
 import { addRootConfigFlags } from './root-flags.js';
 
@@ -14,30 +14,19 @@ import { addRootConfigFlags } from './root-flags.js';
 // errors also to stderr. Exit 0 when everything was applied, 1 when anything failed (heat-cfntools' codes), 2 for a
 // usage error.
 
-interface CfnInitFlags extends CfnRuntimeFlags {
+interface CfnInitFlags extends CfnRuntimeFlags, CfnCredentialFlags {
   stack?: string;
   resource?: string;
-  accessKey?: string;
-  secretKey?: string;
-  region?: string;
   configsets?: string;
-  credentialFile?: string;
-  url?: string;
   verbose?: boolean;
 }
 
 const DEFAULT_FETCH_TIMEOUT_SECONDS = 60;
 
 export function defineCfnInitCommand(cmd: Command, setExit: (code: number) => void, name = 'cfn-init'): Command {
-  cmd
-    .option('-s, --stack <name>', 'A Heat stack name')
-    .option('-r, --resource <id>', 'A Heat logical resource ID')
-    .option('--access-key <key>', 'A Keystone access key')
-    .option('--secret-key <key>', 'A Keystone secret key')
-    .option('--region <region>', 'Openstack region (accepted; not needed, as with heat-cfntools)')
+  cmd.option('-s, --stack <name>', 'A Heat stack name').option('-r, --resource <id>', 'A Heat logical resource ID');
+  addCfnCredentialFlags(cmd)
     .option('-c, --configsets <list>', 'An optional list of configSets (default: default)')
-    .option('--credential-file <file>', 'a file of AWSAccessKeyId= and AWSSecretKey= lines (wins over the keys)')
-    .option('-u, --url <url>', "heat-api-cfn's URL (default: Heat's cfn-metadata-server, cfn-boto-cfg, [cfn])")
     .option('-v, --verbose', 'every log line on stderr too, not only warnings and errors');
   // After its own flags: the help lists the command's own first.
   addRootConfigFlags(cmd);
@@ -49,12 +38,7 @@ export function defineCfnInitCommand(cmd: Command, setExit: (code: number) => vo
     const env: NodeJS.ProcessEnv = { ...process.env, ...(flags.root ? { OS_CONFIG_AGENT_ROOT: paths.root } : {}) };
     const fetch = Number(env.HEAT_CFN_INIT_FETCH_TIMEOUT);
     try {
-      const credentials = await credentialsFrom({
-        accessKey: flags.accessKey,
-        secretKey: flags.secretKey,
-        credentialFile: flags.credentialFile ? paths.map(flags.credentialFile) : undefined,
-        shownFile: flags.credentialFile,
-      });
+      const credentials = await credentialsOf(flags, paths);
       await cfnInit({
         stack: flags.stack,
         resource: flags.resource,

@@ -1,7 +1,8 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CliOverrides, ConfigSources } from '../config/load.js';
 import type { AgentConfig } from '../config/options.js';
-import { parseLogLevel, setLogFormat, type LogFormat, type Logger, type LogLevel } from '../log/logger.js';
+import { parseLogLevel, type LogLevel } from '../log/log-level.js';
+import { setLogFormat, type LogFormat, type Logger } from '../log/logger.js';
 
 // The flags every agent command shares (root prefix, configuration files, log level, and oslo.log's flags that are
 // accepted and ignored), in a module of their own so a command loads them without the code of the others. They are

@@ -1,9 +1,8 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { firstOperandIndex } from './argv-normalise.js';
-import type { CommandContext } from './command-context.js';
+import { COMMON_HEADING, type CommandContext } from './command-context.js';
 import { AGENT_COMMAND, isCfnCommand, isCommandName, type CommandName } from './command-names.js';
-import { addCommonFlags, COMMON_HEADING } from './common-flags.js';
 import { newProgram, parseProgram, type ProgramName } from './program.js';
 import { SUBCOMMANDS } from './subcommands.js';
 
@@ -29,7 +28,7 @@ export async function buildProgram(name: ProgramName, ctx: CommandContext, defin
       'Collect metadata from cloud sources and run a command when it changes (os-collect-config compatible).',
     );
     (await import('./collect-command.js')).defineCollectCommand(program, ctx, { strictExit: false });
-    addCommonFlags(program, COMMON_HEADING);
+    (await import('./common-flags.js')).addCommonFlags(program, COMMON_HEADING);
   } else if (name === 'os-apply-config') {
     // compat: os-apply-config
     (await import('./os-apply-config-command.js')).defineOsApplyConfigCommand(program, ctx);
@@ -46,8 +45,9 @@ export async function buildProgram(name: ProgramName, ctx: CommandContext, defin
     (await import('./cfn-signal-command.js')).defineCfnSignalCommand(program, ctx, 'cfn-signal');
   } else {
     program.description('In-instance agent for OpenStack Heat software configuration.');
-    // The global flags: given before the subcommand, they apply to it (`os-config-agent --root /mnt status`).
-    addCommonFlags(program);
+    // The global flags: given before the subcommand, they apply to it (`os-config-agent --root /mnt status`). Loaded
+    // here, not by the compatibility commands: they bring the logger (pino), which heat-cfntools' commands never use.
+    (await import('./common-flags.js')).addCommonFlags(program);
     program.addHelpText('after', `\nRun '${AGENT_COMMAND} <command> --help' for the options of a command.`);
     for (const sub of SUBCOMMANDS) {
       const cmd = program.command(sub.name).description(sub.description);

@@ -2,7 +2,7 @@
 // plus the agent's own sections ([agent], [apply], [refresh], [deploy]) that upstream ignores as unknown groups.
 // The AgentConfig type is derived from this table, so an option exists in exactly one place.
 
-import { LOG_LEVELS, parseLogLevel } from '../log/logger.js';
+import { LOG_LEVELS, parseLogLevel } from '../log/log-level.js';
 import { bool, float, int, MAX_TIMER_SECONDS, multi, path, secret, str, type OptionSpec } from './option-spec.js';
 import { cpuQuotaProblem, memoryMaxProblem } from './value-checks.js';
 

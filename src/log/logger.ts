@@ -1,5 +1,6 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { ErrorCode } from '../errors.js';
+import type { LogLevel } from './log-level.js';
 import { LineSink } from './line-sink.js';
 import { LogOutput, type LogFormat } from './log-output.js';
 import { redactFields, scrubText } from './redact.js';
@@ -14,9 +15,6 @@ declare module 'pino' {
     code?: ErrorCode | undefined;
   }
 }
-
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface LoggerOptions {
   level?: LogLevel;
@@ -87,15 +85,4 @@ export function holdLogLines(log: Logger): () => void {
  */
 export function componentLogger(log: Logger, component: string): Logger {
   return Object.hasOwn(log.bindings(), 'component') ? log : log.child({ component });
-}
-
-/** Parse a --log-level value; unknown values are a usage error. */
-export function parseLogLevel(value: string): LogLevel {
-  const v = value.toLowerCase();
-  const aliases: Record<string, LogLevel> = { warning: 'warn', critical: 'fatal' };
-  const level = (aliases[v] ?? v) as LogLevel;
-  if (!LOG_LEVELS.includes(level)) {
-    throw new Error(`unknown log level "${value}": use one of ${LOG_LEVELS.join(', ')}`);
-  }
-  return level;
 }

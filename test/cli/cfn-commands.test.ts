@@ -11,7 +11,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { requireBundle, runBundle } from '../helpers/bundle.js';
+import { REPO, requireBundle, runBundle, runProcess } from '../helpers/bundle.js';
 import { startCfnServer, type CfnServer } from '../helpers/cfn-server.js';
 import { refusedUrl, type TapTest } from '../helpers/http-test-server.js';
 
@@ -260,4 +260,31 @@ t.test('the os-config-agent subcommands are the same commands', async (t) => {
     t.equal(help.code, 0, name);
     t.match(help.stdout, new RegExp(`^Usage: os-config-agent ${name} `));
   }
+});
+
+// The logger (pino) is the agent's, not these commands' (they write heat-cfntools' log files): loading it cost every
+// run ~10 ms of CPU (docs/performance.md). Its worker thread transport is what brings node:worker_threads. Started
+// through env(1) without NODE_OPTIONS: tap puts its loader hooks, which load worker_threads, into every child's.
+t.test('cfn-get-metadata starts without the logger: no node:worker_threads', async (t) => {
+  const { root, keys } = instance(t);
+  const report = path.join(root, 'builtins.json');
+  const preload = path.join(REPO, 'test/helpers/builtins-report-preload.mjs');
+  const args = ['--root', root, '-s', server.stackName, '-r', 'web', ...keys];
+  const run = await runProcess(
+    '/usr/bin/env',
+    ['-u', 'NODE_OPTIONS', process.execPath, `--import=${preload}`, path.join(BIN, 'cfn-get-metadata'), ...args],
+    { env: { ...process.env, OCA_BUILTINS_REPORT: report }, timeoutMs: 60_000 },
+  );
+  t.equal(run.code, 0, run.stderr);
+  const loaded = JSON.parse(readFileSync(report, 'utf8')) as string[];
+  t.ok(loaded.includes('NativeModule http'), 'the report lists what the command did load (its request)');
+  t.notOk(loaded.includes('NativeModule worker_threads'), 'not the logger');
+});
+
+t.test('cfn-init and cfn-get-metadata document their credential flags alike (defined once)', async (t) => {
+  const flags = /^ *(--access-key|--secret-key|--region|--credential-file|-u, --url)\b.*$/gm;
+  const init = (await cmd('cfn-init', ['--help'])).stdout.match(flags);
+  const getMetadata = (await cmd('cfn-get-metadata', ['--help'])).stdout.match(flags);
+  t.equal(init?.length, 5, 'all five in cfn-init --help');
+  t.same(getMetadata, init);
 });

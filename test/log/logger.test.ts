@@ -1,7 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import t from 'tap';
-import { createLogger, holdLogLines, LOG_LEVELS, parseLogLevel } from '../../src/log/logger.js';
+import { LOG_LEVELS, parseLogLevel } from '../../src/log/log-level.js';
+import { createLogger, holdLogLines } from '../../src/log/logger.js';
 import { registerSecret, secrets } from '../../src/log/redact.js';
 
 // createLogger with a destination stream, exactly as production builds it; the raw lines are checked as written.
