@@ -14,7 +14,7 @@ import { createCommandPipeline } from './command-pipeline.js';
 import { reloadConfig } from './config-reload.js';
 import { runCycle, type CycleHost, type CycleReport } from './cycle.js';
 import type { Pipeline } from './pipeline.js';
-import { pollSleep, pollTiming, splaySeconds } from './schedule.js';
+import { pollSleep, pollTiming, splaySeconds, type PollTiming } from './schedule.js';
 import { InstalledFilesWatch, startedBySystemd } from './self-upgrade.js';
 import { Waker } from './waker.js';
 import { CollectorWatch } from './watch.js';
@@ -160,8 +160,8 @@ export class Agent {
       this.deps.log.child({ component: 'status' }),
     );
     this.status = status;
-    // The loop's timing follows the configuration it started with or last reloaded (not one self-configuration
-    // loaded within a cycle).
+    // The loop's timing follows the configuration in force when it sleeps: the one it started with, reloaded on SIGHUP,
+    // or one a self-configuration loaded within the cycle.
     let config = this.loadedConfig.config;
     const services = await this.startLoopServices(signal);
     await this.splay(config.DEFAULT.splay, random, signal);
@@ -193,6 +193,10 @@ export class Agent {
         await status.cycleEnded(result, report.exitCode, undefined);
         continue;
       }
+      const inForce = this.loadedConfig.config;
+      // New bounds restart the schedule from the new min_polling_interval rather than doubling the old sleep.
+      if (inForce !== config && !sameTiming(pollTiming(config), pollTiming(inForce))) sleep = undefined;
+      config = inForce;
       sleep = await this.sleepAfter(config, { status, result, report }, sleep, random, signal);
     }
     await this.watch.close();
@@ -353,4 +357,8 @@ export class Agent {
 
 function mb(bytes: number): number {
   return Math.round((bytes / 1048576) * 10) / 10;
+}
+
+function sameTiming(a: PollTiming, b: PollTiming): boolean {
+  return a.min === b.min && a.max === b.max && a.jitter === b.jitter && a.afterSignal === b.afterSignal;
 }
