@@ -14,7 +14,7 @@ import { createCommandPipeline } from './command-pipeline.js';
 import { reloadConfig } from './config-reload.js';
 import { runCycle, type CycleHost, type CycleReport } from './cycle.js';
 import type { Pipeline } from './pipeline.js';
-import { pollSleep, pollTiming, splaySeconds, type PollTiming } from './schedule.js';
+import { pollSleep, pollTiming, splaySeconds } from './schedule.js';
 import { InstalledFilesWatch, startedBySystemd } from './self-upgrade.js';
 import { Waker } from './waker.js';
 import { CollectorWatch } from './watch.js';
@@ -195,7 +195,7 @@ export class Agent {
       }
       const inForce = this.loadedConfig.config;
       // New bounds restart the schedule from the new min_polling_interval rather than doubling the old sleep.
-      if (inForce !== config && !sameTiming(pollTiming(config), pollTiming(inForce))) sleep = undefined;
+      if (JSON.stringify(pollTiming(config)) !== JSON.stringify(pollTiming(inForce))) sleep = undefined;
       config = inForce;
       sleep = await this.sleepAfter(config, { status, result, report }, sleep, random, signal);
     }
@@ -357,8 +357,4 @@ export class Agent {
 
 function mb(bytes: number): number {
   return Math.round((bytes / 1048576) * 10) / 10;
-}
-
-function sameTiming(a: PollTiming, b: PollTiming): boolean {
-  return a.min === b.min && a.max === b.max && a.jitter === b.jitter && a.afterSignal === b.afterSignal;
 }
