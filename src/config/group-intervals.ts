@@ -1,4 +1,5 @@
 import type { ConfigProblem } from './load.js';
+import { RECONVERGE_MIN_SECONDS, reconvergeSeconds } from './reconverge-seconds.js';
 
 // [deploy] reconverge_interval: the agent's default re-run interval per deployment group, as oslo.config writes a
 // dict option: `group:seconds` entries, comma-separated or on repeated lines (`puppet:1800, ansible:3600`). A later
@@ -16,7 +17,7 @@ export function normaliseGroupIntervals(values: readonly string[], problems: Con
           severity: 'error',
           section: 'deploy',
           option: 'reconverge_interval',
-          message: `${JSON.stringify(entry)} ${parsed}; ignored (that group is not re-run by default)`,
+          message: `${JSON.stringify(entry)} ${parsed} (0 turns the group off, else at least ${RECONVERGE_MIN_SECONDS} seconds); ignored (that group is not re-run by default)`,
         });
         continue;
       }
@@ -40,9 +41,6 @@ export function groupIntervalSeconds(values: readonly string[], group: string): 
 function parseEntry(entry: string): { group: string; seconds: number } | string {
   const colon = entry.lastIndexOf(':');
   if (colon <= 0) return 'is not group:seconds';
-  const text = entry.slice(colon + 1);
-  const seconds = Number(text);
-  if (text === '' || !Number.isFinite(seconds) || seconds < 0)
-    return 'does not give a positive number of seconds (0 turns the group off)';
-  return { group: entry.slice(0, colon), seconds };
+  const seconds = reconvergeSeconds(entry.slice(colon + 1));
+  return typeof seconds === 'string' ? `has an interval that is ${seconds}` : { group: entry.slice(0, colon), seconds };
 }

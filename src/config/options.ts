@@ -222,7 +222,7 @@ export const SCHEMA = {
     prune_after: float(30, 'Days after which records of removed deployments are deleted.'),
     reconverge_interval: multi(
       [],
-      "Re-run the finished deployments of a group on an interval, with the inputs they last had and without signalling Heat, as `group:seconds` entries (`puppet:1800, ansible:3600`; `group:0` turns a group off); a deployment's own options.reconverge_interval wins (empty: no group is re-run).",
+      "Re-run the finished deployments of a group on an interval, with the inputs they last had and without signalling Heat, as `group:seconds` entries (`puppet:1800, ansible:3600`; seconds a plain decimal number of at least 60; `group:0` turns a group off); a deployment's own options.reconverge_interval wins (empty: no group is re-run).",
     ),
     reboot_command: str(
       'systemctl reboot',

@@ -160,8 +160,8 @@ export class Agent {
       this.deps.log.child({ component: 'status' }),
     );
     this.status = status;
-    // The loop's timing follows the configuration it started with or last reloaded (not one self-configuration
-    // loaded within a cycle).
+    // The loop's timing follows the configuration in force when it sleeps: the one it started with, reloaded on SIGHUP,
+    // or one a self-configuration loaded within the cycle.
     let config = this.loadedConfig.config;
     const services = await this.startLoopServices(signal);
     await this.splay(config.DEFAULT.splay, random, signal);
@@ -193,6 +193,10 @@ export class Agent {
         await status.cycleEnded(result, report.exitCode, undefined);
         continue;
       }
+      const inForce = this.loadedConfig.config;
+      // New bounds restart the schedule from the new min_polling_interval rather than doubling the old sleep.
+      if (JSON.stringify(pollTiming(config)) !== JSON.stringify(pollTiming(inForce))) sleep = undefined;
+      config = inForce;
       sleep = await this.sleepAfter(config, { status, result, report }, sleep, random, signal);
     }
     await this.watch.close();

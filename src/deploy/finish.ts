@@ -45,8 +45,11 @@ export async function finish(
     );
   const { agentError } = result;
   const lastError = agentError ?? (verdict.failed ? verdict.reason : undefined) ?? prepared.problem;
-  const effects: Effect[] = verdict.failed
-    ? [{ kind: 'failed', failure: { id: dep.id, name: dep.name, reason: agentError ?? verdict.reason ?? 'failed' } }]
+  // A result Heat can never be told of (an empty deploy_resource_name, a signal URL that is not http) fails the
+  // deployment: counted as done, Heat would wait for it until its timeout while the pass and status say all is well.
+  const failed = verdict.failed || prepared.problem !== undefined;
+  const effects: Effect[] = failed
+    ? [{ kind: 'failed', failure: { id: dep.id, name: dep.name, reason: lastError ?? 'failed' } }]
     : [];
   const done = await store.transition(
     record,
@@ -55,11 +58,11 @@ export async function finish(
       endedAt: store.timestamp(),
       exitCode: result.exitCode,
       statusCode: verdict.statusCode,
-      failed: verdict.failed,
+      failed,
       lastError,
       signal: prepared.signal,
     },
-    { exitCode: result.exitCode, failed: verdict.failed, ...(verdict.reason ? { reason: verdict.reason } : {}) },
+    { exitCode: result.exitCode, failed, ...(verdict.reason ? { reason: verdict.reason } : {}) },
   );
   if (done.signal.state !== 'pending') return step(done, ...effects);
   return step(await attemptSignal(done, deps.outbox), ...effects, { kind: 'signal-attempted', id: dep.id });

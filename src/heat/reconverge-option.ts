@@ -1,10 +1,12 @@
 import { groupIntervalSeconds } from '../config/group-intervals.js';
+import { RECONVERGE_MIN_SECONDS, reconvergeSeconds } from '../config/reconverge-seconds.js';
 import type { AgentConfig } from '../config/options.js';
 import { isJsonObject } from '../util/json-merge.js';
 
 // A deployment's options.reconverge_interval: the seconds after which the agent re-runs it once it has finished
-// (src/deploy/reconverge/), with the inputs it last had and without signalling Heat. A number or a numeric string;
-// 0 turns re-runs off for this deployment whatever its group's default ([deploy] reconverge_interval). Anything else
+// (src/deploy/reconverge/), with the inputs it last had and without signalling Heat: a number of seconds, or its
+// plain decimal text, by the rule of config/reconverge-seconds.ts; 0 turns re-runs off for this deployment whatever
+// its group's default ([deploy] reconverge_interval). Anything else
 // fails the deployment, naming the option, rather than leaving the operator to wonder why nothing is re-run.
 
 export type ReconvergeOption =
@@ -17,15 +19,14 @@ export function reconvergeOption(options: unknown): ReconvergeOption {
   if (!isJsonObject(options) || options.reconverge_interval === undefined || options.reconverge_interval === null)
     return { given: false };
   const raw = options.reconverge_interval;
-  const seconds =
-    typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw.trim()) : NaN;
-  if (!Number.isFinite(seconds) || seconds < 0) {
+  const seconds = reconvergeSeconds(raw);
+  if (typeof seconds === 'string') {
     // The kind of value and its start only: options are not secret, but they can be long.
     const shown =
       typeof raw === 'string' ? JSON.stringify(raw.slice(0, 40)) : `a ${Array.isArray(raw) ? 'list' : typeof raw}`;
     return {
       given: true,
-      problem: `options.reconverge_interval is ${typeof raw === 'number' ? String(raw) : shown}, not a positive number of seconds (0 turns re-runs off); correct the deployment's options`,
+      problem: `options.reconverge_interval is ${typeof raw === 'number' ? String(raw) : shown}, ${seconds} (0 turns re-runs off, else at least ${RECONVERGE_MIN_SECONDS} seconds); correct the deployment's options`,
     };
   }
   return { given: true, seconds };

@@ -16,8 +16,11 @@ export interface HookDeployment extends Deployment {
   readonly creationTime?: string;
 }
 
-/** How a hook starts its tool: the file, arguments, working directory and environment (the whole of it). */
-export type ToolRun = Pick<ProcessOptions, 'file' | 'args' | 'cwd' | 'env'>;
+/**
+ * How a hook starts its tool: the file, arguments, working directory and environment (the whole of it), and
+ * optionally a signal by which the hook stops this one run itself (a call to a daemon that does not answer).
+ */
+export type ToolRun = Pick<ProcessOptions, 'file' | 'args' | 'cwd' | 'env' | 'signal'>;
 
 export interface HookContext {
   /** The hook's environment: HEAT_* variables, PATH, and OS_CONFIG_AGENT_ROOT under --root. */

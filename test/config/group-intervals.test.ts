@@ -9,9 +9,9 @@ import path from 'node:path';
 
 t.test('entries: comma- or space-separated, on repeated lines; the last for a group wins; 0 is off', async (t) => {
   const problems: ConfigProblem[] = [];
-  const values = normaliseGroupIntervals(['puppet:1800, ansible:3600', 'script:1', 'puppet:60'], problems);
+  const values = normaliseGroupIntervals(['puppet:1800, ansible:3600', 'script:90.5', 'puppet:60'], problems);
   t.same(problems, []);
-  t.same(values, ['puppet:1800', 'ansible:3600', 'script:1', 'puppet:60']);
+  t.same(values, ['puppet:1800', 'ansible:3600', 'script:90.5', 'puppet:60']);
   t.equal(groupIntervalSeconds(values, 'puppet'), 60);
   t.equal(groupIntervalSeconds(values, 'ansible'), 3600);
   t.equal(groupIntervalSeconds(values, 'chef'), undefined, 'no entry: off');
@@ -20,21 +20,34 @@ t.test('entries: comma- or space-separated, on repeated lines; the last for a gr
 });
 
 t.test(
-  'an entry that is not group:<positive number> is a configuration problem naming it; the rest stay',
+  'an entry that is not group:<0, or plain decimal seconds of at least 60> is a configuration problem naming it; the rest stay',
   async (t) => {
     const problems: ConfigProblem[] = [];
     const values = normaliseGroupIntervals(
-      ['puppet:often', 'ansible:-5', 'chef', ':60', 'salt:', 'script:2'],
+      [
+        'puppet:often',
+        'ansible:-5',
+        'chef',
+        ':60',
+        'salt:',
+        'script:120',
+        'hiera:0x10',
+        'json-file:1',
+        'kubelet:0.001',
+      ],
       problems,
     );
-    t.same(values, ['script:2'], 'only the good entry is kept');
-    t.equal(problems.length, 5);
+    t.same(values, ['script:120'], 'only the good entry is kept');
+    t.equal(problems.length, 8);
     for (const p of problems) t.match(p, { severity: 'error', section: 'deploy', option: 'reconverge_interval' });
-    t.match(problems[0]?.message, /"puppet:often" does not give a positive number of seconds/);
-    t.match(problems[1]?.message, /"ansible:-5" does not give a positive number/);
+    t.match(problems[0]?.message, /"puppet:often" has an interval that is not a plain decimal number of seconds/);
+    t.match(problems[1]?.message, /"ansible:-5" has an interval that is not a plain decimal number/);
     t.match(problems[2]?.message, /"chef" is not group:seconds/);
     t.match(problems[3]?.message, /":60" is not group:seconds/);
-    t.match(problems[4]?.message, /"salt:" does not give/);
+    t.match(problems[4]?.message, /"salt:" has an interval that is not/);
+    t.match(problems[5]?.message, /"hiera:0x10" has an interval that is not a plain decimal number/);
+    t.match(problems[6]?.message, /"json-file:1" has an interval that is below the least interval of 60 seconds/);
+    t.match(problems[7]?.message, /"kubelet:0\.001" has an interval that is below/);
     t.match(problems[0]?.message, /ignored \(that group is not re-run by default\)/);
   },
 );

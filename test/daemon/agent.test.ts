@@ -216,6 +216,34 @@ t.test(
   },
 );
 
+t.test(
+  'daemon loop: polling intervals a self-configuration reloads within a cycle apply from the next sleep',
+  async (t) => {
+    const { root, cmd, deps } = setup(t);
+    const configWith = (seconds: number) =>
+      `[DEFAULT]\ncommand = ${cmd.command}\ncollectors = local\nmin_polling_interval = ${seconds}\npolling_interval = ${seconds}\n[agent]\nwatch = false\npoll_jitter = 0\n`;
+    root.writeConfig(configWith(600));
+    root.writeLocal('a', { v: 1 });
+    let calls = 0;
+    // What the self-config hook does when a deployment rewrites the agent's configuration: reload within the cycle.
+    const selfConfig: AfterCollectHook = async () => {
+      if (++calls !== 1) return { reload: false };
+      root.writeConfig(configWith(1));
+      return { reload: true };
+    };
+    const agent = await Agent.create(deps({ strictExit: false, afterCollect: [selfConfig] }));
+    const controller = new AbortController();
+    const running = agent.run(controller.signal);
+    const file = agentStatusPath(agent.loaded.paths);
+    const facts = () => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as AgentFacts) : undefined);
+    // With the 600 s it started with, no second poll would come before the test's bound.
+    await waitFor(() => calls >= 3, 15_000);
+    t.equal(facts()?.pollingIntervalSeconds, 1, 'status names the interval in force');
+    controller.abort();
+    t.equal(await running, 0);
+  },
+);
+
 async function waitFor(cond: () => boolean, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   while (!cond()) {

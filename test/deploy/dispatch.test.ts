@@ -541,6 +541,34 @@ t.test('bad signal inputs: the hook runs, the signal is marked failed with the r
   t.match(r?.lastError, 'only http and https');
 });
 
+// Heat's signal names the resource: with deploy_resource_name empty there is nothing to signal (upstream's
+// heat-config-notify would ask Heat for the resource "" and fail). Counted as done, the stack would wait for it until
+// its timeout while the pass and status said all was well.
+t.test(
+  'a result that cannot be signalled (empty deploy_resource_name) fails the deployment, as status shows',
+  async (t) => {
+    const { h, record } = await setup(t);
+    const inputs: Record<string, string> = {
+      deploy_auth_url: 'http://127.0.0.1:1/v3',
+      deploy_user_id: 'u',
+      deploy_password: 'p',
+      deploy_project_id: 'proj',
+      deploy_stack_id: 'stack/1',
+      deploy_resource_name: '',
+    };
+    const d = deployment({
+      id: 'noname',
+      signal: Object.entries(inputs).map(([name, value]) => ({ name, value, type: 'String' })),
+    });
+    const report = await runDeployments(h.ctx([d]));
+    t.match(report.failed, [{ id: 'noname', reason: /HEAT_SIGNAL needs the input\(s\) deploy_resource_name/ }]);
+    const r = await record('noname');
+    t.equal(r?.failed, true, 'the record says failed');
+    t.equal(r?.signal.state, 'failed');
+    t.match(r?.lastError, /deploy_resource_name/);
+  },
+);
+
 t.test('local state failures throw; another runner holding the lock is refused', async (t) => {
   const { h, root } = await setup(t);
   writeFileSync(path.join(root, 'var/lib/heat-config/deployed'), 'not a directory');

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { inputText } from '../../heat/deployment.js';
-import { CONTAINER_CLI, ContainerCli, daemonFailure, daemonUnreachable, lastLine } from '../kit/docker-cli.js';
+import { daemonGraceMs } from '../kit/daemon-reach.js';
+import { CONTAINER_CLI, ContainerCli, lastLine } from '../kit/docker-cli.js';
 import {
   containerDefs,
   containerLabels,
@@ -36,7 +37,7 @@ export const hook: BuiltinHook = {
 
   async run(deployment, ctx) {
     const { log } = ctx;
-    const docker = await ContainerCli.choose(ctx, CONTAINER_CLI);
+    const docker = await ContainerCli.choose(ctx, CONTAINER_CLI, daemonGraceMs(deployment.options, declaration.group));
     const values = inputValues(deployment);
     if (values.deploy_action === 'DELETE') {
       // A daemon that is down must not block the stack's deletion (upstream did nothing here at all): the removal is
@@ -69,11 +70,10 @@ export const hook: BuiltinHook = {
         def.action === 'run'
           ? ['run', '--name', await freeName(docker, def.name), ...labelsFor(def, deployment), ...runArguments(def)]
           : ['exec', ...execArguments(def, await execTarget(docker, def, deployment.id))];
-      const run = await docker.run(args);
+      const run = await docker.run(args, `container "${def.name}"`);
       if (run.stdout) stdouts.push(run.stdout);
       if (run.stderr) stderrs.push(run.stderr);
       if (def.exitCodes.includes(run.status)) continue;
-      if (daemonUnreachable(run.stderr)) throw daemonFailure(docker.command, `container "${def.name}"`, run.stderr);
       // As upstream: the status is the last failing container's, the others still run, and deploy_stderr is what the
       // commands printed (the failing container is named in the log).
       status = run.status;
@@ -88,7 +88,8 @@ export const hook: BuiltinHook = {
   },
 
   async removed(id, ctx) {
-    const docker = await ContainerCli.choose(ctx, CONTAINER_CLI);
+    // No grace period: a removal holds no deployment, and a daemon that refuses it fails it at once, for the log.
+    const docker = await ContainerCli.choose(ctx, CONTAINER_CLI, 0);
     await removeContainers(ctx, docker, id);
     await restoreNames(ctx, docker);
   },
@@ -107,12 +108,9 @@ function labelsFor(def: ContainerDef, deployment: HookDeployment): string[] {
 async function freeName(docker: ContainerCli, wanted: string): Promise<string> {
   let name = wanted;
   for (let i = 0; i < NAME_ATTEMPTS; i++) {
-    const res = await docker.run(['inspect', '--format', 'exists', name]);
-    if (res.status !== 0) {
-      // Any answer but "found" leaves the name free, as upstream; a daemon that cannot be reached is a failure.
-      if (daemonUnreachable(res.stderr)) throw daemonFailure(docker.command, `container "${wanted}"`, res.stderr);
-      return name;
-    }
+    // Any answer but "found" leaves the name free, as upstream (a daemon that cannot be reached fails the call).
+    const res = await docker.run(['inspect', '--format', 'exists', name], `container "${wanted}"`);
+    if (res.status !== 0) return name;
     const suffix = Array.from({ length: 8 }, () => SUFFIX_CHARS[randomInt(SUFFIX_CHARS.length)]).join('');
     name = `${wanted}-${suffix}`;
   }
@@ -122,35 +120,33 @@ async function freeName(docker: ContainerCli, wanted: string): Promise<string> {
 /** The container an exec runs in: the one this deployment started under that name, else the name as written. */
 async function execTarget(docker: ContainerCli, def: ContainerDef, configId: string): Promise<string> {
   const written = def.command[0]!;
-  const res = await docker.run([
-    'ps',
-    '-a',
-    '--filter',
-    `label=container_name=${written}`,
-    '--filter',
-    `label=config_id=${configId}`,
-    '--format',
-    '{{.Names}}',
-  ]);
+  const res = await docker.run(
+    [
+      'ps',
+      '-a',
+      '--filter',
+      `label=container_name=${written}`,
+      '--filter',
+      `label=config_id=${configId}`,
+      '--format',
+      '{{.Names}}',
+    ],
+    `container "${def.name}"`,
+  );
   const found = res.status === 0 ? res.stdout.split(/\s+/).find((n) => n !== '') : undefined;
   return found ?? written;
 }
 
 /** Removes every container docker-cmd ran for the deployment (upstream's configure.d script did it by config_id). */
 async function removeContainers(ctx: HookContext, docker: ContainerCli, configId: string): Promise<void> {
-  const list = await docker.run([
-    'ps',
-    '-q',
-    '-a',
-    '--filter',
-    'label=managed_by=docker-cmd',
-    '--filter',
-    `label=config_id=${configId}`,
-  ]);
+  const list = await docker.run(
+    ['ps', '-q', '-a', '--filter', 'label=managed_by=docker-cmd', '--filter', `label=config_id=${configId}`],
+    'listing containers',
+  );
   if (list.status !== 0) throw listFailure(docker.command, list.stderr, list.status);
   const ids = list.stdout.split(/\s+/).filter((c) => c !== '');
   if (ids.length === 0) return;
-  const rm = await docker.run(['rm', '-f', ...ids]);
+  const rm = await docker.run(['rm', '-f', ...ids], 'removing containers');
   if (rm.status !== 0)
     throw new HookFailure(
       `the containers of deployment ${configId} could not be removed: ${docker.command} rm failed with status ${rm.status}: ${lastLine(rm.stderr)}`,
@@ -163,14 +159,10 @@ async function removeContainers(ctx: HookContext, docker: ContainerCli, configId
  * with a container_name label; here only docker-cmd's own).
  */
 async function restoreNames(ctx: HookContext, docker: ContainerCli): Promise<void> {
-  const list = await docker.run([
-    'ps',
-    '-a',
-    '--filter',
-    'label=managed_by=docker-cmd',
-    '--format',
-    '{{.Names}} {{.Label "container_name"}}',
-  ]);
+  const list = await docker.run(
+    ['ps', '-a', '--filter', 'label=managed_by=docker-cmd', '--format', '{{.Names}} {{.Label "container_name"}}'],
+    'listing containers',
+  );
   if (list.status !== 0) throw listFailure(docker.command, list.stderr, list.status);
   const pairs = list.stdout
     .split('\n')
@@ -183,7 +175,7 @@ async function restoreNames(ctx: HookContext, docker: ContainerCli): Promise<voi
       ctx.log.info('container keeps its suffixed name; its own name is taken', { container: current, wanted });
       continue;
     }
-    const rename = await docker.run(['rename', current!, wanted]);
+    const rename = await docker.run(['rename', current!, wanted], `renaming container "${current}"`);
     if (rename.status === 0) {
       taken.delete(current!);
       taken.add(wanted);
@@ -194,6 +186,5 @@ async function restoreNames(ctx: HookContext, docker: ContainerCli): Promise<voi
 }
 
 function listFailure(docker: string, stderr: string, status: number): HookFailure {
-  if (daemonUnreachable(stderr)) return daemonFailure(docker, 'listing containers', stderr);
   return new HookFailure(`${docker} ps failed with status ${status}: ${lastLine(stderr)}`);
 }

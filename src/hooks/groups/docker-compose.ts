@@ -4,7 +4,9 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { isJsonObject } from '../../util/json-merge.js';
 import { composeCommand } from '../kit/compose-cli.js';
 import { replaceDataFiles } from '../kit/data-files.js';
-import { CONTAINER_CLI, lastLine } from '../kit/docker-cli.js';
+import { toolCommand } from '../kit/choose-tool.js';
+import { DaemonReach, daemonGraceMs } from '../kit/daemon-reach.js';
+import { CONTAINER_CLI, dockerLink, lastLine } from '../kit/docker-cli.js';
 import { HookFailure, type BuiltinHook, type HookContext } from '../contract.js';
 import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import { inputValues } from '../hook-deployment.js';
@@ -46,6 +48,7 @@ export const hook: BuiltinHook = {
     const project = projectDir(workingDir(env), deployment.name);
     const values = inputValues(deployment);
     if (values.deploy_action === 'DELETE') return deleteProject(ctx, project);
+    const graceMs = daemonGraceMs(deployment.options, declaration.group);
 
     const config = composeConfig(deployment.config);
     if (config === undefined) {
@@ -66,7 +69,7 @@ export const hook: BuiltinHook = {
     );
     await writeWorkFile(path.join(project, COMPOSE_FILE), config.text, 0o600);
     await writeWorkFile(path.join(project, OWNER_FILE), deployment.id, 0o600);
-    const run = await compose(ctx, project, ['up', '-d', '--no-build']);
+    const run = await compose(ctx, project, ['up', '-d', '--no-build'], graceMs);
     if (run.status === 0) {
       log.info('compose project up', { project });
       return result(run);
@@ -174,7 +177,10 @@ function envFilePath(project: string, file: string): string {
 }
 
 async function deleteProject(ctx: HookContext, project: string) {
-  const down = await takeDown(ctx, project);
+  const down = await takeDown(ctx, project).catch((err: unknown): ToolOutcome => {
+    if (!(err instanceof HookFailure)) throw err;
+    return { status: 1, stdout: '', stderr: `${err.message}\n` };
+  });
   if (down.status === 0) return result({ status: 0, stdout: down.stdout, stderr: down.stderr });
   // A daemon that is down must not block the stack's deletion (upstream did nothing here at all): the project is
   // kept and brought down when the deployment leaves the metadata.
@@ -189,13 +195,16 @@ async function deleteProject(ctx: HookContext, project: string) {
   });
 }
 
-/** `down` in the project, then its directory goes; a project never brought up is just removed. */
+/**
+ * `down` in the project, then its directory goes; a project never brought up is just removed. No grace period for
+ * the daemon: a removal holds no deployment, and a daemon that refuses it fails it at once.
+ */
 async function takeDown(ctx: HookContext, project: string): Promise<ToolOutcome> {
   const hasFile = await readFile(path.join(project, COMPOSE_FILE)).then(
     () => true,
     () => false,
   );
-  const down = hasFile ? await compose(ctx, project, ['down']) : { status: 0, stdout: '', stderr: '' };
+  const down = hasFile ? await compose(ctx, project, ['down'], 0) : { status: 0, stdout: '', stderr: '' };
   if (down.status === 0) {
     await removeFiles(project);
     ctx.log.info('compose project removed', { project });
@@ -203,10 +212,23 @@ async function takeDown(ctx: HookContext, project: string): Promise<ToolOutcome>
   return down;
 }
 
-async function compose(ctx: HookContext, project: string, args: readonly string[]): Promise<ToolOutcome> {
+/** Runs compose in the project, its daemon given `graceMs` (kit/daemon-reach.ts), probed through the docker CLI. */
+async function compose(
+  ctx: HookContext,
+  project: string,
+  args: readonly string[],
+  graceMs: number,
+): Promise<ToolOutcome> {
   const command = await composeCommand(ctx, COMPOSE);
   const missing = ctx.env.HEAT_DOCKER_COMPOSE_CMD
     ? notInstalled(ctx.env, COMPOSE, command.file)
     : `docker-compose is not installed: neither "docker compose" nor "${command.file}" works (PATH=${ctx.env.PATH ?? ''}). ${COMPOSE.install} Or set HEAT_DOCKER_COMPOSE_CMD to its path.`;
-  return runTool(ctx, { file: command.file, args: [...command.prefix, ...args], cwd: project, env: ctx.env }, missing);
+  const docker = command.prefix.length > 0 ? command.file : await toolCommand(ctx, CONTAINER_CLI);
+  const daemon = new DaemonReach(dockerLink(ctx, docker, command.file), graceMs);
+  const run = { file: command.file, args: [...command.prefix, ...args], cwd: project, env: ctx.env };
+  return daemon.call(
+    `compose ${args[0] ?? ''}`,
+    (signal) => runTool(ctx, { ...run, signal }, missing),
+    (outcome) => (outcome.status === 0 ? '' : outcome.stderr),
+  );
 }

@@ -4,7 +4,8 @@ import { pythonJson, replaceDataFiles } from '../kit/data-files.js';
 import { HookFailure, type BuiltinHook, type HookContext, type HookDeployment } from '../contract.js';
 import type { HookDeclaration, ToolDeclaration } from '../declaration.js';
 import type { HookLogFields } from '../kit/hook-log.js';
-import { ContainerCli, daemonFailure, daemonUnreachable, DOCKER_DAEMON } from '../kit/docker-cli.js';
+import { daemonGraceMs, DaemonUnreachable } from '../kit/daemon-reach.js';
+import { ContainerCli, DOCKER_DAEMON } from '../kit/docker-cli.js';
 import { hookRoot, pathSetting } from '../hook-paths.js';
 import { result } from '../hook-result.js';
 
@@ -17,9 +18,11 @@ import { result } from '../hook-result.js';
 const manifestsDir = (env: NodeJS.ProcessEnv) =>
   pathSetting(env, 'HEAT_KUBELET_MANIFESTS', '/var/lib/heat-config/heat-config-kubelet/kubelet-manifests');
 
-/** Upstream's defaults, in seconds; each can be set in the deployment's options. */
-// daemon_timeout (the agent's own): how long docker's daemon may stay unreachable (starting at boot) before failing.
-const DEFAULTS = { images_timeout: 600, containers_timeout: 120, poll_period: 5, daemon_timeout: 30 } as const;
+/**
+ * Upstream's defaults, in seconds; each can be set in the deployment's options, as can daemon_timeout (the agent's
+ * own, kit/daemon-reach.ts): how long docker's daemon may stay unreachable (starting at boot) before failing.
+ */
+const DEFAULTS = { images_timeout: 600, containers_timeout: 120, poll_period: 5 } as const;
 /** Upstream polled without pause when poll_period was 0; one docker call per 100 ms is the most asked here. */
 const MIN_POLL_MS = 100;
 
@@ -53,7 +56,7 @@ export const hook: BuiltinHook = {
     );
     report.info('pod manifest written', { manifest });
 
-    const docker = new DockerWatch(await ContainerCli.choose(ctx, DOCKER), report, timing.daemonMs);
+    const docker = new DockerWatch(await ContainerCli.choose(ctx, DOCKER, timing.daemonMs), report);
     try {
       await waitForImages(docker, report, timing, pod.images);
       await waitForContainers(docker, report, timing, containerPatterns(deployment.id, pod.names));
@@ -111,7 +114,7 @@ function timingOf(deployment: HookDeployment): Timing {
     imagesMs: seconds('images_timeout'),
     containersMs: seconds('containers_timeout'),
     pollMs: Math.max(seconds('poll_period'), MIN_POLL_MS),
-    daemonMs: seconds('daemon_timeout'),
+    daemonMs: daemonGraceMs(deployment.options, declaration.group),
   };
 }
 
@@ -222,36 +225,31 @@ async function poll(
 
 /**
  * docker as the waits ask it: a failed call (docker may be starting at boot) is logged once per distinct error and the
- * wait goes on, naming the last one if it times out; a daemon unreachable for `daemonMs` on end fails it at once.
+ * wait goes on, naming the last one if it times out; a daemon unreachable past its grace period (kit/daemon-reach.ts)
+ * ends the wait at once.
  */
 class DockerWatch {
   private error = '';
-  private unreachableSince: number | undefined;
 
   constructor(
     private readonly docker: ContainerCli,
     private readonly report: Report,
-    private readonly daemonMs: number,
   ) {}
 
   /** The command's output lines, or null when it failed. */
   async lines(args: string[]): Promise<string[] | null> {
-    const answer = await this.docker.query(args);
-    this.unreachableSince = 'lines' in answer ? undefined : this.unreachableSince;
-    if ('lines' in answer) return answer.lines;
-    if (answer.failure !== this.error)
-      this.report.warn('docker failed', { command: `${this.docker.command} ${args[0] ?? ''}`, reason: answer.failure });
-    this.error = answer.failure;
-    this.checkDaemon(args[0] ?? 'docker', answer.failure);
-    return null;
-  }
-
-  private checkDaemon(what: string, failure: string): void {
-    this.unreachableSince = daemonUnreachable(failure) ? (this.unreachableSince ?? Date.now()) : undefined;
-    if (this.unreachableSince !== undefined && Date.now() - this.unreachableSince >= this.daemonMs)
-      throw new PodNotReady(
-        `${daemonFailure(this.docker.command, `docker ${what}`, failure).message} (unreachable for ${this.daemonMs / 1000} seconds)`,
-      );
+    try {
+      const answer = await this.docker.query(args);
+      const failure = 'lines' in answer ? '' : answer.failure;
+      if (failure !== '' && failure !== this.error)
+        this.report.warn('docker failed', { command: `${this.docker.command} ${args[0] ?? ''}`, reason: failure });
+      if (failure !== '') this.error = failure;
+      this.docker.daemon.note(`docker ${args[0] ?? ''}`, failure);
+      return 'lines' in answer ? answer.lines : null;
+    } catch (err) {
+      if (err instanceof DaemonUnreachable) throw new PodNotReady(err.message);
+      throw err;
+    }
   }
 
   lastError(): string {

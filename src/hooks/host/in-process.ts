@@ -105,13 +105,20 @@ function hookContextOf(o: InProcessOptions, log: HookLog, stop: AbortSignal, kil
       return runProcess({
         ...run,
         ownGroup: true,
-        signal: stop,
+        signal: run.signal ? AbortSignal.any([stop, run.signal]) : stop,
         killGraceMs,
         ...(o.onSpawn ? { onSpawn: o.onSpawn } : {}),
         ...(o.scopeProperties ? { scopeProperties: o.scopeProperties } : {}),
       });
     },
   };
+}
+
+/** The signal stopping a tool: the run's own, the caller's, or either. */
+function stopBy(...signals: Array<AbortSignal | undefined>): { signal?: AbortSignal } {
+  const set = signals.filter((s): s is AbortSignal => s !== undefined);
+  if (set.length === 0) return {};
+  return { signal: set.length === 1 ? set[0]! : AbortSignal.any(set) };
 }
 
 /** Per process of a removal: a daemon that hangs must not hold the pass for ever. */
@@ -145,8 +152,7 @@ export async function runRemovalInProcess(o: RemovalOptions): Promise<void> {
     env: o.env,
     log,
     signal: o.signal ?? new AbortController().signal,
-    spawn: (run) =>
-      runProcess({ ...run, ownGroup: true, timeoutMs, killGraceMs, ...(o.signal ? { signal: o.signal } : {}) }),
+    spawn: (run) => runProcess({ ...run, ownGroup: true, timeoutMs, killGraceMs, ...stopBy(o.signal, run.signal) }),
   };
   await removed.call(o.hook, o.id, ctx);
 }

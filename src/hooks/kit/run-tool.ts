@@ -1,7 +1,9 @@
+import { open } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import { HookFailure, type HookContext, type ToolRun } from '../contract.js';
 import type { ToolDeclaration } from '../declaration.js';
+import { findExecutable } from '../../util/executable.js';
 
 // Running a hook's tool and reading what it did.
 
@@ -13,15 +15,15 @@ export interface ToolOutcome {
 }
 
 /**
- * Runs a tool. A tool that cannot be found fails the hook with `missing` (which tool, what to install); any other
- * start failure fails it with the system's reason.
+ * Runs a tool. A tool that cannot be found fails the hook with `missing` (which tool, what to install), one that is
+ * there but whose interpreter is not says so; any other start failure fails it with the system's reason.
  */
 export async function runTool(ctx: HookContext, run: ToolRun, missing: string): Promise<ToolOutcome> {
   const tool = path.basename(run.file);
   ctx.log.info('running tool', { command: formatCommand(run.file, run.args ?? []) });
   const res = await ctx.spawn(run);
   if (res.spawnError) {
-    if (res.spawnError.code === 'ENOENT') throw new HookFailure(missing);
+    if (res.spawnError.code === 'ENOENT') throw new HookFailure((await missingInterpreter(run)) ?? missing);
     throw new HookFailure(`could not run ${run.file}: ${res.spawnError.message}`);
   }
   let status = res.exitCode;
@@ -33,6 +35,30 @@ export async function runTool(ctx: HookContext, run: ToolRun, missing: string): 
   }
   ctx.log.info('tool exited', { tool, exitCode: status });
   return { status, stdout: res.stdout, stderr };
+}
+
+/**
+ * exec(2) says ENOENT both for a missing program and for a script whose #! interpreter is missing (a package half
+ * removed, a ruby or python gone): the message for the second names the interpreter rather than "not installed".
+ */
+async function missingInterpreter(run: ToolRun): Promise<string | undefined> {
+  const found = await findExecutable(run.file, run.env ?? {});
+  if (found === undefined) return undefined;
+  let head = '';
+  try {
+    const file = await open(found, 'r');
+    try {
+      const { buffer, bytesRead } = await file.read(Buffer.alloc(256), 0, 256, 0);
+      head = buffer.subarray(0, bytesRead).toString('utf8');
+    } finally {
+      await file.close();
+    }
+  } catch {
+    return undefined;
+  }
+  if (!head.startsWith('#!')) return undefined;
+  const interpreter = head.slice(2).split('\n')[0]!.trim().split(/\s+/)[0] ?? '';
+  return `${found} is there but cannot start: the interpreter its first line names (${interpreter}) is not installed. Reinstall the package that provides ${path.basename(found)}, or install ${interpreter}.`;
 }
 
 /** Quotes an argv for a log line (the log masks secret values afterwards). */

@@ -67,23 +67,23 @@ async function until(what: string, check: () => boolean, ms = 10_000): Promise<v
 t.test('candidates: only finished deployments with an interval that has passed, the next due said', async (t) => {
   const s = await setup(t);
   const deps = [
-    s.dep('fast', { reconverge_interval: 1 }),
-    s.dep('slow', { reconverge_interval: 10 }),
+    s.dep('fast', { reconverge_interval: 60 }),
+    s.dep('slow', { reconverge_interval: 600 }),
     s.dep('off', {}),
-    s.dep('broken', { reconverge_interval: 1 }, { exit: 3 }),
+    s.dep('broken', { reconverge_interval: 60 }, { exit: 3 }),
   ];
   await runDeployments(s.ctxOf(deps));
   t.equal(s.runs().length, 4);
   const early = await s.pass(deps);
-  t.same(early, { ran: 0, yielded: false, nextDueAt: Date.parse((await s.record('fast')).endedAt!) + 1000 });
+  t.same(early, { ran: 0, yielded: false, nextDueAt: Date.parse((await s.record('fast')).endedAt!) + 60_000 });
   t.equal(s.runs().length, 4, 'nothing is due yet');
-  s.advance(1500);
+  s.advance(61_000);
   const report = await s.pass(deps);
   t.equal(report.ran, 1);
   t.same(s.runs().slice(4), ['fast CREATE'], 'only the due one; a failed first run and one without interval never');
-  t.equal(report.nextDueAt, Date.parse((await s.record('fast')).reconverge!.endedAt!) + 1000, 'the next one due');
+  t.equal(report.nextDueAt, Date.parse((await s.record('fast')).reconverge!.endedAt!) + 60_000, 'the next one due');
   t.equal(s.sink.attempts.length, 4, 'no signal from a re-run');
-  s.advance(10_000);
+  s.advance(600_000);
   await s.pass(deps);
   t.same(s.runs().slice(5).sort(), ['fast CREATE', 'slow CREATE']);
   t.equal((await s.record('off')).reconverge, undefined);
@@ -93,11 +93,11 @@ t.test('candidates: only finished deployments with an interval that has passed, 
 t.test('outcome: converged, changed (with the count the hook gave), failed as Heat would judge it', async (t) => {
   const s = await setup(t);
   const deps = [
-    s.dep('calm', { reconverge_interval: 1 }),
-    s.dep('drift', { reconverge_interval: '1' }, { stdout: { deploy_stdout: 'fixed', deploy_changed: 2 } }),
+    s.dep('calm', { reconverge_interval: 60 }),
+    s.dep('drift', { reconverge_interval: '60' }, { stdout: { deploy_stdout: 'fixed', deploy_changed: 2 } }),
   ];
   await runDeployments(s.ctxOf(deps));
-  s.advance(1500);
+  s.advance(61_000);
   await s.pass(deps);
   t.match((await s.record('calm')).reconverge, { runs: 1, last: { outcome: 'converged', exitCode: 0 } });
   t.match((await s.record('drift')).reconverge, { runs: 1, last: { outcome: 'changed', changes: 2 } });
@@ -122,7 +122,7 @@ t.test('outcome: converged, changed (with the count the hook gave), failed as He
 
 t.test('a re-run a dead agent left is ended as failed, never signalled, and not started again at once', async (t) => {
   const s = await setup(t);
-  const deps = [s.dep('a', { reconverge_interval: 1 })];
+  const deps = [s.dep('a', { reconverge_interval: 60 })];
   await runDeployments(s.ctxOf(deps));
   const done = await s.record('a');
   // What a crash mid re-run leaves: the record reconverging, with the hook it started.
@@ -132,7 +132,7 @@ t.test('a re-run a dead agent left is ended as failed, never signalled, and not 
     reconverge: { runs: 1, from: 'signalled', startedAt: s.store.timestamp() },
   });
   await s.store.note(left, { hookPid: orphan.pid!, hookPidStart: processStartTicks(orphan.pid!)! });
-  s.advance(1500);
+  s.advance(61_000);
   const report = await s.pass(deps);
   const after = await s.record('a');
   t.equal(after.state, 'signalled', 'back where it started, not taken for a first run');
@@ -146,16 +146,16 @@ t.test('a re-run a dead agent left is ended as failed, never signalled, and not 
 
 t.test('a cycle with new data, and an operator waiting for the lock, stop the re-run in progress', async (t) => {
   const s = await setup(t);
-  const deps = [s.dep('slow', { reconverge_interval: 1 }, { sleepMs: 30_000 })];
+  const deps = [s.dep('slow', { reconverge_interval: 60 }, { sleepMs: 30_000 })];
   // The first run takes as long: run it on a clock that does not matter, with a short hook timeout override avoided by
   // letting it finish from a different config first.
-  const quick = [s.dep('slow', { reconverge_interval: 1 })];
+  const quick = [s.dep('slow', { reconverge_interval: 60 })];
   await runDeployments(s.ctxOf(quick));
   // The re-run reads deployed/<id>.json: the slow config is what its hook last had.
   writeFileSync(s.store.deployedPath('slow'), JSON.stringify(deps[0]));
 
   for (const by of ['cycle', 'operator'] as const) {
-    s.advance(1500);
+    s.advance(61_000);
     const stop = new AbortController();
     const before = s.runs().length;
     const pass = s.pass(deps, stop.signal);
@@ -170,7 +170,7 @@ t.test('a cycle with new data, and an operator waiting for the lock, stop the re
     t.equal(rec.reconverge?.last, undefined, `${by}: no outcome recorded for a stopped re-run`);
     t.ok(s.h.captured.lines.some((l) => l.msg === 'deployment re-run stopped; it runs again at its next interval'));
     if (by === 'operator') {
-      s.advance(1500);
+      s.advance(61_000);
       const waiting = await s.pass(deps);
       t.equal(waiting.yielded, true, 'while the operator still waits, no re-run starts');
       t.equal(s.runs().length, before + 1);
@@ -188,7 +188,7 @@ t.test('a deployment whose reconverge_interval is bad fails naming it, without r
   t.equal(s.sink.received.length, 1, 'the failure is signalled');
   t.match(s.sink.received[0]?.body, {
     deploy_status_code: 1,
-    deploy_stderr: /options\.reconverge_interval is "hourly", not a positive number of seconds/,
+    deploy_stderr: /options\.reconverge_interval is "hourly", not a plain decimal number of seconds/,
   });
   t.match(
     s.h.captured.lines.find((l) => l.msg === 'deployment option invalid; failure signalled'),

@@ -182,9 +182,9 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     { skip },
     async (t) => {
       const env = hookEnv(t);
-      const failing = async (what: string, config: unknown, expected: RegExp, runEnv = env) => {
+      const failing = async (what: string, config: unknown, expected: RegExp, runEnv = env, options = {}) => {
         const id = `bad-${mode}`;
-        const run = await runIn('docker-cmd', deployment(id, config), { env: runEnv });
+        const run = await runIn('docker-cmd', deployment(id, config, { options }), { env: runEnv });
         t.equal(run.code, 0, `${what}: the hook does not crash`, { stderr: run.stderr });
         t.not(run.result.deploy_status_code, 0, `${what}: a failure status`);
         t.match(run.result.deploy_stderr, expected, `${what}: deploy_stderr says why`);
@@ -232,8 +232,9 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
       await failing(
         'a daemon that is not running',
         { web: web() },
-        /container "web": docker cannot reach its daemon .*Start the docker service/,
+        /container "web": docker cannot reach its daemon .*unreachable for 0 seconds.*Start the docker service/,
         { ...env, DOCKER_HOST: DEAD_SOCKET },
+        { daemon_timeout: 0 },
       );
       const noDocker = path.join(t.testdir(), 'bin');
       mkdirSync(noDocker);
