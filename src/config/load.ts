@@ -160,7 +160,7 @@ function applyCli(cli: CliOverrides, raw: RawConfig, problems: ConfigProblem[], 
           severity: 'error',
           section,
           option: name,
-          message: `command line: ${converted.error}; keeping ${describe(raw[section]![name])}`,
+          message: `command line: ${converted.error}; keeping ${describe(raw[section]![name], spec)}`,
         });
     }
   }
@@ -233,7 +233,7 @@ function applyDocument(
           file,
           section,
           option: name,
-          message: `${converted.error}; keeping ${describe(raw[section]![name])}`,
+          message: `${converted.error}; keeping ${describe(raw[section]![name], spec)}`,
         });
         continue;
       }

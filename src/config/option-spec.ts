@@ -25,6 +25,8 @@ export interface OptionSpec<T> {
   readonly max?: number;
   /** For a text option: why a value cannot be used (an unknown log level, a malformed limit), or undefined. */
   readonly check?: (value: string) => string | undefined;
+  /** The value may carry a password or a signature (a URL): a problem never quotes it, nor the value kept. */
+  readonly unquoted?: boolean;
   /** The values a string option accepts (anything else is an error, and the default is kept). */
   readonly choices?: readonly string[];
 }

@@ -9,8 +9,11 @@ export type Converted = { ok: true; value: unknown } | { ok: false; error: strin
 export function convert(spec: OptionSpec<unknown>, values: readonly string[]): Converted {
   const last = values[values.length - 1] ?? '';
   switch (spec.kind) {
-    case 'multi':
-      return { ok: true, value: values.filter((v) => v !== '') };
+    case 'multi': {
+      const given = values.filter((v) => v !== '');
+      const error = given.map((v) => spec.check?.(v)).find((e) => e !== undefined);
+      return error === undefined ? { ok: true, value: given } : { ok: false, error };
+    }
     case 'str': {
       if (spec.choices && !spec.choices.includes(last))
         return { ok: false, error: `"${last}" is not one of ${spec.choices.filter((c) => c !== '').join(', ')}` };
@@ -36,6 +39,7 @@ export function convert(spec: OptionSpec<unknown>, values: readonly string[]): C
 }
 
 /** The value kept in force, for a problem message ("keeping 30"). */
-export function describe(value: unknown): string {
-  return value === undefined ? 'it unset' : JSON.stringify(value);
+export function describe(value: unknown, spec?: OptionSpec<unknown>): string {
+  if (value === undefined) return 'it unset';
+  return spec?.unquoted ? 'the value it had' : JSON.stringify(value);
 }
