@@ -3,7 +3,9 @@ import type { OptionSpec } from './option-spec.js';
 // What the text of an option, from a file or the command line, becomes: the value of its kind, or why it cannot be.
 // The loader keeps the previous value for one that cannot (describe() says which in the problem it reports).
 
-export type Converted = { ok: true; value: unknown } | { ok: false; error: string };
+export type Converted =
+  // `dropped`: a multi-valued option's entries that were refused (the others are used), and why.
+  { ok: true; value: unknown; dropped?: string } | { ok: false; error: string };
 
 /** The values an option was given (a multi-valued one keeps them all; any other the last). */
 export function convert(spec: OptionSpec<unknown>, values: readonly string[]): Converted {
@@ -11,8 +13,15 @@ export function convert(spec: OptionSpec<unknown>, values: readonly string[]): C
   switch (spec.kind) {
     case 'multi': {
       const given = values.filter((v) => v !== '');
-      const error = given.map((v) => spec.check?.(v)).find((e) => e !== undefined);
-      return error === undefined ? { ok: true, value: given } : { ok: false, error };
+      const problems = given.map((v) => spec.check?.(v));
+      const kept = given.filter((_, i) => problems[i] === undefined);
+      const refused = problems.filter((e) => e !== undefined);
+      if (refused.length === 0) return { ok: true, value: kept };
+      return {
+        ok: true,
+        value: kept,
+        dropped: `${refused.length} of ${given.length} entries refused (${refused.join('; ')})`,
+      };
     }
     case 'str': {
       if (spec.choices && !spec.choices.includes(last))

@@ -51,7 +51,11 @@ export const SCHEMA = {
     metadata_url: str(
       undefined,
       'EC2 metadata service URL. When set it is the only one asked (empty: no metadata service, config drive only); unset: metadata_urls.',
-      URL_OPTION,
+      {
+        ...URL_OPTION,
+        // Not the default list: a mistyped URL must not send requests to addresses the operator did not name.
+        onInvalid: { value: '', meaning: 'no metadata service is asked until it is fixed' },
+      },
     ),
     metadata_urls: multi(
       [
@@ -166,7 +170,10 @@ export const SCHEMA = {
       max: 1,
     }),
     http_max_bytes: int(16 * 1024 * 1024, 'Largest metadata response accepted, in bytes.'),
-    http_retries: int(2, 'Retries of a failed request within one poll (5xx and network errors only).'),
+    http_retries: int(
+      2,
+      "Retries of a failed request within one poll (5xx and network errors only), made only within the request's timeout, which bounds all its attempts together.",
+    ),
     http_proxy: str(
       undefined,
       'Proxy for http:// requests, http://[user:password@]host[:port]; replaces $http_proxy / $HTTP_PROXY (empty: none).',
