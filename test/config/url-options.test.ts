@@ -119,3 +119,14 @@ t.test('urlProblem: anything WHATWG URL reads as http(s) with a host and no whit
   );
   t.end();
 });
+
+t.test('an ec2 URL that is not one never falls back to the default metadata addresses', async (t) => {
+  const bad = await loadConfig({ root: rootWith(t, '[ec2]\nmetadata_url = metadata.local/latest\n') });
+  t.equal(bad.config.ec2.metadata_url, '', 'empty: no metadata service is asked');
+  t.match(bad.problems, [{ severity: 'error', option: 'metadata_url', message: /no metadata service is asked/ }]);
+  const list = await loadConfig({
+    root: rootWith(t, '[ec2]\nmetadata_urls = http://127.0.0.1:8775/m\nmetadata_urls = ftp://x/\n'),
+  });
+  t.same(list.config.ec2.metadata_urls, ['http://127.0.0.1:8775/m'], 'the bad entry alone is left out');
+  t.match(list.problems, [{ severity: 'error', option: 'metadata_urls', message: /1 of 2 entries refused/ }]);
+});
