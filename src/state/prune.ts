@@ -16,7 +16,18 @@ import type { DeploymentRecord, StateStore } from './store.js';
 const DAY_MS = 86_400_000;
 
 /** The daemon's memory of each grace period, across its passes. */
-const PROCESS_DEADLINES = new WallDeadlines();
+let PROCESS_DEADLINES = new WallDeadlines();
+
+/**
+ * Time this process's grace periods on `monotonic` instead of performance.now() (a test whose fake clock stands for
+ * days passing); returns the function that puts the real clock back.
+ */
+export function usePruneClock(monotonic: () => number): () => void {
+  PROCESS_DEADLINES = new WallDeadlines(monotonic);
+  return () => {
+    PROCESS_DEADLINES = new WallDeadlines();
+  };
+}
 
 export interface PruneInput {
   readonly store: StateStore;
