@@ -123,7 +123,7 @@ async function queueAndDeliver(
     let current: QueuedSignal | undefined = entry;
     if (flags.now || flags.wait || daemon === undefined) current = await attemptIfDue(deps, entry.id);
     if (flags.wait)
-      current = await waitUntilSettled(deps, entry.id, Date.now() + flags.waitSeconds * 1000, handlers.signal);
+      current = await waitUntilSettled(deps, entry.id, performance.now() + flags.waitSeconds * 1000, handlers.signal);
     return outcome(current, entry.id, { daemon, waited: flags.wait === true, waitSeconds: flags.waitSeconds }, say);
   } finally {
     handlers.dispose();
@@ -166,11 +166,11 @@ async function waitUntilSettled(
   stop: AbortSignal,
 ): Promise<QueuedSignal | undefined> {
   let current = await readQueuedSignal(deps.dir, id);
-  while (current?.state === 'pending' && Date.now() < deadline && !stop.aborted) {
+  while (current?.state === 'pending' && performance.now() < deadline && !stop.aborted) {
     if (isDueSignal(current, deps.policy.now(), deps.policy.maxBackoffSeconds)) current = await attemptIfDue(deps, id);
     if (current?.state !== 'pending') break;
     const dueIn = current.nextAttemptAt ? Date.parse(current.nextAttemptAt) - Date.now() : WAIT_POLL_MS;
-    await sleep(Math.max(10, Math.min(WAIT_POLL_MS, dueIn, deadline - Date.now())), stop);
+    await sleep(Math.max(10, Math.min(WAIT_POLL_MS, dueIn, deadline - performance.now())), stop);
     current = await readQueuedSignal(deps.dir, id);
   }
   return current;

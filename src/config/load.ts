@@ -5,7 +5,8 @@ import { createPathMapper, type PathMapper } from '../util/rooted-path.js';
 import { findConfigFiles } from './config-files.js';
 import { normaliseGroupIntervals } from './group-intervals.js';
 import { createResolver, type Resolver } from './interpolation.js';
-import { convert, describe } from './option-values.js';
+import { convert, describe, type Converted } from './option-values.js';
+import type { OptionSpec } from './option-spec.js';
 import { parseOsloIni, type IniDocument } from './oslo-ini.js';
 import {
   DEFAULT_COLLECTORS,
@@ -168,16 +169,24 @@ function applyCli(cli: CliOverrides, raw: RawConfig, problems: ConfigProblem[], 
         ),
       );
       const converted = convert(spec, expanded);
-      if (converted.ok) raw[section]![name] = converted.value;
-      else
-        problems.push({
-          severity: 'error',
-          section,
-          option: name,
-          message: `command line: ${converted.error}; keeping ${describe(raw[section]![name])}`,
-        });
+      const problem = conversionProblem(converted, spec, raw[section]![name]);
+      if (problem) problems.push({ severity: 'error', section, option: name, message: `command line: ${problem}` });
+      raw[section]![name] = valueInForce(converted, spec, raw[section]![name]);
     }
   }
+}
+
+/** The problem a conversion reports, if any: what was refused, and what is in force instead. */
+function conversionProblem(converted: Converted, spec: OptionSpec<unknown>, before: unknown): string | undefined {
+  if (converted.ok) return converted.dropped !== undefined ? `${converted.dropped}; those are left out` : undefined;
+  if (spec.onInvalid) return `${converted.error}; ${spec.onInvalid.meaning}`;
+  return `${converted.error}; keeping ${describe(before, spec)}`;
+}
+
+/** The option's value after a conversion: the new one, else what the option says an invalid one means, else `before`. */
+function valueInForce(converted: Converted, spec: OptionSpec<unknown>, before: unknown): unknown {
+  if (converted.ok) return converted.value;
+  return spec.onInvalid ? spec.onInvalid.value : before;
 }
 
 /** Every path option mapped under the root. */
@@ -243,14 +252,10 @@ function applyDocument(
         ),
       );
       const converted = convert(spec, expanded);
+      const problem = conversionProblem(converted, spec, raw[section]![name]);
+      if (problem) problems.push({ severity: 'error', file, section, option: name, message: problem });
       if (!converted.ok) {
-        problems.push({
-          severity: 'error',
-          file,
-          section,
-          option: name,
-          message: `${converted.error}; keeping ${describe(raw[section]![name])}`,
-        });
+        raw[section]![name] = valueInForce(converted, spec, raw[section]![name]);
         continue;
       }
       const key = `${section}.${name}`;

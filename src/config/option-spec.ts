@@ -25,6 +25,13 @@ export interface OptionSpec<T> {
   readonly max?: number;
   /** For a text option: why a value cannot be used (an unknown log level, a malformed limit), or undefined. */
   readonly check?: (value: string) => string | undefined;
+  /**
+   * What an invalid value is replaced by, where keeping the value before it would send requests somewhere the operator
+   * did not name ([ec2] metadata_url: the default list of metadata addresses). `meaning` ends the problem's message.
+   */
+  readonly onInvalid?: { readonly value: string; readonly meaning: string };
+  /** The value may carry a password or a signature (a URL): a problem never quotes it, nor the value kept. */
+  readonly unquoted?: boolean;
   /** The values a string option accepts (anything else is an error, and the default is kept). */
   readonly choices?: readonly string[];
 }

@@ -4,11 +4,15 @@
 
 import { LOG_LEVELS, parseLogLevel } from '../log/log-level.js';
 import { bool, float, int, MAX_TIMER_SECONDS, multi, path, secret, str, type OptionSpec } from './option-spec.js';
-import { cpuQuotaProblem, memoryMaxProblem } from './value-checks.js';
+import { cpuQuotaProblem, memoryMaxProblem, namePartProblem, urlProblem } from './value-checks.js';
 
 // A duration the agent waits with a timer: Node's timers cannot wait longer than 2^31-1 ms and fire at once instead
 // (polling_interval = 3000000 polled over a hundred times a second), so a longer one is a configuration problem.
 const TIMER = { max: MAX_TIMER_SECONDS };
+/** An option holding an http(s) URL: checked when read. */
+const URL_OPTION = { check: (value: string) => urlProblem(value), unquoted: true };
+/** A proxy: an http(s) URL, or host[:port] meaning http. */
+const PROXY_OPTION = { check: (value: string) => urlProblem(value, { schemeOptional: true }), unquoted: true };
 
 export const DEFAULT_COLLECTORS = ['heat_local', 'ec2', 'cfn', 'heat', 'request', 'local', 'zaqar'] as const;
 
@@ -47,6 +51,11 @@ export const SCHEMA = {
     metadata_url: str(
       undefined,
       'EC2 metadata service URL. When set it is the only one asked (empty: no metadata service, config drive only); unset: metadata_urls.',
+      {
+        ...URL_OPTION,
+        // Not the default list: a mistyped URL must not send requests to addresses the operator did not name.
+        onInvalid: { value: '', meaning: 'no metadata service is asked until it is fixed' },
+      },
     ),
     metadata_urls: multi(
       [
@@ -55,17 +64,22 @@ export const SCHEMA = {
         'http://[fd00:ec2::254]/latest/meta-data',
       ],
       'Metadata service URLs tried in order until one answers (remembered for next time); zone `%25*` means each up interface with an IPv6 link-local address.',
+      URL_OPTION,
     ),
     timeout: float(10, 'Seconds to wait for each request or config drive tool run.', TIMER),
   },
   cfn: {
-    metadata_url: str(undefined, 'heat-api-cfn URL (defaults to the contents of heat_metadata_hint plus /v1/).'),
+    metadata_url: str(
+      undefined,
+      'heat-api-cfn URL (defaults to the contents of heat_metadata_hint plus /v1/).',
+      URL_OPTION,
+    ),
     heat_metadata_hint: path(
       '/var/lib/heat-cfntools/cfn-metadata-server',
       'File whose contents name the CFN metadata server.',
     ),
     ca_certificate: path(undefined, 'CA certificate file to verify the CFN server with.'),
-    stack_name: str(undefined, 'Stack name to describe.'),
+    stack_name: str(undefined, 'Stack name to describe.', { check: namePartProblem }),
     path: multi([], 'Resource.Metadata[.key...] paths to fetch, in order.'),
     secret_access_key: secret('Secret key used to sign requests.'),
     access_key_id: str(undefined, 'Access key id used to sign requests.'),
@@ -79,7 +93,7 @@ export const SCHEMA = {
     user_id: str(undefined, 'Keystone user id.'),
     password: secret('Keystone password.'),
     project_id: str(undefined, 'Keystone project id.'),
-    auth_url: str(undefined, 'Keystone URL.'),
+    auth_url: str(undefined, 'Keystone URL.', URL_OPTION),
     stack_id: str(undefined, 'Stack id (name/id).'),
     resource_name: str(undefined, 'Server resource name.'),
     region_name: str(undefined, 'Region of the orchestration endpoint.'),
@@ -96,7 +110,7 @@ export const SCHEMA = {
     path: multi(['/var/lib/os-collect-config/local-data'], 'Directories of JSON files.', { path: true }),
   },
   request: {
-    metadata_url: str(undefined, 'URL to fetch metadata from (for example a Swift TempURL).'),
+    metadata_url: str(undefined, 'URL to fetch metadata from (for example a Swift TempURL).', URL_OPTION),
     timeout: float(10, 'Seconds to wait for each request.', TIMER),
   },
   keystone: {
@@ -110,7 +124,7 @@ export const SCHEMA = {
     user_id: str(undefined, 'Keystone user id.'),
     password: secret('Keystone password.'),
     project_id: str(undefined, 'Keystone project id.'),
-    auth_url: str(undefined, 'Keystone URL.'),
+    auth_url: str(undefined, 'Keystone URL.', URL_OPTION),
     queue_id: str(undefined, 'Zaqar queue to consume.'),
     use_websockets: bool(
       false,
@@ -156,14 +170,19 @@ export const SCHEMA = {
       max: 1,
     }),
     http_max_bytes: int(16 * 1024 * 1024, 'Largest metadata response accepted, in bytes.'),
-    http_retries: int(2, 'Retries of a failed request within one poll (5xx and network errors only).'),
+    http_retries: int(
+      2,
+      "Retries of a failed request within one poll (5xx and network errors only), made only within the request's timeout, which bounds all its attempts together.",
+    ),
     http_proxy: str(
       undefined,
       'Proxy for http:// requests, http://[user:password@]host[:port]; replaces $http_proxy / $HTTP_PROXY (empty: none).',
+      PROXY_OPTION,
     ),
     https_proxy: str(
       undefined,
       'Proxy for https:// requests (tunnelled with CONNECT); replaces $https_proxy / $HTTPS_PROXY (empty: none).',
+      PROXY_OPTION,
     ),
     no_proxy: str(
       undefined,

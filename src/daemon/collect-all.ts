@@ -18,6 +18,11 @@ import { isSafeFileName } from '../util/safe-name.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { isJsonObject, setOwnKey, shallowMerge, type JsonObject } from '../util/json-merge.js';
 import { MAX_JSON_DEPTH, jsonDepth } from '../util/json-depth.js';
+import {
+  recordReservedNameFindings,
+  reservedNameFindingsFile,
+  type SourceClash,
+} from '../state/reserved-name-findings.js';
 
 // One pass over the configured collectors, in order (upstream collect_all). Differences from upstream, each to keep
 // the last good state: an unavailable source contributes its last good pairs (so its files stay in OS_CONFIG_FILES,
@@ -56,6 +61,7 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
   const ordered: CollectedPair[] = [];
   const failures: CollectorFailure[] = [];
   const available: string[] = [];
+  const clashes = new Map<string, SourceClash>();
   for (const name of deps.config.DEFAULT.collectors) {
     if (deps.signal.aborted) break;
     const log = deps.log.child({ collector: name });
@@ -86,6 +92,7 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
       ordered.push(...pairs);
       available.push(name);
       // The source's usable data is kept, but it is reported as failing until the refused values are gone.
+      clashes.set(name, { clash: refused[0]?.message });
       const problem = tooDeep[0] ?? refused[0];
       if (problem) {
         failures.push(sourceFailed(deps, name, problem, log));
@@ -104,6 +111,15 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
   }
   const pairs = dedupe(ordered, deps.log);
   if (!cache) return { pairs, files: [], changedKeys: [], failures, available };
+  const { files, changedKeys } = await storePairs(cache, pairs);
+  await keepClashes(deps, clashes);
+  return { pairs, files, changedKeys, failures, available };
+}
+
+async function storePairs(
+  cache: MetadataCache,
+  pairs: readonly CollectedPair[],
+): Promise<{ files: string[]; changedKeys: string[] }> {
   const files: string[] = [];
   const changedKeys: string[] = [];
   for (const pair of pairs) {
@@ -111,7 +127,16 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
     files.push(stored.path);
     if (stored.changed) changedKeys.push(pair.key);
   }
-  return { pairs, files, changedKeys, failures, available };
+  return { files, changedKeys };
+}
+
+/** The reserved-name clashes, on disk for `status` when no daemon runs; a failure to write them is only logged. */
+async function keepClashes(deps: CollectDeps, clashes: ReadonlyMap<string, SourceClash>): Promise<void> {
+  const file = reservedNameFindingsFile(deps.config);
+  const now = (deps.now ?? Date.now)();
+  await recordReservedNameFindings(file, deps.config.DEFAULT.collectors, clashes, now).catch((err: unknown) =>
+    deps.log.warn({ file, reason: errorMessage(err) }, 'cannot keep the reserved-name findings for status'),
+  );
 }
 
 /**

@@ -25,7 +25,9 @@ export class LoopWatchdog implements ProcessObserver {
   private unobserve: (() => void) | undefined;
 
   constructor(private readonly options: WatchdogOptions) {
-    this.now = options.now ?? Date.now;
+    // Monotonic: a step of the wall clock forward must not look like a stall (systemd would restart a healthy agent),
+    // nor one back hide a real one.
+    this.now = options.now ?? (() => performance.now());
     this.deadline = this.now();
   }
 

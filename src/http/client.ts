@@ -18,7 +18,8 @@ export const USER_AGENT = `os-config-agent/${VERSION}`;
 
 // The agent's one HTTP client (got underneath, promise API so got's own retry machinery runs): a deadline on the
 // whole request (connect, TLS handshake, headers and body: a server trickling its body a byte at a time still ends
-// within the timeout), connect/response/idle timeouts inside it, bounded retries with jitter after network errors and 5xx only, a response size cap
+// within the timeout; every retry and the waits between them too: a request never outlasts its timeout, however
+// often it is retried), connect/response/idle timeouts inside it, bounded retries with jitter after network errors and 5xx only, a response size cap
 // (the download is cancelled as soon as it crosses the cap), CA bundles, and an AbortSignal for prompt shutdown.
 // Errors carry redacted URLs only.
 
@@ -71,6 +72,34 @@ async function request(client: ClientParts, req: HttpRequest): Promise<HttpRespo
   // redirects are not followed (they would reach another host through that same zoned socket). Link-local addresses
   // never go through a proxy.
   const zoned = splitZone(req.url);
+  // One deadline for the request as the caller sees it, retries included, timed by a timer (monotonic).
+  const whole = new AbortController();
+  const deadlineAt = performance.now() + timeoutMs;
+  const timer = setTimeout(() => whole.abort(), timeoutMs);
+  const signal = req.signal ? AbortSignal.any([req.signal, whole.signal]) : whole.signal;
+  const timedOut = () => whole.signal.aborted && req.signal?.aborted !== true;
+  try {
+    return await requestWithin(client, req, { zoned, shown, ca, maxBytes, timeoutMs, signal, deadlineAt, timedOut });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+interface Attempts {
+  readonly zoned: ReturnType<typeof splitZone>;
+  readonly shown: string;
+  readonly ca: string | undefined;
+  readonly maxBytes: number;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal;
+  /** performance.now() at which the request's time is up. */
+  readonly deadlineAt: number;
+  /** The whole request's time ran out (not a shutdown). */
+  readonly timedOut: () => boolean;
+}
+
+async function requestWithin(client: ClientParts, req: HttpRequest, a: Attempts): Promise<HttpResponse> {
+  const { zoned, shown, ca, maxBytes, timeoutMs } = a;
   const route = zoned.zone === undefined ? await client.proxies?.begin(req.url, shown, timeoutMs) : undefined;
   let current: ClientRequest | undefined;
   const pending = client.base(zoned.url, {
@@ -95,9 +124,10 @@ async function request(client: ClientParts, req: HttpRequest): Promise<HttpRespo
       log: client.options.log,
       current: () => current,
       closedOnReuse: route?.closedOnReuse,
+      remainingMs: () => a.deadlineAt - performance.now(),
     }),
     https: { ...(ca !== undefined ? { certificateAuthority: ca } : {}), rejectUnauthorized: !req.insecure },
-    ...(req.signal ? { signal: req.signal } : {}),
+    signal: a.signal,
     ...(zoned.zone !== undefined && zoned.address !== undefined
       ? { agent: zonedAgents(zoned.address, zoned.zone), followRedirect: false }
       : {}),
@@ -106,7 +136,10 @@ async function request(client: ClientParts, req: HttpRequest): Promise<HttpRespo
   pending.on('request', (request: ClientRequest) => {
     current = request;
   });
-  const res = await received(pending, { maxBytes, shown, timeoutMs, route });
+  const res = await received(pending, { maxBytes, shown, timeoutMs, route }).catch((err: unknown) => {
+    // Cut short by the whole request's deadline (an attempt or the wait before one): said as the timeout it is.
+    throw a.timedOut() ? requestFailure(wholeRequestTimeout(err), shown, timeoutMs, route) : err;
+  });
   const refused = proxyRefusal(res.statusCode, shown, route);
   if (refused) throw refused;
   return {
@@ -115,6 +148,15 @@ async function request(client: ClientParts, req: HttpRequest): Promise<HttpRespo
     body: res.rawBody,
     redactedUrl: redactUrl(zoned.zone !== undefined ? req.url : res.url || req.url),
   };
+}
+
+/** The request's time ran out, retries included: got's own timeout error, so it reads as any other timeout. */
+function wholeRequestTimeout(cause: unknown): Error {
+  return Object.assign(new Error('the request timed out', { cause }), {
+    name: 'TimeoutError',
+    code: 'ETIMEDOUT',
+    event: 'request',
+  });
 }
 
 /** The whole response, or the error that says why there is none; the download stops as soon as it is too large. */

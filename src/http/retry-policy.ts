@@ -31,6 +31,8 @@ export interface RequestRetry {
   readonly current: () => ClientRequest | undefined;
   /** A kept-alive connection of this agent was found closed when it was reused. */
   readonly closedOnReuse?: ((agent: unknown) => void) | undefined;
+  /** What is left of the whole request's timeout: no retry is started that could not begin within it. */
+  readonly remainingMs?: () => number;
 }
 
 /** got's retry options for one request. */
@@ -53,6 +55,9 @@ export function retryOptions(retry: RequestRetry): Partial<RetryOptions> {
       // got computes 0 when the error or status is not retryable (or the limit is reached).
       if (computedValue === 0) return 0;
       const delay = retryDelayMs(attemptCount, retry.baseMs, retry.random());
+      // The request's timeout bounds its retries too: one that could not start in time is not made, and the error
+      // of the last attempt is what the caller gets.
+      if (retry.remainingMs !== undefined && delay >= retry.remainingMs()) return 0;
       retry.log?.debug(
         { url: retry.shown, attempt: attemptCount, delayMs: delay, reason: error.code ?? error.response?.statusCode },
         'retrying request',

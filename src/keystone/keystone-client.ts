@@ -29,6 +29,8 @@ export interface KeystoneSessionOptions {
   readonly caFile?: string;
   readonly insecure?: boolean;
   readonly now?: () => number;
+  /** The monotonic clock the reuse of a token is timed with (default: `now` when given, else performance.now). */
+  readonly monotonic?: () => number;
   readonly log?: Logger;
   /** `[keystone] cache_dir` (mapped under --root) and `cache_ttl`. */
   readonly cache?: { readonly dir: string; readonly ttlSeconds: number };
@@ -39,8 +41,10 @@ const DEFAULT_LIFETIME_MS = 3600_000;
 let sessionsMade = 0;
 
 export class KeystoneSession {
-  private cached: { token: KeystoneToken; reuseUntil: number } | undefined;
-  private inflight: Promise<{ token: KeystoneToken; reuseUntil: number }> | undefined;
+  // Reused until `reuseBefore` on the monotonic clock: a step of the wall clock neither keeps an expired token (401s
+  // until a re-login) nor throws away a good one.
+  private cached: { token: KeystoneToken; reuseBefore: number } | undefined;
+  private inflight: Promise<{ token: KeystoneToken; reuseBefore: number }> | undefined;
   private readonly cache: TokenCache | undefined;
   private readonly identity: CacheIdentity;
   /** The disk is read once, for the first token; afterwards memory holds whatever the disk would. */
@@ -52,7 +56,7 @@ export class KeystoneSession {
    * Replaced at every renewal and released by close(), so renewing for months keeps two tokens registered, not all.
    */
   private readonly secretOwner = `keystone-session-${++sessionsMade}`;
-  private replaced: KeystoneToken | undefined;
+  private replaced: { token: KeystoneToken; reuseBefore: number } | undefined;
 
   constructor(
     private readonly http: HttpClient,
@@ -74,12 +78,12 @@ export class KeystoneSession {
 
   /** A valid token, from memory (or the token cache) while it has more than a minute left. Concurrent callers share one login. */
   async token(signal?: AbortSignal): Promise<KeystoneToken> {
-    if (this.cached && this.cached.reuseUntil > this.now()) return this.cached.token;
+    if (this.cached && this.cached.reuseBefore > this.monotonic()) return this.cached.token;
     this.inflight ??= this.obtain(signal).finally(() => {
       this.inflight = undefined;
     });
     const fresh = await this.inflight;
-    if (this.cached && this.cached.token.token !== fresh.token.token) this.replaced = this.cached.token;
+    if (this.cached && this.cached.token.token !== fresh.token.token) this.replaced = this.cached;
     this.cached = fresh;
     this.publishSecrets();
     return fresh.token;
@@ -104,9 +108,13 @@ export class KeystoneSession {
   }
 
   private publishSecrets(arriving?: string): void {
-    const live = [this.cached?.token, this.replaced]
-      .filter((t) => t !== undefined && t.expiresAt > this.now())
-      .map((t) => t!.token);
+    // Timed as the reuse is (the monotonic clock), not by our clock against Keystone's expires_at: a clock ahead of
+    // Keystone's must not stop a working token from being scrubbed.
+    const replaced =
+      this.replaced && this.replaced.reuseBefore + EXPIRY_MARGIN_MS > this.monotonic()
+        ? this.replaced.token
+        : undefined;
+    const live = [this.cached?.token, replaced].filter((t) => t !== undefined).map((t) => t.token);
     setSecrets(this.secretOwner, [this.creds.password, ...live, arriving]);
   }
 
@@ -114,7 +122,13 @@ export class KeystoneSession {
     return (this.options.now ?? Date.now)();
   }
 
-  private async obtain(signal?: AbortSignal): Promise<{ token: KeystoneToken; reuseUntil: number }> {
+  private monotonic(): number {
+    // A caller's own clock (a test's fake one) times the reuse too, unless it gives a monotonic one.
+    const { monotonic, now } = this.options;
+    return (monotonic ?? now ?? (() => performance.now()))();
+  }
+
+  private async obtain(signal?: AbortSignal): Promise<{ token: KeystoneToken; reuseBefore: number }> {
     // A removal still running must not land after the new token is written.
     await this.removal;
     this.removal = undefined;
@@ -126,15 +140,16 @@ export class KeystoneSession {
           { expiresAt: new Date(kept.token.expiresAt).toISOString() },
           'reusing the cached Keystone token',
         );
-        return kept;
+        return { token: kept.token, reuseBefore: this.monotonic() + (kept.reuseUntil - this.now()) };
       }
     }
-    const token = await this.authenticate(signal);
+    const { token, lifetimeMs } = await this.authenticate(signal);
     await this.cache?.save(this.identity, token, this.now());
-    return { token, reuseUntil: token.expiresAt - EXPIRY_MARGIN_MS };
+    return { token, reuseBefore: this.monotonic() + lifetimeMs - EXPIRY_MARGIN_MS };
   }
 
-  private async authenticate(signal?: AbortSignal): Promise<KeystoneToken> {
+  /** A new token, and how long it lives: by Keystone's own clock (issued_at to expires_at) when it says both. */
+  private async authenticate(signal?: AbortSignal): Promise<{ token: KeystoneToken; lifetimeMs: number }> {
     const res = await this.postPassword(signal);
     if (res.statusCode === 401 || res.statusCode === 403) {
       throw new KeystoneError(
@@ -164,8 +179,12 @@ export class KeystoneSession {
     const tok = isObject(parsed) && isObject(parsed.token) ? parsed.token : undefined;
     if (!tok) throw new KeystoneError(`Keystone at ${res.redactedUrl} returned no "token" object`);
     const expires = typeof tok.expires_at === 'string' ? Date.parse(tok.expires_at) : NaN;
-    const expiresAt = Number.isFinite(expires) ? expires : this.now() + DEFAULT_LIFETIME_MS;
-    return { token, expiresAt, catalog: validCatalog(tok.catalog) };
+    const issued = typeof tok.issued_at === 'string' ? Date.parse(tok.issued_at) : NaN;
+    const now = this.now();
+    const expiresAt = Number.isFinite(expires) ? expires : now + DEFAULT_LIFETIME_MS;
+    // Keystone's clock and ours may differ: its own issued_at..expires_at span is the lifetime when it gives both.
+    const lifetimeMs = Number.isFinite(issued) && expiresAt > issued ? expiresAt - issued : expiresAt - now;
+    return { token: { token, expiresAt, catalog: validCatalog(tok.catalog) }, lifetimeMs };
   }
 
   /** The password login's answer, from the v3 endpoint (discovered when auth_url names no version). */

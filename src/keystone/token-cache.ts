@@ -41,6 +41,8 @@ export interface CachedToken {
 const FORMAT = 1;
 // A catalog of a large cloud is tens of kilobytes; a file far beyond that is not ours.
 const MAX_FILE_BYTES = 1024 * 1024;
+/** A token stored up to this far "ahead" of now is still trusted (clocks of one host within a minute of a step). */
+const STORED_AHEAD_TOLERANCE_MS = 60_000;
 // Header-safe: a token read back is sent as X-Auth-Token.
 const TOKEN_SHAPE = /^[\x21-\x7e]{1,8192}$/;
 
@@ -81,6 +83,11 @@ export class TokenCache {
     const entry = parseEntry(doc, id);
     if (typeof entry === 'string') {
       this.ignore(file, entry);
+      return undefined;
+    }
+    // Stored "in the future": written while the clock was ahead, so neither its age nor its expiry can be trusted.
+    if (entry.storedAt > now + STORED_AHEAD_TOLERANCE_MS) {
+      this.ignore(file, 'stored later than now (the clock stepped back since)');
       return undefined;
     }
     setSecrets(this.options.secretOwner ?? 'keystone-token-cache', [entry.token.token]);

@@ -32,7 +32,7 @@ export interface RunPhaseOptions {
   readonly env: Readonly<Record<string, string>>;
   readonly filter: (name: string) => boolean;
   readonly steps?: readonly InProcessStep[];
-  /** Epoch milliseconds; past it the running script's group is killed and the phase fails. */
+  /** On the monotonic clock (performance.now(): a step of the wall clock neither cuts it short nor stretches it); past it the running script's group is killed and the phase fails. */
   readonly deadline?: number;
   readonly signal: AbortSignal;
   readonly log: Logger;
@@ -112,7 +112,7 @@ export async function runPhase(options: RunPhaseOptions): Promise<boolean> {
 
   for (const entry of entries) {
     if (options.signal.aborted) fail(`interrupted before ${entry.name}`, { script: entry.name, aborted: true });
-    if (options.deadline !== undefined && Date.now() >= options.deadline)
+    if (options.deadline !== undefined && performance.now() >= options.deadline)
       fail(`timed out before ${entry.name}`, { script: entry.name, timedOut: true });
     if (entry.kind === 'step') await runStep(entry.step, env, options, fail);
     else await runFile(entry.name, env, options, fail);
@@ -216,7 +216,7 @@ async function runStep(
             timedOut = true;
             controller.abort(new Error('refresh timeout reached'));
           },
-          Math.max(0, options.deadline - Date.now()),
+          Math.max(0, options.deadline - performance.now()),
         );
   const started = process.hrtime.bigint();
   let error: unknown;

@@ -40,7 +40,7 @@ export async function runRefresh(opts: RunRefreshOptions): Promise<void> {
   const phases = PHASES.filter((p) => wanted.has(p));
   const filter = runPartsFilter(opts.env.RUN_PARTS_REGEX);
   const envDir = path.join(opts.baseDir, 'environment.d');
-  const deadlineFromNow = () => (opts.timeoutSeconds > 0 ? Date.now() + opts.timeoutSeconds * 1000 : undefined);
+  const deadlineFromNow = () => (opts.timeoutSeconds > 0 ? performance.now() + opts.timeoutSeconds * 1000 : undefined);
   const common = {
     envDir,
     env: opts.env,

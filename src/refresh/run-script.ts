@@ -19,7 +19,7 @@ export interface ScriptResult {
 export interface RunScriptOptions {
   readonly file: string;
   readonly env: Readonly<Record<string, string>>;
-  /** Epoch milliseconds after which the group is SIGKILLed (as upstream's timeout); undefined: no limit. */
+  /** On the monotonic clock (performance.now()): the time after which the group is SIGKILLed (as upstream's timeout); undefined: no limit. */
   readonly deadline?: number;
   /** Shutdown: SIGTERM to the group, SIGKILL after killGraceMs. */
   readonly signal?: AbortSignal;
@@ -55,7 +55,7 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptResult
           timedOut = true;
           killGroup('SIGKILL');
         },
-        Math.max(0, options.deadline - Date.now()),
+        Math.max(0, options.deadline - performance.now()),
       ),
     );
   }

@@ -9,6 +9,11 @@ import { daemonPresenceFile, runningDaemon } from './daemon-presence.js';
 import { holdsSignal } from '../state/machine.js';
 import { isSameProcess } from '../util/process-identity.js';
 import { signalQueueDir } from '../state/signal-queue-paths.js';
+import {
+  readReservedNameFindings,
+  reservedNameFindingsFile,
+  type ReservedNameFinding,
+} from '../state/reserved-name-findings.js';
 import { listQueuedSignalIds, readQueuedSignal } from '../signals/cfn-signal-queue/files.js';
 import { agentStatusPath, readAgentFacts, type AgentFacts, type SourceFacts } from './agent-facts.js';
 import { readStatusAll, type DeploymentStatus, type UnusableRecord } from './status.js';
@@ -117,7 +122,35 @@ export async function readAgent(
       : {}),
     hasRun: running || facts !== undefined,
   };
-  return { agent, sources: facts?.sources ?? [] };
+  const kept = await readReservedNameFindings(reservedNameFindingsFile(loaded.config));
+  return { agent, sources: withReservedNameFindings(facts?.sources ?? [], kept) };
+}
+
+/**
+ * The daemon's sources, with each reserved-name clash kept on disk that they do not show (no daemon has run since
+ * the last boot, or the last collection was a one-off command): such a source's entry never runs until renamed.
+ */
+function withReservedNameFindings(
+  sources: readonly SourceFacts[],
+  findings: readonly ReservedNameFinding[],
+): SourceFacts[] {
+  const out = [...sources];
+  for (const f of findings) {
+    const i = out.findIndex((s) => s.name === f.source);
+    const shown = out[i];
+    if (shown && shown.consecutiveFailures > 0 && shown.lastErrorCode === 'ERR_RESERVED_NAME') continue;
+    const fact: SourceFacts = {
+      ...shown,
+      name: f.source,
+      lastErrorAt: f.since,
+      lastErrorCode: 'ERR_RESERVED_NAME',
+      lastError: f.error,
+      consecutiveFailures: Math.max(1, shown?.consecutiveFailures ?? 0),
+    };
+    if (i >= 0) out[i] = fact;
+    else out.push(fact);
+  }
+  return out;
 }
 
 /** Whether the metadata cache holds anything: a collection was committed here. */

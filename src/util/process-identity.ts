@@ -88,8 +88,8 @@ export async function killOrphanHook(pid: number, startTicks: string, waitMs = 5
       // Not a group leader any more, or already gone.
     }
   }
-  const deadline = Date.now() + waitMs;
-  while (isSameProcess(pid, startTicks) && Date.now() < deadline) {
+  const deadline = performance.now() + waitMs;
+  while (isSameProcess(pid, startTicks) && performance.now() < deadline) {
     // A killed process lingers as a zombie until its parent (init, for an orphan) reaps it.
     if (readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ')) break;
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -9,6 +9,7 @@ import { counterLines, deployHarness, deployment, installHooks } from '../helper
 import type { TapTest } from '../helpers/http-test-server.js';
 import { startSignalSink, type SinkTransport } from '../helpers/signal-sink.js';
 import { holdFlock } from '../helpers/flock-holder.js';
+import { usePruneClock } from '../../src/state/prune.js';
 
 // The deployment runner end to end: real hook processes from test/fixtures/hooks, real signal servers per transport,
 // real state on disk.
@@ -371,6 +372,8 @@ t.test(
     const { sink, h, counter, record, store } = await setup(t, { deploy: { prune_after: 2 } });
     let clock = Date.parse('2026-03-01T00:00:00Z');
     const now = () => clock;
+    // The fake clock stands for days passing, not for a step of the clock: the grace periods follow it.
+    t.teardown(usePruneClock(now));
     const a = deployment({ id: 'a', config: { counter }, signal: sink.inputs('CFN_SIGNAL', 'a', 'a') });
     const b = deployment({ id: 'b', config: { counter }, signal: sink.inputs('CFN_SIGNAL', 'b', 'b') });
     await sink.stop();

@@ -46,9 +46,10 @@ async function renewalsKeepListBounded(
   let largest = firstSize;
   let current = first;
   for (let i = 1; i <= renewals; i++) {
-    // The session's clock 30 s before the current token's expiry: due for renewal (a minute's margin) and still
-    // valid, so the renewal keeps the replaced token on the list until it expires.
-    clock.now = current.expiresAt - 30_000;
+    // The session's clock a token's lifetime (an hour) less 30 s later: due for renewal (a minute's margin) and the
+    // token still valid, so the renewal keeps the replaced token on the list until it expires. The session times a
+    // token's reuse from when it got it, by Keystone's issued_at..expires_at span, not by our clock reading expires_at.
+    clock.now += 3600_000 - 30_000;
     current = await session.token();
     seen.push(current.token);
     largest = Math.max(largest, secrets.size);
