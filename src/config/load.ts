@@ -1,7 +1,7 @@
 import { promises as fs, readFileSync } from 'node:fs';
-import { setSecrets, urlSecrets } from '../log/redact.js';
 import { isSecretName } from '../log/secret-names.js';
 import { createPathMapper, type PathMapper } from '../util/rooted-path.js';
+import { registerConfigSecrets } from './config-secrets.js';
 import { findConfigFiles } from './config-files.js';
 import { normaliseGroupIntervals } from './group-intervals.js';
 import { createResolver, type Resolver } from './interpolation.js';
@@ -85,8 +85,7 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
   if (raw.DEFAULT!.force === true) raw.DEFAULT!.one_time = true;
   mapPaths(raw, paths);
   const config = deepFreeze(raw) as unknown as AgentConfig;
-  unknownSecretsOf.set(config, unknownSecrets);
-  registerConfigSecrets(config);
+  registerConfigSecrets(config, unknownSecrets);
   return {
     config,
     paths,
@@ -94,32 +93,6 @@ export async function loadConfig(sources: ConfigSources = {}): Promise<LoadedCon
     hashedFiles: Object.freeze([...files.hashed]),
     problems: Object.freeze(problems),
   };
-}
-
-/**
- * The values of options the schema does not know but whose names are a secret's (`[heat] passwd`, a misspelt
- * password): ignored as every unknown option is, and scrubbed all the same.
- */
-const unknownSecretsOf = new WeakMap<AgentConfig, readonly string[]>();
-
-/**
- * Scrub the secrets of this configuration from every output (replacing those of the configuration registered before:
- * the one loaded last, or the one a failed reload keeps in force): the values of secret options (passwords, the CFN
- * secret key), what any URL among the values carries (a password in its user-info, a TempURL signature, a token), and
- * the values of unknown options with secret names.
- */
-export function registerConfigSecrets(config: AgentConfig): void {
-  const values: string[] = [...(unknownSecretsOf.get(config) ?? [])];
-  for (const section of SECTION_NAMES) {
-    const options = config[section] as unknown as Record<string, unknown>;
-    for (const [name, spec] of Object.entries(sectionSpecs(section))) {
-      const value = options[name];
-      if (spec.secret && typeof value === 'string') values.push(value);
-      for (const text of typeof value === 'string' ? [value] : Array.isArray(value) ? value : [])
-        if (typeof text === 'string' && text.includes('://')) values.push(...urlSecrets(text));
-    }
-  }
-  setSecrets('config', values);
 }
 
 /** The files parsed, in order; one that cannot be read is a problem (a reload then keeps what is in force). */

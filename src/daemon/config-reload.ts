@@ -1,4 +1,5 @@
-import { loadConfig, registerConfigSecrets, type ConfigSources, type LoadedConfig } from '../config/load.js';
+import { registerConfigSecrets } from '../config/config-secrets.js';
+import { loadConfig, type ConfigSources, type LoadedConfig } from '../config/load.js';
 import { logProblems } from '../config/log-problems.js';
 import type { Logger } from '../log/logger.js';
 
