@@ -57,6 +57,8 @@ export const hook: BuiltinHook = {
         ctx,
         { file: script, cwd: working, env: { ...env, ...inputEnv(deployment, log), heat_outputs_path: outputsPath } },
         "the script's interpreter was not found: check the #! line at the top of the config",
+        (_script, interpreter) =>
+          `the script's interpreter (${interpreter}) was not found: check the #! line at the top of the config`,
       );
       if (run.status === 0) log.info('script completed', { script });
       else log.error('script failed', { script, exitCode: run.status });

@@ -16,14 +16,23 @@ export interface ToolOutcome {
 
 /**
  * Runs a tool. A tool that cannot be found fails the hook with `missing` (which tool, what to install), one that is
- * there but whose interpreter is not says so; any other start failure fails it with the system's reason.
+ * there but whose interpreter is not says so (`interpreterMissing`, for a program the deployment wrote itself; else
+ * the installed tool's message); any other start failure fails it with the system's reason.
  */
-export async function runTool(ctx: HookContext, run: ToolRun, missing: string): Promise<ToolOutcome> {
+export async function runTool(
+  ctx: HookContext,
+  run: ToolRun,
+  missing: string,
+  interpreterMissing: (found: string, interpreter: string) => string = installedToolInterpreterMissing,
+): Promise<ToolOutcome> {
   const tool = path.basename(run.file);
   ctx.log.info('running tool', { command: formatCommand(run.file, run.args ?? []) });
   const res = await ctx.spawn(run);
   if (res.spawnError) {
-    if (res.spawnError.code === 'ENOENT') throw new HookFailure((await missingInterpreter(run)) ?? missing);
+    if (res.spawnError.code === 'ENOENT') {
+      const found = await missingInterpreter(run);
+      throw new HookFailure(found ? interpreterMissing(found.file, found.interpreter) : missing);
+    }
     throw new HookFailure(`could not run ${run.file}: ${res.spawnError.message}`);
   }
   let status = res.exitCode;
@@ -41,7 +50,7 @@ export async function runTool(ctx: HookContext, run: ToolRun, missing: string): 
  * exec(2) says ENOENT both for a missing program and for a script whose #! interpreter is missing (a package half
  * removed, a ruby or python gone): the message for the second names the interpreter rather than "not installed".
  */
-async function missingInterpreter(run: ToolRun): Promise<string | undefined> {
+async function missingInterpreter(run: ToolRun): Promise<{ file: string; interpreter: string } | undefined> {
   const found = await findExecutable(run.file, run.env ?? {});
   if (found === undefined) return undefined;
   let head = '';
@@ -57,7 +66,10 @@ async function missingInterpreter(run: ToolRun): Promise<string | undefined> {
     return undefined;
   }
   if (!head.startsWith('#!')) return undefined;
-  const interpreter = head.slice(2).split('\n')[0]!.trim().split(/\s+/)[0] ?? '';
+  return { file: found, interpreter: head.slice(2).split('\n')[0]!.trim().split(/\s+/)[0] ?? '' };
+}
+
+function installedToolInterpreterMissing(found: string, interpreter: string): string {
   return `${found} is there but cannot start: the interpreter its first line names (${interpreter}) is not installed. Reinstall the package that provides ${path.basename(found)}, or install ${interpreter}.`;
 }
 
