@@ -104,7 +104,8 @@ export async function settleApplied(deps: DeployDeps, outcome: CycleOutcome): Pr
   await store.writeNotifies(waiting.map((w) => ({ id: w.dep.id, body: w.writes.body })));
   const batch = store.batch();
   const done = [];
-  for (const w of waiting) done.push(await batch.transition(w.record, 'cycle-ended', w.writes.patch, w.writes.logFields));
+  for (const w of waiting)
+    done.push(await batch.transition(w.record, 'cycle-ended', w.writes.patch, w.writes.logFields));
   await batch.commit();
   const effects: Effect[] = [];
   for (const [i, record] of done.entries())

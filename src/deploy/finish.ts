@@ -83,7 +83,11 @@ export function resultWrites(deps: DeployDeps, dep: Deployment, result: RunResul
 }
 
 /** A stored result's signal attempted once, when it is pending (only once the `done` record is on disk). */
-export async function attemptStored(deps: DeployDeps, done: DeploymentRecord, effects: readonly Effect[]): Promise<Step> {
+export async function attemptStored(
+  deps: DeployDeps,
+  done: DeploymentRecord,
+  effects: readonly Effect[],
+): Promise<Step> {
   if (done.signal.state !== 'pending') return step(done, ...effects);
   return step(await attemptSignal(done, deps.outbox), ...effects, { kind: 'signal-attempted', id: done.id });
 }

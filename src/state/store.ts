@@ -6,21 +6,15 @@ import type { JsonObject } from '../util/json-merge.js';
 import { writeFilesAtomic } from '../util/atomic-write.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { writeConsoleLine } from './console-line.js';
-import { isSafeFileName } from '../util/safe-name.js';
 import { DeploymentRecordError, stateError } from './errors.js';
 import { checkDeploymentRecord, type DeploymentRecord, type SignalRecord } from './record.js';
-import { EVENTS, hasResult, type CreationEvent, type DeploymentState, type TransitionEvent } from './machine.js';
+import { type CreationEvent, type DeploymentState, type TransitionEvent } from './machine.js';
 import type { SignalEvent } from './signal-machine.js';
 import { readStateFile, writeStateFile } from './state-file.js';
 import { RecordBatch } from './record-batch.js';
-import {
-  checkMove,
-  checkNote,
-  checkSignalInPlace,
-  type CheckedMove,
-  type MoveStart,
-  type StateNote,
-} from './write-checks.js';
+import { logTransition, type CheckedRecordMove } from './transition-log.js';
+import { listRecords, type UnusableLogging } from './record-list.js';
+import { checkMove, checkNote, checkSignalInPlace, type MoveStart, type StateNote } from './write-checks.js';
 
 // Durable per-deployment state: <state_dir>/deployments/<id>.json, one record per deployment, rewritten atomically
 // (fsync, rename) at every step, so whatever instant the agent dies at, the record says what is left to do. A record
@@ -55,19 +49,10 @@ export type TransitionListener = (record: DeploymentRecord, from: DeploymentStat
 export type RecordPatch = Partial<Omit<DeploymentRecord, 'version' | 'id' | 'state'>>;
 
 export type { StateNote } from './write-checks.js';
+export type { CheckedRecordMove } from './transition-log.js';
 
 /** The fields a new record takes from its deployment. */
 export type NewRecordFields = Pick<DeploymentRecord, 'id' | 'name' | 'group' | 'action'>;
-
-/** A move checked against the state machine, and what its log line and listener need once it is on disk. */
-export interface CheckedRecordMove {
-  readonly from: DeploymentState | undefined;
-  readonly event: TransitionEvent;
-  readonly written: DeploymentRecord;
-  readonly signalMove: CheckedMove['signal'];
-  readonly logFields: Record<string, unknown>;
-  readonly failedBefore: boolean;
-}
 
 /** A record as stored: indent 2, one trailing newline. */
 export function recordText(record: DeploymentRecord): string {
@@ -128,53 +113,24 @@ export class StateStore {
    * throws a DeploymentRecordError and stays where it is, for the operator (docs/state-machine.md: recovery).
    */
   async read(id: string): Promise<DeploymentRecord | undefined> {
-    const file = this.recordPath(id);
-    const text = await readStateFile(file);
-    if (text === undefined) return undefined;
+    const text = await readStateFile(this.recordPath(id));
+    return text === undefined ? undefined : this.parse(id, text);
+  }
+
+  /** A record's text checked (record.ts); a DeploymentRecordError when it cannot be used. */
+  private parse(id: string, text: string): DeploymentRecord {
     const check = checkDeploymentRecord(text, id);
-    if (!check.ok) throw new DeploymentRecordError(id, file, check.problem);
+    if (!check.ok) throw new DeploymentRecordError(id, this.recordPath(id), check.problem);
     return check.record;
   }
 
   /**
-   * Every record, in no particular order, and the errors of those that cannot be used, each logged here: as an error
-   * for the deployment pass that holds them ('hold'), a warning for readers ('ignore'), not at all for the outbox,
-   * which runs between polls and would repeat the pass's error every few seconds ('quiet').
+   * Every record, in no particular order, and the errors of those that cannot be used, each logged (record-list.ts):
+   * as an error for the deployment pass that holds them ('hold'), a warning for readers ('ignore'), not at all for the
+   * outbox, which runs between polls and would repeat the pass's error every few seconds ('quiet').
    */
-  async listAll(
-    mode: 'hold' | 'ignore' | 'quiet' = 'hold',
-  ): Promise<{ records: DeploymentRecord[]; unusable: DeploymentRecordError[] }> {
-    let names: string[];
-    try {
-      names = await fs.readdir(this.recordsDir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], unusable: [] };
-      throw stateError('list', this.recordsDir, err);
-    }
-    const records: DeploymentRecord[] = [];
-    const unusable: DeploymentRecordError[] = [];
-    for (const name of names) {
-      if (!name.endsWith('.json') || name.startsWith('.')) continue;
-      const id = name.slice(0, -'.json'.length);
-      if (!isSafeFileName(id)) continue;
-      try {
-        const record = await this.read(id);
-        if (record) records.push(record);
-      } catch (err) {
-        if (!(err instanceof DeploymentRecordError)) throw err;
-        unusable.push(err);
-        const fields = {
-          code: err.code,
-          deploymentId: id,
-          file: err.file,
-          problem: err.problem,
-          recovery: `os-config-agent deploy --forget ${id}`,
-        };
-        if (mode === 'ignore') this.log.warn(fields, 'deployment record cannot be used; ignored');
-        else if (mode === 'hold') this.log.error(fields, 'deployment record cannot be used; deployment held');
-      }
-    }
-    return { records, unusable };
+  listAll(mode: UnusableLogging = 'hold'): Promise<{ records: DeploymentRecord[]; unusable: DeploymentRecordError[] }> {
+    return listRecords(this.recordsDir, (id, text) => this.parse(id, text), this.log, mode);
   }
 
   /** Every usable record, in no particular order (see listAll; readOnly: 'ignore', else 'hold'). */
@@ -280,26 +236,8 @@ export class StateStore {
 
   /** A move on disk: its log line (one per transition), then the transition listener. */
   async announce(move: CheckedRecordMove): Promise<void> {
-    const { written, event, signalMove } = move;
-    // The move that records a failure is a warning (journalctl -p warning shows it); the moves after it are not news,
-    // and the quiet events (a re-run's own moves) are for debugging.
-    const level = written.failed === true && !move.failedBefore ? 'warn' : EVENTS[event].quiet ? 'debug' : 'info';
-    this.log[level](
-      {
-        deploymentId: written.id,
-        deploymentName: written.name,
-        group: written.group,
-        action: written.action,
-        event,
-        from: move.from ?? null,
-        to: written.state,
-        ...(signalMove !== 'kept' ? { signalEvent: signalMove } : {}),
-        ...(hasResult(written.state) ? { signalState: written.signal.state, transport: written.signal.transport } : {}),
-        ...move.logFields,
-      },
-      'deployment state changed',
-    );
-    await this.onTransition?.(written, move.from);
+    logTransition(this.log, move);
+    await this.onTransition?.(move.written, move.from);
   }
 
   private async write(record: DeploymentRecord): Promise<DeploymentRecord> {
