@@ -11,6 +11,7 @@ const benches = [
   'cfntools-bench.mjs',
   'cycle-bench.mjs',
   'fleet-bench.mjs',
+  'scale-bench.mjs',
   'proxy-bench.mjs',
   'soak.mjs',
 ];
