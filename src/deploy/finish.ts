@@ -3,7 +3,7 @@ import { judgeSignal, signalLimitFor, trimSignalBody } from '../heat/signal-body
 import { signalTargetFor } from '../heat/signal-target.js';
 import { attemptSignal, queuedSignal } from '../signals/outbox.js';
 import type { TransitionEvent } from '../state/machine.js';
-import type { DeploymentRecord, SignalRecord } from '../state/store.js';
+import type { DeploymentRecord, RecordPatch, SignalRecord } from '../state/store.js';
 import type { JsonObject } from '../util/json-merge.js';
 import type { DeployContext, DeployDeps } from './context.js';
 import { step, type Effect, type Step } from './effects.js';
@@ -35,9 +35,24 @@ export async function finish(
   result: RunResult,
 ): Promise<Step> {
   const { store } = deps;
+  const stored = resultWrites(deps, dep, result);
+  await store.writeNotify(dep.id, stored.body);
+  const done = await store.transition(record, event, stored.patch, stored.logFields);
+  return attemptStored(deps, done, stored.effects);
+}
+
+/** What storing a result writes: the notify file's body, the record's patch and log fields, and its effects. */
+export interface ResultWrites {
+  readonly body: JsonObject;
+  readonly patch: RecordPatch;
+  readonly logFields: Record<string, unknown>;
+  readonly effects: readonly Effect[];
+}
+
+/** The writes of a result (logging a signal that cannot be sent); finish() makes them, or a batch of results does. */
+export function resultWrites(deps: DeployDeps, dep: Deployment, result: RunResult): ResultWrites {
   const prepared = prepareSignal(deps.ctx, dep, result.body);
   const verdict = judgeSignal(prepared.body, dep.outputs);
-  await store.writeNotify(dep.id, prepared.body);
   if (prepared.problem !== undefined)
     deps.ctx.log.error(
       { deploymentId: dep.id, deploymentName: dep.name, code: 'ERR_SIGNAL', reason: prepared.problem },
@@ -51,21 +66,33 @@ export async function finish(
   const effects: Effect[] = failed
     ? [{ kind: 'failed', failure: { id: dep.id, name: dep.name, reason: lastError ?? 'failed' } }]
     : [];
-  const done = await store.transition(
-    record,
-    event,
-    {
-      endedAt: store.timestamp(),
+  return {
+    body: prepared.body,
+    patch: {
+      endedAt: deps.store.timestamp(),
       exitCode: result.exitCode,
       statusCode: verdict.statusCode,
       failed,
       lastError,
       signal: prepared.signal,
     },
-    { exitCode: result.exitCode, failed, ...(verdict.reason ? { reason: verdict.reason } : {}) },
-  );
+    logFields: {
+      exitCode: result.exitCode,
+      failed,
+      ...(verdict.reason ? { reason: verdict.reason } : {}),
+    },
+    effects,
+  };
+}
+
+/** A stored result's signal attempted once, when it is pending (only once the `done` record is on disk). */
+export async function attemptStored(
+  deps: DeployDeps,
+  done: DeploymentRecord,
+  effects: readonly Effect[],
+): Promise<Step> {
   if (done.signal.state !== 'pending') return step(done, ...effects);
-  return step(await attemptSignal(done, deps.outbox), ...effects, { kind: 'signal-attempted', id: dep.id });
+  return step(await attemptSignal(done, deps.outbox), ...effects, { kind: 'signal-attempted', id: done.id });
 }
 
 interface PreparedSignal {

@@ -4,6 +4,7 @@ import { decide, decideAbsent, needsBootId } from '../state/decide.js';
 import type { DeploymentRecordError } from '../state/errors.js';
 import { pruneState } from '../state/prune.js';
 import type { DeploymentRecord } from '../state/store.js';
+import { applyWithoutRun } from './apply-group.js';
 import { carryOut } from './carry-out.js';
 import type { DeployDeps } from './context.js';
 import { failuresOf, has, idsOf, step, stopsPass, type DeployFailure, type Effect, type Step } from './effects.js';
@@ -85,19 +86,30 @@ export async function runPass(deps: DeployDeps): Promise<DeployReport> {
   return report(deps, { total: list.length, invalid, effects, pruned, signals });
 }
 
-/** Steps 1 and 2: each listed deployment in turn, until a shutdown or a reboot stops the pass. */
+/**
+ * Steps 1 and 2: each listed deployment in turn, until a shutdown or a reboot stops the pass. The moves of those
+ * that only wait for the cycle (applyWithoutRun) are gathered and made durable together, before the next deployment
+ * that runs anything and at the end.
+ */
 async function deployListed(deps: DeployDeps, list: readonly Deployment[], known: Known): Promise<Effect[]> {
   const effects: Effect[] = [];
+  const batch = deps.store.batch();
+  const hooks = new Map<string, boolean>();
   for (const dep of list) {
     if (deps.ctx.signal.aborted) {
       effects.push({ kind: 'interrupted' });
       break;
     }
-    const done = await deployOne(deps, dep, known.records.get(dep.id), known.unusable.get(dep.id));
+    const existing = known.records.get(dep.id);
+    const unusable = known.unusable.get(dep.id);
+    const applied = unusable === undefined ? await applyWithoutRun(deps, dep, existing, batch, hooks) : undefined;
+    if (applied === undefined) await batch.commit();
+    const done = applied ?? (await deployOne(deps, dep, existing, unusable));
     if (done.record !== undefined) known.records.set(dep.id, done.record);
     effects.push(...done.effects);
     if (stopsPass(done.effects)) break;
   }
+  await batch.commit();
   return effects;
 }
 

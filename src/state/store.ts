@@ -3,14 +3,17 @@ import path from 'node:path';
 import type { AgentConfig } from '../config/options.js';
 import type { Logger } from '../log/logger.js';
 import type { JsonObject } from '../util/json-merge.js';
+import { writeFilesAtomic } from '../util/atomic-write.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { writeConsoleLine } from './console-line.js';
-import { isSafeFileName } from '../util/safe-name.js';
 import { DeploymentRecordError, stateError } from './errors.js';
 import { checkDeploymentRecord, type DeploymentRecord, type SignalRecord } from './record.js';
-import { EVENTS, hasResult, type CreationEvent, type DeploymentState, type TransitionEvent } from './machine.js';
+import { type CreationEvent, type DeploymentState, type TransitionEvent } from './machine.js';
 import type { SignalEvent } from './signal-machine.js';
 import { readStateFile, writeStateFile } from './state-file.js';
+import { RecordBatch } from './record-batch.js';
+import { logTransition, type CheckedRecordMove } from './transition-log.js';
+import { listRecords, type UnusableLogging } from './record-list.js';
 import { checkMove, checkNote, checkSignalInPlace, type MoveStart, type StateNote } from './write-checks.js';
 
 // Durable per-deployment state: <state_dir>/deployments/<id>.json, one record per deployment, rewritten atomically
@@ -37,12 +40,27 @@ export {
   type SignalState,
 } from './record.js';
 
+/** The moves of records: the store's, each written at once, or a batch's (record-batch.ts), written together. */
+export type RecordMover = Pick<StateStore, 'create' | 'transition'>;
+
 export type TransitionListener = (record: DeploymentRecord, from: DeploymentState | undefined) => void | Promise<void>;
 
 /** What a transition may change besides the state, which the event gives. */
 export type RecordPatch = Partial<Omit<DeploymentRecord, 'version' | 'id' | 'state'>>;
 
 export type { StateNote } from './write-checks.js';
+export type { CheckedRecordMove } from './transition-log.js';
+
+/** The fields a new record takes from its deployment. */
+export type NewRecordFields = Pick<DeploymentRecord, 'id' | 'name' | 'group' | 'action'>;
+
+/** A record as stored: indent 2, one trailing newline. */
+export function recordText(record: DeploymentRecord): string {
+  return `${JSON.stringify(record, null, 2)}\n`;
+}
+
+/** Where create() starts from: no state, no signal. */
+const NEW_RECORD_START = (id: string): MoveStart => ({ id, state: undefined, signal: { state: 'none' } });
 
 const DIR_MODE = 0o700;
 
@@ -95,53 +113,24 @@ export class StateStore {
    * throws a DeploymentRecordError and stays where it is, for the operator (docs/state-machine.md: recovery).
    */
   async read(id: string): Promise<DeploymentRecord | undefined> {
-    const file = this.recordPath(id);
-    const text = await readStateFile(file);
-    if (text === undefined) return undefined;
+    const text = await readStateFile(this.recordPath(id));
+    return text === undefined ? undefined : this.parse(id, text);
+  }
+
+  /** A record's text checked (record.ts); a DeploymentRecordError when it cannot be used. */
+  private parse(id: string, text: string): DeploymentRecord {
     const check = checkDeploymentRecord(text, id);
-    if (!check.ok) throw new DeploymentRecordError(id, file, check.problem);
+    if (!check.ok) throw new DeploymentRecordError(id, this.recordPath(id), check.problem);
     return check.record;
   }
 
   /**
-   * Every record, in no particular order, and the errors of those that cannot be used, each logged here: as an error
-   * for the deployment pass that holds them ('hold'), a warning for readers ('ignore'), not at all for the outbox,
-   * which runs between polls and would repeat the pass's error every few seconds ('quiet').
+   * Every record, in no particular order, and the errors of those that cannot be used, each logged (record-list.ts):
+   * as an error for the deployment pass that holds them ('hold'), a warning for readers ('ignore'), not at all for the
+   * outbox, which runs between polls and would repeat the pass's error every few seconds ('quiet').
    */
-  async listAll(
-    mode: 'hold' | 'ignore' | 'quiet' = 'hold',
-  ): Promise<{ records: DeploymentRecord[]; unusable: DeploymentRecordError[] }> {
-    let names: string[];
-    try {
-      names = await fs.readdir(this.recordsDir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], unusable: [] };
-      throw stateError('list', this.recordsDir, err);
-    }
-    const records: DeploymentRecord[] = [];
-    const unusable: DeploymentRecordError[] = [];
-    for (const name of names) {
-      if (!name.endsWith('.json') || name.startsWith('.')) continue;
-      const id = name.slice(0, -'.json'.length);
-      if (!isSafeFileName(id)) continue;
-      try {
-        const record = await this.read(id);
-        if (record) records.push(record);
-      } catch (err) {
-        if (!(err instanceof DeploymentRecordError)) throw err;
-        unusable.push(err);
-        const fields = {
-          code: err.code,
-          deploymentId: id,
-          file: err.file,
-          problem: err.problem,
-          recovery: `os-config-agent deploy --forget ${id}`,
-        };
-        if (mode === 'ignore') this.log.warn(fields, 'deployment record cannot be used; ignored');
-        else if (mode === 'hold') this.log.error(fields, 'deployment record cannot be used; deployment held');
-      }
-    }
-    return { records, unusable };
+  listAll(mode: UnusableLogging = 'hold'): Promise<{ records: DeploymentRecord[]; unusable: DeploymentRecordError[] }> {
+    return listRecords(this.recordsDir, (id, text) => this.parse(id, text), this.log, mode);
   }
 
   /** Every usable record, in no particular order (see listAll; readOnly: 'ignore', else 'hold'). */
@@ -151,13 +140,19 @@ export class StateStore {
 
   /** Record a deployment seen for the first time: `seen` puts it in pending, `adopted` in signalled. */
   async create(
-    fields: { id: string; name: string; group: string; action: string },
+    fields: NewRecordFields,
     event: CreationEvent = 'seen',
     patch: RecordPatch = {},
     logFields: Record<string, unknown> = {},
   ): Promise<DeploymentRecord> {
+    // A new record starts from no state, with no signal.
+    return this.move(NEW_RECORD_START(fields.id), event, this.newRecord(fields, patch), logFields);
+  }
+
+  /** The record create() starts from, before its event gives it a state. */
+  newRecord(fields: NewRecordFields, patch: RecordPatch = {}): DeploymentRecord {
     const at = this.timestamp();
-    const record: DeploymentRecord = {
+    return {
       version: 1,
       ...fields,
       state: 'pending',
@@ -167,8 +162,14 @@ export class StateStore {
       signal: { state: 'none', transport: 'NO_SIGNAL', attempts: 0 },
       ...patch,
     };
-    // A new record starts from no state, with no signal.
-    return this.move({ id: fields.id, state: undefined, signal: { state: 'none' } }, event, record, logFields);
+  }
+
+  /**
+   * Writes made durable together (record-batch.ts): the moves are checked at once, as here, and written, logged and
+   * announced when the batch is committed.
+   */
+  batch(): RecordBatch {
+    return new RecordBatch(this);
   }
 
   /**
@@ -214,33 +215,34 @@ export class StateStore {
     logFields: Record<string, unknown>,
     failedBefore = false,
   ): Promise<DeploymentRecord> {
+    const move = this.checkedMove(record, event, next, logFields, failedBefore);
+    await writeStateFile(this.recordPath(move.written.id), recordText(move.written));
+    await this.announce(move);
+    return move.written;
+  }
+
+  /** A move the state machine allows, with the record it leads to (not yet written); throws for any other. */
+  checkedMove(
+    record: MoveStart,
+    event: TransitionEvent,
+    next: DeploymentRecord,
+    logFields: Record<string, unknown> = {},
+    failedBefore = false,
+  ): CheckedRecordMove {
     const { to, signal: signalMove } = checkMove(record, event, next.signal.state);
-    const written = await this.write({ ...next, state: to });
-    // The move that records a failure is a warning (journalctl -p warning shows it); the moves after it are not news,
-    // and the quiet events (a re-run's own moves) are for debugging.
-    const level = written.failed === true && !failedBefore ? 'warn' : EVENTS[event].quiet ? 'debug' : 'info';
-    this.log[level](
-      {
-        deploymentId: written.id,
-        deploymentName: written.name,
-        group: written.group,
-        action: written.action,
-        event,
-        from: record.state ?? null,
-        to: written.state,
-        ...(signalMove !== 'kept' ? { signalEvent: signalMove } : {}),
-        ...(hasResult(written.state) ? { signalState: written.signal.state, transport: written.signal.transport } : {}),
-        ...logFields,
-      },
-      'deployment state changed',
-    );
-    await this.onTransition?.(written, record.state);
-    return written;
+    const written = { ...next, state: to, updatedAt: this.timestamp() };
+    return { from: record.state, event, written, signalMove, logFields, failedBefore };
+  }
+
+  /** A move on disk: its log line (one per transition), then the transition listener. */
+  async announce(move: CheckedRecordMove): Promise<void> {
+    logTransition(this.log, move);
+    await this.onTransition?.(move.written, move.from);
   }
 
   private async write(record: DeploymentRecord): Promise<DeploymentRecord> {
     const next = { ...record, updatedAt: this.timestamp() };
-    await writeStateFile(this.recordPath(record.id), `${JSON.stringify(next, null, 2)}\n`);
+    await writeStateFile(this.recordPath(record.id), recordText(next));
     return next;
   }
 
@@ -261,6 +263,16 @@ export class StateStore {
   /** deployed/<id>.notify.json: the signal body. A whole new file each time (upstream left stale tails). */
   async writeNotify(id: string, body: JsonObject): Promise<void> {
     await writeStateFile(this.notifyPath(id), pythonJsonDumps(body, { indent: 2 }));
+  }
+
+  /** Several notify files made durable together (one directory sync), each as writeNotify writes it. */
+  async writeNotifies(notes: readonly { readonly id: string; readonly body: JsonObject }[]): Promise<void> {
+    const files = notes.map((n) => ({ target: this.notifyPath(n.id), data: pythonJsonDumps(n.body, { indent: 2 }) }));
+    try {
+      await writeFilesAtomic(files, { mode: 0o600 });
+    } catch (err) {
+      throw stateError('write', this.deployedDir, err);
+    }
   }
 
   /** Delete a deployment's record, upstream files and last re-run's output. */

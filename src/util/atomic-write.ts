@@ -84,6 +84,53 @@ export async function stageFileAtomic(
   };
 }
 
+/** How many temp files writeFilesAtomic writes and syncs at once: enough for the journal to commit them together. */
+const STAGE_CONCURRENCY = 32;
+
+/**
+ * Several files made durable together: every temp file is written and fsynced (concurrently, so the filesystem's
+ * journal commits them in few transactions), then renamed over its target in the order given, then each directory
+ * is fsynced once. A failure while staging leaves every target as it was; one while renaming leaves the earlier
+ * targets replaced, the later ones as they were. Either way the error is thrown and no temp file is left. Each
+ * target is old or new at every instant, as with writeFileAtomic; a caller that needs one file on disk before
+ * another is renamed writes them in two calls.
+ */
+export async function writeFilesAtomic(
+  files: readonly { readonly target: string; readonly data: string | Uint8Array }[],
+  options: Omit<AtomicWriteOptions, 'syncDirectory'> = {},
+): Promise<void> {
+  const staged: StagedFile[] = [];
+  let failure: unknown;
+  for (let i = 0; i < files.length && failure === undefined; i += STAGE_CONCURRENCY) {
+    const chunk = files.slice(i, i + STAGE_CONCURRENCY);
+    const results = await Promise.allSettled(
+      chunk.map((f) => stageFileAtomic(f.target, f.data, { ...options, syncDirectory: false })),
+    );
+    for (const r of results) {
+      if (r.status === 'fulfilled') staged.push(r.value);
+      else failure ??= r.reason;
+    }
+  }
+  if (failure !== undefined) {
+    await Promise.all(staged.map((s) => s.discard()));
+    throw failure;
+  }
+  const dirs = new Set<string>();
+  try {
+    for (const [i, s] of staged.entries()) {
+      try {
+        await s.commit();
+      } catch (err) {
+        await Promise.all(staged.slice(i + 1).map((rest) => rest.discard()));
+        throw err;
+      }
+      dirs.add(path.dirname(s.target));
+    }
+  } finally {
+    for (const dir of dirs) await syncDirectory(dir);
+  }
+}
+
 let tempCounter = 0;
 // One random part per process: with the pid and the counter it keeps names apart from a dead process's leftovers.
 const tempNonce = Math.floor(Math.random() * 0x100000000).toString(16);

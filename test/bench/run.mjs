@@ -13,6 +13,7 @@ const benches = [
   'fleet-bench.mjs',
   // Real Heat on loopback, as root; says it is skipped when Heat is not installed.
   'stack-latency-bench.mjs',
+  'scale-bench.mjs',
   'proxy-bench.mjs',
   'soak.mjs',
 ];

@@ -1,0 +1,42 @@
+import fs, { readFileSync } from 'node:fs';
+import { loadConfig } from '../../src/config/load.js';
+import { runDeployments, settleAppliedDeployments } from '../../src/deploy/dispatch.js';
+import { createHttpClient } from '../../src/http/client.js';
+import { createLogger } from '../../src/log/logger.js';
+
+// Child process of grouped-writes-crash.test.ts (bundled by the test, not a test itself): a deployment pass, then the
+// end of the cycle (settleApplied, as a successful cycle ends), over a metadata file under --root. With
+// KILL=before:N or KILL=after:N it SIGKILLs itself just before or just after the Nth rename of a state file, which
+// puts the kill at every point of the grouped writes: temp files written but none renamed, between two renames of a
+// group, all renamed but the directory not yet synced. Prints the number of renames.
+
+const [root, metadataFile, kill] = process.argv.slice(2) as [
+  string | undefined,
+  string | undefined,
+  string | undefined,
+];
+if (root === undefined || metadataFile === undefined) {
+  process.stdout.write('1..0 # SKIP helper process of grouped-writes-crash.test.ts\n');
+  process.exit(0);
+}
+const [when, at] = (kill ?? '').split(':');
+let renames = 0;
+const rename = fs.promises.rename.bind(fs.promises);
+fs.promises.rename = async (from, to) => {
+  renames++;
+  if (when === 'before' && String(renames) === at) process.kill(process.pid, 'SIGKILL');
+  await rename(from, to);
+  if (when === 'after' && String(renames) === at) process.kill(process.pid, 'SIGKILL');
+};
+const loaded = await loadConfig({ root, configFiles: [], cli: { deploy: { signal_timeout: 2 } } });
+const ctx = {
+  config: loaded.config,
+  paths: loaded.paths,
+  log: createLogger({ level: 'fatal', destination: 'stderr' }),
+  http: createHttpClient({ defaultMaxBytes: 1 << 20, defaultRetries: 0 }),
+  signal: new AbortController().signal,
+  deployments: JSON.parse(readFileSync(metadataFile, 'utf8')) as unknown[],
+};
+await runDeployments(ctx);
+await settleAppliedDeployments(ctx, { ok: true });
+process.stdout.write(JSON.stringify({ renames }));
