@@ -186,7 +186,10 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     const missing = await runIn('script', deployment('#!/nonexistent/interpreter\necho hi\n'), { env });
     t.equal(missing.code, 0);
     t.equal(missing.result.deploy_status_code, 1, 'a missing interpreter is a failure, not an empty success');
-    t.match(missing.result.deploy_stderr, /interpreter was not found: check the #! line/);
+    t.match(
+      missing.result.deploy_stderr,
+      /the script's interpreter \(\/nonexistent\/interpreter\) was not found: check the #! line/,
+    );
 
     const structured = await runIn('script', deployment('', { config: { not: 'a script' } }), { env });
     t.not(structured.result.deploy_status_code, 0, 'a structured config is written as JSON, which does not run');
