@@ -214,10 +214,11 @@ async function poll(
   check: () => Promise<boolean>,
   why: () => string | Promise<string>,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  // The monotonic clock: a wall-clock step must neither end the wait at once nor stretch it (docs/reliability.md, clock steps).
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     if (await check()) return;
-    const left = deadline - Date.now();
+    const left = deadline - performance.now();
     if (left <= 0) throw new PodNotReady(await why());
     await new Promise((resolve) => setTimeout(resolve, Math.min(pollMs, left)));
   }
