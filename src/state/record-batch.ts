@@ -3,6 +3,7 @@ import { stateError } from './errors.js';
 import type { CreationEvent, TransitionEvent } from './machine.js';
 import type { DeploymentRecord } from './record.js';
 import {
+  NEW_RECORD_START,
   recordText,
   type CheckedRecordMove,
   type NewRecordFields,
@@ -38,8 +39,9 @@ export class RecordBatch {
     patch: RecordPatch = {},
     logFields: Record<string, unknown> = {},
   ): Promise<DeploymentRecord> {
-    const start = { id: fields.id, state: undefined, signal: { state: 'none' as const } };
-    return this.add(this.store.checkedMove(start, event, this.store.newRecord(fields, patch), logFields));
+    return this.add(
+      this.store.checkedMove(NEW_RECORD_START(fields.id), event, this.store.newRecord(fields, patch), logFields),
+    );
   }
 
   /** As StateStore.transition, written at commit(). */

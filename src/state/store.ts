@@ -59,8 +59,8 @@ export function recordText(record: DeploymentRecord): string {
   return `${JSON.stringify(record, null, 2)}\n`;
 }
 
-/** Where create() starts from: no state, no signal. */
-const NEW_RECORD_START = (id: string): MoveStart => ({ id, state: undefined, signal: { state: 'none' } });
+/** Where create() starts from (a batched one too): no state, no signal. */
+export const NEW_RECORD_START = (id: string): MoveStart => ({ id, state: undefined, signal: { state: 'none' } });
 
 const DIR_MODE = 0o700;
 
