@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { build } from 'esbuild';
 import t from 'tap';
-import { REPO } from '../helpers/bundle.js';
+import { bundleChild, runChild, type ChildResult } from '../helpers/crash-child.js';
 import { storeFor } from '../../src/state/store.js';
 import { counterLines, deployConfig, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import { captureLog } from '../helpers/log-capture.js';
@@ -13,29 +11,9 @@ import { startSignalSink, type SignalSink } from '../helpers/signal-sink.js';
 // after each state change in turn (pending, running, done, signalled, for every deployment), then restarted. Whatever
 // the moment, every deployment ends signalled exactly once and no completed hook runs again.
 
-interface ChildResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  out: string;
-  err: string;
-}
-
-function runChild(bundle: string, root: string, metadata: string, killAt?: number): Promise<ChildResult> {
-  return new Promise((resolve) => {
-    const env = { ...process.env, COUNTER_FILE: path.join(root, 'runs.txt') };
-    const child = spawn(process.execPath, [bundle, root, metadata, ...(killAt ? [String(killAt)] : [])], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env,
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, out, err });
-    });
+function runTrialChild(bundle: string, root: string, metadata: string, killAt?: number): Promise<ChildResult> {
+  return runChild(bundle, [root, metadata, ...(killAt ? [String(killAt)] : [])], {
+    COUNTER_FILE: path.join(root, 'runs.txt'),
   });
 }
 
@@ -89,23 +67,12 @@ t.test(
   'SIGKILL at every state transition, then restart: one signal per deployment, no completed hook re-run',
   async (t) => {
     const base = t.testdir();
-    const bundle = path.join(base, 'crash-child.mjs');
-    // Dependencies stay in node_modules (the bundle sits inside the repository tree, so they resolve).
-    await build({
-      entryPoints: [path.join(REPO, 'test/deploy/crash-child.ts')],
-      outfile: bundle,
-      bundle: true,
-      platform: 'node',
-      format: 'esm',
-      target: 'node20',
-      packages: 'external',
-      logLevel: 'error',
-    });
+    const bundle = await bundleChild('test/deploy/crash-child.ts', base);
     const sink = await startSignalSink();
     t.teardown(() => sink.close());
 
     const clean = round(sink, base, 'clean');
-    const first = await runChild(bundle, clean.root, clean.metadata);
+    const first = await runTrialChild(bundle, clean.root, clean.metadata);
     t.equal(first.code, 0, 'a clean run completes');
     const { transitions } = JSON.parse(first.out) as { transitions: number };
     t.equal(transitions, 14, 'pending/running/done/signalled x2, pending/done/signalled, pending/running/done');
@@ -119,8 +86,8 @@ t.test(
         ...(await Promise.all(
           rounds.slice(i, i + 4).map(async (k) => {
             const r = round(sink, base, `k${k}`);
-            const killed = await runChild(bundle, r.root, r.metadata, k);
-            const resumed = await runChild(bundle, r.root, r.metadata);
+            const killed = await runTrialChild(bundle, r.root, r.metadata, k);
+            const resumed = await runTrialChild(bundle, r.root, r.metadata);
             return { k, killed, resumed, r };
           }),
         )),

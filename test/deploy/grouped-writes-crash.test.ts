@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { build } from 'esbuild';
 import t from 'tap';
-import { REPO } from '../helpers/bundle.js';
+import { bundleChild, runChild, type ChildResult } from '../helpers/crash-child.js';
 import { storeFor } from '../../src/state/store.js';
 import { counterLines, deployConfig, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import { captureLog } from '../helpers/log-capture.js';
@@ -15,30 +13,8 @@ import { startSignalSink, type SignalSink } from '../helpers/signal-sink.js';
 // each rename of a state file in turn; a restart finishes. Whatever the moment, every deployment is signalled
 // exactly once, the hook between them runs once, and every record settles.
 
-interface ChildResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  out: string;
-  err: string;
-}
-
-function runChild(bundle: string, root: string, metadata: string, kill?: string): Promise<ChildResult> {
-  return new Promise((resolve) => {
-    const env = { ...process.env, COUNTER_FILE: path.join(root, 'runs.txt') };
-    const child = spawn(process.execPath, [bundle, root, metadata, ...(kill ? [kill] : [])], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env,
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, out, err });
-    });
-  });
+function runTrialChild(bundle: string, root: string, metadata: string, kill?: string): Promise<ChildResult> {
+  return runChild(bundle, [root, metadata, ...(kill ? [kill] : [])], { COUNTER_FILE: path.join(root, 'runs.txt') });
 }
 
 /** Two os-apply-config deployments, a hook's deployment, one more: two groups of records in the pass. */
@@ -62,22 +38,12 @@ function round(sink: SignalSink, base: string, tag: string) {
 
 t.test('SIGKILL before and after every rename of the grouped writes, then restart: one signal each', async (t) => {
   const base = t.testdir();
-  const bundle = path.join(base, 'grouped-crash-child.mjs');
-  await build({
-    entryPoints: [path.join(REPO, 'test/deploy/grouped-crash-child.ts')],
-    outfile: bundle,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    packages: 'external',
-    logLevel: 'error',
-  });
+  const bundle = await bundleChild('test/deploy/grouped-crash-child.ts', base);
   const sink = await startSignalSink();
   t.teardown(() => sink.close());
 
   const clean = round(sink, base, 'clean');
-  const first = await runChild(bundle, clean.root, clean.metadata);
+  const first = await runTrialChild(bundle, clean.root, clean.metadata);
   t.equal(first.code, 0, 'a clean run completes');
   const { renames } = JSON.parse(first.out) as { renames: number };
   // Pass: 2 records together, the hook's writes one by one, 1 record; the cycle's end: 3 notify files together, then
@@ -107,7 +73,7 @@ t.test('SIGKILL before and after every rename of the grouped writes, then restar
       ...(await Promise.all(
         points.slice(i, i + 6).map(async (kill, k) => {
           const r = round(sink, base, `k${i + k}`);
-          const killed = await runChild(bundle, r.root, r.metadata, kill);
+          const killed = await runTrialChild(bundle, r.root, r.metadata, kill);
           const records = await settled(r.root);
           const atKill = new Map(
             r.all.map((id) => [
@@ -115,7 +81,7 @@ t.test('SIGKILL before and after every rename of the grouped writes, then restar
               { received: sink.countFor(id), recorded: records.get(id)?.signal.state === 'sent' },
             ]),
           );
-          const resumed = await runChild(bundle, r.root, r.metadata);
+          const resumed = await runTrialChild(bundle, r.root, r.metadata);
           return { kill, killed, resumed, r, atKill };
         }),
       )),

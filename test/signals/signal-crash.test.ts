@@ -1,9 +1,7 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { build } from 'esbuild';
 import t from 'tap';
-import { REPO } from '../helpers/bundle.js';
+import { bundleChild, runChild, type ChildResult } from '../helpers/crash-child.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { deployment, installHooks } from '../helpers/deploy-fixtures.js';
 import { startSignalSink, type SignalSink } from '../helpers/signal-sink.js';
@@ -14,29 +12,10 @@ import { startSignalSink, type SignalSink } from '../helpers/signal-sink.js';
 // one window docs/state-machine.md names: killed after the sink accepted a signal and before the write recording that.
 // There it arrives twice, never more, and nowhere else.
 
-interface ChildResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  out: string;
-  err: string;
-}
-
 type Mode = 'outbox' | 'queue';
 
-function runChild(bundle: string, mode: Mode, root: string, input: string, kill?: string): Promise<ChildResult> {
-  return new Promise((resolve) => {
-    const env = { ...process.env, COUNTER_FILE: path.join(root, 'runs.txt'), KILL: kill ?? '' };
-    const child = spawn(process.execPath, [bundle, mode, root, input], { stdio: ['ignore', 'pipe', 'pipe'], env });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, out, err });
-    });
-  });
+function runTrialChild(bundle: string, mode: Mode, root: string, input: string, kill?: string): Promise<ChildResult> {
+  return runChild(bundle, [mode, root, input], { COUNTER_FILE: path.join(root, 'runs.txt'), KILL: kill ?? '' });
 }
 
 interface Round {
@@ -105,7 +84,7 @@ async function crashTrials(t: TapTest, bundle: string, mode: Mode): Promise<void
   };
 
   const clean = await newRound('clean');
-  const first = await runChild(bundle, mode, clean.round.root, clean.round.input);
+  const first = await runTrialChild(bundle, mode, clean.round.root, clean.round.input);
   t.equal(first.code, 0, `${mode}: a clean run completes`);
   const { writes } = JSON.parse(first.out) as { writes: number };
   t.ok(writes >= clean.round.ids.length * 3, `${mode}: queued, attempt failed and sent are written (${writes})`);
@@ -117,8 +96,8 @@ async function crashTrials(t: TapTest, bundle: string, mode: Mode): Promise<void
     const batch = await Promise.all(
       kills.slice(i, i + 4).map(async (kill) => {
         const { sink, round } = await newRound(kill.replace(':', '-'));
-        const killed = await runChild(bundle, mode, round.root, round.input, kill);
-        const resumed = await runChild(bundle, mode, round.root, round.input);
+        const killed = await runTrialChild(bundle, mode, round.root, round.input, kill);
+        const resumed = await runTrialChild(bundle, mode, round.root, round.input);
         return { kill, sink, round, killed, resumed };
       }),
     );
@@ -143,18 +122,7 @@ async function crashTrials(t: TapTest, bundle: string, mode: Mode): Promise<void
 }
 
 t.test('SIGKILL before and after every durable write of a signal, then restart', async (t) => {
-  const bundle = path.join(t.testdir(), 'signal-crash-child.mjs');
-  // Dependencies stay in node_modules (the bundle sits inside the repository tree, so they resolve).
-  await build({
-    entryPoints: [path.join(REPO, 'test/signals/signal-crash-child.ts')],
-    outfile: bundle,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    packages: 'external',
-    logLevel: 'error',
-  });
+  const bundle = await bundleChild('test/signals/signal-crash-child.ts', t.testdir());
   await t.test('the outbox (deployment signals)', (t) => crashTrials(t, bundle, 'outbox'));
   await t.test('the cfn-signal queue', (t) => crashTrials(t, bundle, 'queue'));
 });
