@@ -706,11 +706,13 @@ t.test(
     await client.waitResource(stack, 'web', 60_000);
     const given = (await client.resourceMetadata(stack, 'boot')) as Record<string, string>;
     // The user-data script of a CloudFormation-style template (its Fn::Join / str_replace resolved), run by Heat's
-    // loguserdata.py: cfn-init and cfn-signal as templates call them.
+    // loguserdata.py: cfn-init and cfn-signal as templates call them. The keys are quoted for the shell: the secret
+    // key Heat makes for an AWS::IAM::AccessKey is a random password that may hold `&`, `#` or `!`.
+    const quoted = (word: string | undefined): string => `'${String(word).replaceAll("'", "'\\''")}'`;
     const script =
       '#!/bin/bash -v\n' +
-      `/opt/aws/bin/cfn-init -s ${stack} -r web --access-key ${given.access_key} --secret-key ${given.secret_key} --region RegionOne\n` +
-      `/opt/aws/bin/cfn-signal -e $? -i web -d "$(cat /etc/cfn-tools/greeting)" '${given.handle}'\n`;
+      `/opt/aws/bin/cfn-init -s ${stack} -r web --access-key ${quoted(given.access_key)} --secret-key ${quoted(given.secret_key)} --region RegionOne\n` +
+      `/opt/aws/bin/cfn-signal -e $? -i web -d "$(cat /etc/cfn-tools/greeting)" ${quoted(given.handle)}\n`;
     const seed = path.join(BOOT, 'seed-cfntools');
     mkdirSync(seed, { recursive: true });
     writeFileSync(path.join(BOOT, 'cfn-userdata.sh'), script, { mode: 0o600 });
