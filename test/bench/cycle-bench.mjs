@@ -12,7 +12,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
-  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -26,6 +25,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measure, median } from './measure.mjs';
 import { TEMPLATE_BODY, templateMetadata } from './template-set.mjs';
+import { heatAgentsDir, upstreamChain } from './upstream-chain.mjs';
 
 const DEPLOYMENTS = 20;
 const TEMPLATES = 200;
@@ -33,7 +33,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bundle = path.join(REPO, 'dist/os-config-agent.mjs');
 const builtHook = path.join(REPO, 'dist/hooks/script');
-const UPSTREAM = process.env.HEAT_AGENTS_DIR;
+const UPSTREAM = heatAgentsDir();
 // A whole cycle takes seconds; a hung one is killed (with its process group, by coreutils `timeout`) well before
 // the spawnSync backstop.
 const CYCLE_TIMEOUT_S = 120;
@@ -198,67 +198,16 @@ function oursRoot(dir, list, hook) {
 }
 const oursCycle = (root, extra = []) => timed([bundle, 'run', '--root', root, '--one-time', ...extra], ENV);
 
-/** A tree as an upstream image holds it, and the os-collect-config.conf that drives the chain on it. */
+/** A tree as an upstream image holds it, with the 200 templates, and the chain's one-time run on it. */
 function upstreamTree(dir, list) {
-  mkdirSync(dir, { recursive: true });
-  const t = (rel) => path.join(dir, rel);
-  writeFileSync(t('cfn-init-data'), metadata(list), { mode: 0o600 });
-  writeTemplates(t('templates'));
-  // heat-config's own os-apply-config template: it renders {{deployments}} to the list 55-heat-config reads.
-  mkdirSync(t('templates/var/run/heat-config'), { recursive: true });
-  copyFileSync(
-    path.join(UPSTREAM, 'heat-config/os-apply-config/var/run/heat-config/heat-config'),
-    t('templates/var/run/heat-config/heat-config'),
-  );
-  mkdirSync(t('hooks'));
-  copyFileSync(path.join(UPSTREAM, 'heat-config-script/install.d/hook-script.py'), t('hooks/script'));
-  chmodSync(t('hooks/script'), 0o755);
-  mkdirSync(t('orc/configure.d'), { recursive: true });
-  // Upstream's 20-os-apply-config is `exec os-apply-config` with the default template root and output `/`; the same
-  // with both pointed into this tree, and the fallback metadata (real /var paths by default) at a file that is absent.
-  // OS_CONFIG_FILES from os-collect-config names the metadata, as on an instance.
-  writeFileSync(
-    t('orc/configure.d/20-os-apply-config'),
-    `#!/bin/bash\nset -ue\n\nexec os-apply-config -t '${t('templates')}' -o '${t('out')}' --fallback-metadata '${t('no-fallback')}'\n`,
-    { mode: 0o755 },
-  );
-  copyFileSync(
-    path.join(UPSTREAM, 'heat-config/os-refresh-config/configure.d/55-heat-config'),
-    t('orc/configure.d/55-heat-config'),
-  );
-  chmodSync(t('orc/configure.d/55-heat-config'), 0o755);
-  mkdirSync(t('out'));
-  mkdirSync(t('cache'));
-  // oslo.config expands `$name` in values: the paths hold none.
-  writeFileSync(
-    t('os-collect-config.conf'),
-    [
-      '[DEFAULT]',
-      `command = os-refresh-config --lockfile ${t('os-refresh-config.lock')}`,
-      `cachedir = ${t('cache/os-collect-config')}`,
-      `backup_cachedir = ${t('cache/os-collect-config-backup')}`,
-      'collectors = heat_local',
-      '',
-      '[heat_local]',
-      `path = ${t('cfn-init-data')}`,
-      '',
-    ].join('\n'),
-    { mode: 0o600 },
-  );
-  const env = {
-    ...ENV,
-    // Debian ships the modules compiled; this only makes sure no Python writes a cache outside the temporary directory.
-    PYTHONDONTWRITEBYTECODE: '1',
-    OS_REFRESH_CONFIG_BASE_DIR: t('orc'),
-    HEAT_SHELL_CONFIG: t('out/var/run/heat-config/heat-config'),
-    HEAT_CONFIG_HOOKS: t('hooks'),
-    HEAT_CONFIG_DEPLOYED: t('deployed'),
-    HEAT_CONFIG_DEPLOYED_OLD: t('deployed-old'),
-    HEAT_CONFIG_NOTIFY: path.join(UPSTREAM, 'heat-config/bin/heat-config-notify'),
-    HEAT_SCRIPT_WORKING: t('work'),
-    HEAT_SCRIPT_OUTPUTS: t('outputs'),
-  };
-  return { dir, env, argv: ['os-collect-config', '--config-file', t('os-collect-config.conf'), '--one-time'] };
+  const { env, confFile } = upstreamChain(dir, {
+    heatAgents: UPSTREAM,
+    env: ENV,
+    collector: { name: 'heat_local', options: { path: path.join(dir, 'cfn-init-data') } },
+  });
+  writeFileSync(path.join(dir, 'cfn-init-data'), metadata(list), { mode: 0o600 });
+  writeTemplates(path.join(dir, 'templates'));
+  return { dir, env, argv: ['os-collect-config', '--config-file', confFile, '--one-time'] };
 }
 
 /**
@@ -323,11 +272,6 @@ const result = {
   loadAvg1mAtStart: +os.loadavg()[0].toFixed(2),
 };
 try {
-  if (UPSTREAM && !existsSync(path.join(UPSTREAM, 'heat-config/os-refresh-config/configure.d/55-heat-config'))) {
-    throw new Error(
-      `HEAT_AGENTS_DIR=${UPSTREAM} is not an openstack/heat-agents checkout (no heat-config/os-refresh-config/configure.d/55-heat-config)`,
-    );
-  }
   const sides = { ours: [], oursEmpty: [], external: [], upstream: [], scripts: [] };
   for (let r = 0; r < RUNS; r++) {
     const round = path.join(base, `round-${r}`);

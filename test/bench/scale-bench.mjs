@@ -8,32 +8,24 @@
 //     no-change cycle), CPU per no-change poll, idle RSS and peak RSS (VmHWM, which includes its first cycle);
 //   - status and status --json (wall).
 // Upstream's chain (Debian's os-collect-config --one-time -> os-refresh-config -> os-apply-config and heat-agents'
-// 55-heat-config with hook-script.py), built as cycle-bench.mjs builds it, with HEAT_AGENTS_DIR: first cycle and
+// 55-heat-config with hook-script.py), built by upstream-chain.mjs, with HEAT_AGENTS_DIR: first cycle and
 // no-change run, where it finishes in reasonable time (script deployments only up to 1,000: each one starts Python
 // processes, and 10,000 would take most of an hour). Upstream has no status command and no daemon of its own here.
 // BENCH_SCALE_SIZES (default 100,1000,10000), BENCH_SCALE_KINDS (default script,os-apply-config), BENCH_IDLE_S
 // (default 60). Prints one JSON line per size and kind, and one summary line. Benchmarks measure; nothing is asserted.
 import { spawn, spawnSync } from 'node:child_process';
-import {
-  chmodSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { measure } from './measure.mjs';
+import { heatAgentsDir, upstreamChain } from './upstream-chain.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const bundle = path.join(REPO, 'dist/os-config-agent.mjs');
 const builtHook = path.join(REPO, 'dist/hooks/script');
-const UPSTREAM = process.env.HEAT_AGENTS_DIR;
+const UPSTREAM = heatAgentsDir();
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? '10,100,1000,10000').split(',').map(Number);
 const KINDS = (process.env.BENCH_SCALE_KINDS ?? 'script,os-apply-config').split(',');
 const IDLE_S = Number(process.env.BENCH_IDLE_S ?? 60);
@@ -154,58 +146,15 @@ const daemonArgv = (root) => {
   return [argv[0], argv.slice(1)];
 };
 
+/** Upstream's chain on a tree under `dir` (upstream-chain.mjs) with the deployments as its heat_local document. */
 function upstreamTree(dir, list) {
-  const t = (rel) => path.join(dir, rel);
-  write(t('cfn-init-data'), JSON.stringify({ deployments: list }));
-  mkdirSync(t('templates/var/run/heat-config'), { recursive: true });
-  copyFileSync(
-    path.join(UPSTREAM, 'heat-config/os-apply-config/var/run/heat-config/heat-config'),
-    t('templates/var/run/heat-config/heat-config'),
-  );
-  write(
-    t('hooks/script'),
-    readFileSync(path.join(UPSTREAM, 'heat-config-script/install.d/hook-script.py'), 'utf8'),
-    0o755,
-  );
-  write(
-    t('orc/configure.d/20-os-apply-config'),
-    `#!/bin/bash\nset -ue\n\nexec os-apply-config -t '${t('templates')}' -o '${t('out')}' --fallback-metadata '${t('no-fallback')}'\n`,
-    0o755,
-  );
-  write(
-    t('orc/configure.d/55-heat-config'),
-    readFileSync(path.join(UPSTREAM, 'heat-config/os-refresh-config/configure.d/55-heat-config'), 'utf8'),
-    0o755,
-  );
-  mkdirSync(t('out'));
-  mkdirSync(t('cache'));
-  write(
-    t('os-collect-config.conf'),
-    [
-      '[DEFAULT]',
-      `command = os-refresh-config --lockfile ${t('os-refresh-config.lock')}`,
-      `cachedir = ${t('cache/os-collect-config')}`,
-      `backup_cachedir = ${t('cache/os-collect-config-backup')}`,
-      'collectors = heat_local',
-      '',
-      '[heat_local]',
-      `path = ${t('cfn-init-data')}`,
-      '',
-    ].join('\n'),
-  );
-  const env = {
-    ...ENV,
-    PYTHONDONTWRITEBYTECODE: '1',
-    OS_REFRESH_CONFIG_BASE_DIR: t('orc'),
-    HEAT_SHELL_CONFIG: t('out/var/run/heat-config/heat-config'),
-    HEAT_CONFIG_HOOKS: t('hooks'),
-    HEAT_CONFIG_DEPLOYED: t('deployed'),
-    HEAT_CONFIG_DEPLOYED_OLD: t('deployed-old'),
-    HEAT_CONFIG_NOTIFY: path.join(UPSTREAM, 'heat-config/bin/heat-config-notify'),
-    HEAT_SCRIPT_WORKING: t('work'),
-    HEAT_SCRIPT_OUTPUTS: t('outputs'),
-  };
-  return { env, argv: ['os-collect-config', '--config-file', t('os-collect-config.conf'), '--one-time'] };
+  const { env, confFile } = upstreamChain(dir, {
+    heatAgents: UPSTREAM,
+    env: ENV,
+    collector: { name: 'heat_local', options: { path: path.join(dir, 'cfn-init-data') } },
+  });
+  write(path.join(dir, 'cfn-init-data'), JSON.stringify({ deployments: list }));
+  return { env, argv: ['os-collect-config', '--config-file', confFile, '--one-time'] };
 }
 
 const results = [];

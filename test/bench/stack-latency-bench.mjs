@@ -11,22 +11,14 @@
 // stack's server exists (it needs the server's credentials), as on a server that boots with its stack. Sides run one
 // after another against the one Heat; BENCH_RUNS rounds (default 1). Prints one JSON summary line with the ratios.
 import { spawn } from 'node:child_process';
-import {
-  chmodSync,
-  closeSync,
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  writeFileSync,
-} from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { heatAgentsDir, upstreamChain } from './upstream-chain.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const UPSTREAM = process.env.HEAT_AGENTS_DIR;
+const UPSTREAM = heatAgentsDir();
 const RUNS = Number(process.env.BENCH_RUNS ?? 1);
 const LINKS = [3, 6];
 const STACK_TIMEOUT_MS = 600_000;
@@ -91,60 +83,22 @@ const ENV = {
   LANG: 'C.UTF-8',
 };
 
-/** Upstream's chain on a tree under `dir`, polling heat-api-cfn with the credentials Heat gave the server. */
+/** Upstream's chain on a tree under `dir` (upstream-chain.mjs), polling heat-api-cfn with the server's credentials. */
 function startUpstream(dir, occ, logFile) {
-  const t = (rel) => path.join(dir, rel);
-  for (const d of ['templates/var/run/heat-config', 'hooks', 'orc/configure.d', 'out', 'cache', 'work', 'outputs'])
-    mkdirSync(t(d), { recursive: true });
-  copyFileSync(
-    path.join(UPSTREAM, 'heat-config/os-apply-config/var/run/heat-config/heat-config'),
-    t('templates/var/run/heat-config/heat-config'),
-  );
-  copyFileSync(path.join(UPSTREAM, 'heat-config-script/install.d/hook-script.py'), t('hooks/script'));
-  chmodSync(t('hooks/script'), 0o755);
-  writeFileSync(
-    t('orc/configure.d/20-os-apply-config'),
-    `#!/bin/bash\nset -ue\n\nexec os-apply-config -t '${t('templates')}' -o '${t('out')}' --fallback-metadata '${t('no-fallback')}'\n`,
-    { mode: 0o755 },
-  );
-  copyFileSync(
-    path.join(UPSTREAM, 'heat-config/os-refresh-config/configure.d/55-heat-config'),
-    t('orc/configure.d/55-heat-config'),
-  );
-  chmodSync(t('orc/configure.d/55-heat-config'), 0o755);
   const { cfn } = occ;
-  writeFileSync(
-    t('os-collect-config.conf'),
-    [
-      '[DEFAULT]',
-      `command = os-refresh-config --lockfile ${t('os-refresh-config.lock')}`,
-      `cachedir = ${t('cache/os-collect-config')}`,
-      `backup_cachedir = ${t('cache/os-collect-config-backup')}`,
-      'collectors = cfn',
-      'min_polling_interval = 1',
-      'polling_interval = 30',
-      '',
-      '[cfn]',
-      ...['metadata_url', 'access_key_id', 'secret_access_key', 'stack_name', 'path'].map((k) => `${k} = ${cfn[k]}`),
-      '',
-    ].join('\n'),
-    { mode: 0o600 },
-  );
-  const env = {
-    ...ENV,
-    TMPDIR: dir,
-    PYTHONDONTWRITEBYTECODE: '1',
-    OS_REFRESH_CONFIG_BASE_DIR: t('orc'),
-    HEAT_SHELL_CONFIG: t('out/var/run/heat-config/heat-config'),
-    HEAT_CONFIG_HOOKS: t('hooks'),
-    HEAT_CONFIG_DEPLOYED: t('deployed'),
-    HEAT_CONFIG_DEPLOYED_OLD: t('deployed-old'),
-    HEAT_CONFIG_NOTIFY: path.join(UPSTREAM, 'heat-config/bin/heat-config-notify'),
-    HEAT_SCRIPT_WORKING: t('work'),
-    HEAT_SCRIPT_OUTPUTS: t('outputs'),
-  };
+  const { env, confFile } = upstreamChain(dir, {
+    heatAgents: UPSTREAM,
+    env: { ...ENV, TMPDIR: dir },
+    collector: {
+      name: 'cfn',
+      options: Object.fromEntries(
+        ['metadata_url', 'access_key_id', 'secret_access_key', 'stack_name', 'path'].map((k) => [k, cfn[k]]),
+      ),
+    },
+    polling: { min: 1, max: 30 },
+  });
   const out = openLog(logFile);
-  const child = spawn('os-collect-config', ['--config-file', t('os-collect-config.conf')], {
+  const child = spawn('os-collect-config', ['--config-file', confFile], {
     env,
     detached: true,
     stdio: ['ignore', out, out],
