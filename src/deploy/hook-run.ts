@@ -15,6 +15,7 @@ import { VERSION } from '../version.js';
 import { deploymentLog, hookEnv, killGrace, type DeployContext, type DeployDeps } from './context.js';
 import { after, step, type Effect, type Step } from './effects.js';
 import { finish } from './finish.js';
+import { holdOutputSecrets } from './output-secrets.js';
 import { REBOOT_EXIT_CODE, REBOOTED_ENV } from './reboot.js';
 import { requestReboot } from './reboot-protocol.js';
 import type { StartEvent } from './run-one.js';
@@ -59,6 +60,8 @@ export async function runHookOf(
   const rebooted = hook.start === 'rerun-after-reboot' || (running.reboots ?? 0) > 0;
   const env = rebooted ? { ...hookEnv(deps.ctx), [REBOOTED_ENV]: '1' } : hookEnv(deps.ctx);
   const { result, inProcess } = await invokeHook(deps, d, running, { ...hook, env, timeoutSeconds });
+  const body = bodyFromHookResult(result, shown, timeoutSeconds);
+  holdOutputSecrets(d.id, body);
   logHookResult(dlog, shown, result, inProcess);
   if (result.aborted) {
     dlog.info('hook stopped by shutdown; it runs again at the next start');
@@ -74,7 +77,6 @@ export async function runHookOf(
       { code: 'ERR_HOOK', hook: shown, reason: result.spawnError.code },
       'hook could not be started; failure signalled',
     );
-  const body = bodyFromHookResult(result, shown, timeoutSeconds);
   if (!result.timedOut && !result.spawnError && Number(body.deploy_status_code) === REBOOT_EXIT_CODE)
     return after([ran], await requestReboot(deps, d, running, body, result.exitCode));
   return after([ran], await finish(deps, d, running, 'hook-finished', { body, exitCode: result.exitCode }));

@@ -1,6 +1,7 @@
 import { parseDeployment, secretInputTexts, type Deployment } from '../heat/deployment.js';
 import { setSecrets } from '../log/redact.js';
 import type { DeployContext } from './context.js';
+import { releaseOutputSecretsExcept } from './output-secrets.js';
 
 // The deployments Heat lists now, parsed: invalid entries and repeated ids are logged and left out, and the secret
 // inputs of the valid ones go on the logger's list of values never to print.
@@ -39,7 +40,8 @@ export function listDeployments(ctx: DeployContext): ListedDeployments {
     list.push(dep);
   }
   // The secret inputs of the deployments the metadata lists now, replacing the last pass's: a deployment that is
-  // gone takes its secrets off the logger's list.
+  // gone takes its secrets, inputs and outputs, off the logger's list.
   setSecrets(DEPLOYMENT_SECRETS_OWNER, list.flatMap(secretInputTexts));
+  releaseOutputSecretsExcept(seen);
   return { list, invalid };
 }

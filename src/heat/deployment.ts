@@ -37,6 +37,16 @@ export function secretInputTexts(deployment: Pick<Deployment, 'inputs'>): string
   return deployment.inputs.filter((input) => isSecretInput(input.name)).map((input) => inputText(input.value));
 }
 
+/**
+ * The values of a hook result's outputs named as secrets (a `db_password` output; deploy_stdout and the other
+ * deploy_* keys are the protocol's own), as the logger must scrub them.
+ */
+export function secretOutputTexts(body: Readonly<Record<string, unknown>>): string[] {
+  return Object.entries(body)
+    .filter(([name]) => !name.startsWith('deploy_') && isSecretName(name))
+    .map(([, value]) => inputText(value));
+}
+
 export function inputText(value: unknown): string {
   if (value === null || value === undefined) return '';
   return typeof value === 'string' ? value : pythonJsonDumps(value);

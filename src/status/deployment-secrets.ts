@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { setSecrets } from '../log/redact.js';
-import { isSecretName } from '../log/secret-names.js';
 import { readFileIfExists } from '../util/atomic-write.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
-import { inputText, isSecretInput } from '../heat/deployment.js';
+import { inputText, isSecretInput, secretOutputTexts } from '../heat/deployment.js';
 import type { StateStore } from '../state/store.js';
 
 // The secrets of the deployments as their files hold them, for the commands that show them (status, collect-logs):
@@ -19,9 +18,7 @@ export function deploymentSecrets(deployed: JsonObject | undefined, body: JsonOb
   const inputs = Array.isArray(deployed?.inputs) ? deployed.inputs.filter(isJsonObject) : [];
   return [
     ...inputs.filter((i) => isSecretInput(String(i.name))).map((i) => inputText(i.value)),
-    ...Object.entries(body ?? {})
-      .filter(([name]) => !name.startsWith('deploy_') && isSecretName(name))
-      .map(([, value]) => inputText(value)),
+    ...secretOutputTexts(body ?? {}),
   ];
 }
 

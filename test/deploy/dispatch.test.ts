@@ -605,6 +605,34 @@ t.test(
 );
 
 t.test(
+  "a hook's outputs named as secrets are scrubbed from the log from the moment it ends (its stderr tail), and released once the deployment is gone",
+  async (t) => {
+    const { h, counter } = await setup(t);
+    const password = `pw-${Date.now()}-output`;
+    const d = deployment({
+      id: 'output-secret',
+      config: {
+        counter,
+        stdout: { deploy_stdout: 'made a password', db_password: password, port: 'port-4242' },
+        stderr: `the new password is ${password}\n`,
+      },
+      outputs: [{ name: 'db_password' }, { name: 'port' }],
+    });
+    await runDeployments(h.ctx([d]));
+    const tail = h.captured.lines.find((l) => l.msg === 'hook stderr');
+    t.match(tail?.stderrTail, /the new password is/, "the hook's stderr tail is logged");
+    t.notMatch(h.captured.text(), password, 'without the secret output');
+    t.notMatch(
+      scrubText(`line with port-4242`),
+      /\[REDACTED\]|\*\*\*/,
+      'an output not named as a secret is not scrubbed',
+    );
+    await runDeployments(h.ctx([]));
+    t.match(scrubText(`line with ${password}`), password, 'released once the deployment is gone');
+  },
+);
+
+t.test(
   'a hook another user replaced (0777, their uid) is refused, never run: a failure signal naming the trust rule',
   { skip: process.getuid?.() !== 0 && 'needs root to chown the hook to another user' },
   async (t) => {

@@ -12,6 +12,7 @@ import { deployLockFile, type DeploymentRecord, type ReconvergeResult } from '..
 import type { JsonObject } from '../../util/json-merge.js';
 import { deploymentLog, hookEnv, type DeployDeps } from '../context.js';
 import { invokeHook, logHookResult } from '../hook-run.js';
+import { holdOutputSecrets } from '../output-secrets.js';
 import { REBOOT_EXIT_CODE } from '../reboot.js';
 import type { Candidate } from './candidates.js';
 import { verdictOfRerun, type RerunVerdict } from './outcome.js';
@@ -94,9 +95,10 @@ async function runHook(
     timeoutSeconds,
     signal,
   });
+  const body = bodyFromHookResult(result, shown, timeoutSeconds);
+  holdOutputSecrets(d.id, body);
   logHookResult(deploymentLog(deps.ctx, d), shown, result, inProcess, 'debug');
   if (result.aborted) return 'stopped';
-  const body = bodyFromHookResult(result, shown, timeoutSeconds);
   const verdict =
     !result.timedOut && Number(body.deploy_status_code) === REBOOT_EXIT_CODE
       ? { outcome: 'failed' as const, statusCode: String(REBOOT_EXIT_CODE), reason: REBOOT_REFUSED }
