@@ -110,6 +110,24 @@ t.test('--rerun and --forget wait for the lock of another process, then refuse',
   t.equal(s.runs().length, 2);
 });
 
+t.test(
+  'the wait for the lock is timed on the monotonic clock: a wall clock stepped a year ahead does not end it',
+  async (t) => {
+    const s = await setup(t);
+    const a = s.dep('a');
+    await runDeployments(s.h.ctx([a]));
+    const holder = await holdFlock(deployLockFile(s.h.loaded.config));
+    t.teardown(() => holder.kill());
+    // The wall clock the deployment code is given steps a year ahead after its first reading.
+    let readings = 0;
+    const now = () => Date.now() + (readings++ > 0 ? 365 * 86_400_000 : 0);
+    const waiting = rerunDeployment({ ...s.h.ctx([a]), now }, 'a', 30_000);
+    setTimeout(() => void holder.kill(), 500);
+    await waiting;
+    t.equal(s.runs().length, 2, 'the re-run went ahead once the lock was free');
+  },
+);
+
 t.test('--forget: record, deployed and notify files go; the next pass runs the deployment as new', async (t) => {
   const s = await setup(t);
   const a = s.dep('a');
