@@ -9,6 +9,7 @@ import { pythonJsonDumps } from '../util/python-json.js';
 import { checkFileName } from '../util/safe-name.js';
 import { parsePythonJson } from '../util/python-json-parse.js';
 import { TrustCheck, UntrustedPathError } from '../util/trust.js';
+import type { StoreMemo } from './store-memo.js';
 
 // The os-collect-config cache, file for file:
 //   <key>.json        latest value (1-space indent, ASCII-escaped, no final newline), mode 0600
@@ -67,14 +68,17 @@ export class MetadataCache {
   /**
    * Store a value; report whether it differs from the last committed one. At almost every poll nothing changed: the
    * cache file is then compared as a parsed value (keys in order, as the file would be written), and nothing is
-   * serialised or written (serialising every source every second was most of what an idle daemon allocated).
+   * serialised or written (serialising every source every second was most of what an idle daemon allocated). With
+   * the daemon's memo, the very same value (a source that said unchanged) over untouched files is not even read.
    */
-  async store(key: string, value: unknown): Promise<StoreResult> {
+  async store(key: string, value: unknown, memo?: StoreMemo): Promise<StoreResult> {
     const file = this.pathOf(key);
     let changed = false;
     let text: string | undefined;
     try {
       await this.ensureDir();
+      const known = memo?.matchesLast(file, value);
+      if (known !== undefined) return { changed: !known, path: file };
       text = await readFileIfExists(file);
       if (text === undefined || !holdsValue(text, value)) {
         text = pythonJsonDumps(value, { indent: 1 });
@@ -91,7 +95,12 @@ export class MetadataCache {
         { cause: err },
       );
     }
-    if (!changed) changed = !(await this.matchesLast(key, file, value, text));
+    if (changed) memo?.forget(file);
+    else {
+      const matched = await this.matchesLast(key, file, value, text);
+      memo?.remember(file, value, matched);
+      changed = !matched;
+    }
     return { changed, path: file };
   }
 

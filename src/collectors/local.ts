@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { SourceUnavailableError } from '../errors.js';
 import { SteadyConditions } from '../log/steady-conditions.js';
-import { readJsonFile } from '../util/read-json-file.js';
+import { JsonFileMemo } from '../util/json-file-memo.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { TrustCheck, type PathTrust } from '../util/trust.js';
 import { untrustedSource } from './source-error.js';
@@ -19,9 +19,22 @@ import type { CollectContext, CollectedPair, Collector, CollectResult } from './
 // name) is left out and reported (ERR_RESERVED_NAME, daemon/collect-all.ts) instead of replacing the cache's file list
 // or another source's document.
 
-/** What the local collector keeps across polls: the conditions it has reported (upstream logged each at every poll). */
+/**
+ * What the local collector keeps across polls: the conditions it has reported (upstream logged each at every poll),
+ * the files' parsed values by digest, and the last poll's pairs with the files and digests they came from: when every
+ * file holds the same bytes, those pairs are returned again, marked unchanged, and nothing is parsed.
+ */
 interface LocalMemory {
   conditions: SteadyConditions;
+  files: JsonFileMemo;
+  last: { readonly sources: string; readonly pairs: readonly CollectedPair[] };
+}
+
+/** A pair, and the file and the digest of the bytes it came from. */
+interface ReadPair {
+  readonly pair: CollectedPair;
+  readonly file: string;
+  readonly digest: string;
 }
 
 export const localCollector: Collector<LocalMemory> = {
@@ -29,26 +42,38 @@ export const localCollector: Collector<LocalMemory> = {
   watchPaths: (config) => config.local.path,
   async collect(ctx: CollectContext<LocalMemory>): Promise<CollectResult> {
     const conditions = (ctx.memory.conditions ??= new SteadyConditions());
+    const memo = (ctx.memory.files ??= new JsonFileMemo());
+    let read: ReadPair[];
     try {
-      const pairs = await collectLocal(ctx, conditions);
+      read = await collectLocal(ctx, conditions, memo);
       conditions.endPass();
-      return { pairs };
     } catch (err) {
       conditions.abandonPass();
+      ctx.memory.last = undefined;
       throw err;
     }
+    const sources = read.map((r) => `${r.file}\0${r.digest}`).join('\n');
+    memo.keepOnly(new Set(read.map((r) => r.file)));
+    if (ctx.memory.last?.sources === sources) return { pairs: ctx.memory.last.pairs, unchanged: true };
+    const pairs = read.map((r) => r.pair);
+    ctx.memory.last = { sources, pairs };
+    return { pairs };
   },
 };
 
-async function collectLocal(ctx: CollectContext, conditions: SteadyConditions): Promise<CollectedPair[]> {
+async function collectLocal(
+  ctx: CollectContext,
+  conditions: SteadyConditions,
+  memo: JsonFileMemo,
+): Promise<ReadPair[]> {
   const dirs = ctx.config.local.path;
   if (dirs.length === 0) throw new SourceUnavailableError('local', 'no local.path directories are configured');
-  const pairs: CollectedPair[] = [];
+  const pairs: ReadPair[] = [];
   const trust = new TrustCheck();
   for (const dir of dirs) {
     for (const name of (await entriesOf(dir, ctx, conditions, trust)) ?? []) {
       if (name.startsWith('.')) continue;
-      const pair = await entryPair(dir, name, ctx, conditions, trust);
+      const pair = await entryPair(dir, name, ctx, conditions, trust, memo);
       if (pair) pairs.push(pair);
     }
   }
@@ -59,7 +84,7 @@ async function collectLocal(ctx: CollectContext, conditions: SteadyConditions): 
       () => ctx.log.info({ dirs }, 'local metadata found'),
     );
   // Upstream sorts with strxfrm in the C locale: plain byte order.
-  pairs.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
+  pairs.sort((a, b) => Buffer.compare(Buffer.from(a.pair.key), Buffer.from(b.pair.key)));
   return pairs;
 }
 
@@ -109,7 +134,8 @@ async function entryPair(
   ctx: CollectContext,
   conditions: SteadyConditions,
   trust: TrustCheck,
-): Promise<CollectedPair | undefined> {
+  memo: JsonFileMemo,
+): Promise<ReadPair | undefined> {
   const file = path.join(dir, name);
   let fst;
   try {
@@ -135,8 +161,8 @@ async function entryPair(
     );
     return undefined;
   }
-  const read = await readJsonFile(file, ctx.config.agent.max_source_bytes);
-  if (read.ok) return { key: name, value: read.value };
+  const read = await memo.read(file, ctx.config.agent.max_source_bytes);
+  if (read.ok) return { pair: { key: name, value: read.value }, file, digest: read.digest };
   if (read.reason === 'missing') return undefined; // removed mid-scan
   throw new SourceUnavailableError('local', describeFailure(file, read.reason, read.detail), {
     code: 'ERR_SOURCE_INVALID_DATA',

@@ -9,7 +9,7 @@ import { agentStatusPath, type CycleResult } from '../status/agent-facts.js';
 import { exportAgentPid } from './agent-pid-env.js';
 import { AgentStatusPublisher } from './agent-status.js';
 import { startBackgroundWork, type BackgroundWork } from './background-work.js';
-import { collectAll, type CollectionOutcome, type CollectorMemories } from './collect-all.js';
+import { collectAll, newCollectionMemory, type CollectionOutcome } from './collect-all.js';
 import { createCommandPipeline } from './command-pipeline.js';
 import { reloadConfig } from './config-reload.js';
 import { runCycle, type CycleHost, type CycleReport } from './cycle.js';
@@ -32,8 +32,8 @@ interface LoopServices extends BackgroundWork {
 export class Agent {
   private loadedConfig: LoadedConfig;
   private http: HttpClient;
-  private readonly memory: CollectorMemories = new Map();
-  private readonly failing = new Set<string>();
+  /** What the collection passes keep across polls (collect-all.ts): the collectors' memories, the cache's, failures. */
+  private readonly kept = newCollectionMemory();
   private readonly waker = new Waker();
   private reloadRequested = false;
   /** A signal reached Heat outside a cycle (outbox, cfn-signal queue) since the last sleep began. */
@@ -343,8 +343,7 @@ export class Agent {
       log: this.deps.log,
       http: this.http,
       signal,
-      memory: this.memory,
-      failing: this.failing,
+      ...this.kept,
       ...(status
         ? {
             onSource: (name: string, failure: { code: ErrorCode; message: string } | undefined) =>

@@ -1,8 +1,9 @@
 import type { MetadataCache } from '../cache/metadata-cache.js';
+import { StoreMemo } from '../cache/store-memo.js';
 import type { CollectionOutcome, CollectorFailure } from '../pipeline/contract.js';
 import { findCollector } from '../collectors/registry.js';
 import { withoutReservedKeys } from '../collectors/reserved-keys.js';
-import type { CollectContext, CollectedPair, CollectorName } from '../collectors/types.js';
+import type { CollectContext, CollectedPair, CollectorName, CollectResult } from '../collectors/types.js';
 import type { AgentConfig } from '../config/options.js';
 import {
   AgentError,
@@ -42,6 +43,8 @@ export interface CollectDeps {
   readonly signal: AbortSignal;
   /** Per-collector memory, kept by the caller across passes. */
   readonly memory: CollectorMemories;
+  /** What the cache verified at the last passes, kept by the caller (the daemon) across passes. */
+  readonly storeMemo?: StoreMemo;
   /** Collectors whose last pass failed, to log a failure once per transition. */
   readonly failing: Set<string>;
   readonly now?: () => number;
@@ -49,13 +52,22 @@ export interface CollectDeps {
   readonly onSource?: (name: string, failure: { code: ErrorCode; message: string } | undefined) => void;
 }
 
-/** What is kept for one collector across passes: its own memory (opaque here), and the last good pairs it gave. */
+/**
+ * What is kept for one collector across passes: its own memory (opaque here), the last good pairs it gave, and
+ * whether they were taken whole (no value refused): then a pass whose source is unchanged reuses them as they are.
+ */
 export interface CollectorSlot {
   readonly memory: object;
   lastPairs?: readonly CollectedPair[];
+  lastWhole?: boolean;
 }
 
 export type CollectorMemories = Map<string, CollectorSlot>;
+
+/** What the passes of one daemon keep across polls: the collectors' memories, the cache's, the sources failing. */
+export function newCollectionMemory(): Pick<CollectDeps, 'memory' | 'storeMemo' | 'failing'> {
+  return { memory: new Map(), storeMemo: new StoreMemo(), failing: new Set() };
+}
 
 export async function collectAll(deps: CollectDeps, cache: MetadataCache | undefined): Promise<CollectionOutcome> {
   const ordered: CollectedPair[] = [];
@@ -85,15 +97,11 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
       now: deps.now ?? Date.now,
     };
     try {
-      const tooDeep: SourceUnavailableError[] = [];
-      const checked = checkedPairs(name, (await collector.collect(ctx)).pairs, slot.lastPairs, tooDeep, log);
-      const { pairs, refused } = withoutReservedKeys(name, checked);
-      slot.lastPairs = pairs;
+      const { pairs, refused, problem } = usablePairs(name, await collector.collect(ctx), slot, log);
       ordered.push(...pairs);
       available.push(name);
       // The source's usable data is kept, but it is reported as failing until the refused values are gone.
       clashes.set(name, { clash: refused[0]?.message });
-      const problem = tooDeep[0] ?? refused[0];
       if (problem) {
         failures.push(sourceFailed(deps, name, problem, log));
         continue;
@@ -111,22 +119,45 @@ export async function collectAll(deps: CollectDeps, cache: MetadataCache | undef
   }
   const pairs = dedupe(ordered, deps.log);
   if (!cache) return { pairs, files: [], changedKeys: [], failures, available };
-  const { files, changedKeys } = await storePairs(cache, pairs);
+  const { files, changedKeys } = await storePairs(cache, pairs, deps.storeMemo);
   await keepClashes(deps, clashes);
   return { pairs, files, changedKeys, failures, available };
+}
+
+/**
+ * What of a collector's result the cache takes (checkedPairs, withoutReservedKeys), remembered in its slot. A result
+ * the source marked unchanged (the same bytes, a 304) after a pass that took everything is that pass's pairs as they
+ * are: they were checked then.
+ */
+function usablePairs(
+  name: string,
+  result: CollectResult,
+  slot: CollectorSlot,
+  log: Logger,
+): { pairs: readonly CollectedPair[]; refused: readonly ReservedNameError[]; problem: AgentError | undefined } {
+  const reused = result.unchanged === true && slot.lastWhole === true ? slot.lastPairs : undefined;
+  if (reused) return { pairs: reused, refused: [], problem: undefined };
+  const tooDeep: SourceUnavailableError[] = [];
+  const { pairs, refused } = withoutReservedKeys(name, checkedPairs(name, result.pairs, slot.lastPairs, tooDeep, log));
+  const problem = tooDeep[0] ?? refused[0];
+  slot.lastPairs = pairs;
+  slot.lastWhole = problem === undefined;
+  return { pairs, refused, problem };
 }
 
 async function storePairs(
   cache: MetadataCache,
   pairs: readonly CollectedPair[],
+  memo: StoreMemo | undefined,
 ): Promise<{ files: string[]; changedKeys: string[] }> {
   const files: string[] = [];
   const changedKeys: string[] = [];
   for (const pair of pairs) {
-    const stored = await cache.store(pair.key, pair.value);
+    const stored = await cache.store(pair.key, pair.value, memo);
     files.push(stored.path);
     if (stored.changed) changedKeys.push(pair.key);
   }
+  memo?.keepOnly(new Set(files));
   return { files, changedKeys };
 }
 

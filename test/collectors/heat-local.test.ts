@@ -124,16 +124,30 @@ t.test('__proto__ and constructor keys stay data; no prototype changes', async (
   t.same(Object.keys(value), ['__proto__', 'constructor', 'ok']);
 });
 
-t.test('the first file is copied, not modified by later merges', async (t) => {
-  const root = t.testdir();
-  put(root, 'a.json', '{"a": 1}');
-  put(root, 'b.json', '{"b": 2}');
-  const { ctx } = await context(root, { heat_local: { path: ['/a.json', '/b.json'] } });
-  const first = await heatLocalCollector.collect(ctx);
-  const second = await heatLocalCollector.collect(ctx);
-  t.same(first, second, 'repeatable');
-  t.not(first.pairs[0]?.value, second.pairs[0]?.value, 'a fresh object each poll');
-});
+t.test(
+  'the first file is copied, not modified by later merges; the same bytes again are the same document, unchanged',
+  async (t) => {
+    const root = t.testdir();
+    put(root, 'a.json', '{"a": 1}');
+    put(root, 'b.json', '{"b": 2}');
+    const { ctx } = await context(root, { heat_local: { path: ['/a.json', '/b.json'] } });
+    const first = await heatLocalCollector.collect(ctx);
+    t.same(first, { pairs: [{ key: 'heat_local', value: { a: 1, b: 2 } }] });
+    const second = await heatLocalCollector.collect(ctx);
+    t.equal(second.unchanged, true, 'the same bytes: unchanged');
+    t.equal(second.pairs, first.pairs, "the last poll's pairs, not parsed again");
+    put(root, 'b.json', '{"b": 3, "a": 0}');
+    const third = await heatLocalCollector.collect(ctx);
+    t.notOk(third.unchanged, 'a file changed');
+    t.same(third.pairs, [{ key: 'heat_local', value: { a: 0, b: 3 } }]);
+    t.same(first.pairs, [{ key: 'heat_local', value: { a: 1, b: 2 } }], 'the earlier document is not modified');
+    put(root, 'b.json', '{"b": 2}');
+    const fourth = await heatLocalCollector.collect(ctx);
+    t.notOk(fourth.unchanged, 'changed back: a change again');
+    t.same(fourth.pairs, first.pairs);
+    t.same((await heatLocalCollector.collect(ctx)).unchanged, true);
+  },
+);
 
 t.test('watchPaths are the configured files', async (t) => {
   const root = t.testdir();

@@ -225,6 +225,11 @@ t.test(
       'the source is reported with the refused key',
     );
     t.same(report.changedKeys, ['a'], 'and the rest of its data is used');
+    t.match(
+      (await agent.cycle(signal)).failures,
+      [{ collector: 'local', code: 'ERR_SOURCE_INVALID_DATA' }],
+      'the same bytes at the next poll: reported again (an unchanged source is reused only when nothing was refused)',
+    );
     t.match(logged('source unavailable'), [
       { level: 'warn', code: 'ERR_SOURCE_INVALID_DATA', collector: 'local', reason: /"a\.x"/ },
     ]);
