@@ -374,8 +374,9 @@ t.test('a source with an entry under a reserved name is an error (2), though its
   t.equal(verdictOf({ ...base, sources: [{ ...reserved, consecutiveFailures: 0 }] }).exitCode, 0, 'renamed: done');
 });
 
-// The one secret rule in the list: a deployment's secret inputs and secret-named outputs are registered from its
-// files, so a name, an error or a signal's error that holds one shows [REDACTED] (as `status <id>` and the journal).
+// The one secret rule in the list: the secret inputs and secret-named outputs of a deployment whose row carries text a
+// run produced (an error, a re-run's reason) are registered from its files, so its name, its error or its signal's
+// error that holds one shows [REDACTED] (as `status <id>` and the journal).
 t.test('no secret of any deployment in the report: names, errors, text and JSON', async (t) => {
   const { store, report } = await fixture(t);
   const dbPassword = 'DbPw-report-5e1f';
