@@ -62,6 +62,39 @@ t.test('default directory: one pair per file, key = file name with extension, so
   t.equal(res.pairs.length, 5);
 });
 
+t.test(
+  'the same files with the same bytes: the last pairs again, unchanged; an edit, a new or a removed file is seen',
+  async (t) => {
+    const root = t.testdir();
+    const dir = dataDir(root, 'var/lib/os-collect-config/local-data', { a: '{"v": 1}', b: '{"w": 1}' });
+    const { ctx } = await context(root);
+    const first = await localCollector.collect(ctx);
+    t.notOk(first.unchanged);
+    const second = await localCollector.collect(ctx);
+    t.equal(second.unchanged, true, 'nothing changed');
+    t.equal(second.pairs, first.pairs, 'the same pairs, not parsed again');
+    writeFileSync(path.join(dir, 'b'), '{"w": 2}');
+    const edited = await localCollector.collect(ctx);
+    t.notOk(edited.unchanged, 'an edit in place');
+    t.same(edited.pairs[1], { key: 'b', value: { w: 2 } });
+    t.equal(edited.pairs[0]?.value, first.pairs[0]?.value, 'the untouched file is not parsed again');
+    writeFileSync(path.join(dir, 'c'), '{}', { mode: 0o600 });
+    t.same(
+      (await localCollector.collect(ctx)).pairs.map((p) => p.key),
+      ['a', 'b', 'c'],
+      'a new file',
+    );
+    rmSync(path.join(dir, 'a'));
+    const removed = await localCollector.collect(ctx);
+    t.notOk(removed.unchanged, 'a removed file');
+    t.same(
+      removed.pairs.map((p) => p.key),
+      ['b', 'c'],
+    );
+    t.equal((await localCollector.collect(ctx)).unchanged, true);
+  },
+);
+
 t.test('several directories are sorted together; duplicates are all returned in directory order', async (t) => {
   const root = t.testdir();
   dataDir(root, 'one', { b: '{"from": "one"}', d: '1', same: '"one"' });
