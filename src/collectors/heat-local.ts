@@ -3,7 +3,8 @@ import { shallowMerge, type JsonObject } from '../util/json-merge.js';
 import { JsonFileMemo } from '../util/json-file-memo.js';
 import { TrustCheck } from '../util/trust.js';
 import { untrustedSource } from './source-error.js';
-import type { CollectContext, CollectedPair, Collector, CollectResult } from './types.js';
+import { resultOfRead, type LastRead, type ReadFile } from './last-read.js';
+import type { CollectContext, Collector, CollectResult } from './types.js';
 
 // `heat_local`: the metadata Heat hands over at boot. cloud-init's Heat part-handler writes it to
 // /var/lib/heat-cfntools/cfn-init-data (and a copy under /var/lib/cloud/data). Every configured file that holds a
@@ -15,8 +16,7 @@ import type { CollectContext, CollectedPair, Collector, CollectResult } from './
 
 interface HeatLocalMemory {
   files: JsonFileMemo;
-  /** The files merged at the last poll with their digests, and the pairs made of them. */
-  last: { readonly sources: string; readonly pairs: readonly CollectedPair[] };
+  last: LastRead;
 }
 
 export const heatLocalCollector: Collector<HeatLocalMemory> = {
@@ -25,7 +25,7 @@ export const heatLocalCollector: Collector<HeatLocalMemory> = {
   async collect(ctx: CollectContext<HeatLocalMemory>): Promise<CollectResult> {
     const memo = (ctx.memory.files ??= new JsonFileMemo());
     let merged: JsonObject | undefined;
-    const sources: string[] = [];
+    const sources: ReadFile[] = [];
     const trust = new TrustCheck();
     for (const file of ctx.config.heat_local.path) {
       const verdict = await trust.judge(file);
@@ -40,7 +40,7 @@ export const heatLocalCollector: Collector<HeatLocalMemory> = {
         ctx.log.warn({ file }, 'heat_local file does not hold a JSON object; skipped');
         continue;
       }
-      sources.push(`${file}\0${read.digest}`);
+      sources.push({ file, digest: read.digest });
       merged = shallowMerge(merged ?? {}, read.value as JsonObject);
     }
     if (!merged || Object.keys(merged).length === 0) {
@@ -50,10 +50,7 @@ export const heatLocalCollector: Collector<HeatLocalMemory> = {
         `no heat_local metadata in ${ctx.config.heat_local.path.join(', ')}`,
       );
     }
-    const joined = sources.join('\n');
-    if (ctx.memory.last?.sources === joined) return { pairs: ctx.memory.last.pairs, unchanged: true };
-    const pairs = [{ key: 'heat_local', value: merged }];
-    ctx.memory.last = { sources: joined, pairs };
-    return { pairs };
+    const document = merged;
+    return resultOfRead(ctx.memory, sources, () => [{ key: 'heat_local', value: document }]);
   },
 };

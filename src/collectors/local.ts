@@ -6,6 +6,7 @@ import { JsonFileMemo } from '../util/json-file-memo.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { TrustCheck, type PathTrust } from '../util/trust.js';
 import { untrustedSource } from './source-error.js';
+import { resultOfRead, type LastRead, type ReadFile } from './last-read.js';
 import type { CollectContext, CollectedPair, Collector, CollectResult } from './types.js';
 
 // `local`: every non-hidden regular file directly inside each configured directory is one pair, keyed by its file
@@ -21,20 +22,18 @@ import type { CollectContext, CollectedPair, Collector, CollectResult } from './
 
 /**
  * What the local collector keeps across polls: the conditions it has reported (upstream logged each at every poll),
- * the files' parsed values by digest, and the last poll's pairs with the files and digests they came from: when every
- * file holds the same bytes, those pairs are returned again, marked unchanged, and nothing is parsed.
+ * the files' parsed values by digest, and the last poll's pairs (last-read.ts): when every file holds the same bytes,
+ * those pairs are returned again, marked unchanged, and nothing is parsed.
  */
 interface LocalMemory {
   conditions: SteadyConditions;
   files: JsonFileMemo;
-  last: { readonly sources: string; readonly pairs: readonly CollectedPair[] };
+  last: LastRead;
 }
 
 /** A pair, and the file and the digest of the bytes it came from. */
-interface ReadPair {
+interface ReadPair extends ReadFile {
   readonly pair: CollectedPair;
-  readonly file: string;
-  readonly digest: string;
 }
 
 export const localCollector: Collector<LocalMemory> = {
@@ -52,12 +51,8 @@ export const localCollector: Collector<LocalMemory> = {
       ctx.memory.last = undefined;
       throw err;
     }
-    const sources = read.map((r) => `${r.file}\0${r.digest}`).join('\n');
     memo.keepOnly(new Set(read.map((r) => r.file)));
-    if (ctx.memory.last?.sources === sources) return { pairs: ctx.memory.last.pairs, unchanged: true };
-    const pairs = read.map((r) => r.pair);
-    ctx.memory.last = { sources, pairs };
-    return { pairs };
+    return resultOfRead(ctx.memory, read, () => read.map((r) => r.pair));
   },
 };
 

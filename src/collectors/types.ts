@@ -17,7 +17,10 @@ export interface CollectedPair {
 export interface CollectResult {
   /** Pairs in upstream order: the collector's own entry first, then exploded deployments. */
   readonly pairs: readonly CollectedPair[];
-  /** The source answered "not modified": pairs are the previous ones and need no rewrite. */
+  /**
+   * The source's data is what it was at the last poll (the same file bytes, a 304, no new message): pairs are the
+   * previous ones, the same objects, so the pass reuses what it checked of them and the cache what it verified.
+   */
   readonly unchanged?: boolean;
 }
 
