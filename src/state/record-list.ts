@@ -2,19 +2,15 @@ import { promises as fs, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../log/logger.js';
 import { isSafeFileName } from '../util/safe-name.js';
+import { turnBeforeRead } from '../util/sync-read-turns.js';
 import { DeploymentRecordError, stateError } from './errors.js';
 import type { DeploymentRecord } from './record.js';
 
 // Reading the records directory: every <id>.json with a safe id, and the errors of those that cannot be used, logged
-// as the caller says. The files are read synchronously, a chunk at a time with a turn of the event loop between
-// chunks: records are small local files, and a read through the thread pool costs far more in dispatch than the read
-// itself (10,000 records: ~0.15 s this way, 1.5 s of CPU and seconds of wall time one promise at a time).
+// as the caller says. The files are read synchronously, with turns of the event loop between (sync-read-turns.ts).
 
 /** How a record that cannot be used is logged: an error (the pass holds it), a warning (readers), or not at all. */
 export type UnusableLogging = 'hold' | 'ignore' | 'quiet';
-
-/** Records read between two turns of the event loop (a few milliseconds of blocking at most). */
-const CHUNK = 200;
 
 export async function listRecords(
   dir: string,
@@ -32,7 +28,7 @@ export async function listRecords(
   const records: DeploymentRecord[] = [];
   const unusable: DeploymentRecordError[] = [];
   for (const [i, name] of names.entries()) {
-    if (i > 0 && i % CHUNK === 0) await new Promise((resolve) => setImmediate(resolve));
+    await turnBeforeRead(i);
     if (!name.endsWith('.json') || name.startsWith('.')) continue;
     const id = name.slice(0, -'.json'.length);
     if (!isSafeFileName(id)) continue;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { setSecrets } from '../log/redact.js';
 import { readFileIfExists } from '../util/atomic-write.js';
+import { turnBeforeRead } from '../util/sync-read-turns.js';
 import { isJsonObject, type JsonObject } from '../util/json-merge.js';
 import { inputText, isSecretInput, secretOutputTexts } from '../heat/deployment.js';
 import type { StateStore } from '../state/store.js';
@@ -22,18 +23,14 @@ export function deploymentSecrets(deployed: JsonObject | undefined, body: JsonOb
   ];
 }
 
-/** Deployments whose files are read between two turns of the event loop. */
-const CHUNK = 200;
-
 /**
  * Read the secrets of the deployments `ids` and make them the ones `status` scrubs with. The files are read
- * synchronously, a chunk at a time, as the records are (src/state/record-list.ts): small local files, where a read
- * through the thread pool costs far more than the read (10,000 deployments: seconds one promise at a time).
+ * synchronously, as the records are (util/sync-read-turns.ts).
  */
 export async function registerDeploymentSecrets(store: StateStore, ids: readonly string[]): Promise<void> {
   const values: string[] = [];
   for (const [i, id] of ids.entries()) {
-    if (i > 0 && i % CHUNK === 0) await new Promise((resolve) => setImmediate(resolve));
+    await turnBeforeRead(i);
     values.push(...deploymentSecrets(readObjectNow(store.deployedPath(id)), readObjectNow(store.notifyPath(id))));
   }
   setSecrets(STATUS_OWNER, values);
