@@ -159,6 +159,7 @@ export class MetadataCache {
   async backup(backupDir: string): Promise<void> {
     const staging = `${backupDir}.tmp-${process.pid}`;
     try {
+      await removeDeadStagings(backupDir);
       await fs.rm(staging, { recursive: true, force: true });
       if (!isDirectory(this.dir)) {
         await fs.rm(backupDir, { recursive: true, force: true });
@@ -198,5 +199,28 @@ async function fileExists(file: string): Promise<boolean> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw err;
+  }
+}
+
+/**
+ * Staging copies of the backup left by processes that died while copying (a SIGKILL, a power cut): each holds a part
+ * of the cache, files cut short included, and no one else would ever remove it. A live process's is left alone.
+ */
+async function removeDeadStagings(backupDir: string): Promise<void> {
+  const prefix = `${path.basename(backupDir)}.tmp-`;
+  const names = await fs.readdir(path.dirname(backupDir)).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(name.slice(prefix.length));
+    if (!name.startsWith(prefix) || !Number.isSafeInteger(pid) || pid <= 0 || isAlive(pid)) continue;
+    await fs.rm(path.join(path.dirname(backupDir), name), { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -296,3 +296,19 @@ t.test('the key of the file list is refused: nothing may overwrite os_config_fil
   await t.rejects(cache.store('os_config_files', { b: 2 }), ReservedNameError);
   t.throws(() => cache.pathOf('os_config_files'), { code: 'ERR_RESERVED_NAME' });
 });
+
+t.test('backup removes the staging copy a dead process left, and not a live one', async (t) => {
+  const { base, cache } = setup(t);
+  await cache.store('k', { a: 1 });
+  const backupDir = path.join(base, 'var/lib/os-collect-config-backup');
+  const dead = `${backupDir}.tmp-2147483646`;
+  const live = `${backupDir}.tmp-1`;
+  for (const dir of [dead, live]) {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, 'k.json.orig'), '{"a":');
+  }
+  await cache.backup(backupDir);
+  t.notOk(existsSync(dead), "the dead process's cut-short copy is gone");
+  t.ok(existsSync(live), 'a live process (pid 1) keeps its own');
+  t.ok(existsSync(path.join(backupDir, 'k.json')));
+});
