@@ -7,6 +7,7 @@
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { thirdPartyLicences } from './third-party-licenses.mjs';
 
 const out = 'dist/os-config-agent.mjs';
@@ -42,6 +43,23 @@ const httpThroughRequire = {
 // that makes a request (scripts/http2-off.cjs), while a request that did ask for HTTP/2 fails
 // loudly instead of quietly using it.
 const PACKAGE_STAND_INS = { debug: './scripts/debug-off.cjs', 'http2-wrapper': './scripts/http2-off.cjs' };
+// got's type checks (@sindresorhus/is) make two Intl.ListFormat objects when they load, for the wording of a failed
+// assertion: that loads ICU's locale data, ~15 ms of CPU in every process that makes a request (a quarter of got's
+// whole load). They are made on first use instead. Two must be found: a release that words them otherwise fails the
+// build here rather than quietly bringing the cost back.
+const lazyListFormat = {
+  name: 'lazy-list-format',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]@sindresorhus[\\/]is[\\/]distribution[\\/]index\.js$/ }, async (args) => {
+      const text = await readFile(args.path, 'utf8');
+      const made = text.match(/new Intl\.ListFormat\(/g)?.length ?? 0;
+      if (made !== 2) throw new Error(`${args.path}: expected 2 Intl.ListFormat objects, found ${made}`);
+      const lazy =
+        'const __ocaLazyListFormat = (...args) => { let made; return { format: (list) => (made ??= new Intl.ListFormat(...args)).format(list) }; };\n';
+      return { contents: lazy + text.replace(/new Intl\.ListFormat\(/g, '__ocaLazyListFormat('), loader: 'js' };
+    });
+  },
+};
 const common = {
   bundle: true,
   platform: 'node',
@@ -51,6 +69,27 @@ const common = {
   legalComments: 'none',
   logLevel: 'warning',
   alias: PACKAGE_STAND_INS,
+  plugins: [lazyListFormat],
+};
+
+// heat-cfntools' commands run from a file of their own (src/cli/cfn-main.ts says why), built below: the entry's bundle
+// leaves src/cli/cfn-main.ts out and imports that file instead, from the entry and from the chunk of src/cli/main.ts.
+const CFN_BUNDLE = 'chunks/cfn-commands.mjs';
+const cfnCommandsApart = {
+  name: 'cfn-commands-apart',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/(cli\/)?cfn-main\.js$/ }, (args) => {
+      const from = path.relative(process.cwd(), args.importer);
+      if (from === 'src/bin.ts') return { path: `./${CFN_BUNDLE}`, external: true };
+      if (from === 'src/cli/main.ts') return { path: `./${path.basename(CFN_BUNDLE)}`, external: true };
+      throw new Error(`${from}: only src/bin.ts and src/cli/main.ts load src/cli/cfn-main.ts (scripts/build.mjs)`);
+    });
+  },
+};
+
+// Some bundled CommonJS dependencies call require(); the ES module bundles give them one.
+const ESM_REQUIRE = {
+  js: "import { createRequire as __ocaCreateRequire } from 'node:module';\nconst require = __ocaCreateRequire(import.meta.url);",
 };
 
 /** A module of src/ bundled in memory and imported, to read the lists it exports. */
@@ -81,14 +120,22 @@ const entryBuild = await build({
   outExtension: { '.js': '.mjs' },
   format: 'esm',
   minify,
-  banner: {
-    // Some bundled CommonJS dependencies call require(); give them one.
-    js: "import { createRequire as __ocaCreateRequire } from 'node:module';\nconst require = __ocaCreateRequire(import.meta.url);",
-  },
-  plugins: [httpThroughRequire],
+  banner: ESM_REQUIRE,
+  plugins: [...common.plugins, httpThroughRequire, cfnCommandsApart],
   metafile: true,
 });
 metafiles.push(entryBuild.metafile);
+const cfnBuild = await build({
+  ...common,
+  entryPoints: ['src/cli/cfn-main.ts'],
+  outfile: `dist/${CFN_BUNDLE}`,
+  format: 'esm',
+  minify,
+  banner: ESM_REQUIRE,
+  plugins: [...common.plugins, httpThroughRequire],
+  metafile: true,
+});
+metafiles.push(cfnBuild.metafile);
 // The entry is run directly (`./os-config-agent.mjs`): it alone gets the #! line.
 await writeFile(out, `${SHEBANG}\n${await readFile(out, 'utf8')}`);
 await chmod(out, 0o755);
@@ -160,10 +207,8 @@ await build({
   entryPoints: ['src/cli/reference.ts'],
   outfile: reference,
   format: 'esm',
-  banner: {
-    js: "import { createRequire as __ocaCreateRequire } from 'node:module';\nconst require = __ocaCreateRequire(import.meta.url);",
-  },
-  plugins: [httpThroughRequire],
+  banner: ESM_REQUIRE,
+  plugins: [...common.plugins, httpThroughRequire],
 });
 const changelog = await readFile('CHANGELOG.md', 'utf8').catch(() => '');
 const released = new RegExp(`^## \\[?${version.replace(/\./g, '\\.')}\\]? - (\\d{4}-\\d{2}-\\d{2})`, 'm').exec(

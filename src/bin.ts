@@ -8,5 +8,10 @@ import { enableCompileCache } from './launch/compile-cache.js';
 enableCompileCache();
 const { keepStdioBlocking } = await import('./cli/stdio-blocking.js');
 keepStdioBlocking();
-const { main, programNameFrom } = await import('./cli/main.js');
-process.exitCode = await main(process.argv.slice(2), programNameFrom(process.argv[1]));
+const { isCfnTool, programNameFrom } = await import('./cli/command-names.js');
+const name = programNameFrom(process.argv[1]);
+const args = process.argv.slice(2);
+// heat-cfntools' commands but cfn-signal come from a file of their own (src/cli/cfn-main.ts says why).
+process.exitCode = isCfnTool(name)
+  ? await (await import('./cli/cfn-main.js')).cfnMain(args, name)
+  : await (await import('./cli/main.js')).main(args, name);

@@ -1,18 +1,12 @@
-import path from 'node:path';
 import type { Command } from 'commander';
 import { firstOperandIndex } from './argv-normalise.js';
 import { COMMON_HEADING, type CommandContext } from './command-context.js';
-import { AGENT_COMMAND, isCfnCommand, isCommandName, type CommandName } from './command-names.js';
+import { AGENT_COMMAND, isCfnTool } from './command-names.js';
 import { newProgram, parseProgram, type ProgramName } from './program.js';
 import { SUBCOMMANDS } from './subcommands.js';
 
 // Entry point. One bundle serves every command name (src/cli/command-names.ts): `os-config-agent <subcommand>` and the
 // compatibility names, chosen by the name the program was started as.
-
-export function programNameFrom(argv1: string | undefined): ProgramName {
-  const base = path.basename(argv1 ?? '').replace(/\.(m?js|cjs)$/, '');
-  return isCommandName(base) ? base : AGENT_COMMAND;
-}
 
 /** Which subcommands to define in full: all of them (help, the manual pages, completion) or only `wanted`. */
 export interface Definition {
@@ -35,9 +29,9 @@ export async function buildProgram(name: ProgramName, ctx: CommandContext, defin
   } else if (name === 'os-refresh-config') {
     // compat: os-refresh-config
     (await import('./refresh-command.js')).defineRefreshCompatCommand(program, ctx);
-  } else if (isCfnCommand(name) && name !== 'cfn-signal') {
-    // compat: heat-cfntools' other commands
-    await defineCfnCommand(program, name, ctx.setExit);
+  } else if (isCfnTool(name)) {
+    // compat: heat-cfntools' commands; started by their names, they do not come through here (src/bin.ts)
+    await (await import('./cfn-main.js')).defineCfnProgram(program, name, ctx);
   } else if (name === 'cfn-signal') {
     program.description(
       'Signal a wait condition (heat-cfntools cfn-signal compatible), through the os-config-agent signal queue.',
@@ -73,16 +67,4 @@ export async function main(args: readonly string[], name: ProgramName): Promise<
   const helpOf = wanted === 'help' ? argv[operand + 1] : wanted;
   const program = await buildProgram(name, ctx, { all: false, ...(helpOf !== undefined ? { wanted: helpOf } : {}) });
   return parseProgram(program, argv, name, () => exitCode);
-}
-
-/** heat-cfntools' cfn-init, cfn-get-metadata, cfn-hup, cfn-push-stats and cfn-create-aws-symlinks, by name. */
-async function defineCfnCommand(program: Command, name: CommandName, setExit: (code: number) => void): Promise<void> {
-  program.description(`${name}: heat-cfntools' ${name}, by os-config-agent (docs/cfntools.md).`);
-  if (name === 'cfn-init') (await import('./cfn-init-command.js')).defineCfnInitCommand(program, setExit);
-  else if (name === 'cfn-get-metadata')
-    (await import('./cfn-get-metadata-command.js')).defineCfnGetMetadataCommand(program, setExit);
-  else if (name === 'cfn-hup') (await import('./cfn-hup-command.js')).defineCfnHupCommand(program, setExit);
-  else if (name === 'cfn-push-stats')
-    (await import('./cfn-aws-commands.js')).defineCfnPushStatsCommand(program, setExit);
-  else (await import('./cfn-aws-commands.js')).defineCfnCreateAwsSymlinksCommand(program, setExit);
 }

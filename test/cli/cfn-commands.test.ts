@@ -281,6 +281,29 @@ t.test('cfn-get-metadata starts without the logger: no node:worker_threads', asy
   t.notOk(loaded.includes('NativeModule worker_threads'), 'not the logger');
 });
 
+// got's type checks made two Intl.ListFormat objects as they loaded, which loads ICU's locale data: ~15 ms of CPU in
+// every process that makes a request. The build makes them on first use (scripts/build.mjs).
+t.test('cfn-get-metadata makes its request without making an Intl.ListFormat', async (t) => {
+  const { root, keys } = instance(t);
+  const report = path.join(root, 'list-formats');
+  const preload = path.join(REPO, 'test/helpers/list-format-report-preload.mjs');
+  const counted = async (args: string[]) => {
+    const run = await runProcess(
+      '/usr/bin/env',
+      ['-u', 'NODE_OPTIONS', process.execPath, `--import=${preload}`, ...args],
+      {
+        env: { ...process.env, OCA_LIST_FORMAT_REPORT: report },
+        timeoutMs: 60_000,
+      },
+    );
+    t.equal(run.code, 0, run.stderr);
+    return readFileSync(report, 'utf8');
+  };
+  t.equal(await counted(['-e', "new Intl.ListFormat('en')"]), '1', 'the report counts what is made');
+  const args = ['--root', root, '-s', server.stackName, '-r', 'web', ...keys];
+  t.equal(await counted([path.join(BIN, 'cfn-get-metadata'), ...args]), '0', 'none made by the command');
+});
+
 t.test('cfn-init and cfn-get-metadata document their credential flags alike (defined once)', async (t) => {
   const flags = /^ *(--access-key|--secret-key|--region|--credential-file|-u, --url)\b.*$/gm;
   const init = (await cmd('cfn-init', ['--help'])).stdout.match(flags);

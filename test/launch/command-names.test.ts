@@ -4,7 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import pkg from '../../package.json' with { type: 'json' };
 import { AGENT_COMMAND, COMMAND_NAMES, COMPAT_COMMANDS } from '../../src/cli/command-names.js';
-import { programNameFrom } from '../../src/cli/main.js';
+import { programNameFrom } from '../../src/cli/command-names.js';
 import { REPO, requireBundle } from '../helpers/bundle.js';
 
 // One list of command names (src/cli/command-names.ts): the CLI chooses by it, the build writes it into dist/ and
