@@ -3,7 +3,11 @@ import type { Logger } from '../log/logger.js';
 import { readFileIfExists } from '../util/atomic-write.js';
 import { runProcess } from '../util/process-group.js';
 import type { PathMapper } from '../util/rooted-path.js';
-import { storeFor } from '../state/store.js';
+import type { AgentConfig } from '../config/options.js';
+import { errorMessage } from '../errors.js';
+import { withDeployLock } from '../state/deploy-lock.js';
+import { DeploymentRecordError } from '../state/errors.js';
+import { deployLockFile, storeFor, type DeploymentRecord, type StateStore } from '../state/store.js';
 
 // Reboots asked by deployments. A hook (or a heat-config script it runs) exiting with 194 asks for a reboot, AWS
 // SSM's convention: the agent records the deployment as awaiting-reboot with the current boot id (before anything
@@ -37,8 +41,7 @@ export async function readBootId(paths: PathMapper): Promise<string | undefined>
  * runs its first cycle even though the metadata has not changed, so the deployment is finished and signalled.
  */
 export async function deploymentsAwaitBoot(loaded: LoadedConfig, log: Logger): Promise<boolean> {
-  const records = await storeFor(loaded.config, log).list(true);
-  const waiting = records.filter((r) => r.state === 'awaiting-reboot');
+  const waiting = await recordsAwaitingReboot(loaded.config, log);
   if (waiting.length === 0) return false;
   const bootId = await readBootId(loaded.paths);
   const resumed = waiting.filter((r) => bootId === undefined || r.bootId !== bootId);
@@ -48,6 +51,40 @@ export async function deploymentsAwaitBoot(loaded: LoadedConfig, log: Logger): P
       'deployments wait for this boot; running a cycle to finish them',
     );
   return resumed.length > 0;
+}
+
+/**
+ * The records in awaiting-reboot: those the reboot marks name (src/state/reboot-marks.ts), or, in a state directory
+ * without them, every record read, and the marks made from that reading under the deploy lock. Records that cannot
+ * be used are left to the deployment pass, which reports them.
+ */
+async function recordsAwaitingReboot(config: AgentConfig, log: Logger): Promise<DeploymentRecord[]> {
+  const store = storeFor(config, log);
+  const marked = await store.rebootMarks.ids();
+  const awaiting = (records: readonly (DeploymentRecord | undefined)[]) =>
+    records.filter((r): r is DeploymentRecord => r?.state === 'awaiting-reboot');
+  if (marked !== undefined) return awaiting(await Promise.all(marked.map((id) => readUsable(store, id))));
+  try {
+    return await withDeployLock(deployLockFile(config), async () => {
+      // Read again under the lock, which every move of a record holds: the marks then say what the records say.
+      const records = awaiting(await store.list(true));
+      if ((await store.rebootMarks.ids()) === undefined) await store.rebootMarks.create(records.map((r) => r.id));
+      return records;
+    });
+  } catch (err) {
+    // Held by a runner (another start makes the marks), or the marks cannot be written: read, as before them.
+    log.debug({ reason: errorMessage(err) }, 'reboot marks not made; every record read');
+    return awaiting(await store.list(true));
+  }
+}
+
+async function readUsable(store: StateStore, id: string): Promise<DeploymentRecord | undefined> {
+  try {
+    return await store.read(id);
+  } catch (err) {
+    if (err instanceof DeploymentRecordError) return undefined;
+    throw err;
+  }
 }
 
 export type RebootOutcome = { readonly ok: true } | { readonly ok: false; readonly reason: string };

@@ -61,11 +61,13 @@ export class RecordBatch {
     const files = [...this.latest.values()].map((r) => ({ target: this.store.recordPath(r.id), data: recordText(r) }));
     const moves = this.moves.splice(0);
     this.latest.clear();
-    try {
-      await writeFilesAtomic(files, { mode: 0o600 });
-    } catch (err) {
-      throw stateError('write', this.store.recordsDir, err);
-    }
+    await this.store.withRebootMarks(moves, async () => {
+      try {
+        await writeFilesAtomic(files, { mode: 0o600 });
+      } catch (err) {
+        throw stateError('write', this.store.recordsDir, err);
+      }
+    });
     for (const move of moves) await this.store.announce(move);
   }
 

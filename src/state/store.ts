@@ -11,6 +11,7 @@ import { checkDeploymentRecord, type DeploymentRecord, type SignalRecord } from 
 import { type CreationEvent, type DeploymentState, type TransitionEvent } from './machine.js';
 import type { SignalEvent } from './signal-machine.js';
 import { readStateFile, writeStateFile } from './state-file.js';
+import { RebootMarks, REBOOT_MARKS_DIR } from './reboot-marks.js';
 import { RecordBatch } from './record-batch.js';
 import { logTransition, type CheckedRecordMove } from './transition-log.js';
 import { listRecords, type UnusableLogging } from './record-list.js';
@@ -66,6 +67,8 @@ const DIR_MODE = 0o700;
 
 export class StateStore {
   readonly recordsDir: string;
+  /** Which records await a reboot (reboot-marks.ts): marked before such a record is written, unmarked after. */
+  readonly rebootMarks: RebootMarks;
 
   constructor(
     stateDir: string,
@@ -75,6 +78,7 @@ export class StateStore {
     private readonly onTransition?: TransitionListener,
   ) {
     this.recordsDir = path.join(stateDir, 'deployments');
+    this.rebootMarks = new RebootMarks(path.join(stateDir, REBOOT_MARKS_DIR));
   }
 
   async init(): Promise<void> {
@@ -216,9 +220,23 @@ export class StateStore {
     failedBefore = false,
   ): Promise<DeploymentRecord> {
     const move = this.checkedMove(record, event, next, logFields, failedBefore);
-    await writeStateFile(this.recordPath(move.written.id), recordText(move.written));
+    await this.withRebootMarks([move], () =>
+      writeStateFile(this.recordPath(move.written.id), recordText(move.written)),
+    );
     await this.announce(move);
     return move.written;
+  }
+
+  /**
+   * `write` of the records `moves` lead to, between the reboot marks they need: a record entering awaiting-reboot is
+   * marked before it is written, one leaving it unmarked after (reboot-marks.ts).
+   */
+  async withRebootMarks(moves: readonly CheckedRecordMove[], write: () => Promise<void>): Promise<void> {
+    const last = new Map(moves.map((m) => [m.written.id, m.written.state]));
+    const left = new Set(moves.filter((m) => m.from === 'awaiting-reboot').map((m) => m.written.id));
+    for (const [id, state] of last) if (state === 'awaiting-reboot') await this.rebootMarks.mark(id);
+    await write();
+    for (const id of left) if (last.get(id) !== 'awaiting-reboot') await this.rebootMarks.unmark(id);
   }
 
   /** A move the state machine allows, with the record it leads to (not yet written); throws for any other. */
@@ -285,6 +303,7 @@ export class StateStore {
         throw stateError('delete', file, err);
       }
     }
+    await this.rebootMarks.unmark(id);
   }
 }
 
