@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { REPO, requireBundle } from '../helpers/bundle.js';
+import type { TapTest } from '../helpers/http-test-server.js';
 
 // heat-cfntools' commands but cfn-signal run from one file of their own beside the entry (src/cli/cfn-main.ts,
 // scripts/build.mjs): Node resolves, reads and links each ES module file on its own, and through the agent's shared
@@ -12,7 +13,7 @@ import { REPO, requireBundle } from '../helpers/bundle.js';
 const PRELOAD = path.join(REPO, 'test/helpers/modules-report-preload.mjs');
 
 /** The files of dist/ that `dist/bin/<name> <args>` loaded, relative to dist/. */
-function bundleFilesLoaded(t: Tap.Test, name: string, args: string[]): string[] {
+function bundleFilesLoaded(t: TapTest, name: string, args: string[]): string[] {
   const dist = path.dirname(requireBundle());
   const report = path.join(t.testdir({}), 'modules');
   // tap puts its loader hooks back into any env given to spawn (NODE_OPTIONS); env(1) starts node without them.
