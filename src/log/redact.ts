@@ -57,14 +57,21 @@ export function scrubText(text: string): string {
   for (const secret of secrets.forms()) {
     if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   }
-  out = out.replace(QUERY_PARAM, (whole, head: string, name: string, value: string) =>
-    value !== '' && isSecretName(decodedName(name)) ? `${head}${REDACTED}` : whole,
-  );
-  out = out.replace(JSON_STRING_FIELD, (whole, head: string, name: string, value: string) =>
-    value !== REDACTED && isSecretJsonField(name) ? `${head}${REDACTED}"` : whole,
-  );
-  out = out.replace(URL_USERINFO, `$1${REDACTED}@`);
-  out = out.replace(AUTH_HEADER_TEXT, `$1${REDACTED}`);
+  // Each pattern is tried only on text holding a character it cannot match without: most strings (ids, names, states,
+  // times) skip most of them. `status` scrubs every value of its report, ~90,000 strings for 10,000 deployments,
+  // where the four scans cost ~75 ms and the checks ~10 ms.
+  if (out.includes('=')) {
+    out = out.replace(QUERY_PARAM, (whole, head: string, name: string, value: string) =>
+      value !== '' && isSecretName(decodedName(name)) ? `${head}${REDACTED}` : whole,
+    );
+  }
+  if (out.includes('"')) {
+    out = out.replace(JSON_STRING_FIELD, (whole, head: string, name: string, value: string) =>
+      value !== REDACTED && isSecretJsonField(name) ? `${head}${REDACTED}"` : whole,
+    );
+  }
+  if (out.includes('@')) out = out.replace(URL_USERINFO, `$1${REDACTED}@`);
+  if (out.includes(':') || out.includes('=')) out = out.replace(AUTH_HEADER_TEXT, `$1${REDACTED}`);
   return out;
 }
 
