@@ -10,11 +10,17 @@ import { setOwnKey, type JsonObject } from './json-merge.js';
 // Why not lossless-json: it refuses NaN, Infinity and -Infinity (which Python reads and writes, and which the cache
 // therefore holds after a source sends 1e400), throws on repeated keys by default, and recurses once per level.
 //
-// Text with no fraction, no exponent and no run of 16 digits reads the same with the engine's JSON.parse, which is
-// many times faster and is what an idle daemon's polls almost always meet; anything else takes the reader below.
+// Text with no number that has a fraction or an exponent or 16 digits reads the same with the engine's JSON.parse,
+// which is many times faster and is what an idle daemon's polls almost always meet; anything else takes the reader
+// below.
 
-/** Text the engine's JSON.parse would read differently from Python: a fraction or exponent, or a 16-digit integer. */
-const NEEDS_EXACT_READER = /\d[.eE]|\d{16}/;
+/**
+ * Text the engine's JSON.parse may read differently from Python: a number with a fraction or an exponent, or of 16
+ * digits or more. A number stands where a value does: at the start, or after `:`, `[` or `,`, and before `,`, `]`, `}`
+ * or the end. The same inside a string (`"x:1.5,"`) only sends the text to the reader, which reads it right. A test
+ * that looked at digits anywhere sent nearly every Heat document there: its ids are hex (`...-5c1e-...`).
+ */
+const NEEDS_EXACT_READER = /(?:^|[:[,])\s*-?(?:\d+\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d{16,})\s*(?:[,\]}]|$)/;
 
 export interface PythonJsonParseOptions {
   /** Refuse values nested deeper than this (objects and arrays count one level each). */

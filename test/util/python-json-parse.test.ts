@@ -69,6 +69,20 @@ t.test('numbers a double cannot carry are kept exact; the others stay plain numb
   t.equal(JSON.stringify(big), '[12345678901234567000,1]', 'JSON.stringify gets the nearest double');
 });
 
+// Which reader takes a text is decided by where its numbers stand (a value's place: first, or after ':', '[' or ',').
+// A float in each such place keeps its form; digits inside strings (hex ids, times) change nothing.
+t.test('a float keeps its form wherever a value stands: alone, first or later in an array, in an object', async (t) => {
+  for (const text of ['1.0', ' -2.50 ', '[1.0]', '[\n  1.0\n]', '[0, 1e5]', '{"a": 1.0}', '{"a":[3,\n 2.0]}'])
+    t.equal(pythonJsonDumps(parsePythonJson(text)), pythonJsonDumps(parsePythonJson(`[${text}]`)).slice(1, -1), text);
+  t.equal(pythonJsonDumps(parsePythonJson('[1.0]')), '[1.0]');
+  t.equal(pythonJsonDumps(parsePythonJson('[\n 2.50e1 ]')), '[25.0]');
+  t.equal(
+    pythonJsonDumps(parsePythonJson('{"id": "5c1e-2E9", "t": "10:31:06.592Z", "n": 1.0}')),
+    '{"id": "5c1e-2E9", "t": "10:31:06.592Z", "n": 1.0}',
+  );
+  t.equal(pythonJsonDumps(parsePythonJson('{"s": "x:1.5,", "n": 2}')), '{"s": "x:1.5,", "n": 2}');
+});
+
 /** Whether reading `text` is refused for its depth alone. */
 function refusedAsTooDeep(text: string, maxDepth: number): boolean {
   try {
