@@ -67,7 +67,7 @@ export class RebootMarks {
       for (const id of ids) await writeFileAtomic(path.join(staging, id), '', { mode: 0o600 });
       await syncDirectory(staging);
       await fs.rename(staging, this.dir).catch(async (err: NodeJS.ErrnoException) => {
-        // Already made, by a start that took the lock after this one found no folder: that one stands.
+        // Made meanwhile, which only a process without the lock could do: that one stands.
         await fs.rm(staging, { recursive: true, force: true });
         if (err.code !== 'EEXIST' && err.code !== 'ENOTEMPTY') throw err;
       });
