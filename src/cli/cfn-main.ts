@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CommandContext } from './command-context.js';
+import { commandRun, type CommandContext } from './command-context.js';
 import type { CfnToolName } from './command-names.js';
 import { newProgram, parseProgram } from './program.js';
 
@@ -26,15 +26,8 @@ export async function defineCfnProgram(program: Command, name: CfnToolName, ctx:
 
 /** Run heat-cfntools' command `name` on `args`: its exit code. */
 export async function cfnMain(args: readonly string[], name: CfnToolName): Promise<number> {
-  let exitCode = 0;
-  const ctx: CommandContext = {
-    setExit: (code) => {
-      exitCode = code;
-    },
-    helpAll: args.includes('--help-all'),
-  };
+  const { ctx, argv, exitCode } = commandRun(args);
   const program = newProgram(name);
   await defineCfnProgram(program, name, ctx);
-  const argv = args.map((a) => (a === '--help-all' ? '--help' : a));
-  return parseProgram(program, argv, name, () => exitCode);
+  return parseProgram(program, argv, name, exitCode);
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { firstOperandIndex } from './argv-normalise.js';
-import { COMMON_HEADING, type CommandContext } from './command-context.js';
+import { COMMON_HEADING, commandRun, type CommandContext } from './command-context.js';
 import { AGENT_COMMAND, isCfnTool } from './command-names.js';
 import { newProgram, parseProgram, type ProgramName } from './program.js';
 import { SUBCOMMANDS } from './subcommands.js';
@@ -52,19 +52,11 @@ export async function buildProgram(name: ProgramName, ctx: CommandContext, defin
 }
 
 export async function main(args: readonly string[], name: ProgramName): Promise<number> {
-  let exitCode = 0;
-  const helpAll = args.includes('--help-all');
-  const ctx: CommandContext = {
-    setExit: (code) => {
-      exitCode = code;
-    },
-    helpAll,
-  };
-  const argv = args.map((a) => (a === '--help-all' ? '--help' : a));
+  const { ctx, argv, exitCode } = commandRun(args);
   const operand = firstOperandIndex(argv);
   const wanted = operand === -1 ? undefined : argv[operand];
   // `os-config-agent --help` lists the commands only; `help <command>` and `<command> --help` define that one.
   const helpOf = wanted === 'help' ? argv[operand + 1] : wanted;
   const program = await buildProgram(name, ctx, { all: false, ...(helpOf !== undefined ? { wanted: helpOf } : {}) });
-  return parseProgram(program, argv, name, () => exitCode);
+  return parseProgram(program, argv, name, exitCode);
 }
