@@ -8,6 +8,7 @@ import { isDirectory } from '../util/path-kind.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { checkFileName } from '../util/safe-name.js';
 import { parsePythonJson } from '../util/python-json-parse.js';
+import { processStartTicks } from '../util/process-identity.js';
 import { TrustCheck, UntrustedPathError } from '../util/trust.js';
 import type { StoreMemo } from './store-memo.js';
 
@@ -211,16 +212,9 @@ async function removeDeadStagings(backupDir: string): Promise<void> {
   const names = await fs.readdir(path.dirname(backupDir)).catch(() => [] as string[]);
   for (const name of names) {
     const pid = Number(name.slice(prefix.length));
-    if (!name.startsWith(prefix) || !Number.isSafeInteger(pid) || pid <= 0 || isAlive(pid)) continue;
+    if (!name.startsWith(prefix) || !Number.isSafeInteger(pid) || pid <= 0) continue;
+    // A pid /proc still shows is alive (its staging may be in use).
+    if (processStartTicks(pid) !== undefined) continue;
     await fs.rm(path.join(path.dirname(backupDir), name), { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
