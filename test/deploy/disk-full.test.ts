@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, promises as fsp, readFileSync, rmSync } from 'node:fs';
+import fs, { existsSync, mkdirSync, mkdtempSync, promises as fsp, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -10,8 +10,8 @@ import { toStatus } from '../../src/status/status.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
 
 // A disk that fills while a deployment runs: the write of its result fails with ENOSPC (as test/helpers/
-// enospc-preload.mjs does for the daemon, here in this process: fs.promises.open is what the atomic writes call, and
-// only files opened for writing that name the result's notify file fail). The record keeps the cause, status says
+// enospc-preload.mjs does for the daemon, here in this process: fs.promises.open and fs.openSync are what the atomic
+// writes call, and only files opened for writing that name the result's notify file fail). The record keeps the cause, status says
 // the deployment stopped on a full disk rather than "is running", and once space returns the next pass completes it.
 
 t.test('ENOSPC during a deployment is recorded as its cause; status says so; the next pass completes it', async (t) => {
@@ -23,22 +23,30 @@ t.test('ENOSPC during a deployment is recorded as its cause; status says so; the
   const d = deployment({ id: 'full', config: { counter } });
 
   const open = fsp.open.bind(fsp);
+  const openSync = fs.openSync.bind(fs);
   let full = true;
-  fsp.open = ((file: string, flags?: string | number, mode?: number) => {
+  const fullDisk = (file: fs.PathLike, flags?: fs.OpenMode) => {
     const writing = typeof flags === 'string' && /[wa+]/.test(flags);
-    if (full && writing && String(file).includes('full.notify.json')) {
-      const err = Object.assign(new Error(`ENOSPC: no space left on device, open '${String(file)}'`), {
-        code: 'ENOSPC',
-        errno: -28,
-        syscall: 'open',
-        path: String(file),
-      });
-      return Promise.reject(err);
-    }
-    return open(file, flags, mode);
+    if (!full || !writing || !String(file).includes('full.notify.json')) return undefined;
+    return Object.assign(new Error(`ENOSPC: no space left on device, open '${String(file)}'`), {
+      code: 'ENOSPC',
+      errno: -28,
+      syscall: 'open',
+      path: String(file),
+    });
+  };
+  fsp.open = ((file: string, flags?: string | number, mode?: number) => {
+    const err = fullDisk(file, flags);
+    return err ? Promise.reject(err) : open(file, flags, mode);
   }) as typeof fsp.open;
+  fs.openSync = ((file: fs.PathLike, flags?: fs.OpenMode, mode?: fs.Mode | null) => {
+    const err = fullDisk(file, flags);
+    if (err) throw err;
+    return openSync(file, flags ?? 'r', mode);
+  }) as typeof fs.openSync;
   t.teardown(() => {
     fsp.open = open;
+    fs.openSync = openSync;
   });
 
   await t.rejects(runDeployments(h.ctx([d])), { code: 'ERR_DEPLOYMENT_STATE' }, 'the pass fails on the full disk');

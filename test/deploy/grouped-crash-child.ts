@@ -21,12 +21,23 @@ if (root === undefined || metadataFile === undefined) {
 }
 const [when, at] = (kill ?? '').split(':');
 let renames = 0;
+const killAt = (moment: 'before' | 'after') => {
+  if (when === moment && String(renames) === at) process.kill(process.pid, 'SIGKILL');
+};
+// Small state files are renamed with fs.renameSync, batches with fs.promises.rename; both are looked up at call time.
 const rename = fs.promises.rename.bind(fs.promises);
 fs.promises.rename = async (from, to) => {
   renames++;
-  if (when === 'before' && String(renames) === at) process.kill(process.pid, 'SIGKILL');
+  killAt('before');
   await rename(from, to);
-  if (when === 'after' && String(renames) === at) process.kill(process.pid, 'SIGKILL');
+  killAt('after');
+};
+const renameSync = fs.renameSync.bind(fs);
+fs.renameSync = (from, to) => {
+  renames++;
+  killAt('before');
+  renameSync(from, to);
+  killAt('after');
 };
 const loaded = await loadConfig({ root, configFiles: [], cli: { deploy: { signal_timeout: 2 } } });
 const ctx = {

@@ -19,17 +19,31 @@ if (mode === undefined || root === undefined || input === undefined) {
 const [when, at] = (process.env.KILL ?? '').split(':');
 let writes = 0;
 const rename = fs.promises.rename.bind(fs.promises);
-// The modules below read fs.promises.rename when they call it, so this sees every atomic write they make.
-fs.promises.rename = async (from: fs.PathLike, to: fs.PathLike) => {
-  if (!String(to).startsWith(root)) return rename(from, to);
-  writes++;
+const renameSync = fs.renameSync.bind(fs);
+/** Counts a write under the root; the kill before it, if this is the one. Returns the after-kill to run. */
+const counted = (from: fs.PathLike, to: fs.PathLike): (() => void) => {
+  if (!String(to).startsWith(root)) return () => undefined;
+  const n = ++writes;
   const note = (moment: string, text: string) => {
-    writeFileSync(path.join(root, 'killed.json'), JSON.stringify({ moment, write: writes, file: String(to), text }));
+    writeFileSync(path.join(root, 'killed.json'), JSON.stringify({ moment, write: n, file: String(to), text }));
     process.kill(process.pid, 'SIGKILL');
   };
-  if (when === 'before' && String(writes) === at) note('before', readFileSync(from, 'utf8'));
+  if (when === 'before' && String(n) === at) note('before', readFileSync(from, 'utf8'));
+  return () => {
+    if (when === 'after' && String(n) === at) note('after', readFileSync(to, 'utf8'));
+  };
+};
+// The modules below read fs.promises.rename and fs.renameSync when they call them (small files are written with
+// direct calls, larger ones and batches through the promises), so this sees every atomic write they make.
+fs.promises.rename = async (from: fs.PathLike, to: fs.PathLike) => {
+  const after = counted(from, to);
   await rename(from, to);
-  if (when === 'after' && String(writes) === at) note('after', readFileSync(to, 'utf8'));
+  after();
+};
+fs.renameSync = (from: fs.PathLike, to: fs.PathLike) => {
+  const after = counted(from, to);
+  renameSync(from, to);
+  after();
 };
 
 const { loadConfig } = await import('../../src/config/load.js');

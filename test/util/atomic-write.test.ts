@@ -1,7 +1,7 @@
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import fs, { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import t from 'tap';
-import { readFileIfExists, tempPathFor, writeFileAtomic } from '../../src/util/atomic-write.js';
+import t, { type Test } from 'tap';
+import { DIRECT_WRITE_MAX_SIZE, readFileIfExists, tempPathFor, writeFileAtomic } from '../../src/util/atomic-write.js';
 
 const modeOf = (file: string) => statSync(file).mode & 0o7777;
 
@@ -117,4 +117,51 @@ t.test('temp names sit beside their target, hidden, distinct on every call', asy
   for (const name of names) t.match(name, new RegExp(`^/etc/app/\\.app\\.conf\\.tmp-${process.pid}-\\d+-[0-9a-f]+$`));
   t.equal(new Set(names).size, 3);
   t.match(tempPathFor('bare'), /^\.bare\.tmp-/, 'a bare name stays in the current directory');
+});
+
+/** Which rename each write made: direct (fs.renameSync) or through the thread pool (fs.promises.rename). */
+function recordRenames(t: Test): string[] {
+  const seen: string[] = [];
+  const renameSync = fs.renameSync.bind(fs);
+  const rename = fs.promises.rename.bind(fs.promises);
+  fs.renameSync = (from, to) => {
+    seen.push('direct');
+    renameSync(from, to);
+  };
+  fs.promises.rename = async (from, to) => {
+    seen.push('pool');
+    await rename(from, to);
+  };
+  t.teardown(() => {
+    fs.renameSync = renameSync;
+    fs.promises.rename = rename;
+  });
+  return seen;
+}
+
+t.test(
+  'small files are written with direct calls, larger ones through the thread pool, to the same result',
+  async (t) => {
+    const seen = recordRenames(t);
+    const dir = t.testdir();
+    const small = 'x'.repeat(DIRECT_WRITE_MAX_SIZE);
+    const large = Buffer.alloc(DIRECT_WRITE_MAX_SIZE + 1, 0x79);
+    await writeFileAtomic(path.join(dir, 'small'), small, { mode: 0o640 });
+    await writeFileAtomic(path.join(dir, 'large'), large, { mode: 0o640 });
+    t.same(seen, ['direct', 'pool']);
+    t.equal(readFileSync(path.join(dir, 'small'), 'utf8'), small);
+    t.same(readFileSync(path.join(dir, 'large')), large);
+    t.equal(modeOf(path.join(dir, 'small')), 0o640);
+    t.equal(modeOf(path.join(dir, 'large')), 0o640);
+    t.same(readdirSync(dir).sort(), ['large', 'small'], 'no temp file left behind');
+  },
+);
+
+t.test('either way, a failed rename leaves the target as it was and no temp file', async (t) => {
+  for (const data of ['small', Buffer.alloc(DIRECT_WRITE_MAX_SIZE + 1)]) {
+    const dir = t.testdir({ target: { inside: 'x' } });
+    await t.rejects(writeFileAtomic(path.join(dir, 'target'), data), { code: /^(EISDIR|ENOTEMPTY|EEXIST)$/ });
+    t.same(readdirSync(dir), ['target']);
+    t.same(readdirSync(path.join(dir, 'target')), ['inside']);
+  }
 });
