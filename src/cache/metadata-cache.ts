@@ -33,7 +33,7 @@ export interface StoreResult {
 }
 
 export class MetadataCache {
-  private trusted: Promise<boolean> | undefined;
+  private trusted = false;
 
   constructor(
     readonly dir: string,
@@ -57,13 +57,14 @@ export class MetadataCache {
         { cause: err },
       );
     }
-    await this.requireTrusted();
+    this.requireTrusted();
   }
 
-  /** Throws UntrustedPathError when the directory breaks the trust rule; judged once per instance (one cycle). */
-  private async requireTrusted(): Promise<void> {
-    this.trusted ??= new TrustCheck().require(this.dir);
-    await this.trusted;
+  /** Throws UntrustedPathError when the directory breaks the trust rule; found trusted once per instance (one cycle). */
+  private requireTrusted(): void {
+    if (this.trusted) return;
+    new TrustCheck().require(this.dir);
+    this.trusted = true;
   }
 
   /**
@@ -125,7 +126,7 @@ export class MetadataCache {
   /** Mark a key's current value as applied: copy <key>.json to <key>.json.last. */
   async commit(key: string): Promise<void> {
     const file = this.pathOf(key);
-    await this.requireTrusted();
+    this.requireTrusted();
     try {
       const text = await readFileIfExists(file);
       if (text === undefined) return;
@@ -141,7 +142,7 @@ export class MetadataCache {
   /** Write os_config_files.json: the cache paths in collection order, compact, as upstream. */
   async storeMetaList(files: readonly string[]): Promise<string> {
     const target = path.join(this.dir, META_LIST_FILE);
-    await this.requireTrusted();
+    this.requireTrusted();
     try {
       await writeFileAtomic(target, pythonJsonDumps(files), { mode: FILE_MODE });
     } catch (err) {

@@ -28,7 +28,7 @@ export const heatLocalCollector: Collector<HeatLocalMemory> = {
     const sources: ReadFile[] = [];
     const trust = new TrustCheck();
     for (const file of ctx.config.heat_local.path) {
-      const verdict = await trust.judge(file);
+      const verdict = trust.judge(file);
       if (verdict.kind === 'untrusted') throw untrustedSource('heat_local', file, verdict);
       const read = await memo.read(file, ctx.config.agent.max_source_bytes);
       if (!read.ok) {

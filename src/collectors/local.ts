@@ -109,7 +109,7 @@ async function entriesOf(
     );
     return undefined;
   }
-  refuseUntrusted(dir, await trust.judge(dir));
+  refuseUntrusted(dir, trust.judge(dir));
   try {
     return await fs.readdir(dir);
   } catch (err) {
@@ -147,7 +147,7 @@ async function entryPair(
     );
     return undefined;
   }
-  refuseUntrusted(file, await trust.judge(file));
+  refuseUntrusted(file, trust.judge(file));
   if (!isSafeFileName(name)) {
     conditions.hold(
       `unsafe-name:${file}`,

@@ -163,7 +163,7 @@ export async function invokeHook(
  */
 async function builtinHookFor(ctx: DeployContext, file: string, name: string): Promise<BuiltinHook | undefined> {
   if (!ctx.config.deploy.hooks_in_process || !BUILTIN_HOOK_GROUPS.includes(name)) return undefined;
-  const stamp = await readHookStamp(file);
+  const stamp = readHookStamp(file);
   if (stamp?.group !== name || stamp.version !== VERSION) return undefined;
   return loadBuiltinHook(name);
 }

@@ -45,7 +45,7 @@ async function placeCheck(loaded: LoadedConfig, place: Place): Promise<CheckResu
   const refused: string[] = [];
   let present = 0;
   for (const p of (await place.paths()).filter((x) => x !== '')) {
-    const verdict = await trust.judge(p);
+    const verdict = trust.judge(p);
     if (verdict.kind === 'trusted') present++;
     if (verdict.kind === 'untrusted')
       refused.push(`${shown(p)} is not trusted: ${describeUntrusted(shown(p), shown(verdict.at), verdict.problem)}`);

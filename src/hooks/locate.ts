@@ -48,7 +48,7 @@ export async function findHook(group: string, dirs: readonly string[]): Promise<
     const file = path.join(dir, name);
     const status = await executableStatus(file);
     if (status.kind === 'absent') continue;
-    const verdict = await trust.judge(file);
+    const verdict = trust.judge(file);
     if (verdict.kind === 'untrusted') {
       const problem = `is not trusted: ${describeUntrusted(file, verdict.at, verdict.problem)}`;
       const found = { path: file, runnable: false, problem, fix: TRUST_FIX, code: 'ERR_UNTRUSTED_PATH' } as const;

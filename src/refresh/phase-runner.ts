@@ -91,7 +91,7 @@ export async function runPhase(options: RunPhaseOptions): Promise<boolean> {
 
   const files = await environmentFiles(options.envDir);
   const scripts = entries.flatMap((e) => (e.kind === 'script' ? [path.join(dir, e.name)] : []));
-  await refuseUntrusted(phase, [...(kind === 'dir' ? [dir] : []), ...files, ...scripts]);
+  refuseUntrusted(phase, [...(kind === 'dir' ? [dir] : []), ...files, ...scripts]);
 
   let env: Record<string, string>;
   try {
@@ -142,10 +142,10 @@ async function phaseEntries(
 }
 
 /** Refuses the phase when its directory, an environment.d file or a script it would run breaks the trust rule. */
-async function refuseUntrusted(phase: string, paths: readonly string[]): Promise<void> {
+function refuseUntrusted(phase: string, paths: readonly string[]): void {
   const trust = new TrustCheck();
   for (const p of paths) {
-    const verdict = await trust.judge(p);
+    const verdict = trust.judge(p);
     if (verdict.kind !== 'untrusted') continue;
     const err = new UntrustedPathError(p, verdict.at, verdict.problem);
     throw new PhaseFailedError(

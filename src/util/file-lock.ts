@@ -121,7 +121,7 @@ async function openLockFile(file: string, options: LockOptions): Promise<fs.File
     throw new LockFileError(file, `its directory cannot be created (${errorMessage(err)})`, { cause: err });
   }
   // Whoever can write the directory could replace the file, and two processes would each hold a lock on their own.
-  await new TrustCheck().require(path.dirname(file));
+  new TrustCheck().require(path.dirname(file));
   let handle: fs.FileHandle;
   try {
     // Held read-only: a descriptor open for writing for a daemon's whole life would keep its file system from being

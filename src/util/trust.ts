@@ -1,5 +1,4 @@
-import type { Stats } from 'node:fs';
-import { lstat, readlink } from 'node:fs/promises';
+import { lstatSync, readlinkSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { AgentError, errorMessage } from '../errors.js';
 
@@ -14,6 +13,10 @@ import { AgentError, errorMessage } from '../errors.js';
 //   - a directory on the way (never the path itself) may be writable by all with the sticky bit set, as /tmp is: others
 //     can add names there but not replace ours, and what is reached through it is judged on its own.
 // A path that does not exist is not judged: callers treat it as absent (a hook not installed, a file not written yet).
+//
+// The walk calls lstat directly, not through libuv's thread pool: one lstat per path component of a local file costs
+// a few microseconds made directly and ~45 µs of round trips made asynchronously, and a deployment's hook, each
+// poll's local sources and each lock are judged again every time (docs/performance.md).
 
 /** Symbolic links followed before a path is refused (the kernel's own limit). */
 const MAX_LINKS = 40;
@@ -57,11 +60,11 @@ export class TrustCheck {
   private readonly gid = process.getgid?.() ?? 0;
 
   /** The verdict on `target` (made absolute against the working directory). */
-  async judge(target: string): Promise<PathTrust> {
+  judge(target: string): PathTrust {
     const pending = path.resolve(target).split('/').filter(Boolean);
     let dir = '/';
     let links = 0;
-    const rootProblem = await this.directory('/', pending.length > 0);
+    const rootProblem = this.directory('/', pending.length > 0);
     if (rootProblem) return rootProblem;
     while (pending.length > 0) {
       const name = pending.shift() as string;
@@ -71,14 +74,14 @@ export class TrustCheck {
         continue;
       }
       const next = path.join(dir, name);
-      const st = await lstatOf(next);
+      const st = lstatOf(next);
       if (st === 'missing') return { kind: 'missing' };
       if (typeof st === 'string') return untrusted(next, st);
       if (st.isSymbolicLink()) {
         const owner = this.ownerProblem(st);
         if (owner) return untrusted(next, `is a symbolic link that ${owner}`);
         if (++links > MAX_LINKS) return untrusted(next, `leads through more than ${MAX_LINKS} symbolic links`);
-        const to = await readlink(next).catch(() => undefined);
+        const to = readlinkOf(next);
         if (to === undefined) return { kind: 'missing' };
         pending.unshift(...to.split('/').filter(Boolean));
         if (path.isAbsolute(to)) dir = '/';
@@ -86,7 +89,7 @@ export class TrustCheck {
       }
       const onTheWay = pending.length > 0;
       if (onTheWay && !st.isDirectory()) return { kind: 'missing' };
-      const problem = st.isDirectory() ? await this.directory(next, onTheWay, st) : this.problemOf(st, false);
+      const problem = st.isDirectory() ? this.directory(next, onTheWay, st) : this.problemOf(st, false);
       if (typeof problem === 'string') return untrusted(next, problem);
       if (problem) return problem;
       dir = next;
@@ -94,16 +97,16 @@ export class TrustCheck {
     return { kind: 'trusted' };
   }
 
-  /** Throws UntrustedPathError when `target` breaks the rule; resolves whether it exists. */
-  async require(target: string): Promise<boolean> {
-    const verdict = await this.judge(target);
+  /** Throws UntrustedPathError when `target` breaks the rule; returns whether it exists. */
+  require(target: string): boolean {
+    const verdict = this.judge(target);
     if (verdict.kind === 'untrusted') throw new UntrustedPathError(target, verdict.at, verdict.problem);
     return verdict.kind === 'trusted';
   }
 
-  private async directory(dir: string, onTheWay: boolean, known?: Stats): Promise<PathTrust | undefined> {
+  private directory(dir: string, onTheWay: boolean, known?: Stats): PathTrust | undefined {
     if (onTheWay && this.trustedDirs.has(dir)) return undefined;
-    const st = known ?? (await lstatOf(dir));
+    const st = known ?? lstatOf(dir);
     if (st === 'missing') return { kind: 'missing' };
     if (typeof st === 'string') return untrusted(dir, st);
     const problem = this.problemOf(st, onTheWay);
@@ -135,17 +138,26 @@ function untrusted(at: string, problem: string): PathTrust {
 }
 
 /** The verdict on one path, with nothing remembered. */
-export function judgePath(target: string): Promise<PathTrust> {
+export function judgePath(target: string): PathTrust {
   return new TrustCheck().judge(target);
 }
 
 /** lstat, 'missing', or why the path cannot be examined (which makes it untrusted). */
-async function lstatOf(p: string): Promise<Stats | string> {
+function lstatOf(p: string): Stats | string {
   try {
-    return await lstat(p);
+    return lstatSync(p);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return 'missing';
     return `cannot be examined (${errorMessage(err)})`;
+  }
+}
+
+/** A link's target, or undefined when it cannot be read (it is then treated as missing). */
+function readlinkOf(p: string): string | undefined {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return undefined;
   }
 }

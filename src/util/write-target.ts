@@ -1,5 +1,4 @@
-import type { Stats } from 'node:fs';
-import { lstat, readlink, realpath } from 'node:fs/promises';
+import { lstatSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { errorMessage, type ErrorCode } from '../errors.js';
 import { isInside } from './rooted-path.js';
@@ -11,7 +10,8 @@ import { isInside } from './rooted-path.js';
 // fs.protected_symlinks applies in shared directories) and only while it leads to a place inside the root; anything
 // else is refused before a byte is written. The stack owner naming the file is root on the server anyway (the script
 // hook runs anything), so any place inside the root may be written; what is refused is what would write somewhere
-// other than where the name says, or where another local user steers it.
+// other than where the name says, or where another local user steers it. The walk calls lstat directly, as the trust
+// rule's does (trust.ts): cfn-init walks every file of its metadata.
 
 /** Why a name cannot be written; the hook reports it with the name. */
 export class TargetRefused extends Error {
@@ -53,13 +53,16 @@ export function checkName(name: string): void {
 const MAX_LINKS = 40;
 
 /** Resolves `file` (a path inside `options.root`) by the rule, or throws TargetRefused. Nothing is created. */
-export async function resolveWriteTarget(file: string, options: TargetOptions): Promise<WriteTarget> {
+export function resolveWriteTarget(file: string, options: TargetOptions): WriteTarget {
   const root = path.resolve(options.root);
   const last = options.last ?? 'file';
   if (!isInside(root, file)) throw new TargetRefused(`is outside ${root}`);
-  const realRoot = await realpath(root).catch((err: unknown) => {
+  let realRoot: string;
+  try {
+    realRoot = realpathSync(root);
+  } catch (err) {
     throw new TargetRefused(`${root} cannot be resolved (${errorMessage(err)})`);
-  });
+  }
   const walk = new Walk(realRoot, path.relative(root, path.resolve(file)).split('/'), last);
   return walk.run();
 }
@@ -79,7 +82,7 @@ class Walk {
     this.dir = realRoot;
   }
 
-  async run(): Promise<WriteTarget> {
+  run(): WriteTarget {
     while (this.pending.length > 0) {
       const name = this.pending.shift() as string;
       if (name === '' || name === '.') continue;
@@ -89,10 +92,10 @@ class Walk {
       }
       const next = path.join(this.dir, name);
       const atEnd = this.pending.every((p) => p === '' || p === '.');
-      const st = await lstatOrNull(next);
+      const st = lstatOrNull(next);
       if (st === null) return this.missing(next);
       if (st.isSymbolicLink() && !(atEnd && this.last === 'replace')) {
-        await this.follow(next, st, atEnd);
+        this.follow(next, st, atEnd);
         continue;
       }
       if (!atEnd) {
@@ -114,14 +117,14 @@ class Walk {
     return { file: this.inside(path.join(next, ...rest)) };
   }
 
-  private async follow(link: string, st: Stats, atEnd: boolean): Promise<void> {
+  private follow(link: string, st: Stats, atEnd: boolean): void {
     if (!isInside(this.realRoot, link)) throw new TargetRefused(`${link} is outside ${this.realRoot}`);
     const owner = linkOwnerProblem(link, st);
     if (owner) throw new TargetRefused(owner);
     if (++this.links > MAX_LINKS) throw new TargetRefused(`more than ${MAX_LINKS} symbolic links on the way`);
     let text: string;
     try {
-      text = await readlink(link);
+      text = readlinkSync(link);
     } catch (err) {
       throw new TargetRefused(`${link} is a symbolic link that cannot be read (${errorMessage(err)})`);
     }
@@ -161,9 +164,9 @@ export function linkOwnerProblem(link: string, st: Stats): string | undefined {
   return `${link} is a symbolic link owned by user ${st.uid} (only links owned by root or the agent's user are followed)`;
 }
 
-async function lstatOrNull(p: string): Promise<Stats | null> {
+function lstatOrNull(p: string): Stats | null {
   try {
-    return await lstat(p);
+    return lstatSync(p);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw new TargetRefused(`${p} cannot be examined (${errorMessage(err)})`);

@@ -19,11 +19,11 @@ t.test('a plain tree is trusted; a missing path is missing, not untrusted', asyn
   const dir = tree(t);
   mkdirSync(path.join(dir, 'hooks'), { mode: 0o755 });
   writeFileSync(path.join(dir, 'hooks', 'script'), '#!/bin/sh\n', { mode: 0o755 });
-  t.same(await judgePath(path.join(dir, 'hooks', 'script')), { kind: 'trusted' });
-  t.same(await judgePath(path.join(dir, 'hooks')), { kind: 'trusted' });
-  t.same(await judgePath(path.join(dir, 'hooks', 'nothing')), { kind: 'missing' });
-  t.same(await judgePath(path.join(dir, 'hooks', 'script', 'below-a-file')), { kind: 'missing' });
-  t.equal(await new TrustCheck().require(path.join(dir, 'hooks', 'nothing')), false);
+  t.same(judgePath(path.join(dir, 'hooks', 'script')), { kind: 'trusted' });
+  t.same(judgePath(path.join(dir, 'hooks')), { kind: 'trusted' });
+  t.same(judgePath(path.join(dir, 'hooks', 'nothing')), { kind: 'missing' });
+  t.same(judgePath(path.join(dir, 'hooks', 'script', 'below-a-file')), { kind: 'missing' });
+  t.equal(new TrustCheck().require(path.join(dir, 'hooks', 'nothing')), false);
 });
 
 t.test('writable by others: the file, or a directory on the way', async (t) => {
@@ -31,17 +31,19 @@ t.test('writable by others: the file, or a directory on the way', async (t) => {
   mkdirSync(path.join(dir, 'open'), { mode: 0o755 });
   chmodSync(path.join(dir, 'open'), 0o777);
   writeFileSync(path.join(dir, 'open', 'hook'), 'x', { mode: 0o755 });
-  t.match(await judgePath(path.join(dir, 'open', 'hook')), {
+  t.match(judgePath(path.join(dir, 'open', 'hook')), {
     kind: 'untrusted',
     at: path.join(dir, 'open'),
     problem: 'is writable by others (mode 0777)',
   });
   writeFileSync(path.join(dir, 'data'), 'x');
   chmodSync(path.join(dir, 'data'), 0o666);
-  t.match(await judgePath(path.join(dir, 'data')), { kind: 'untrusted', at: path.join(dir, 'data') });
-  const err = await new TrustCheck().require(path.join(dir, 'data')).catch((e: unknown) => e);
-  t.ok(err instanceof UntrustedPathError);
-  t.match(err, { code: 'ERR_UNTRUSTED_PATH', message: /is not trusted: is writable by others.*chmod go-w/ });
+  t.match(judgePath(path.join(dir, 'data')), { kind: 'untrusted', at: path.join(dir, 'data') });
+  t.throws(() => new TrustCheck().require(path.join(dir, 'data')), UntrustedPathError);
+  t.throws(() => new TrustCheck().require(path.join(dir, 'data')), {
+    code: 'ERR_UNTRUSTED_PATH',
+    message: /is not trusted: is writable by others.*chmod go-w/,
+  });
 });
 
 t.test('a sticky directory open to all (/tmp) may be on the way, but is not trusted itself', async (t) => {
@@ -50,8 +52,8 @@ t.test('a sticky directory open to all (/tmp) may be on the way, but is not trus
   mkdirSync(path.join(tmp, 'mine'), { recursive: true, mode: 0o755 });
   chmodSync(tmp, 0o1777);
   writeFileSync(path.join(tmp, 'mine', 'f'), 'x');
-  t.same(await judgePath(path.join(tmp, 'mine', 'f')), { kind: 'trusted' });
-  t.match(await judgePath(tmp), { kind: 'untrusted', at: tmp, problem: /writable by others \(mode 1777\)/ });
+  t.same(judgePath(path.join(tmp, 'mine', 'f')), { kind: 'trusted' });
+  t.match(judgePath(tmp), { kind: 'untrusted', at: tmp, problem: /writable by others \(mode 1777\)/ });
 });
 
 t.test(
@@ -62,9 +64,9 @@ t.test(
     const file = path.join(dir, 'f');
     writeFileSync(file, 'x');
     chmodSync(file, 0o664);
-    t.same(await judgePath(file), { kind: 'trusted' }, 'root:root 0664');
+    t.same(judgePath(file), { kind: 'trusted' }, 'root:root 0664');
     chownSync(file, 0, NOBODY);
-    t.match(await judgePath(file), { kind: 'untrusted', problem: `is writable by group ${NOBODY} (mode 0664)` });
+    t.match(judgePath(file), { kind: 'untrusted', problem: `is writable by group ${NOBODY} (mode 0664)` });
   },
 );
 
@@ -75,21 +77,21 @@ t.test(
     const dir = tree(t);
     writeFileSync(path.join(dir, 'theirs'), 'x', { mode: 0o644 });
     chownSync(path.join(dir, 'theirs'), NOBODY, NOBODY);
-    t.match(await judgePath(path.join(dir, 'theirs')), {
+    t.match(judgePath(path.join(dir, 'theirs')), {
       kind: 'untrusted',
       problem: `is owned by user ${NOBODY}, not by root or the agent's user`,
     });
     mkdirSync(path.join(dir, 'home', 'bob'), { recursive: true, mode: 0o755 });
     chownSync(path.join(dir, 'home', 'bob'), NOBODY, NOBODY);
     writeFileSync(path.join(dir, 'home', 'bob', 'hook'), 'x', { mode: 0o755 });
-    t.match(await judgePath(path.join(dir, 'home', 'bob', 'hook')), {
+    t.match(judgePath(path.join(dir, 'home', 'bob', 'hook')), {
       kind: 'untrusted',
       at: path.join(dir, 'home', 'bob'),
     });
     writeFileSync(path.join(dir, 'real'), 'x');
     symlinkSync(path.join(dir, 'real'), path.join(dir, 'planted'));
     lchownSync(path.join(dir, 'planted'), NOBODY, NOBODY);
-    t.match(await judgePath(path.join(dir, 'planted')), {
+    t.match(judgePath(path.join(dir, 'planted')), {
       kind: 'untrusted',
       at: path.join(dir, 'planted'),
       problem: /is a symbolic link that is owned by user 65534/,
@@ -103,15 +105,15 @@ t.test('links are followed one by one: every directory a chain passes through co
   writeFileSync(path.join(dir, 'c', 'f'), 'x');
   symlinkSync(path.join(dir, 'c', 'f'), path.join(dir, 'b', 'l2'));
   symlinkSync('../b/l2', path.join(dir, 'a', 'l1'));
-  t.same(await judgePath(path.join(dir, 'a', 'l1')), { kind: 'trusted' });
+  t.same(judgePath(path.join(dir, 'a', 'l1')), { kind: 'trusted' });
   chmodSync(path.join(dir, 'b'), 0o777);
-  t.match(await judgePath(path.join(dir, 'a', 'l1')), { kind: 'untrusted', at: path.join(dir, 'b') }, 'the middle hop');
+  t.match(judgePath(path.join(dir, 'a', 'l1')), { kind: 'untrusted', at: path.join(dir, 'b') }, 'the middle hop');
   chmodSync(path.join(dir, 'b'), 0o755);
   chmodSync(path.join(dir, 'c'), 0o777);
-  t.match(await judgePath(path.join(dir, 'a', 'l1')), { kind: 'untrusted', at: path.join(dir, 'c') }, 'the target');
+  t.match(judgePath(path.join(dir, 'a', 'l1')), { kind: 'untrusted', at: path.join(dir, 'c') }, 'the target');
   symlinkSync('loop2', path.join(dir, 'loop1'));
   symlinkSync('loop1', path.join(dir, 'loop2'));
-  t.match(await judgePath(path.join(dir, 'loop1')), { kind: 'untrusted', problem: /more than 40 symbolic links/ });
+  t.match(judgePath(path.join(dir, 'loop1')), { kind: 'untrusted', problem: /more than 40 symbolic links/ });
   symlinkSync(path.join(dir, 'nowhere'), path.join(dir, 'dangling'));
-  t.same(await judgePath(path.join(dir, 'dangling')), { kind: 'missing' });
+  t.same(judgePath(path.join(dir, 'dangling')), { kind: 'missing' });
 });

@@ -23,23 +23,19 @@ t.test('names: absolute, no "..", a file', async (t) => {
 
 t.test('plain paths, missing parts, and links that stay inside the root', async (t) => {
   const { root, at } = tree(t);
-  t.same(await resolveWriteTarget(at('etc/app/new/x.json'), { root }), { file: at('etc/app/new/x.json') });
-  t.equal((await resolveWriteTarget(at('srv/data/file.json'), { root })).existing?.isFile(), true);
+  t.same(resolveWriteTarget(at('etc/app/new/x.json'), { root }), { file: at('etc/app/new/x.json') });
+  t.equal(resolveWriteTarget(at('srv/data/file.json'), { root }).existing?.isFile(), true);
   symlinkSync('../srv/data', at('etc/rel'));
   symlinkSync(at('srv/data'), at('etc/abs'));
   symlinkSync('file.json', at('srv/data/alias.json'));
-  t.equal((await resolveWriteTarget(at('etc/rel/file.json'), { root })).file, at('srv/data/file.json'));
-  t.equal((await resolveWriteTarget(at('etc/abs/x.json'), { root })).file, at('srv/data/x.json'));
-  t.equal(
-    (await resolveWriteTarget(at('etc/rel/alias.json'), { root })).file,
-    at('srv/data/file.json'),
-    'written through',
-  );
-  const replaced = await resolveWriteTarget(at('etc/rel/alias.json'), { root, last: 'replace' });
+  t.equal(resolveWriteTarget(at('etc/rel/file.json'), { root }).file, at('srv/data/file.json'));
+  t.equal(resolveWriteTarget(at('etc/abs/x.json'), { root }).file, at('srv/data/x.json'));
+  t.equal(resolveWriteTarget(at('etc/rel/alias.json'), { root }).file, at('srv/data/file.json'), 'written through');
+  const replaced = resolveWriteTarget(at('etc/rel/alias.json'), { root, last: 'replace' });
   t.equal(replaced.file, at('srv/data/alias.json'), "'replace': the link itself");
   t.ok(replaced.existing?.isSymbolicLink());
-  t.equal((await resolveWriteTarget(at('etc/rel'), { root, last: 'directory' })).file, at('srv/data'));
-  t.equal((await resolveWriteTarget(root, { root, last: 'directory' })).file, root);
+  t.equal(resolveWriteTarget(at('etc/rel'), { root, last: 'directory' }).file, at('srv/data'));
+  t.equal(resolveWriteTarget(root, { root, last: 'directory' }).file, root);
 });
 
 t.test(
@@ -54,26 +50,22 @@ t.test(
     symlinkSync(at('srv/data/missing.json'), at('etc/dangling.json'));
     symlinkSync('loop2', at('etc/loop1'));
     symlinkSync('loop1', at('etc/loop2'));
-    const refused = async (p: string, pattern: RegExp, last?: 'replace' | 'directory') =>
-      t.rejects(
-        resolveWriteTarget(at(p), { root, ...(last ? { last } : {}) }),
+    const refused = (p: string, pattern: RegExp, last?: 'replace' | 'directory') =>
+      t.throws(
+        () => resolveWriteTarget(at(p), { root, ...(last ? { last } : {}) }),
         { code: 'ERR_TARGET_REFUSED', message: pattern },
         p,
       );
-    await refused('etc/out/x', /etc\/out is a symbolic link to .*outside, outside /);
-    await refused('etc/up/x', /etc\/up is a symbolic link to .*outside, outside /);
-    await refused('etc/chain/x', /etc\/up is a symbolic link to/);
-    await refused('etc/slash/etc/passwd', /etc\/slash is a symbolic link to \/, outside /);
-    await refused('etc/out', /outside/, 'directory');
-    await refused('etc/dangling.json', /dangling\.json is a symbolic link to nothing/);
-    await refused('etc/loop1/x', /more than 40 symbolic links/);
-    await refused('srv/data/file.json/x', /file\.json is not a directory/);
-    await refused('srv/data', /is a directory/);
-    await t.rejects(resolveWriteTarget(path.join(outside, 'x'), { root }), { message: /is outside/ });
-    t.same(
-      (await resolveWriteTarget('/etc/hostname.new', { root: '/' })).file,
-      '/etc/hostname.new',
-      'root "/": anywhere',
-    );
+    refused('etc/out/x', /etc\/out is a symbolic link to .*outside, outside /);
+    refused('etc/up/x', /etc\/up is a symbolic link to .*outside, outside /);
+    refused('etc/chain/x', /etc\/up is a symbolic link to/);
+    refused('etc/slash/etc/passwd', /etc\/slash is a symbolic link to \/, outside /);
+    refused('etc/out', /outside/, 'directory');
+    refused('etc/dangling.json', /dangling\.json is a symbolic link to nothing/);
+    refused('etc/loop1/x', /more than 40 symbolic links/);
+    refused('srv/data/file.json/x', /file\.json is not a directory/);
+    refused('srv/data', /is a directory/);
+    t.throws(() => resolveWriteTarget(path.join(outside, 'x'), { root }), { message: /is outside/ });
+    t.same(resolveWriteTarget('/etc/hostname.new', { root: '/' }).file, '/etc/hostname.new', 'root "/": anywhere');
   },
 );

@@ -21,7 +21,7 @@ export async function applyCommands(run: InitRun, config: string, commands: read
           : cmd.cwd;
       if (!expanded.startsWith('/'))
         throw new HookFailure(`cfn-init: ${resource}: cwd ${JSON.stringify(cmd.cwd)} is not an absolute path`);
-      cwd = await hostPath(run, expanded, resource, 'directory');
+      cwd = hostPath(run, expanded, resource, 'directory');
       try {
         await access(cwd);
       } catch {

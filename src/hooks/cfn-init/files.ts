@@ -23,7 +23,7 @@ export async function applyFiles(run: InitRun, config: string, files: readonly F
 }
 
 async function applyFile(run: InitRun, file: FileEntry, resource: string): Promise<void> {
-  const dest = await hostPath(run, file.path, resource, 'file');
+  const dest = hostPath(run, file.path, resource, 'file');
   await mkdir(path.dirname(dest), { recursive: true, mode: 0o755 });
   const uid = file.owner !== undefined ? await idFor(run, 'passwd', file.owner, resource) : undefined;
   const gid = file.group !== undefined ? await idFor(run, 'group', file.group, resource) : undefined;

@@ -9,11 +9,11 @@ import type { InitRun } from './run-state.js';
 // root. A file's own name is not followed ('file': it is replaced whole, never written through a link); a source's or
 // a command's directory is ('directory').
 
-export async function hostPath(run: InitRun, p: string, resource: string, kind: 'file' | 'directory'): Promise<string> {
+export function hostPath(run: InitRun, p: string, resource: string, kind: 'file' | 'directory'): string {
   const root = run.root || '/';
   const target = run.root ? path.join(run.root, p) : p;
   try {
-    return (await resolveWriteTarget(target, { root, last: kind === 'file' ? 'replace' : 'directory' })).file;
+    return resolveWriteTarget(target, { root, last: kind === 'file' ? 'replace' : 'directory' }).file;
   } catch (err) {
     if (!(err instanceof TargetRefused)) throw err;
     throw new HookFailure(`cfn-init: ${resource}: ${p} is refused: ${err.message}`);

@@ -53,7 +53,7 @@ async function applySource(run: InitRun, source: SourceEntry, resource: string):
     throw new HookFailure(
       `cfn-init: ${resource}: cannot tell the archive type from the URL (it should end in .tar.gz, .tgz, .tar.bz2, .tbz2, .tar, .zip, .gz or .bz2)`,
     );
-  const dest = await hostPath(run, source.dir, resource, 'directory');
+  const dest = hostPath(run, source.dir, resource, 'directory');
   const data = await download(run, source.url, resource);
   await mkdir(dest, { recursive: true, mode: 0o755 });
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'cfn-init-source-'));

@@ -52,7 +52,7 @@ export const hook: BuiltinHook = {
     const root = hookRoot(ctx.env);
     for (const [file, { name, data }] of targets) {
       try {
-        const target = await resolveWriteTarget(file, { root });
+        const target = resolveWriteTarget(file, { root });
         const other = seen.get(target.file);
         if (other !== undefined) throw new TargetRefused(`leads to ${target.file}, as ${JSON.stringify(other)} does`);
         seen.set(target.file, name);

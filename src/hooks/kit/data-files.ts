@@ -71,7 +71,7 @@ export interface DataFile {
  * naming the file and the cause. `root`: where every file must stay ("/" on an instance).
  */
 export async function replaceDataFiles(files: readonly DataFile[], root: string): Promise<void> {
-  const targets = await Promise.all(files.map((f) => placeOf(f.file, root)));
+  const targets = files.map((f) => placeOf(f.file, root));
   const made: string[] = [];
   const staged: StagedFile[] = [];
   try {
@@ -112,9 +112,9 @@ export async function replaceDataFiles(files: readonly DataFile[], root: string)
 }
 
 /** Where a data file goes by the rule; a refused name fails the hook, nothing written. */
-async function placeOf(file: string, root: string): Promise<string> {
+function placeOf(file: string, root: string): string {
   try {
-    return (await resolveWriteTarget(file, { root })).file;
+    return resolveWriteTarget(file, { root }).file;
   } catch (err) {
     if (!(err instanceof TargetRefused)) throw err;
     throw new HookFailure(`${file} is not written: ${err.message}; no file was changed`);
@@ -132,7 +132,7 @@ function reason(err: unknown): string {
 export async function makeDataDir(dir: string, root: string): Promise<void> {
   let target: string;
   try {
-    target = (await resolveWriteTarget(dir, { root, last: 'directory' })).file;
+    target = resolveWriteTarget(dir, { root, last: 'directory' }).file;
   } catch (err) {
     if (!(err instanceof TargetRefused)) throw err;
     throw new HookFailure(`the directory ${dir} is not made: ${err.message}`);

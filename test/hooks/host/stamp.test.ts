@@ -15,7 +15,7 @@ t.test('every built hook carries a stamp the agent reads back: its group and thi
   t.same(built, [...BUILTIN_HOOK_GROUPS].sort(), 'one file per built-in group, nothing else');
   for (const group of built) {
     const file = path.join(REPO, 'dist/hooks', group);
-    t.same(await readHookStamp(file), { group, version: VERSION }, group);
+    t.same(readHookStamp(file), { group, version: VERSION }, group);
     const text = readFileSync(file, 'utf8');
     const [shebang, stamp] = text.split('\n');
     t.equal(shebang, '#!/usr/bin/env node');
@@ -31,22 +31,22 @@ t.test('anything else has no stamp', async (t) => {
     writeFileSync(path.join(dir, name), text);
     return path.join(dir, name);
   };
-  t.equal(await readHookStamp(path.join(dir, 'shell')), undefined, 'a shell hook');
-  t.equal(await readHookStamp(path.join(dir, 'empty')), undefined, 'an empty file');
-  t.equal(await readHookStamp(path.join(dir, 'missing')), undefined, 'a missing file');
-  t.equal(await readHookStamp(dir), undefined, 'a directory');
+  t.equal(readHookStamp(path.join(dir, 'shell')), undefined, 'a shell hook');
+  t.equal(readHookStamp(path.join(dir, 'empty')), undefined, 'an empty file');
+  t.equal(readHookStamp(path.join(dir, 'missing')), undefined, 'a missing file');
+  t.equal(readHookStamp(dir), undefined, 'a directory');
   t.equal(
-    await readHookStamp(edit('edited', `${original}\n// one more line\n`)),
+    readHookStamp(edit('edited', `${original}\n// one more line\n`)),
     undefined,
     'a body changed after the build',
   );
   t.equal(
-    await readHookStamp(edit('digest', original.replace(/sha256=[0-9a-f]{4}/, 'sha256=0000'))),
+    readHookStamp(edit('digest', original.replace(/sha256=[0-9a-f]{4}/, 'sha256=0000'))),
     undefined,
     'a stamp changed after the build',
   );
   t.equal(
-    await readHookStamp(edit('no-shebang', original.slice(original.indexOf('\n') + 1))),
+    readHookStamp(edit('no-shebang', original.slice(original.indexOf('\n') + 1))),
     undefined,
     'the stamp must be the second line',
   );
