@@ -1,11 +1,25 @@
-import { constants as fsConstants } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
+import {
+  closeSync,
+  fchmodSync,
+  constants as fsConstants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import type { HookDeployment } from '../contract.js';
 import type { HookLog } from './hook-log.js';
 
-// The files a hook writes for its tool (script, manifest, playbook, variables) and reads back from it (outputs).
+// The files a hook writes for its tool (script, manifest, playbook, variables) and reads back from it (outputs). Local
+// files of a few kilobytes, made and read with direct calls: through the thread pool each call costs a round trip of
+// tens of microseconds, and a script deployment made a dozen of them here (docs/performance.md#per-deployment). The
+// functions stay asynchronous for their callers.
 
 /** Creates a directory (and missing parents) only its owner can enter; an existing one is left as it is. */
 export async function prepareDir(dir: string): Promise<void> {
@@ -20,7 +34,7 @@ export async function makeDirs(dir: string, made: string[] = []): Promise<void> 
   const missing: string[] = [];
   for (let d = dir; ; d = path.dirname(d)) {
     try {
-      await lstat(d);
+      lstatSync(d);
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || path.dirname(d) === d) throw err;
@@ -28,7 +42,7 @@ export async function makeDirs(dir: string, made: string[] = []): Promise<void> 
     }
   }
   for (const d of missing) {
-    await mkdir(d, { mode: 0o700 });
+    mkdirSync(d, { mode: 0o700 });
     made.push(d);
   }
 }
@@ -39,25 +53,25 @@ export async function makeDirs(dir: string, made: string[] = []): Promise<void> 
  */
 export async function writeWorkFile(file: string, content: string | Uint8Array, mode: number): Promise<void> {
   const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW;
-  const handle = await open(file, flags, mode);
+  const fd = openSync(file, flags, mode);
   try {
-    await handle.chmod(mode);
-    await handle.writeFile(content);
+    fchmodSync(fd, mode);
+    writeFileSync(fd, content);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
 /** Removes files and directories; one already gone is fine. */
 export async function removeFiles(...files: string[]): Promise<void> {
-  await Promise.all(files.map((file) => rm(file, { force: true, recursive: true })));
+  for (const file of files) rmSync(file, { force: true, recursive: true });
 }
 
 /** Removes <outputsDir>/<id>.<anything>: outputs of an earlier run of the same deployment, or of this one once read. */
 export async function removeOutputs(outputsDir: string, id: string): Promise<void> {
   let names: string[];
   try {
-    names = await readdir(outputsDir);
+    names = readdirSync(outputsDir);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
@@ -81,7 +95,7 @@ export async function readOutputs(
       continue;
     }
     try {
-      const value = await readFile(`${outputsPath}.${name}`, 'utf8');
+      const value = readOutputFile(`${outputsPath}.${name}`);
       Object.defineProperty(found, name, { value, enumerable: true, writable: true, configurable: true });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
@@ -89,4 +103,18 @@ export async function readOutputs(
     }
   }
   return found;
+}
+
+/**
+ * An output file's text. Opened without blocking and read only when it is a regular file: a tool that left a FIFO
+ * under an output's name would otherwise hold the read, and the agent, until something wrote to it.
+ */
+function readOutputFile(file: string): string {
+  const fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${file} is not a regular file`);
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
 }
