@@ -69,7 +69,7 @@ function writeSmallFileAtomic(target: string, data: string | Uint8Array, options
     }
     throw err;
   }
-  if (options.syncDirectory !== false) syncDirectoryNow(dir);
+  if (options.syncDirectory !== false) fsyncPathNow(dir);
 }
 
 /** A written temp file waiting to replace its target. */
@@ -204,16 +204,19 @@ export async function syncDirectory(dir: string): Promise<void> {
   }
 }
 
-/** syncDirectory made directly. */
-function syncDirectoryNow(dir: string): void {
+/**
+ * fsync of a file or a directory made directly, not through the thread pool. A directory the filesystem refuses to
+ * fsync is not an error: a rename in it is still atomic there.
+ */
+export function fsyncPathNow(p: string): void {
   let fd: number | undefined;
   try {
-    fd = fsSync.openSync(dir, 'r');
+    fd = fsSync.openSync(p, 'r');
     fsSync.fsyncSync(fd);
-  } catch {
-    // As syncDirectory: some filesystems refuse fsync on directories.
+  } catch (err) {
+    if (!fsSync.statSync(p, { throwIfNoEntry: false })?.isDirectory()) throw err;
   } finally {
-    if (fd !== undefined) closeQuietly(fd);
+    if (fd !== undefined) fsSync.closeSync(fd);
   }
 }
 

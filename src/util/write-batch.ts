@@ -3,7 +3,6 @@ import {
   fchmodSync,
   fchownSync,
   fstatSync,
-  fsyncSync,
   mkdirSync,
   openSync,
   renameSync,
@@ -15,7 +14,7 @@ import {
   writeSync,
 } from 'node:fs';
 import path from 'node:path';
-import { tempPathFor } from './atomic-write.js';
+import { fsyncPathNow, tempPathFor } from './atomic-write.js';
 
 // Many files replaced as one step (the rendered templates of an apply run). Every new body goes to a temp file beside
 // its target, and nothing is renamed until all of them are written, so a failure part-way (full disk, permission)
@@ -153,7 +152,7 @@ export class WriteBatch {
     for (const target of this.removals) dirs.add(path.dirname(target));
     // A directory made by this batch is an entry in its parent: that entry must last too.
     for (const made of this.madeDirs) dirs.add(path.dirname(made));
-    for (const dir of dirs) fsyncPath(dir);
+    for (const dir of dirs) fsyncPathNow(dir);
     report.directories = 'fsync';
     return report;
   }
@@ -184,7 +183,7 @@ export class WriteBatch {
       for (const f of files) dirs.add(path.dirname(f));
       if (await this.syncfs(onePerFilesystem([...dirs]))) return 'syncfs';
     }
-    for (const f of files) fsyncPath(f);
+    for (const f of files) fsyncPathNow(f);
     return 'fsync';
   }
 
@@ -211,19 +210,6 @@ export function onePerFilesystem(dirs: readonly string[]): string[] {
     if (st && !byDevice.has(st.dev)) byDevice.set(st.dev, dir);
   }
   return [...byDevice.values()];
-}
-
-function fsyncPath(p: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(p, 'r');
-    fsyncSync(fd);
-  } catch (err) {
-    // Some filesystems refuse fsync on a directory; the rename is still atomic there.
-    if (!statSync(p, { throwIfNoEntry: false })?.isDirectory()) throw err;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }
 
 async function runSyncfs(paths: readonly string[]): Promise<boolean> {
