@@ -102,14 +102,6 @@ const timed = (argv, env = ENV) =>
 const ours = (root, args) => timed([...ISOLATE, process.execPath, bundle, ...args, '--root', root]);
 /** Runs of `status` and `status --json` (read-only, so they can be repeated). */
 const STATUS_RUNS = 5;
-/** A summary of repeated runs (measure.mjs): median wall and CPU, peak RSS, any exit status but 0. */
-const repeatedFigures = (s) => ({
-  wallS: +s.wall.toFixed(3),
-  cpuS: +s.cpu.toFixed(2),
-  peakRssMb: +(s.rssKb / 1024).toFixed(1),
-  runs: STATUS_RUNS,
-  ...(s.statuses.some((x) => x !== 0) ? { exitStatuses: s.statuses } : {}),
-});
 const figures = (run) => ({
   wallS: +run.wall.toFixed(3),
   cpuS: +(run.cpu ?? 0).toFixed(2),
@@ -197,7 +189,7 @@ try {
       const [status, statusJson] = interleave(STATUS_RUNS, [
         () => ours(root, ['status']),
         () => ours(root, ['status', '--json']),
-      ]).map(repeatedFigures);
+      ]).map((s) => ({ ...figures({ ...s, status: s.statuses.find((x) => x !== 0) ?? 0 }), runs: STATUS_RUNS }));
       result.status = status;
       result.statusJson = statusJson;
       rmSync(root, { recursive: true, force: true });
