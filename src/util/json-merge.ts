@@ -1,7 +1,9 @@
 // Merges of parsed JSON that are safe against keys such as "__proto__" and "constructor": values are copied with
-// defineProperty, never assigned, so metadata cannot change an object's prototype.
+// defineProperty, never assigned, so metadata cannot change an object's prototype. Keys keep Python's order: a merge or a
+// clone of an object with integer-like keys lists them where a Python dict would (json-key-order.ts).
 
 import { ExactNumber } from './exact-number.js';
+import { keepKeyOrder, keysInOrder } from './json-key-order.js';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -17,7 +19,12 @@ export function setOwnKey(target: JsonObject, key: string, value: unknown): void
 
 /** Top-level merge: keys of `source` replace those of `target` (Python dict.update). Returns target. */
 export function shallowMerge(target: JsonObject, source: JsonObject): JsonObject {
-  for (const key of Object.keys(source)) setOwnKey(target, key, source[key]);
+  const order = keysInOrder(target);
+  for (const key of keysInOrder(source)) {
+    if (!Object.hasOwn(target, key)) order.push(key);
+    setOwnKey(target, key, source[key]);
+  }
+  keepKeyOrder(target, order);
   return target;
 }
 
@@ -27,14 +34,17 @@ export function shallowMerge(target: JsonObject, source: JsonObject): JsonObject
  */
 export function deepMerge(base: JsonObject, incoming: JsonObject): JsonObject {
   const out: JsonObject = {};
-  for (const key of Object.keys(base)) setOwnKey(out, key, base[key]);
-  for (const key of Object.keys(incoming)) {
+  const order = keysInOrder(base);
+  for (const key of order) setOwnKey(out, key, base[key]);
+  for (const key of keysInOrder(incoming)) {
     const current = out[key];
     const next = incoming[key];
-    if (Object.prototype.hasOwnProperty.call(out, key) && isJsonObject(current) && isJsonObject(next))
-      setOwnKey(out, key, deepMerge(current, next));
+    const present = Object.hasOwn(out, key);
+    if (present && isJsonObject(current) && isJsonObject(next)) setOwnKey(out, key, deepMerge(current, next));
     else setOwnKey(out, key, deepClone(next));
+    if (!present) order.push(key);
   }
+  keepKeyOrder(out, order);
   return out;
 }
 
@@ -42,7 +52,9 @@ export function deepClone<T>(value: T): T {
   if (Array.isArray(value)) return value.map((v) => deepClone(v)) as T;
   if (isJsonObject(value)) {
     const out: JsonObject = {};
-    for (const key of Object.keys(value)) setOwnKey(out, key, deepClone(value[key]));
+    const keys = keysInOrder(value);
+    for (const key of keys) setOwnKey(out, key, deepClone(value[key]));
+    keepKeyOrder(out, keys);
     return out as T;
   }
   return value;

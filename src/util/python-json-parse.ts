@@ -1,11 +1,13 @@
 import { numberFromToken } from './exact-number.js';
 import { jsonDepth } from './json-depth.js';
+import { isArrayIndexKey, keepKeyOrder } from './json-key-order.js';
 import { setOwnKey, type JsonObject } from './json-merge.js';
 
 // JSON read as Python's json.loads reads it, so that every value a source sends reaches the cache, templates, hooks
 // and signals as os-collect-config and os-apply-config would carry it: NaN, Infinity and -Infinity are values;
 // integers keep every digit and floats stay floats (exact-number.ts); a repeated key keeps its first position and its
-// last value; lone surrogates stay as they are. The reader keeps its own stack, so nesting depth costs no call stack.
+// last value; an object keeps its keys' order, integer-like keys included (json-key-order.ts); lone surrogates stay as
+// they are. The reader keeps its own stack, so nesting depth costs no call stack.
 //
 // Why not lossless-json: it refuses NaN, Infinity and -Infinity (which Python reads and writes, and which the cache
 // therefore holds after a source sends 1e400), throws on repeated keys by default, and recurses once per level.
@@ -19,8 +21,11 @@ import { setOwnKey, type JsonObject } from './json-merge.js';
  * digits or more. A number stands where a value does: at the start, or after `:`, `[` or `,`, and before `,`, `]`, `}`
  * or the end. The same inside a string (`"x:1.5,"`) only sends the text to the reader, which reads it right. A test
  * that looked at digits anywhere sent nearly every Heat document there: its ids are hex (`...-5c1e-...`).
+ * Also a key that begins with a digit or with an escaped one ("443": or "\u0034": ...), which may be integer-like:
+ * JSON.parse would list it before the keys that came before it.
  */
-const NEEDS_EXACT_READER = /(?:^|[:[,])\s*-?(?:\d+\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d{16,})\s*(?:[,\]}]|$)/;
+const NEEDS_EXACT_READER =
+  /(?:^|[:[,])\s*-?(?:\d+\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\d{16,})\s*(?:[,\]}]|$)|"(?:\d|\\u003\d)[^"]*"\s*:/;
 
 export interface PythonJsonParseOptions {
   /** Refuse values nested deeper than this (objects and arrays count one level each). */
@@ -66,6 +71,8 @@ interface Frame {
   readonly container: unknown[] | JsonObject;
   /** The key whose value is being read, in an object. */
   key: string | undefined;
+  /** An object's keys in the order they came, from its first integer-like key on (JavaScript would list it first). */
+  order?: string[];
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?/y;
@@ -90,6 +97,19 @@ const LITERALS: ReadonlyArray<readonly [string, unknown]> = [
   ['Infinity', Infinity],
   ['-Infinity', -Infinity],
 ];
+
+/**
+ * A key of an object and its value; a repeated key keeps its first position. The order the keys came in is noted from
+ * the first integer-like key on (before it, JavaScript keeps insertion order).
+ */
+function setKey(frame: Frame, object: JsonObject, key: string, value: unknown): void {
+  if (frame.order !== undefined) {
+    if (!Object.hasOwn(object, key)) frame.order.push(key);
+  } else if (isArrayIndexKey(key) && !Object.hasOwn(object, key)) {
+    frame.order = [...Object.keys(object), key];
+  }
+  setOwnKey(object, key, value);
+}
 
 /** What valueOrOpen() returns after it opened a container: its items come next. */
 const OPENED: unique symbol = Symbol('opened');
@@ -116,7 +136,7 @@ class Reader {
           return value;
         }
         if (Array.isArray(top.container)) top.container.push(value);
-        else setOwnKey(top.container, top.key as string, value);
+        else setKey(top, top.container, top.key as string, value);
         this.skipSpace();
         const c = this.text[this.i];
         const close = Array.isArray(top.container) ? ']' : '}';
@@ -128,6 +148,7 @@ class Reader {
         if (c !== close) throw this.error(`expecting ',' or '${close}'`);
         this.i++;
         stack.pop();
+        if (top.order !== undefined) keepKeyOrder(top.container, top.order);
         value = top.container;
       }
     }

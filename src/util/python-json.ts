@@ -5,10 +5,10 @@
 // Numbers print as Python prints them: an ExactNumber (a big integer, or a float with no fraction, as the reader of
 // python-json-parse.ts keeps them) as its text, NaN and the infinities as NaN, Infinity, -Infinity.
 //
-// Known limit: JavaScript objects put integer-like keys ("2") before the others, so only such keys can come out
-// reordered.
+// Keys come out in Python's order: an object read or merged with integer-like keys carries it (json-key-order.ts).
 
 import { ExactNumber } from './exact-number.js';
+import { keysInOrder } from './json-key-order.js';
 
 export interface PythonJsonOptions {
   /** Spaces per level; undefined means compact single-line output. */
@@ -34,9 +34,10 @@ function dump(value: unknown, indent: number | undefined, depth: number, ascii: 
     return wrap('[', ']', items, indent, depth);
   }
   if (typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>);
-    if (entries.length === 0) return '{}';
-    const items = entries.map(([k, v]) => `${quote(k, ascii)}: ${dump(v, indent, depth + 1, ascii)}`);
+    const object = value as Record<string, unknown>;
+    const keys = keysInOrder(object);
+    if (keys.length === 0) return '{}';
+    const items = keys.map((k) => `${quote(k, ascii)}: ${dump(object[k], indent, depth + 1, ascii)}`);
     return wrap('{', '}', items, indent, depth);
   }
   return 'null';

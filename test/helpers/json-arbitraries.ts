@@ -44,9 +44,17 @@ const stringToken = (s: fc.Arbitrary<string>): fc.Arbitrary<string> =>
         : JSON.stringify(text),
     );
 
-/** Keys: a few names repeat often (so objects get repeated keys), and some are awkward. */
+/**
+ * Keys: a few names repeat often (so objects get repeated keys), some are awkward, some integer-like (JavaScript lists
+ * those first).
+ */
 const keyToken = (): fc.Arbitrary<string> =>
-  stringToken(fc.oneof(fc.constantFrom('a', 'b', 'id', '__proto__', 'constructor', 'x y', 'é'), anyString()));
+  stringToken(
+    fc.oneof(
+      fc.constantFrom('a', 'b', 'id', '__proto__', 'constructor', 'x y', 'é', '0', '3', '10', '007', '4294967295'),
+      anyString(),
+    ),
+  );
 
 const space = fc.constantFrom('', '', ' ', '\n', '\t', '\r\n ');
 

@@ -1,5 +1,7 @@
 import t from 'tap';
-import { deepClone, deepMerge, isJsonObject, shallowMerge } from '../../src/util/json-merge.js';
+import { deepClone, deepMerge, isJsonObject, shallowMerge, type JsonObject } from '../../src/util/json-merge.js';
+import { pythonJsonDumps } from '../../src/util/python-json.js';
+import { parsePythonJson } from '../../src/util/python-json-parse.js';
 
 // Parsed JSON may carry "__proto__" / "constructor" / "prototype" keys as plain data (JSON.parse makes them own
 // properties). A merge must keep them as data and never touch an object's prototype.
@@ -90,4 +92,22 @@ t.test('deepClone copies deeply and keeps hostile keys as data', async (t) => {
   t.ok(Object.prototype.hasOwnProperty.call(h, '__proto__'));
   t.equal(deepClone(5), 5);
   t.equal(deepClone(null), null);
+});
+
+// Python's dict keeps integer-like keys where they came; merges and clones keep the order a parsed object carries
+// (json-key-order.ts), so the merged document is written in os-apply-config's key order.
+t.test('merges and clones keep integer-like keys where Python keeps them', async (t) => {
+  const dumped = (value: unknown) => pythonJsonDumps(value);
+  const base = parsePythonJson('{"b": 1, "3": {"y": 1, "2": 2}}') as JsonObject;
+  t.equal(dumped(deepClone(base)), '{"b": 1, "3": {"y": 1, "2": 2}}', 'deepClone');
+  const merged = deepMerge(base, parsePythonJson('{"3": {"1": 3, "y": 4}, "a": 5, "0": 6}') as JsonObject);
+  t.equal(dumped(merged), '{"b": 1, "3": {"y": 4, "2": 2, "1": 3}, "a": 5, "0": 6}', 'deepMerge: new keys go last');
+  t.equal(dumped(base), '{"b": 1, "3": {"y": 1, "2": 2}}', 'deepMerge leaves its inputs as they were');
+  const target = parsePythonJson('{"b": 1, "3": 2}') as JsonObject;
+  shallowMerge(target, parsePythonJson('{"1": 3, "b": 4}') as JsonObject);
+  t.equal(dumped(target), '{"b": 4, "3": 2, "1": 3}', 'shallowMerge: existing keys keep their place');
+  shallowMerge(target, { x: 5 });
+  t.equal(dumped(target), '{"b": 4, "3": 2, "1": 3, "x": 5}', 'a second update appends after the recorded order');
+  const plain = shallowMerge({ b: 1 }, { a: 2 });
+  t.equal(dumped(plain), '{"b": 1, "a": 2}', 'no integer-like key: JavaScript order, nothing recorded');
 });

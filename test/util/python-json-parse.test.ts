@@ -57,6 +57,34 @@ t.test('a text that is not JSON: Python refuses it, and so does the agent, sayin
   });
 });
 
+// JavaScript lists integer-like keys first; Python keeps every key where it came. Each text is written back as python3
+// writes it, through the engine's JSON.parse path (no float anywhere) and through the exact reader (a float beside).
+t.test('integer-like keys keep their place, as in a Python dict', async (t) => {
+  const oracle = startPythonJsonOracle();
+  t.teardown(() => oracle.close());
+  const objects = [
+    '{"b": 1, "3": 2}',
+    '{"10": 1, "9": 2, "a": 3, "0": 4}',
+    '{"a": {"z": 1, "1": [{"y": 2, "2": 3}]}}',
+    '{"b": 1, "3": 2, "b": 5, "3": 6}',
+    '{"b": 1, "\\u0033": 2}',
+    '{"b": 1, "4294967294": 2, "4294967295": 3, "007": 4, "-1": 5}',
+    '{"0": 1, "1": 2, "x": 3}',
+  ];
+  for (const object of objects) {
+    for (const text of [object, `[${object}, 0.5]`]) {
+      const python = await oracle.roundTrip(text);
+      t.same(python, { ok: pythonJsonDumps(parsePythonJson(text)) }, text);
+    }
+  }
+  t.equal(pythonJsonDumps(parsePythonJson('{"b": 1, "3": 2}')), '{"b": 1, "3": 2}', 'checked against a fixed text too');
+  t.same(
+    Object.keys(parsePythonJson('{"b": 1, "3": 2}') as object),
+    ['3', 'b'],
+    'the object itself is as JavaScript has it',
+  );
+});
+
 t.test('numbers a double cannot carry are kept exact; the others stay plain numbers', async (t) => {
   t.equal(parsePythonJson('42'), 42);
   t.equal(parsePythonJson('0.5'), 0.5);
