@@ -69,6 +69,8 @@ export function signalTargetFor(dep: Deployment): TargetChoice {
   const missing = needed.filter(([, v]) => v === undefined).map(([n]) => n);
   if (missing.length > 0)
     return { ok: false, transport, reason: `${transport} needs the input(s) ${missing.join(', ')}` };
+  const unwritable = transport === 'HEAT_SIGNAL' && dotSegmentName(text('deploy_resource_name'));
+  if (unwritable) return { ok: false, transport, reason: unwritable };
   const region = text('deploy_region_name');
   const keystone: KeystoneInputs = {
     authUrl: authUrl!,
@@ -82,4 +84,10 @@ export function signalTargetFor(dep: Deployment): TargetChoice {
     ok: true,
     target: { transport, stackId: text('deploy_stack_id')!, resourceName: text('deploy_resource_name')!, ...keystone },
   };
+}
+
+/** Why a resource named "." or ".." cannot be signalled: a URL's path drops such a segment, even percent-encoded. */
+function dotSegmentName(resourceName: string | undefined): string | undefined {
+  if (resourceName !== '.' && resourceName !== '..') return undefined;
+  return `deploy_resource_name "${resourceName}" cannot be written in a URL path: rename the resource`;
 }

@@ -113,3 +113,17 @@ t.test('missing credentials are named', async (t) => {
   const zaqar = signalTargetFor(dep([{ name: 'deploy_queue_id', value: 'q' }]));
   t.ok(!zaqar.ok && zaqar.transport === 'ZAQAR_SIGNAL' && zaqar.reason.includes('deploy_auth_url'));
 });
+
+t.test('a resource named "." or "..": refused, its signal address would be another one', async (t) => {
+  const heat = (name: string) =>
+    signalTargetFor(
+      dep([...ks, { name: 'deploy_stack_id', value: 's/1' }, { name: 'deploy_resource_name', value: name }]),
+    );
+  for (const name of ['.', '..']) {
+    const refused = heat(name);
+    t.equal(refused.ok, false, name);
+    if (!refused.ok) t.match(refused.reason, `deploy_resource_name "${name}" cannot be written in a URL path`);
+  }
+  t.equal(heat('...').ok, true, 'three dots are a name like any other');
+  t.equal(heat('.a').ok, true);
+});
