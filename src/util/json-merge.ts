@@ -1,6 +1,6 @@
 // Merges of parsed JSON that are safe against keys such as "__proto__" and "constructor": values are copied with
-// defineProperty, never assigned, so metadata cannot change an object's prototype. Keys keep Python's order: a merge or a
-// clone of an object with integer-like keys lists them where a Python dict would (json-key-order.ts).
+// defineProperty, never assigned, so metadata cannot change an object's prototype. Keys keep Python's order: a merge
+// or a clone of an object with integer-like keys lists them where a Python dict would (json-key-order.ts).
 
 import { ExactNumber } from './exact-number.js';
 import { keepKeyOrder, keysInOrder } from './json-key-order.js';
