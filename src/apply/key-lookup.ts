@@ -1,4 +1,5 @@
 import { isJsonObject } from '../util/json-merge.js';
+import { keysInOrder } from '../util/json-key-order.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { MetadataError } from './apply-errors.js';
 
@@ -104,8 +105,8 @@ function pythonRepr(value: unknown): string {
   if (typeof value === 'string') return reprString(value);
   if (Array.isArray(value)) return `[${value.map(pythonRepr).join(', ')}]`;
   if (isJsonObject(value))
-    return `{${Object.entries(value)
-      .map(([k, v]) => `${reprString(k)}: ${pythonRepr(v)}`)
+    return `{${keysInOrder(value)
+      .map((k) => `${reprString(k)}: ${pythonRepr(value[k])}`)
       .join(', ')}}`;
   return String(value);
 }

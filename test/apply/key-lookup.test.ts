@@ -8,6 +8,7 @@ import {
   pythonStr,
   subhash,
 } from '../../src/apply/key-lookup.js';
+import { parsePythonJson } from '../../src/util/python-json-parse.js';
 
 const meta = { a: { b: 'v', n: null, z: 0, f: false }, l: ['x', 'y', { k: 'deep' }], s: 'str', t: true };
 
@@ -67,6 +68,10 @@ t.test('printed form and Python str()', async (t) => {
   t.equal(formatKeyValue({ a: null }), '{"a": null}');
   t.equal(pythonStr({ a: [true, null, "it's"] }), `{'a': [True, None, "it's"]}`);
   t.equal(pythonStr('raw'), 'raw');
+  // An integer-like key stays where the metadata had it, as in Python's dict (JavaScript would list it first).
+  const ordered = parsePythonJson('{"b": 1, "3": {"y": 2, "0": 3}}');
+  t.equal(formatKeyValue(ordered), '{"b": 1, "3": {"y": 2, "0": 3}}');
+  t.equal(pythonStr(ordered), `{'b': 1, '3': {'y': 2, '0': 3}}`);
 });
 
 t.test('boolean keys', async (t) => {

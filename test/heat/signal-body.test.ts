@@ -10,6 +10,7 @@ import {
   ZAQAR_SIGNAL_LIMIT_BYTES,
 } from '../../src/heat/signal-body.js';
 import { pythonJsonDumps } from '../../src/util/python-json.js';
+import { parsePythonJson } from '../../src/util/python-json-parse.js';
 
 // Hook result -> signal body (upstream rules plus the failures upstream lost), Heat's verdict, and the size cap.
 
@@ -137,6 +138,18 @@ t.test('small bodies are sent as they are, ASCII-escaped like upstream', async (
   t.equal(trimmed.trimmed, 0);
   t.equal(trimmed.body, body);
   t.equal(trimmed.text, '{"deploy_stdout": "caf\\u00e9", "deploy_status_code": 0}');
+});
+
+t.test('a trimmed body keeps its keys where the hook put them, integer-like ones included', async (t) => {
+  const body = parsePythonJson(
+    `{"deploy_stdout": "${'A'.repeat(1_100_000)}", "b": 1, "7": 2, "deploy_status_code": 0}`,
+  ) as Record<string, unknown>;
+  const trimmed = trimSignalBody(body);
+  t.ok(trimmed.trimmed > 0, 'the body was trimmed');
+  t.match(
+    trimmed.text,
+    /^\{"deploy_stdout": "\[os-config-agent: \d+ characters trimmed from the start\]\\nA+", "b": 1, "7": 2, "deploy_status_code": 0\}$/,
+  );
 });
 
 t.test('over the limit: stdout and stderr keep their tails, in proportion, with a note', async (t) => {
