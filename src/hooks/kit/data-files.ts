@@ -3,6 +3,7 @@ import path from 'node:path';
 import { errorMessage } from '../../errors.js';
 import { stageFileAtomic, syncDirectory, type StagedFile } from '../../util/atomic-write.js';
 import { ExactNumber } from '../../util/exact-number.js';
+import { keysInOrder } from '../../util/json-key-order.js';
 import { formatNumber } from '../../util/python-json.js';
 import { resolveWriteTarget, TargetRefused } from '../../util/write-target.js';
 import { HookFailure } from '../contract.js';
@@ -22,8 +23,7 @@ export interface JsonLayout {
 /**
  * JSON text as Python's json.dump(indent=N, separators=(',', ': ')) writes it, ensure_ascii included (DEL and every
  * character beyond ASCII as \uXXXX), so files read by programs or people used to upstream's output look the same.
- * Keys that are integers ("2", "10") come first when not sorted: JavaScript objects keep them so, and the deployment
- * reaches the hook as one.
+ * Unsorted keys come in the deployment's own order, integer-like ones ("2", "10") included (util/json-key-order.ts).
  */
 export function pythonJson(value: unknown, layout: JsonLayout): string {
   return encode(value, layout, '');
@@ -37,7 +37,7 @@ function encode(value: unknown, layout: JsonLayout, pad: string): string {
   }
   if (value instanceof ExactNumber) return value.text;
   if (value !== null && typeof value === 'object') {
-    const keys = Object.keys(value);
+    const keys = keysInOrder(value);
     if (keys.length === 0) return '{}';
     if (layout.sortKeys) keys.sort();
     const inner = pad + ' '.repeat(layout.indent);

@@ -1,5 +1,6 @@
 import { parse as parseYaml } from 'yaml';
 import { isJsonObject, type JsonObject } from '../../util/json-merge.js';
+import { keysInOrder } from '../../util/json-key-order.js';
 import { HookFailure } from '../contract.js';
 import { ExactNumber } from '../../util/exact-number.js';
 
@@ -60,7 +61,7 @@ export function containerDefs(config: unknown): ContainerDef[] {
       return [name, rest];
     });
   } else if (isJsonObject(doc)) {
-    entries = Object.entries(doc);
+    entries = keysInOrder(doc).map((name) => [name, doc[name]]);
   } else {
     throw new HookFailure(
       'the docker-cmd config must be a mapping of container name to definition (or a list of definitions)',
