@@ -4,7 +4,8 @@ import { containerDefs } from '../../../src/hooks/kit/docker-containers.js';
 import { parsePythonJson } from '../../../src/util/python-json-parse.js';
 
 // A deployment's mappings keep Python's key order in what the hooks make of them, integer-like keys included
-// (JavaScript lists those first): the data files json-file and hiera write, and docker-cmd's container order.
+// (JavaScript lists those first): the data files written unsorted (kubelet's pod manifest), and docker-cmd's
+// container order.
 
 t.test("data files list unsorted keys in the deployment's order; sorted ones sorted", async (t) => {
   const value = parsePythonJson('{"b": 1, "10": {"y": 2, "2": 3}, "a": 4}');
