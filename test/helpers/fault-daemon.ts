@@ -281,12 +281,17 @@ export function walkFiles(dir: string): string[] {
   return out;
 }
 
-/** Files under dir meant to hold JSON (*.json, *.json.last, *.json.orig; not in-flight dot temp files) that do not parse. */
-export function invalidJsonFiles(dir: string): string[] {
+/**
+ * Files under dir meant to hold JSON (*.json, *.json.last, *.json.orig; not in-flight dot temp files) that don't parse.
+ * `inFlight` also leaves out the backup's staging copies (`<backup_cachedir>.tmp-<pid>/`): one killed mid-copy holds
+ * files cut short until the next life's backup removes it (metadata-cache.ts), so only a check after a kill passes it.
+ */
+export function invalidJsonFiles(dir: string, options: { inFlight?: boolean } = {}): string[] {
   const bad: string[] = [];
   for (const f of walkFiles(dir)) {
     const base = path.basename(f);
     if (base.startsWith('.') || !/\.json(\.last|\.orig)?$/.test(base)) continue;
+    if (options.inFlight && inBackupStaging(dir, f)) continue;
     try {
       JSON.parse(readFileSync(f, 'utf8'));
     } catch {
@@ -294,6 +299,13 @@ export function invalidJsonFiles(dir: string): string[] {
     }
   }
   return bad;
+}
+
+function inBackupStaging(dir: string, file: string): boolean {
+  return path
+    .relative(dir, file)
+    .split(path.sep)
+    .some((part) => /\.tmp-\d+$/.test(part));
 }
 
 export interface RecordView {
