@@ -33,18 +33,22 @@ export function isArrayIndexKey(key: string): boolean {
  * order anyway (no integer-like key, or only ones that came in ascending order before any other).
  */
 export function keepKeyOrder(target: object, keys: readonly string[]): void {
-  const own = Object.keys(target);
-  if (!keys.some(isArrayIndexKey) || (own.length === keys.length && own.every((key, i) => key === keys[i]))) {
-    // An order recorded before (shallowMerge updates its target) would no longer be true.
-    if (PYTHON_KEY_ORDER in target) delete (target as Ordered)[PYTHON_KEY_ORDER];
+  // Object.keys only for an object with an integer-like key: merges and clones call this for every object they make.
+  if (keys.some(isArrayIndexKey) && !sameKeys(Object.keys(target), keys)) {
+    Object.defineProperty(target, PYTHON_KEY_ORDER, {
+      value: keys,
+      enumerable: false,
+      writable: true,
+      configurable: true,
+    });
     return;
   }
-  Object.defineProperty(target, PYTHON_KEY_ORDER, {
-    value: keys,
-    enumerable: false,
-    writable: true,
-    configurable: true,
-  });
+  // An order recorded before (shallowMerge updates its target) would no longer be true.
+  if (PYTHON_KEY_ORDER in target) delete (target as Ordered)[PYTHON_KEY_ORDER];
+}
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((key, i) => key === b[i]);
 }
 
 /** The object's own enumerable keys in Python's order: as recorded by keepKeyOrder, else as JavaScript lists them. */
