@@ -1,8 +1,7 @@
 import { constants } from 'node:os';
-import { isJsonObject, type JsonObject } from '../util/json-merge.js';
+import { isJsonObject, shallowMerge, type JsonObject } from '../util/json-merge.js';
 import { ExactNumber } from '../util/exact-number.js';
 import { MAX_JSON_DEPTH } from '../util/json-depth.js';
-import { keepKeyOrder, keysInOrder } from '../util/json-key-order.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { parsePythonJson, PythonJsonError } from '../util/python-json-parse.js';
 import type { DeploymentOutput } from './deployment.js';
@@ -148,8 +147,7 @@ export interface TrimmedBody {
 export function trimSignalBody(body: JsonObject, limit = SIGNAL_LIMIT_BYTES): TrimmedBody {
   let text = pythonJsonDumps(body);
   if (text.length <= limit) return { body, text, trimmed: 0 };
-  const out: JsonObject = { ...body };
-  keepKeyOrder(out, keysInOrder(body));
+  const out = shallowMerge({}, body);
   const cutSoFar = new Map<string, { tail: string; removed: number }>();
   const standard = ['deploy_stdout', 'deploy_stderr'].filter((k) => typeof out[k] === 'string');
   const others = Object.keys(out)
