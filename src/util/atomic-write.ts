@@ -25,20 +25,31 @@ export interface AtomicWriteOptions {
  */
 export const DIRECT_WRITE_MAX_SIZE = 64 * 1024;
 
+/**
+ * What a file is written from: its whole content, or a stream of it (a decompressed archive member: the content need
+ * not fit in memory).
+ */
+export type FileContent = string | Uint8Array | AsyncIterable<Uint8Array>;
+
 // Temp file in the same directory, write, fsync, chmod/chown, rename, fsync the directory: a reader sees the old
 // file or the new one, never a torn one, and a power cut after return keeps the new one. The temp file is removed
-// if any step fails, so a full disk leaves no debris.
+// if any step fails (a stream that errors included), so a full disk leaves no debris.
 export async function writeFileAtomic(
   target: string,
-  data: string | Uint8Array,
+  data: FileContent,
   options: AtomicWriteOptions = {},
 ): Promise<void> {
-  if ((typeof data === 'string' ? data.length : data.byteLength) <= DIRECT_WRITE_MAX_SIZE) {
+  if (isSmall(data)) {
     writeSmallFileAtomic(target, data, options);
     return;
   }
   const staged = await stageFileAtomic(target, data, options);
   await staged.commit();
+}
+
+function isSmall(data: FileContent): data is string | Uint8Array {
+  if (typeof data === 'string') return data.length <= DIRECT_WRITE_MAX_SIZE;
+  return data instanceof Uint8Array && data.byteLength <= DIRECT_WRITE_MAX_SIZE;
 }
 
 /** writeFileAtomic's steps made directly, for a small file. Called through `fsSync.` so fault tests can intercept. */
@@ -88,7 +99,7 @@ export interface StagedFile {
  */
 export async function stageFileAtomic(
   target: string,
-  data: string | Uint8Array,
+  data: FileContent,
   options: AtomicWriteOptions = {},
 ): Promise<StagedFile> {
   const dir = path.dirname(target);
@@ -98,7 +109,7 @@ export async function stageFileAtomic(
   let handle: fs.FileHandle | undefined;
   try {
     handle = await fs.open(tmp, 'wx', mode);
-    await handle.writeFile(data);
+    await writeAll(handle, data);
     await handle.sync();
     // chown first: it clears setuid/setgid bits, which the chmod after it then sets. open() honours the umask; chmod
     // makes the mode exact.
@@ -127,6 +138,14 @@ export async function stageFileAtomic(
     },
     discard,
   };
+}
+
+async function writeAll(handle: fs.FileHandle, data: FileContent): Promise<void> {
+  if (typeof data === 'string' || data instanceof Uint8Array) return handle.writeFile(data);
+  for await (const chunk of data) {
+    let written = 0;
+    while (written < chunk.byteLength) written += (await handle.write(chunk, written)).bytesWritten;
+  }
 }
 
 /** How many temp files writeFilesAtomic writes and syncs at once: enough for the journal to commit them together. */

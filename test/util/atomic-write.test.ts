@@ -44,6 +44,23 @@ t.test('binary data is written byte for byte', async (t) => {
   t.same([...readFileSync(file)], [...bytes]);
 });
 
+t.test('a stream is written whole; one that fails leaves the target as it was and no temp file', async (t) => {
+  const dir = t.testdir({ out: 'before' });
+  const file = path.join(dir, 'out');
+  async function* chunks(fail: boolean) {
+    for (let i = 0; i < 3; i++) yield Buffer.alloc(40_000, 97 + i);
+    if (fail) throw new Error('the source broke');
+  }
+  await t.rejects(writeFileAtomic(file, chunks(true)), /the source broke/);
+  t.equal(readFileSync(file, 'utf8'), 'before');
+  t.same(readdirSync(dir), ['out'], 'no temp file left behind');
+  await writeFileAtomic(file, chunks(false), { mode: 0o640 });
+  const written = readFileSync(file);
+  t.equal(written.length, 120_000);
+  t.equal(written.toString('latin1', 79_999, 80_001), 'bc', 'the chunks in their order');
+  t.equal(modeOf(file), 0o640);
+});
+
 t.test('uid and gid are applied (running as root)', { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
   const dir = t.testdir();
   const file = path.join(dir, 'owned');

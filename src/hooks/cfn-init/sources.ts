@@ -1,8 +1,9 @@
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { gunzip } from 'node:zlib';
-import { promisify } from 'node:util';
+import { pipeline } from 'node:stream';
+import { createGunzip } from 'node:zlib';
 import { writeFileAtomic } from '../../util/atomic-write.js';
 import { HookFailure } from '../contract.js';
 import { download } from './download.js';
@@ -69,6 +70,15 @@ async function applySource(run: InitRun, source: SourceEntry, resource: string):
   run.ctx.log.info('source unpacked', { dir: source.dir, type });
 }
 
+/**
+ * The decompressed bytes of a gzip file, read as they are needed. An error of the read or of the data ends them with
+ * that error, and a reader that stops early (a full disk) ends the read too: pipeline() closes the file either way.
+ */
+function gunzipped(file: string): AsyncIterable<Uint8Array> {
+  // The error reaches the reader through the stream it iterates; the callback has nothing left to do.
+  return pipeline(createReadStream(file), createGunzip(), () => undefined);
+}
+
 async function unpack(run: InitRun, resource: string, type: ArchiveType, archive: string, dest: string): Promise<void> {
   const single = path.join(dest, path.basename(archive).replace(/\.(gz|bz2)$/i, ''));
   switch (type) {
@@ -92,7 +102,9 @@ async function unpack(run: InitRun, resource: string, type: ArchiveType, archive
       );
       return;
     case 'gz':
-      await writeFileAtomic(single, await promisify(gunzip)(await readFile(archive)), { mode: 0o644 });
+      // Streamed to the file: a few megabytes of gzip can expand to gigabytes, which in memory would take the agent
+      // down with the deployment; on disk the limit is the disk's, as for tar (docs/cfntools.md).
+      await writeFileAtomic(single, gunzipped(archive), { mode: 0o644 });
       return;
     case 'bz2':
       await mustRun(

@@ -1,0 +1,90 @@
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import t from 'tap';
+import { startTestServer, type TapTest } from '../../helpers/http-test-server.js';
+import { HOOK_MODES, SYSTEM_PATH, modeOf, runHook } from '../hook-process.js';
+
+// cfn-init's `sources` of a lone .gz file (src/hooks/cfn-init/sources.ts): one file, unpacked as a stream onto the
+// disk. The archives of other kinds go to tar and unzip, whose own tests are in ../groups/cfn-init.test.ts.
+
+const MIB = 1024 * 1024;
+/** 256 MiB of zeros as 256 gzip members of 1 MiB each (a gzip file may hold several): ~260 KB on the wire. */
+const BOMB_MIB = 256;
+const bomb = Buffer.concat(Array.from({ length: BOMB_MIB }, () => gzipSync(Buffer.alloc(MIB))));
+const served: Record<string, Buffer> = {
+  '/notes.txt.gz': gzipSync('first line\nsecond line\n'),
+  '/zeros.gz': bomb,
+  // A gzip header, then bytes that are not deflate data.
+  '/broken.gz': Buffer.concat([gzipSync('x').subarray(0, 10), Buffer.from('not deflate data at all')]),
+};
+const server = await startTestServer((req, res) => {
+  const body = served[req.url ?? ''];
+  if (!body) {
+    res.writeHead(404).end();
+    return;
+  }
+  res.writeHead(200, { 'content-length': body.length }).end(body);
+});
+t.teardown(() => server.close());
+
+const deployment = (sources: Record<string, string>) => ({
+  id: 'dep-gz-1',
+  name: 'init',
+  group: 'cfn-init',
+  options: {},
+  inputs: [],
+  outputs: [],
+  config: { config: { sources } },
+});
+
+function setup(t: TapTest) {
+  const dir = t.testdir();
+  const root = path.join(dir, 'root');
+  mkdirSync(root);
+  const env: Record<string, string> = { PATH: SYSTEM_PATH, HOME: dir, OS_CONFIG_AGENT_ROOT: root };
+  return { dir, env, at: (p: string) => path.join(root, p) };
+}
+
+for (const { name: mode, run } of HOOK_MODES)
+  t.test(
+    `${mode}: a lone .gz becomes one file; one that is not gzip fails, naming the source, and leaves nothing`,
+    async (t) => {
+      const { env, at } = setup(t);
+      const ok = await run('cfn-init', deployment({ '/srv/notes': `${server.url}/notes.txt.gz` }), { env });
+      t.equal(ok.result.deploy_status_code, 0, 'unpacked', { result: ok.result, stderr: ok.stderr });
+      t.equal(readFileSync(at('/srv/notes/notes.txt'), 'utf8'), 'first line\nsecond line\n');
+      t.equal(modeOf(at('/srv/notes/notes.txt')), '644');
+
+      const bad = await run('cfn-init', deployment({ '/srv/broken': `${server.url}/broken.gz` }), { env });
+      t.equal(bad.result.deploy_status_code, 1, 'the run fails');
+      t.match(
+        bad.result.deploy_stderr,
+        /cfn-init: config "config" sources\.\/srv\/broken: .*(header|invalid|incorrect)/i,
+      );
+      t.same(readdirSync(at('/srv/broken')), [], 'no file and no temp file is left in the directory');
+    },
+  );
+
+t.test('a .gz that expands far beyond its size is written without being held in memory', async (t) => {
+  const { dir, env, at } = setup(t);
+  // The hook as the executable the agent would start, reporting its peak resident memory as it exits.
+  const peakFile = path.join(dir, 'peak-rss-kb');
+  const preload = path.join(dir, 'peak.cjs');
+  writeFileSync(
+    preload,
+    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(peakFile)}, String(process.resourceUsage().maxRSS)));\n`,
+  );
+  const res = await runHook('cfn-init', deployment({ '/srv/data': `${server.url}/zeros.gz` }), {
+    env: { ...env, NODE_OPTIONS: `--require ${preload}` },
+    timeoutMs: 120_000,
+  });
+  t.equal(res.result.deploy_status_code, 0, 'unpacked', { result: res.result, stderr: res.stderr });
+  t.equal(statSync(at('/srv/data/zeros')).size, BOMB_MIB * MIB, `all ${BOMB_MIB} MiB are on disk`);
+  const peakMib = Number(readFileSync(peakFile, 'utf8')) / 1024;
+  // Held in memory, the content alone would be 256 MiB; the hook's own start needs ~60 MiB.
+  t.ok(
+    peakMib < 160,
+    `the hook's peak resident memory (${peakMib.toFixed(0)} MiB) stays far below the ${BOMB_MIB} MiB`,
+  );
+});
