@@ -64,6 +64,43 @@ if (process.env.BENCH_NODE) cpSync(process.env.BENCH_NODE, path.join(share, 'nod
 mkdirSync(path.join(share, 'compile-cache'), { mode: 0o700 });
 writeFileSync(path.join(share, 'metadata.json'), METADATA);
 
+// The floor of cfn-init's work in each runtime: what any cfn-init must do, and nothing else. One GET to heat-api-cfn,
+// the 50 files written (temp file and rename, no fsync, no parsing, no modes or owners), the 20 commands and 5 tests
+// run in order through sh. Run in the same roots as the commands, it says how much of heat-cfntools' time the
+// runtime alone already takes (docs/performance.md).
+writeFileSync(
+  path.join(share, 'floor.cjs'),
+  `const fs = require('node:fs'); const http = require('node:http'); const { spawn } = require('node:child_process');
+const [port, files, commands] = process.argv.slice(2).map(Number);
+const sh = (c) => new Promise((ok) => spawn('/bin/sh', ['-c', c], { stdio: ['ignore', 'pipe', 'pipe'] }).on('close', ok));
+http.get('http://127.0.0.1:' + port + '/?ContentType=JSON', (res) => {
+  res.resume();
+  res.on('end', async () => {
+    fs.mkdirSync('/srv/floor', { recursive: true });
+    for (let i = 0; i < files; i++) { fs.writeFileSync('/srv/floor/.f' + i, 'v'.repeat(200)); fs.renameSync('/srv/floor/.f' + i, '/srv/floor/f' + i); }
+    for (let i = 0; i < commands; i++) { if (i % 4 === 0) await sh('test -d /srv/floor'); await sh('echo ' + i + ' >> /srv/floor/log'); }
+  });
+});
+`,
+);
+writeFileSync(
+  path.join(share, 'floor.py'),
+  `import os, subprocess, sys, urllib.request
+port, files, commands = (int(a) for a in sys.argv[1:])
+urllib.request.urlopen('http://127.0.0.1:%d/?ContentType=JSON' % port).read()
+os.makedirs('/srv/floor', exist_ok=True)
+for i in range(files):
+    with open('/srv/floor/.f%d' % i, 'w') as f:
+        f.write('v' * 200)
+    os.rename('/srv/floor/.f%d' % i, '/srv/floor/f%d' % i)
+sh = lambda c: subprocess.run(['/bin/sh', '-c', c], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+for i in range(commands):
+    if i % 4 == 0:
+        sh('test -d /srv/floor')
+    sh('echo %d >> /srv/floor/log' % i)
+`,
+);
+
 // heat-api-cfn on loopback, in its own process (the turns below block this one).
 const SERVER = `
 const http = require('node:http');
@@ -105,6 +142,10 @@ else
 fi
 run bash -c "$(declare -f tool); NODE=$NODE; SIDE=$SIDE; tool cfn-init -s bench -r web --access-key AKBENCH --secret-key bench-secret && tool cfn-hup -f"
 cat "$S/m/tmp/time-cfn-init" "$S/m/tmp/time-cfn-hup" > "$SHARE/time-$SIDE"
+if [ "$SIDE" = ours ]; then FLOOR="$NODE --v8-pool-size=0 /tmp/share/floor.cjs"; else FLOOR="/usr/bin/python3 /tmp/share/floor.py"; fi
+run /usr/bin/time -f '__MEASURE__ %e %M %U %S' -o /tmp/time-floor $FLOOR "$PORT" ${FILES} ${COMMANDS}
+cat "$S/m/tmp/time-floor" >> "$SHARE/time-$SIDE"
+[ "$(wc -l < "$S/m/srv/floor/log")" -eq ${COMMANDS} ]
 [ "$(wc -l < "$S/m/srv/bench/order.log")" -eq ${COMMANDS} ] && [ "$(find "$S/m/srv/bench/conf.d" -type f | wc -l)" -eq ${FILES} ] && [ ! -e "$S/m/tmp/fired" ]
 `;
 
@@ -120,7 +161,7 @@ function turn(side, port) {
   const times = [
     ...readFileSync(path.join(share, `time-${side}`), 'utf8').matchAll(/__MEASURE__ ([\d.]+) (\d+) ([\d.]+) ([\d.]+)/g),
   ];
-  if (times.length !== 2) throw new Error(`${side}: no measurement`);
+  if (times.length !== 3) throw new Error(`${side}: no measurement`);
   return times.map((m) => ({ wall: Number(m[1]), rssKb: Number(m[2]), cpu: Number(m[3]) + Number(m[4]) }));
 }
 
@@ -160,6 +201,13 @@ try {
       node: spawnSync(process.env.BENCH_NODE ?? process.execPath, ['--version'], { encoding: 'utf8' }).stdout.trim(),
       cfnInit: compare(0),
       cfnHupNoChange: compare(1),
+      // The runtimes alone on cfn-init's work (ours: Node; theirs: Python): ourFloorOfTheirs is the share of
+      // heat-cfntools' whole cfn-init that Node takes before any of our code runs.
+      cfnInitFloor: {
+        node: sum('ours', 2),
+        python: sum('theirs', 2),
+        ourFloorOfTheirs: Number((sum('ours', 2).wallMedianS / sum('theirs', 0).wallMedianS).toFixed(2)),
+      },
     }),
   );
 } finally {

@@ -252,6 +252,12 @@ function summarise(s) {
     scriptOnlyPerDeploymentMs: +((median(s.scripts) / COUNT) * 1000).toFixed(1),
     // Everything but the config scripts' own runs: start-up, hooks, state writes, signalling.
     overheadPerDeploymentMs: +(((wall - median(s.scripts)) / COUNT) * 1000).toFixed(1),
+    // The same less the process's start and end (a run with no deployments), each run against its own: what one more
+    // deployment costs a running agent (issue 30's figure; the daemon starts once per boot).
+    overheadBeyondStartPerDeploymentMs: +(
+      median(s.wall.map((w, r) => w - s.scripts[r] - s.empty[r])) *
+      (1000 / COUNT)
+    ).toFixed(1),
     emptyRunS: +median(s.empty).toFixed(3),
   };
 }
