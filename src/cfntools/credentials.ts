@@ -1,6 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { errorMessage } from '../errors.js';
 import { setSecrets } from '../log/redact.js';
+import { readCappedFile } from '../util/read-json-file.js';
 import { CfnCredentialsError } from './cfn-errors.js';
 
 // The keys a request to heat-api-cfn is signed with: an AWS::IAM::AccessKey's id and secret, given on the command line
@@ -37,15 +36,18 @@ export async function credentialsFrom(sources: CredentialSources): Promise<CfnCr
 }
 
 export async function readCredentialFile(file: string, shown = file): Promise<CfnCredentials> {
-  let text: string;
-  try {
-    const data = await readFile(file);
-    if (data.length > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
-    text = data.toString('utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new CfnCredentialsError(`cannot read the credential file ${shown}: ${code ?? errorMessage(err)}`);
+  // A regular file only: a link to a FIFO or a device would hold the read forever or fill the memory.
+  const read = await readCappedFile(file, MAX_FILE_BYTES);
+  if (!read.ok) {
+    const why =
+      read.reason === 'missing'
+        ? 'ENOENT'
+        : read.reason === 'too-large'
+          ? `larger than ${MAX_FILE_BYTES} bytes`
+          : read.detail;
+    throw new CfnCredentialsError(`cannot read the credential file ${shown}: ${why}`);
   }
+  const text = read.bytes.toString('utf8');
   // heat-cfntools' reading: "KEY *= *value" at the start of a line, the last such line winning.
   const found: Record<string, string> = {};
   for (const line of text.split('\n')) {

@@ -1,6 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../errors.js';
+import { readCappedFile } from '../util/read-json-file.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { HupConfigError } from './cfn-errors.js';
 import { cfnPath } from './cfn-paths.js';
@@ -174,16 +175,15 @@ async function confFiles(dir: string): Promise<string[]> {
   }
 }
 
-/** The file's text; undefined when it does not exist. Unreadable or huge files are errors. */
+/**
+ * The file's text; undefined when it does not exist. Unreadable or huge files are errors, and so is anything but a
+ * regular file: a link to a FIFO or a device (which cfn-init's files can make) would otherwise hold the check forever
+ * or fill the agent's memory.
+ */
 async function readText(file: string, paths: PathMapper): Promise<string | undefined> {
-  let data: Buffer;
-  try {
-    data = await readFile(file);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return undefined;
-    throw new HupConfigError(`cannot read ${paths.unmap(file)}: ${code ?? errorMessage(err)}`);
-  }
-  if (data.length > MAX_FILE_BYTES) throw new HupConfigError(`${paths.unmap(file)} is larger than 1 MiB`);
-  return data.toString('utf8');
+  const read = await readCappedFile(file, MAX_FILE_BYTES);
+  if (read.ok) return read.bytes.toString('utf8');
+  if (read.reason === 'missing') return undefined;
+  if (read.reason === 'too-large') throw new HupConfigError(`${paths.unmap(file)} is larger than 1 MiB`);
+  throw new HupConfigError(`cannot read ${paths.unmap(file)}: ${read.detail}`);
 }

@@ -1,8 +1,9 @@
 import { pythonJsonDumps } from '../util/python-json.js';
 import { parsePythonJson } from '../util/python-json-parse.js';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { readCappedFile } from '../util/read-json-file.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { isSafeFileName } from '../util/safe-name.js';
 import { CfnMetadataError } from './cfn-errors.js';
@@ -70,12 +71,8 @@ function ownCopy(paths: PathMapper, resource: string): string {
   return path.join(path.dirname(cfnPath(paths, 'lastMetadata')), name);
 }
 
+/** A regular file's text up to the cap; anything else (missing, a FIFO, a device, too large) is no copy. */
 async function readSmall(file: string): Promise<string | undefined> {
-  try {
-    const data = await readFile(file);
-    if (data.length > MAX_METADATA_BYTES) return undefined;
-    return data.toString('utf8');
-  } catch {
-    return undefined;
-  }
+  const read = await readCappedFile(file, MAX_METADATA_BYTES);
+  return read.ok ? read.bytes.toString('utf8') : undefined;
 }

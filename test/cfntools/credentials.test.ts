@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { CfnCredentialsError } from '../../src/cfntools/cfn-errors.js';
@@ -53,4 +54,9 @@ t.test('a credential file that cannot be used names itself and what is missing',
   );
   writeFileSync(path.join(dir, 'big'), 'x'.repeat(70_000));
   await t.rejects(readCredentialFile(path.join(dir, 'big')), /larger than/);
+  // Neither a FIFO (read as before, it would wait for a writer forever) nor a device is read.
+  execFileSync('mkfifo', [path.join(dir, 'fifo')]);
+  await t.rejects(readCredentialFile(path.join(dir, 'fifo'), '/etc/cfn/fifo'), /\/etc\/cfn\/fifo: not a regular file/);
+  symlinkSync('/dev/zero', path.join(dir, 'zero'));
+  await t.rejects(readCredentialFile(path.join(dir, 'zero'), '/etc/cfn/zero'), /\/etc\/cfn\/zero: not a regular file/);
 });

@@ -1,4 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { HupConfigError } from '../../src/cfntools/cfn-errors.js';
@@ -121,3 +122,20 @@ t.test('every unusable configuration is an error naming the file and section', a
     t.match(String((err as Error).message), expected, what);
   }
 });
+
+for (const [what, make] of [
+  ['a FIFO', (file: string) => execFileSync('mkfifo', [file])],
+  ['a link to /dev/zero', (file: string) => symlinkSync('/dev/zero', file)],
+] as const)
+  t.test(`a hook file that is ${what} is refused at once, not read`, async (t) => {
+    const { root, paths } = setup(t, { 'etc/cfn/cfn-hup.conf': MAIN, 'etc/cfn/hooks.conf': HOOK });
+    mkdirSync(path.join(root, 'etc/cfn/hooks.d'));
+    make(path.join(root, 'etc/cfn/hooks.d/odd.conf'));
+    // Read as before, the FIFO would wait for a writer forever and /dev/zero would fill the memory: bounded here.
+    const err = await Promise.race([
+      loadHupConfig(paths).catch((e: unknown) => e),
+      new Promise((resolve) => setTimeout(() => resolve(new Error('still reading after 10 s')), 10_000).unref()),
+    ]);
+    t.ok(err instanceof HupConfigError, 'HupConfigError', { err });
+    t.match(String((err as Error).message), /cannot read \/etc\/cfn\/hooks\.d\/odd\.conf: not a regular file/);
+  });

@@ -1,0 +1,47 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { readBaseline, readLocalMetadata, saveMetadata } from '../../src/cfntools/metadata-store.js';
+import { createPathMapper } from '../../src/util/rooted-path.js';
+import type { TapTest } from '../helpers/http-test-server.js';
+
+// heat-cfntools' local copies of the metadata (src/cfntools/metadata-store.ts): last_metadata_<resource>, then
+// last_metadata, then cfn-init-data.
+
+function setup(t: TapTest) {
+  const root = t.testdir();
+  mkdirSync(path.join(root, 'var/cache/heat-cfntools'), { recursive: true });
+  mkdirSync(path.join(root, 'var/lib/heat-cfntools'), { recursive: true });
+  return { root, paths: createPathMapper(root), at: (p: string) => path.join(root, p) };
+}
+
+t.test('saved for a resource, read back in heat-cfntools order, 0600', async (t) => {
+  const { paths, at } = setup(t);
+  writeFileSync(at('var/lib/heat-cfntools/cfn-init-data'), '{"boot": true}');
+  t.same(await readLocalMetadata(paths, 'web'), {
+    text: '{"boot": true}',
+    file: '/var/lib/heat-cfntools/cfn-init-data',
+  });
+  await saveMetadata(paths, { b: 1, 3: 'three' }, 'web');
+  t.same(await readLocalMetadata(paths, 'web'), {
+    text: '{"3": "three", "b": 1}',
+    file: '/var/cache/heat-cfntools/last_metadata_web',
+  });
+  t.same(await readBaseline(paths, 'web'), { 3: 'three', b: 1 });
+  t.equal(statSync(at('var/cache/heat-cfntools/last_metadata_web')).mode & 0o777, 0o600);
+});
+
+t.test('a copy that is a FIFO or a link to a device counts as no copy, and is not read', async (t) => {
+  const { paths, at } = setup(t);
+  execFileSync('mkfifo', [at('var/cache/heat-cfntools/last_metadata_web')]);
+  symlinkSync('/dev/zero', at('var/cache/heat-cfntools/last_metadata'));
+  writeFileSync(at('var/lib/heat-cfntools/cfn-init-data'), '{"boot": true}');
+  // Read as before, the FIFO would wait for a writer forever and /dev/zero would fill the memory: bounded here.
+  const found = await Promise.race([
+    readLocalMetadata(paths, 'web'),
+    new Promise((resolve) => setTimeout(() => resolve('still reading after 10 s'), 10_000).unref()),
+  ]);
+  t.same(found, { text: '{"boot": true}', file: '/var/lib/heat-cfntools/cfn-init-data' }, 'the boot data instead');
+  t.equal(await readBaseline(paths, 'web'), undefined, 'no baseline: a change is judged against nothing');
+});
