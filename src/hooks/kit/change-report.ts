@@ -1,5 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import type { HookLog } from './hook-log.js';
+import { readOutputFile } from './work-files.js';
 
 // Whether a run changed the system. heat-agents' protocol has no word for it, so the agent asks only when it re-runs a
 // finished deployment on its reconverge interval, with OS_CONFIG_AGENT_RECONVERGE=1 in the hook's environment, and a
@@ -73,7 +73,8 @@ export function chefChanges(stdout: string): Changes {
 export async function scriptChanges(outputsPath: string, log: HookLog): Promise<Changes> {
   let text: string;
   try {
-    text = (await readFile(`${outputsPath}.${CHANGED_KEY}`, 'utf8')).trim();
+    // As the outputs are read: a FIFO or a device left under the name is not read (work-files.ts).
+    text = readOutputFile(`${outputsPath}.${CHANGED_KEY}`).trim();
   } catch {
     return undefined;
   }

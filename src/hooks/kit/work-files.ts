@@ -109,7 +109,7 @@ export async function readOutputs(
  * An output file's text. Opened without blocking and read only when it is a regular file: a tool that left a FIFO
  * under an output's name would otherwise hold the read, and the agent, until something wrote to it.
  */
-function readOutputFile(file: string): string {
+export function readOutputFile(file: string): string {
   const fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   try {
     if (!fstatSync(fd).isFile()) throw new Error(`${file} is not a regular file`);

@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import {
@@ -84,6 +85,20 @@ t.test("a script's deploy_changed file: true, false or a count; anything else sa
   t.equal(parseChanges(2.5), undefined);
   t.equal(parseChanges(null), undefined);
   t.equal(parseChanges(true), true);
+});
+
+t.test('a deploy_changed that is a FIFO or a link to a device says nothing, and is not read', async (t) => {
+  const dir = t.testdir();
+  execFileSync('mkfifo', [path.join(dir, 'fifo.deploy_changed')]);
+  symlinkSync('/dev/zero', path.join(dir, 'zero.deploy_changed'));
+  for (const name of ['fifo', 'zero']) {
+    // Read as before, the FIFO would wait for a writer forever and /dev/zero would fill the memory: bounded here.
+    const said = await Promise.race([
+      scriptChanges(path.join(dir, name), silentLog),
+      new Promise((resolve) => setTimeout(() => resolve('still reading after 10 s'), 10_000).unref()),
+    ]);
+    t.equal(said, undefined, name);
+  }
 });
 
 const SCRIPT = '#!/bin/bash\necho ran\necho true > "$heat_outputs_path.deploy_changed"\n';
