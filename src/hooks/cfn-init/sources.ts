@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream';
@@ -113,7 +113,8 @@ async function unpack(run: InitRun, resource: string, type: ArchiveType, archive
         { file: 'bunzip2', args: ['-f', archive] },
         'bunzip2 was not found: install the bzip2 package',
       );
-      await rename(archive.replace(/\.bz2$/i, ''), single);
+      // Copied, not renamed: the temp directory is often another filesystem (a tmpfs /tmp), where rename fails.
+      await writeFileAtomic(single, createReadStream(archive.replace(/\.bz2$/i, '')), { mode: 0o644 });
       return;
   }
 }

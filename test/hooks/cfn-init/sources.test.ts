@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -5,8 +6,8 @@ import t from 'tap';
 import { startTestServer, type TapTest } from '../../helpers/http-test-server.js';
 import { HOOK_MODES, SYSTEM_PATH, modeOf, runHook } from '../hook-process.js';
 
-// cfn-init's `sources` of a lone .gz file (src/hooks/cfn-init/sources.ts): one file, unpacked as a stream onto the
-// disk. The archives of other kinds go to tar and unzip, whose own tests are in ../groups/cfn-init.test.ts.
+// cfn-init's `sources` of a lone .gz or .bz2 file (src/hooks/cfn-init/sources.ts): one file, unpacked as a stream onto
+// the disk. The archives of other kinds go to tar and unzip, whose own tests are in ../groups/cfn-init.test.ts.
 
 const MIB = 1024 * 1024;
 /** 256 MiB of zeros as 256 gzip members of 1 MiB each (a gzip file may hold several): ~260 KB on the wire. */
@@ -14,6 +15,7 @@ const BOMB_MIB = 256;
 const bomb = Buffer.concat(Array.from({ length: BOMB_MIB }, () => gzipSync(Buffer.alloc(MIB))));
 const served: Record<string, Buffer> = {
   '/notes.txt.gz': gzipSync('first line\nsecond line\n'),
+  '/notes.txt.bz2': execFileSync('bzip2', ['-c'], { input: 'from bzip2\n' }),
   '/zeros.gz': bomb,
   // A gzip header, then bytes that are not deflate data.
   '/broken.gz': Buffer.concat([gzipSync('x').subarray(0, 10), Buffer.from('not deflate data at all')]),
@@ -65,6 +67,33 @@ for (const { name: mode, run } of HOOK_MODES)
       t.same(readdirSync(at('/srv/broken')), [], 'no file and no temp file is left in the directory');
     },
   );
+
+const SHM = '/dev/shm';
+t.test(
+  'a lone .bz2 becomes one file, with the temp directory on another filesystem than the target',
+  { skip: !isDirectory(SHM) && `needs ${SHM}` },
+  async (t) => {
+    const { env, at } = setup(t);
+    // bunzip2 writes its output beside the download, in the temp directory; moved by a rename, it failed with EXDEV
+    // whenever /tmp was a tmpfs and the target on disk.
+    t.not(statSync(SHM).dev, statSync(at('/')).dev, 'the temp directory and the target are on two filesystems');
+    const res = await runHook('cfn-init', deployment({ '/srv/bz': `${server.url}/notes.txt.bz2` }), {
+      env: { ...env, TMPDIR: SHM },
+    });
+    t.equal(res.result.deploy_status_code, 0, 'unpacked', { result: res.result, stderr: res.stderr });
+    t.equal(readFileSync(at('/srv/bz/notes.txt'), 'utf8'), 'from bzip2\n');
+    t.equal(modeOf(at('/srv/bz/notes.txt')), '644', 'as a lone .gz file');
+    t.same(
+      readdirSync(SHM).filter((f) => f.startsWith('cfn-init-source-')),
+      [],
+      'the temp directory is gone',
+    );
+  },
+);
+
+function isDirectory(p: string): boolean {
+  return statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
+}
 
 t.test('a .gz that expands far beyond its size is written without being held in memory', async (t) => {
   const { dir, env, at } = setup(t);
