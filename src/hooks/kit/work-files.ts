@@ -106,13 +106,24 @@ export async function readOutputs(
 }
 
 /**
- * An output file's text. Opened without blocking and read only when it is a regular file: a tool that left a FIFO
- * under an output's name would otherwise hold the read, and the agent, until something wrote to it.
+ * An output is read only up to this size. Heat takes a signal of at most 1 MiB (max_json_body_size), so a larger
+ * output reaches it only cut down to its end (heat/signal-body.ts); one of this size in memory would only put the
+ * agent at risk.
+ */
+export const OUTPUT_FILE_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * An output file's text. Opened without blocking and read only when it is a regular file of at most
+ * OUTPUT_FILE_MAX_BYTES: a tool that left a FIFO under an output's name would otherwise hold the read, and the agent,
+ * until something wrote to it, and a huge file would fill the agent's memory.
  */
 export function readOutputFile(file: string): string {
   const fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   try {
-    if (!fstatSync(fd).isFile()) throw new Error(`${file} is not a regular file`);
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${file} is not a regular file`);
+    if (st.size > OUTPUT_FILE_MAX_BYTES)
+      throw new Error(`${file} is ${st.size} bytes, over the ${OUTPUT_FILE_MAX_BYTES}-byte limit of an output`);
     return readFileSync(fd, 'utf8');
   } finally {
     closeSync(fd);

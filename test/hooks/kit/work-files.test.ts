@@ -1,10 +1,25 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { HookDeployment } from '../../../src/hooks/contract.js';
 import { HookLog, type HookLogFields } from '../../../src/hooks/kit/hook-log.js';
-import { makeDirs, readOutputs, removeOutputs, writeWorkFile } from '../../../src/hooks/kit/work-files.js';
+import {
+  makeDirs,
+  OUTPUT_FILE_MAX_BYTES,
+  readOutputs,
+  removeOutputs,
+  writeWorkFile,
+} from '../../../src/hooks/kit/work-files.js';
 
 // The files a hook writes for its tool and reads back from it: made and read with direct calls, so a tool's hostile
 // leftovers (a link in a work file's place, a FIFO under an output's name) must neither redirect a write nor hold
@@ -66,6 +81,27 @@ t.test('readOutputs reads declared outputs; missing ones are skipped, bad names 
   );
   t.match(warnings[1]?.fields.reason, /is not a regular file/, 'a FIFO is refused at once, not read');
   t.ok(existsSync(path.join(dir, 'd1.fifo')));
+});
+
+t.test('an output over 16 MiB is left out with a warning, not read; one of 16 MiB is read', async (t) => {
+  const dir = t.testdir();
+  // Sparse files: their size is what is checked, not their blocks.
+  writeFileSync(path.join(dir, 'd1.huge'), '');
+  truncateSync(path.join(dir, 'd1.huge'), OUTPUT_FILE_MAX_BYTES + 1);
+  symlinkSync('/dev/zero', path.join(dir, 'd1.zero'));
+  writeFileSync(path.join(dir, 'd1.edge'), '');
+  truncateSync(path.join(dir, 'd1.edge'), OUTPUT_FILE_MAX_BYTES);
+  const { log, warnings } = capturingLog();
+  const outputs = await readOutputs(withOutputs('huge', 'zero', 'edge'), path.join(dir, 'd1'), log);
+  t.same(Object.keys(outputs), ['edge']);
+  t.equal(outputs.edge?.length, OUTPUT_FILE_MAX_BYTES);
+  t.same(
+    warnings.map((w) => [w.fields.output, w.fields.reason]),
+    [
+      ['huge', `${path.join(dir, 'd1.huge')} is 16777217 bytes, over the 16777216-byte limit of an output`],
+      ['zero', `${path.join(dir, 'd1.zero')} is not a regular file`],
+    ],
+  );
 });
 
 t.test('an output named __proto__ is an own property, not the prototype', async (t) => {
