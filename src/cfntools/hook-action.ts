@@ -1,5 +1,6 @@
 import { errorMessage } from '../errors.js';
 import type { HookLog } from '../hooks/kit/hook-log.js';
+import { redactShellCommand } from '../log/redact-command.js';
 import { runProcess } from '../util/process-group.js';
 import type { HupHook } from './hup-config.js';
 import { userAccount } from './user-account.js';
@@ -38,7 +39,7 @@ export async function runHookAction(
     return { hook: hook.name, ok: false, status: `no user ${hook.runas}` };
   }
   const switchUser = process.getuid?.() !== account.uid;
-  log.info('running hook action', { ...fields, action: hook.action });
+  log.info('running hook action', { ...fields, action: redactShellCommand(hook.action) });
   const res = await runProcess({
     file: '/bin/sh',
     args: ['-c', hook.action],

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { HookFailure, type HookContext, type ToolRun } from '../contract.js';
 import type { ToolDeclaration } from '../declaration.js';
 import { findExecutable } from '../../util/executable.js';
+import { redactArgs } from '../../log/redact-command.js';
 
 // Running a hook's tool and reading what it did.
 
@@ -76,7 +77,8 @@ function installedToolInterpreterMissing(found: string, interpreter: string): st
 /** Quotes an argv for a log line (the log masks secret values afterwards). */
 export function formatCommand(command: string, args: readonly string[]): string {
   const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);
-  return [command, ...args].map(quote).join(' ');
+  // Shown in the log and in errors: a password given as an option or a container's environment stays out.
+  return [command, ...redactArgs(args)].map(quote).join(' ');
 }
 
 /** The message for a tool that is not installed: which, the command looked for, what to install, the variable. */

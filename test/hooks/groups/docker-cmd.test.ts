@@ -295,7 +295,7 @@ for (const { name: mode, run: runIn } of HOOK_MODES)
     );
     t.equal(run.result.deploy_status_code, 0, { stderr: run.stderr });
     t.match(run.stderr, /docker not found; using podman/, 'the log says podman stands in');
-    t.match(run.stderr, /--env=API_TOKEN=\*\*\*/, 'the logged command masks a secret-looking environment value');
+    t.match(run.stderr, /--env=API_TOKEN=\[REDACTED\]/, 'the logged command masks a secret-looking environment value');
     t.notMatch(run.stderr, /tok-in-config/);
     const calls = readRecords(record).map((r) => r.argv);
     t.same(

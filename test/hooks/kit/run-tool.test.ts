@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
+import { formatCommand } from '../../../src/hooks/kit/run-tool.js';
 import { HOOK_MODES, SYSTEM_PATH } from '../hook-process.js';
 
 // A tool that is there but cannot start, because the interpreter its #! line names is gone (a package half removed, a
@@ -65,3 +66,14 @@ for (const { name: mode, run } of HOOK_MODES)
       );
       t.notMatch(String(res.result.deploy_stderr), /is not installed: the command/);
     });
+
+t.test(
+  "formatCommand quotes what the shell would split and hides secret options' and assignments' values",
+  async (t) => {
+    t.equal(
+      formatCommand('docker', ['run', '--name', 'db', '--env=MYSQL_ROOT_PASSWORD=s1', '--env=TZ=UTC', 'img', 'a b']),
+      "docker run --name db '--env=MYSQL_ROOT_PASSWORD=[REDACTED]' --env=TZ=UTC img 'a b'",
+    );
+    t.equal(formatCommand('tool', ['--password', 'p w', '--user', 'u']), "tool --password '[REDACTED]' --user u");
+  },
+);
