@@ -103,7 +103,7 @@ async function unpack(run: InitRun, resource: string, type: ArchiveType, archive
       return;
     case 'gz':
       // Streamed to the file: a few megabytes of gzip can expand to gigabytes, which in memory would take the agent
-      // down with the deployment; on disk the limit is the disk's, as for tar (docs/cfntools.md).
+      // down with the deployment; on disk the limit is the disk's, as for tar (docs/hooks.md#cfn-init).
       await writeFileAtomic(single, gunzipped(archive), { mode: 0o644 });
       return;
     case 'bz2':

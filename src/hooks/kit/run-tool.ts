@@ -74,10 +74,9 @@ function installedToolInterpreterMissing(found: string, interpreter: string): st
   return `${found} is there but cannot start: the interpreter its first line names (${interpreter}) is not installed. Reinstall the package that provides ${path.basename(found)}, or install ${interpreter}.`;
 }
 
-/** Quotes an argv for a log line (the log masks secret values afterwards). */
+/** Quotes an argv for a log line, secret-named options' and assignments' values replaced (log/redact-command.ts). */
 export function formatCommand(command: string, args: readonly string[]): string {
   const quote = (a: string) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);
-  // Shown in the log and in errors: a password given as an option or a container's environment stays out.
   return [command, ...redactArgs(args)].map(quote).join(' ');
 }
 
