@@ -3,12 +3,14 @@ import {
   fchmodSync,
   fchownSync,
   fstatSync,
+  lchownSync,
   mkdirSync,
   openSync,
   renameSync,
   rmdirSync,
   rmSync,
   statSync,
+  symlinkSync,
   unlinkSync,
   writeFileSync,
   writeSync,
@@ -46,7 +48,8 @@ export interface CommitReport {
 export type SyncfsRunner = (paths: readonly string[]) => Promise<boolean>;
 
 export class WriteBatch {
-  private readonly staged: Array<{ temp: string; target: string }> = [];
+  /** Temp files and links in the order staged; a link has no data of its own to flush (its directory's fsync keeps it). */
+  private readonly staged: Array<{ temp: string; target: string; link?: true }> = [];
   private readonly removals: string[] = [];
   /** Directories this batch made, parents before children (abort removes them, commit makes their entries durable). */
   private readonly madeDirs: string[] = [];
@@ -93,6 +96,18 @@ export class WriteBatch {
     }
   }
 
+  /**
+   * A symbolic link to `linkTarget` at a temp name beside `target`, with the owner given (lchown: the link itself, never
+   * what it points to), renamed over `target` at commit like a staged file.
+   */
+  stageLink(target: string, linkTarget: string, owner: Omit<StageOptions, 'mode'> = {}): void {
+    this.assertOpen();
+    const temp = tempPathFor(target);
+    this.staged.push({ temp, target, link: true });
+    symlinkSync(linkTarget, temp);
+    if (owner.uid !== undefined || owner.gid !== undefined) lchownSync(temp, owner.uid ?? -1, owner.gid ?? -1);
+  }
+
   /** True when `fd`, just created with `mode`, has exactly that mode; asked of the first file of each mode only. */
   private modeKeptByOpen(fd: number, mode: number): boolean {
     // Bits beyond rwx (setuid, setgid, sticky) are always set explicitly.
@@ -135,7 +150,8 @@ export class WriteBatch {
     if (this.size === 0) return report;
     let renamed = 0;
     try {
-      if (this.staged.length > 0) report.files = await this.flushFiles(this.staged.map((s) => s.temp));
+      const data = this.staged.filter((s) => !s.link).map((s) => s.temp);
+      if (data.length > 0) report.files = await this.flushFiles(data);
       for (const { temp, target } of this.staged) {
         renameSync(temp, target);
         renamed++;

@@ -1,4 +1,14 @@
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { onePerFilesystem, SYNCFS_MIN_FILES, WriteBatch, type SyncfsRunner } from '../../src/util/write-batch.js';
@@ -93,6 +103,34 @@ t.test(
     t.equal(readFileSync(path.join(dir, 'd15/f'), 'utf8'), 'file 15');
   },
 );
+
+t.test('links: staged beside their target, renamed over it at commit, removed by abort, never flushed', async (t) => {
+  const dir = t.testdir({ old: 'a file a link replaces' });
+  const syncfs = recordingSyncfs(true);
+  const batch = new WriteBatch(syncfs.run);
+  // A link to nothing: flushing it by its path would follow it and fail.
+  batch.stageLink(path.join(dir, 'old'), '/nonexistent/target');
+  batch.stageLink(path.join(dir, 'new'), 'old');
+  t.equal(readFileSync(path.join(dir, 'old'), 'utf8'), 'a file a link replaces', 'target untouched while staged');
+  t.same(await batch.commit(), { files: 'none', directories: 'fsync' }, 'no data to flush for links');
+  t.equal(readlinkSync(path.join(dir, 'old')), '/nonexistent/target');
+  t.equal(readlinkSync(path.join(dir, 'new')), 'old');
+  t.same(allNames(dir), ['new', 'old'], 'no temp link left');
+
+  const aborted = new WriteBatch();
+  aborted.stageLink(path.join(dir, 'gone'), 'old');
+  aborted.abort();
+  t.same(allNames(dir), ['new', 'old'], 'abort removes the staged link');
+});
+
+t.test("a link's owner is set on the link itself", { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {
+  const dir = t.testdir({ file: 'x' });
+  const batch = new WriteBatch();
+  batch.stageLink(path.join(dir, 'link'), 'file', { uid: 65534, gid: 65534 });
+  await batch.commit();
+  t.match(lstatSync(path.join(dir, 'link')), { uid: 65534, gid: 65534 });
+  t.match(statSync(path.join(dir, 'file')), { uid: 0 }, 'what it points to keeps its owner');
+});
 
 t.test('the mode is exact whatever the umask: open() modes the umask cut down are set again', async (t) => {
   const dir = t.testdir({});

@@ -1,6 +1,6 @@
-import { lstat, mkdir, readFile, readlink, rename, symlink, lchown, rm } from 'node:fs/promises';
+import { lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { tempPathFor, writeFileAtomic } from '../../util/atomic-write.js';
+import { WriteBatch } from '../../util/write-batch.js';
 import { HookFailure } from '../contract.js';
 import { accountId } from './accounts.js';
 import { download } from './download.js';
@@ -9,37 +9,50 @@ import { SYMLINK_TYPE, type FileEntry } from './model.js';
 import { forResource, type InitRun } from './run-state.js';
 
 // files: each written whole and replaced atomically (never written through a link planted in its place), with its
-// mode, owner and group; missing parent directories are made (0755, as heat-cfntools' makedirs under umask 022). A
+// mode, owner and group; missing parent directories are made (0777 less the umask, as heat-cfntools' os.makedirs). A
 // mode of 120xxx makes a symbolic link to "content", as AWS cfn-init does. A file whose content, mode and owner are
 // already right is not rewritten and does not count as changed (services naming it are not restarted).
+//
+// A config's files are replaced as one step (util/write-batch.ts): every new body is written beside its target first,
+// made durable once for all of them (one syncfs for a large set instead of an fsync per file, each a journal commit on
+// an instance's disk), then renamed into place. A failure part-way (an unknown owner, a failed download, a full disk)
+// leaves every file of the config as it was; heat-cfntools left those before the failing one written.
 
 const NEW_FILE_MODE = 0o644;
 
 export async function applyFiles(run: InitRun, config: string, files: readonly FileEntry[]): Promise<void> {
-  for (const file of files) {
-    const resource = `config "${config}" files.${file.path}`;
-    await forResource(resource, () => applyFile(run, file, resource));
+  const batch = new WriteBatch();
+  const changed: boolean[] = [];
+  try {
+    for (const file of files) {
+      const resource = `config "${config}" files.${file.path}`;
+      changed.push(await forResource(resource, () => stageFile(run, batch, file, resource)));
+    }
+    await forResource(`config "${config}" files`, () => batch.commit());
+  } catch (err) {
+    batch.abort();
+    throw err;
   }
+  files.forEach((file, i) => {
+    if (changed[i]) run.changed.add(`file:${file.path}`);
+    run.ctx.log.info(changed[i] ? 'file written' : 'file unchanged', { file: file.path });
+  });
 }
 
-async function applyFile(run: InitRun, file: FileEntry, resource: string): Promise<void> {
+/** Stages one file or link in the batch; false when it is already as asked (nothing staged). */
+async function stageFile(run: InitRun, batch: WriteBatch, file: FileEntry, resource: string): Promise<boolean> {
   const dest = hostPath(run, file.path, resource, 'file');
-  await mkdir(path.dirname(dest), { recursive: true, mode: 0o755 });
   const uid = file.owner !== undefined ? await idFor(run, 'passwd', file.owner, resource) : undefined;
   const gid = file.group !== undefined ? await idFor(run, 'group', file.group, resource) : undefined;
-  const changed =
-    file.mode !== undefined && (file.mode & SYMLINK_TYPE) === SYMLINK_TYPE
-      ? await writeLink(dest, (file.content ?? Buffer.alloc(0)).toString('utf8'), uid, gid)
-      : await writeRegular(
-          dest,
-          file.content ?? (await download(run, file.source ?? '', resource)),
-          file.mode,
-          uid,
-          gid,
-          resource,
-        );
-  if (changed) run.changed.add(`file:${file.path}`);
-  run.ctx.log.info(changed ? 'file written' : 'file unchanged', { file: file.path });
+  if (file.mode !== undefined && (file.mode & SYMLINK_TYPE) === SYMLINK_TYPE) {
+    const target = (file.content ?? Buffer.alloc(0)).toString('utf8');
+    if (linkIsAsAsked(dest, target, uid, gid)) return false;
+    batch.ensureDirectory(path.dirname(dest));
+    batch.stageLink(dest, target, { uid, gid });
+    return true;
+  }
+  const data = file.content ?? (await download(run, file.source ?? '', resource));
+  return stageRegular(batch, dest, data, file.mode, uid, gid, resource);
 }
 
 async function idFor(run: InitRun, kind: 'passwd' | 'group', name: string, resource: string): Promise<number> {
@@ -51,24 +64,20 @@ async function idFor(run: InitRun, kind: 'passwd' | 'group', name: string, resou
   return id;
 }
 
-async function existing(dest: string) {
-  try {
-    return await lstat(dest);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+function existing(dest: string) {
+  return lstatSync(dest, { throwIfNoEntry: false });
 }
 
-async function writeRegular(
+function stageRegular(
+  batch: WriteBatch,
   dest: string,
   data: Buffer,
   mode: number | undefined,
   uid: number | undefined,
   gid: number | undefined,
   resource: string,
-): Promise<boolean> {
-  const before = await existing(dest);
+): boolean {
+  const before = existing(dest);
   if (before?.isDirectory()) throw new HookFailure(`cfn-init: ${resource}: ${dest} is a directory`);
   const regular = before?.isFile() ? before : undefined;
   // Unset mode and owner keep those of the file being replaced, as writing into it (heat-cfntools) kept them.
@@ -83,38 +92,23 @@ async function writeRegular(
     regular.uid === want.uid &&
     regular.gid === want.gid &&
     regular.size === data.length &&
-    (await readFile(dest)).equals(data)
+    readFileSync(dest).equals(data)
   )
     return false;
   // chown only when the owner differs from the writer's: an unprivileged run (tests, the demo) cannot chown at all.
   const chown =
     want.uid !== process.getuid?.() || want.gid !== process.getgid?.() ? { uid: want.uid, gid: want.gid } : {};
-  await writeFileAtomic(dest, data, { mode: want.mode, ...chown, syncDirectory: false });
+  batch.ensureDirectory(path.dirname(dest));
+  batch.stage(dest, data, { mode: want.mode, ...chown });
   return true;
 }
 
-async function writeLink(
-  dest: string,
-  target: string,
-  uid: number | undefined,
-  gid: number | undefined,
-): Promise<boolean> {
-  const before = await existing(dest);
-  if (
-    before?.isSymbolicLink() &&
-    (await readlink(dest)) === target &&
+function linkIsAsAsked(dest: string, target: string, uid: number | undefined, gid: number | undefined): boolean {
+  const before = existing(dest);
+  return (
+    before?.isSymbolicLink() === true &&
+    readlinkSync(dest) === target &&
     (uid === undefined || before.uid === uid) &&
     (gid === undefined || before.gid === gid)
-  )
-    return false;
-  const tmp = tempPathFor(dest);
-  await symlink(target, tmp);
-  try {
-    if (uid !== undefined || gid !== undefined) await lchown(tmp, uid ?? -1, gid ?? -1);
-    await rename(tmp, dest);
-  } catch (err) {
-    await rm(tmp, { force: true });
-    throw err;
-  }
-  return true;
+  );
 }

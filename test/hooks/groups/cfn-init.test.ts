@@ -10,6 +10,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { startTestServer, type TapTest } from '../../helpers/http-test-server.js';
@@ -339,6 +340,39 @@ for (const { name: mode, run } of HOOK_MODES)
       t.match(unknown.result.deploy_stderr, /sources\.\/opt\/x: cannot tell the archive type/);
     },
   );
+
+t.test(
+  "a config's files are replaced as one step: a failure part-way leaves every one of them as it was",
+  async (t) => {
+    const { env, at } = setup(t);
+    mkdirSync(at('/etc/app'), { recursive: true });
+    writeFileSync(at('/etc/app/kept.conf'), 'old\n');
+    const init = (owner: string) => ({
+      config: {
+        files: {
+          '/etc/app/kept.conf': { content: 'new\n' },
+          '/etc/app/link': { content: '/nowhere', mode: '120777' },
+          '/etc/made/deep/new.conf': { content: 'new\n' },
+          '/etc/app/owned.conf': { content: 'x', owner },
+          '/etc/app/later.conf': { content: 'later\n' },
+        },
+      },
+    });
+    const failed = await runHookInProcess('cfn-init', deployment(init('no-such-user-cfn')), { env });
+    t.equal(failed.result.deploy_status_code, 1);
+    t.match(failed.result.deploy_stderr, /files\.\/etc\/app\/owned\.conf: there is no user named "no-such-user-cfn"/);
+    t.equal(readFileSync(at('/etc/app/kept.conf'), 'utf8'), 'old\n', 'a file before the failing one is not replaced');
+    t.same(readdirSync(at('/etc/app')), ['kept.conf'], 'no link, no later file, no temp file left');
+    t.notOk(existsSync(at('/etc/made')), 'directories made for the files are removed');
+
+    const ok = await runHookInProcess('cfn-init', deployment(init(userInfo().username)), { env });
+    t.equal(ok.result.deploy_status_code, 0, 'the same files with an owner that exists', { result: ok.result });
+    t.equal(readFileSync(at('/etc/app/kept.conf'), 'utf8'), 'new\n');
+    t.equal(readlinkSync(at('/etc/app/link')), '/nowhere', 'a link to nothing is staged and renamed like a file');
+    t.equal(readFileSync(at('/etc/made/deep/new.conf'), 'utf8'), 'new\n');
+    t.same(readdirSync(at('/etc/app')).sort(), ['kept.conf', 'later.conf', 'link', 'owned.conf']);
+  },
+);
 
 t.test(
   'in-process: a deployment stopped by its timeout abandons its download at once (the connection is closed)',
