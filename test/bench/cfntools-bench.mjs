@@ -4,7 +4,8 @@
 // heat-api-cfn is a loopback server in a process of its own that answers both boto's JSON and our XML requests
 // (signatures are not checked here; the tests check them). Each turn runs in a scratch root (a private mount namespace
 // with an overlay over /, as the conformance tests make them), so nothing on this machine changes and every turn
-// starts from nothing. Wall time and peak RSS come from GNU time inside the root (the command alone, not the set-up).
+// starts from nothing (the upper layer on the temporary directory's disk, or a tmpfs: BENCH_SCRATCH). Wall time comes
+// from bash's clock inside the root, peak RSS and CPU from GNU time there (the command alone, not the set-up).
 // Needs root, unshare, overlayfs, heat-cfntools and GNU time. Prints one JSON summary line.
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,10 @@ import { fileURLToPath } from 'node:url';
 import { median } from './measure.mjs';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+// Where each turn's changes land (the overlay's upper layer): by default the disk of the temporary directory, as an
+// instance's root is a disk, so the durable writes cost what they cost there (heat-cfntools flushes nothing); with
+// BENCH_SCRATCH=tmpfs a tmpfs, which leaves the disk out.
+const SCRATCH = process.env.BENCH_SCRATCH === 'tmpfs' ? 'tmpfs' : 'disk';
 const FILES = 50;
 const COMMANDS = 20;
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -118,9 +123,9 @@ server.listen(0, '127.0.0.1', () => console.log(server.address().port));
 
 const TURN = `
 set -eu
-S=$1; SHARE=$2; SIDE=$3; NODE=$4; PORT=$5
+S=$1; SHARE=$2; SIDE=$3; NODE=$4; PORT=$5; SCRATCH=$6
 mount --make-rprivate /
-mount -t tmpfs bench "$S"
+if [ "$SCRATCH" = tmpfs ]; then mount -t tmpfs bench "$S"; else rm -rf "$S/u" "$S/w" "$S/m"; fi
 mkdir "$S/u" "$S/w" "$S/m"
 mount -t overlay bench -o "lowerdir=/,upperdir=$S/u,workdir=$S/w" "$S/m"
 mount --rbind /proc "$S/m/proc"
@@ -135,16 +140,15 @@ printf '[main]\\nstack=bench\\ncredential-file=/etc/cfn/cfn-credentials\\n' > "$
 printf 'AWSAccessKeyId=AKBENCH\\nAWSSecretKey=bench-secret\\n' > "$S/m/etc/cfn/cfn-credentials"
 printf '[reload]\\ntriggers=post.update\\npath=Resources.web.Metadata.AWS::CloudFormation::Init\\naction=touch /tmp/fired\\nrunas=root\\n' > "$S/m/etc/cfn/hooks.conf"
 run() { chroot "$S/m" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+# A command's wall time on bash's clock (microseconds) and its peak RSS and CPU from GNU time (10 ms), in /tmp/time-NAME.
+timed() { n=$1; shift; s=$EPOCHREALTIME; /usr/bin/time -f '__MEASURE__ %M %U %S' -o "/tmp/time-$n" "$@" || return; e=$EPOCHREALTIME; echo "__WALL__ $s $e" >> "/tmp/time-$n"; }
 if [ "$SIDE" = ours ]; then
-  tool() { n=$1; shift; OS_CONFIG_AGENT_COMPILE_CACHE=/tmp/share/compile-cache /usr/bin/time -f '__MEASURE__ %e %M %U %S' -o "/tmp/time-$n" "$NODE" --v8-pool-size=0 "/tmp/share/oca/$n" "$@"; }
+  CMD="$NODE --v8-pool-size=0 /tmp/share/oca/"; FLOOR="$NODE --v8-pool-size=0 /tmp/share/floor.cjs"; CACHE=/tmp/share/compile-cache
 else
-  tool() { n=$1; shift; /usr/bin/time -f '__MEASURE__ %e %M %U %S' -o "/tmp/time-$n" "/usr/bin/$n" "$@"; }
+  CMD=/usr/bin/; FLOOR="/usr/bin/python3 /tmp/share/floor.py"; CACHE=
 fi
-run bash -c "$(declare -f tool); NODE=$NODE; SIDE=$SIDE; tool cfn-init -s bench -r web --access-key AKBENCH --secret-key bench-secret && tool cfn-hup -f"
-cat "$S/m/tmp/time-cfn-init" "$S/m/tmp/time-cfn-hup" > "$SHARE/time-$SIDE"
-if [ "$SIDE" = ours ]; then FLOOR="$NODE --v8-pool-size=0 /tmp/share/floor.cjs"; else FLOOR="/usr/bin/python3 /tmp/share/floor.py"; fi
-run /usr/bin/time -f '__MEASURE__ %e %M %U %S' -o /tmp/time-floor $FLOOR "$PORT" ${FILES} ${COMMANDS}
-cat "$S/m/tmp/time-floor" >> "$SHARE/time-$SIDE"
+run bash -c "$(declare -f timed); export OS_CONFIG_AGENT_COMPILE_CACHE=$CACHE; timed cfn-init \${CMD}cfn-init -s bench -r web --access-key AKBENCH --secret-key bench-secret && timed cfn-hup \${CMD}cfn-hup -f && timed floor $FLOOR $PORT ${FILES} ${COMMANDS}"
+cat "$S/m/tmp/time-cfn-init" "$S/m/tmp/time-cfn-hup" "$S/m/tmp/time-floor" > "$SHARE/time-$SIDE"
 [ "$(wc -l < "$S/m/srv/floor/log")" -eq ${COMMANDS} ]
 [ "$(wc -l < "$S/m/srv/bench/order.log")" -eq ${COMMANDS} ] && [ "$(find "$S/m/srv/bench/conf.d" -type f | wc -l)" -eq ${FILES} ] && [ ! -e "$S/m/tmp/fired" ]
 `;
@@ -154,15 +158,21 @@ function turn(side, port) {
   mkdirSync(scratch, { recursive: true });
   const res = spawnSync(
     'unshare',
-    ['--mount', '--fork', 'bash', '-c', TURN, 'bench', scratch, share, side, nodeInside, String(port)],
+    ['--mount', '--fork', 'bash', '-c', TURN, 'bench', scratch, share, side, nodeInside, String(port), SCRATCH],
     { encoding: 'utf8', timeout: 180_000 },
   );
   if (res.status !== 0) throw new Error(`${side} turn failed (${res.status}): ${res.stderr}`);
   const times = [
-    ...readFileSync(path.join(share, `time-${side}`), 'utf8').matchAll(/__MEASURE__ ([\d.]+) (\d+) ([\d.]+) ([\d.]+)/g),
+    ...readFileSync(path.join(share, `time-${side}`), 'utf8').matchAll(
+      /__MEASURE__ (\d+) ([\d.]+) ([\d.]+)\n__WALL__ ([\d.]+) ([\d.]+)/g,
+    ),
   ];
   if (times.length !== 3) throw new Error(`${side}: no measurement`);
-  return times.map((m) => ({ wall: Number(m[1]), rssKb: Number(m[2]), cpu: Number(m[3]) + Number(m[4]) }));
+  return times.map((m) => ({
+    wall: Number(m[5]) - Number(m[4]),
+    rssKb: Number(m[1]),
+    cpu: Number(m[2]) + Number(m[3]),
+  }));
 }
 
 const server = spawn(process.execPath, ['-e', SERVER, path.join(share, 'metadata.json')], {
@@ -178,7 +188,7 @@ try {
   const runs = { ours: [], theirs: [] };
   for (let i = 0; i < RUNS; i++) for (const side of ['ours', 'theirs']) runs[side].push(turn(side, port));
   const sum = (side, step) => ({
-    wallMedianS: median(runs[side].map((r) => r[step].wall)),
+    wallMedianS: Number(median(runs[side].map((r) => r[step].wall)).toFixed(3)),
     cpuMedianS: Number(median(runs[side].map((r) => r[step].cpu)).toFixed(2)),
     peakRssKb: Math.max(...runs[side].map((r) => r[step].rssKb)),
   });
@@ -198,6 +208,7 @@ try {
       files: FILES,
       commands: COMMANDS,
       runs: RUNS,
+      scratch: SCRATCH,
       node: spawnSync(process.env.BENCH_NODE ?? process.execPath, ['--version'], { encoding: 'utf8' }).stdout.trim(),
       cfnInit: compare(0),
       cfnHupNoChange: compare(1),
