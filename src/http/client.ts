@@ -9,8 +9,9 @@ import type { ProxyInputs } from './proxy-env.js';
 import { ProxyRouting, type RequestRoute } from './proxy-routing.js';
 import { proxyRefusal, requestFailure, tooLargeError } from './request-failure.js';
 import { retryOptions } from './retry-policy.js';
-import type { HttpClient, HttpRequest, HttpResponse } from './types.js';
-import { zonedAgents } from './zoned-agents.js';
+import { attemptOptions, wholeRequestTimeout, type Attempts, type ClientParts } from './attempt.js';
+import { downloadWithin } from './download-to-file.js';
+import type { DownloadingHttpClient, HttpRequest, HttpResponse } from './types.js';
 import { splitZone } from './zoned-url.js';
 
 /** The User-Agent of every request: the project and its version. */
@@ -35,7 +36,7 @@ export interface HttpClientOptions {
   readonly proxy?: ProxyInputs;
 }
 
-export function createHttpClient(options: HttpClientOptions): HttpClient {
+export function createHttpClient(options: HttpClientOptions): DownloadingHttpClient {
   const base: Got = got.extend({
     throwHttpErrors: false,
     followRedirect: true,
@@ -52,17 +53,18 @@ export function createHttpClient(options: HttpClientOptions): HttpClient {
     caFiles: new CaFiles(),
     proxies: options.proxy ? new ProxyRouting(options.proxy, options.log) : undefined,
   };
-  return { request: (req) => request(client, req) };
+  return {
+    request: (req) => withinDeadline(client, req, (a) => requestWithin(client, req, a)),
+    download: (req, file) => withinDeadline(client, req, (a) => downloadWithin(client, req, file, a)),
+  };
 }
 
-interface ClientParts {
-  readonly options: HttpClientOptions;
-  readonly base: Got;
-  readonly caFiles: CaFiles;
-  readonly proxies: ProxyRouting | undefined;
-}
-
-async function request(client: ClientParts, req: HttpRequest): Promise<HttpResponse> {
+/** One request as the caller sees it, retries included, within its timeout and the caller's signal. */
+async function withinDeadline<T>(
+  client: ClientParts,
+  req: HttpRequest,
+  attempts: (a: Attempts) => Promise<T>,
+): Promise<T> {
   const maxBytes = req.maxBytes ?? client.options.defaultMaxBytes;
   const timeoutMs = Math.max(1, Math.round((req.timeoutSeconds ?? 10) * 1000));
   const shown = redactUrl(req.url);
@@ -79,43 +81,18 @@ async function request(client: ClientParts, req: HttpRequest): Promise<HttpRespo
   const signal = req.signal ? AbortSignal.any([req.signal, whole.signal]) : whole.signal;
   const timedOut = () => whole.signal.aborted && req.signal?.aborted !== true;
   try {
-    return await requestWithin(client, req, { zoned, shown, ca, maxBytes, timeoutMs, signal, deadlineAt, timedOut });
+    return await attempts({ zoned, shown, ca, maxBytes, timeoutMs, signal, deadlineAt, timedOut });
   } finally {
     clearTimeout(timer);
   }
 }
 
-interface Attempts {
-  readonly zoned: ReturnType<typeof splitZone>;
-  readonly shown: string;
-  readonly ca: string | undefined;
-  readonly maxBytes: number;
-  readonly timeoutMs: number;
-  readonly signal: AbortSignal;
-  /** performance.now() at which the request's time is up. */
-  readonly deadlineAt: number;
-  /** The whole request's time ran out (not a shutdown). */
-  readonly timedOut: () => boolean;
-}
-
 async function requestWithin(client: ClientParts, req: HttpRequest, a: Attempts): Promise<HttpResponse> {
-  const { zoned, shown, ca, maxBytes, timeoutMs } = a;
+  const { zoned, shown, maxBytes, timeoutMs } = a;
   const route = zoned.zone === undefined ? await client.proxies?.begin(req.url, shown, timeoutMs) : undefined;
   let current: ClientRequest | undefined;
   const pending = client.base(zoned.url, {
-    method: req.method ?? 'GET',
-    headers: req.headers ?? {},
-    ...(req.body !== undefined ? { body: typeof req.body === 'string' ? req.body : Buffer.from(req.body) } : {}),
-    timeout: {
-      lookup: timeoutMs,
-      connect: timeoutMs,
-      secureConnect: timeoutMs,
-      socket: timeoutMs,
-      response: timeoutMs,
-      send: timeoutMs,
-      // The whole attempt, body included: the per-read timeouts above never fire on a body that trickles.
-      request: timeoutMs,
-    },
+    ...attemptOptions(req, a, route),
     retry: retryOptions({
       limit: req.retries ?? client.options.defaultRetries,
       baseMs: client.options.retryBaseMs ?? 500,
@@ -126,12 +103,6 @@ async function requestWithin(client: ClientParts, req: HttpRequest, a: Attempts)
       closedOnReuse: route?.closedOnReuse,
       remainingMs: () => a.deadlineAt - performance.now(),
     }),
-    https: { ...(ca !== undefined ? { certificateAuthority: ca } : {}), rejectUnauthorized: !req.insecure },
-    signal: a.signal,
-    ...(zoned.zone !== undefined && zoned.address !== undefined
-      ? { agent: zonedAgents(zoned.address, zoned.zone), followRedirect: false }
-      : {}),
-    ...route?.gotOptions,
   });
   pending.on('request', (request: ClientRequest) => {
     current = request;
@@ -148,15 +119,6 @@ async function requestWithin(client: ClientParts, req: HttpRequest, a: Attempts)
     body: res.rawBody,
     redactedUrl: redactUrl(zoned.zone !== undefined ? req.url : res.url || req.url),
   };
-}
-
-/** The request's time ran out, retries included: got's own timeout error, so it reads as any other timeout. */
-function wholeRequestTimeout(cause: unknown): Error {
-  return Object.assign(new Error('the request timed out', { cause }), {
-    name: 'TimeoutError',
-    code: 'ETIMEDOUT',
-    event: 'request',
-  });
 }
 
 /** The whole response, or the error that says why there is none; the download stops as soon as it is too large. */

@@ -8,6 +8,17 @@ import type { Logger } from '../log/logger.js';
 
 /** Statuses worth another try within one poll; a 4xx never is (the request itself is wrong). */
 export const RETRY_STATUS_CODES: readonly number[] = [500, 502, 503, 504];
+/** Network errors worth another try: the request may never have reached the server, or its answer was lost. */
+export const RETRY_ERROR_CODES: readonly string[] = [
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EADDRINUSE',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ENOTFOUND',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+];
 const RETRY_METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
 const RETRY_CAP_MS = 5000;
 
@@ -42,6 +53,7 @@ export function retryOptions(retry: RequestRetry): Partial<RetryOptions> {
     limit: retry.limit,
     methods: [...RETRY_METHODS],
     statusCodes: [...RETRY_STATUS_CODES],
+    errorCodes: [...RETRY_ERROR_CODES],
     calculateDelay: ({ attemptCount, computedValue, error }) => {
       // A kept-alive connection that the server or proxy closed just as it was reused (tinyproxy closes after every
       // answer without saying so) fails with ECONNRESET before any answer: the request never reached the other side,

@@ -1,16 +1,44 @@
 import { errorMessage } from '../../errors.js';
+import type { HttpRequest } from '../../http/types.js';
 import { redactUrl } from '../../log/redact.js';
 import { HookFailure } from '../contract.js';
 import type { InitRun } from './run-state.js';
 
 // A file's "source" or an archive of "sources", fetched with the agent's HTTP client: bounded in time (each read) and
 // size, retried after network errors and 5xx, and any failure stops the run naming the resource (heat-cfntools ran
-// curl and carried on, writing an error page where the file should be).
+// curl and carried on, writing an error page where the file should be). A file's body comes back in memory (it is
+// compared with the file in place, and staged with the config's other files); an archive is written to a temp file
+// as it arrives, so what the agent holds does not grow with it.
 
-/** Archives and files larger than this are refused rather than held in memory. */
+/** Archives and files larger than this are refused. */
 export const MAX_DOWNLOAD_BYTES = 256 * 1024 * 1024;
 
+/** A file's body. */
 export async function download(run: InitRun, url: string, resource: string): Promise<Buffer> {
+  const req = fetchRequest(run, url, resource);
+  let res;
+  try {
+    res = await (await run.http()).request(req);
+  } catch (err) {
+    throw notFetched(resource, url, errorMessage(err));
+  }
+  checkStatus(res.statusCode, resource, url);
+  return res.body;
+}
+
+/** An archive, written to `file` (a new name in a private directory) as it arrives. */
+export async function downloadToFile(run: InitRun, url: string, resource: string, file: string): Promise<void> {
+  const req = fetchRequest(run, url, resource);
+  let res;
+  try {
+    res = await (await run.http()).download(req, file);
+  } catch (err) {
+    throw notFetched(resource, url, errorMessage(err));
+  }
+  checkStatus(res.statusCode, resource, url);
+}
+
+function fetchRequest(run: InitRun, url: string, resource: string): HttpRequest {
   const shown = redactUrl(url);
   let scheme: string;
   try {
@@ -21,24 +49,19 @@ export async function download(run: InitRun, url: string, resource: string): Pro
   if (scheme !== 'http:' && scheme !== 'https:')
     throw new HookFailure(`cfn-init: ${resource}: only http and https URLs can be fetched, not ${shown}`);
   run.ctx.log.info('downloading', { resource, url: shown });
-  let res;
-  try {
-    res = await (
-      await run.http()
-    ).request({
-      url,
-      timeoutSeconds: run.fetchTimeoutSeconds,
-      retries: 2,
-      maxBytes: MAX_DOWNLOAD_BYTES,
-      signal: run.ctx.signal,
-    });
-  } catch (err) {
-    throw new HookFailure(`cfn-init: ${resource}: could not download ${shown}: ${errorMessage(err)}`);
-  }
-  if (res.statusCode < 200 || res.statusCode > 299) {
-    throw new HookFailure(
-      `cfn-init: ${resource}: could not download ${shown}: the server answered HTTP ${res.statusCode}`,
-    );
-  }
-  return res.body;
+  return {
+    url,
+    timeoutSeconds: run.fetchTimeoutSeconds,
+    retries: 2,
+    maxBytes: MAX_DOWNLOAD_BYTES,
+    ...(run.ctx.signal ? { signal: run.ctx.signal } : {}),
+  };
+}
+
+function notFetched(resource: string, url: string, why: string): HookFailure {
+  return new HookFailure(`cfn-init: ${resource}: could not download ${redactUrl(url)}: ${why}`);
+}
+
+function checkStatus(statusCode: number, resource: string, url: string): void {
+  if (statusCode < 200 || statusCode > 299) throw notFetched(resource, url, `the server answered HTTP ${statusCode}`);
 }

@@ -1,7 +1,7 @@
 import { HookFailure, type HookContext, type ToolRun } from '../contract.js';
 import { formatCommand } from '../kit/run-tool.js';
 import { errorMessage } from '../../errors.js';
-import type { HttpClient } from '../../http/types.js';
+import type { DownloadingHttpClient } from '../../http/types.js';
 import { MAX_DOWNLOAD_BYTES } from './download.js';
 
 // What one cfn-init run carries from step to step: where files go, what the tools printed (the hook's result), and
@@ -14,7 +14,7 @@ export interface InitRun {
   /** Seconds a source download may stay silent before it fails. */
   readonly fetchTimeoutSeconds: number;
   /** The HTTP client, loaded on first use (a run without URLs never loads it). */
-  http(): Promise<HttpClient>;
+  http(): Promise<DownloadingHttpClient>;
   readonly stdout: string[];
   readonly stderr: string[];
   /** "file:/path", "source:/dir", "package:apt:name", "command:name" of what this run changed. */
@@ -25,7 +25,7 @@ export interface InitRun {
 
 /** A run's starting state: nothing printed, nothing changed yet; the HTTP client loaded on the first download. */
 export function createInitRun(ctx: HookContext, root: string, fetchTimeoutSeconds: number): InitRun {
-  let client: Promise<HttpClient> | undefined;
+  let client: Promise<DownloadingHttpClient> | undefined;
   return {
     ctx,
     root,

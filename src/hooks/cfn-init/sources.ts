@@ -1,12 +1,12 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { writeFileAtomic } from '../../util/atomic-write.js';
 import { HookFailure } from '../contract.js';
-import { download } from './download.js';
+import { downloadToFile } from './download.js';
 import { hostPath } from './host-path.js';
 import type { SourceEntry } from './model.js';
 import { forResource, mustRun, type InitRun } from './run-state.js';
@@ -55,13 +55,12 @@ async function applySource(run: InitRun, source: SourceEntry, resource: string):
       `cfn-init: ${resource}: cannot tell the archive type from the URL (it should end in .tar.gz, .tgz, .tar.bz2, .tbz2, .tar, .zip, .gz or .bz2)`,
     );
   const dest = hostPath(run, source.dir, resource, 'directory');
-  const data = await download(run, source.url, resource);
-  await mkdir(dest, { recursive: true, mode: 0o755 });
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'cfn-init-source-'));
   try {
     const base = decodeURIComponent(path.posix.basename(new URL(source.url).pathname)) || 'download';
     const archive = path.join(tmp, base.replace(/\//g, '_'));
-    await writeFile(archive, data, { mode: 0o600 });
+    await downloadToFile(run, source.url, resource, archive);
+    await mkdir(dest, { recursive: true, mode: 0o755 });
     await unpack(run, resource, type, archive, dest);
   } finally {
     await rm(tmp, { recursive: true, force: true });
