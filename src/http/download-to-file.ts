@@ -98,18 +98,23 @@ async function downloadOnce(
     bytes = progress.transferred;
     if (bytes > maxBytes) stop(`at least ${bytes}`);
   });
+  // A failed write (a full disk) is the file's failure, said as the system said it, not the request's.
+  let writeFailed: unknown;
   try {
     await pipeline(stream, async (body: AsyncIterable<Buffer>) => {
       let at = 0;
       for await (const chunk of body)
         for (let done = 0; done < chunk.length;) {
-          const { bytesWritten } = await out.write(chunk, done, chunk.length - done, at);
+          const { bytesWritten } = await out.write(chunk, done, chunk.length - done, at).catch((err: unknown) => {
+            writeFailed = err;
+            throw err;
+          });
           done += bytesWritten;
           at += bytesWritten;
         }
     });
   } catch (err) {
-    throw tooLarge ?? requestFailure(err, shown, timeoutMs, route);
+    throw tooLarge ?? writeFailed ?? requestFailure(err, shown, timeoutMs, route);
   }
   if (tooLarge) throw tooLarge;
   if (!response) throw requestFailure(new Error('no response'), shown, timeoutMs, route);

@@ -1,4 +1,6 @@
-import { existsSync, readFileSync, statSync, symlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { createHttpClient } from '../../src/http/client.js';
@@ -143,5 +145,27 @@ t.test(
     t.equal(readFileSync(path.join(dir, 'victim'), 'utf8'), 'keep me');
     t.equal(readFileSync(path.join(dir, 'existing'), 'utf8'), 'old');
     t.equal(server.requests.length, 0, 'nothing was asked for');
+  },
+);
+
+// A 1 MiB tmpfs the test mounts (root only): the disk's error, not a request failure, and no retry.
+t.test(
+  'a full disk fails the download with the system error, once',
+  { skip: process.getuid?.() !== 0 && 'mounting a tmpfs needs root' },
+  async (t) => {
+    const server = await startTestServer((_req, res) => void res.end(Buffer.alloc(4 * 1024 * 1024)));
+    t.teardown(() => server.close());
+    // Not t.testdir(): tap removes that before the teardown below has unmounted the tmpfs.
+    const dir = mkdtempSync(path.join(tmpdir(), 'oca-download-full-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'oca-download-full', dir]);
+    t.teardown(() => {
+      execFileSync('umount', ['-l', dir]);
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const err = await failure(
+      client({ defaultMaxBytes: 8 * 1024 * 1024 }).download({ url: server.url }, path.join(dir, 'f')),
+    );
+    t.match(err, { code: 'ENOSPC' });
+    t.equal(server.requests.length, 1, 'not retried');
   },
 );
