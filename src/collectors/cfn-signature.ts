@@ -40,11 +40,13 @@ export function signV2(input: SignV2Input): string {
  */
 export function describeStackResourceUrl(
   metadataUrl: string,
-  opts: { stackName: string; resource: string; accessKeyId: string; secret: string },
+  opts: { stackName: string; resource: string; accessKeyId: string; secret: string; json?: boolean },
 ): string {
   const url = new URL(metadataUrl);
   const params: Record<string, string> = {
     Action: 'DescribeStackResource',
+    // The answer as JSON (heat-api-cfn's default is XML), signed as every other parameter.
+    ...(opts.json ? { ContentType: 'JSON' } : {}),
     StackName: opts.stackName,
     LogicalResourceId: opts.resource,
     AWSAccessKeyId: opts.accessKeyId,

@@ -42,12 +42,46 @@ t.test('signed with the keys, the Metadata element parsed; each refusal names th
   await t.rejects(req({ stack: 'other' }), /answered 400: ValidationError/);
   await t.rejects(
     req({ resource: 'broken' }),
-    /the Metadata heat-api-cfn sent for resource broken of stack demo-stack is not JSON/,
+    /heat-api-cfn at http:\/\/127\.0\.0\.1:\d+\/v1\/ sent an answer that is not JSON for resource broken of stack demo-stack/,
   );
-  server.rawXml = '<DescribeStackResourceResponse><oops>';
-  await t.rejects(req(), /sent malformed XML/);
-  server.rawXml = '<DescribeStackResourceResponse><DescribeStackResourceResult/></DescribeStackResourceResponse>';
+  server.rawBody = '<DescribeStackResourceResponse><oops>';
+  await t.rejects(req(), /sent an answer that is not JSON/);
+  server.rawBody = '{"DescribeStackResourceResponse": {"DescribeStackResourceResult": {}}}';
   await t.rejects(req(), /sent no Metadata/);
+  // Metadata as JSON text, as the XML answer carries it, is read the same; text that is not JSON is refused.
+  server.rawBody = `{"DescribeStackResourceResponse": {"DescribeStackResourceResult": {"StackResourceDetail": {"Metadata": ${JSON.stringify(JSON.stringify(md))}}}}}`;
+  t.same(await req(), md);
+  server.rawBody =
+    '{"DescribeStackResourceResponse": {"DescribeStackResourceResult": {"StackResourceDetail": {"Metadata": "{no"}}}}';
+  await t.rejects(req(), /the Metadata heat-api-cfn sent for resource web of stack demo-stack is not JSON/);
+});
+
+t.test("asked for as JSON, as heat-cfntools asks; heat-api-cfn's JSON errors are named", async (t) => {
+  const server = await startTestServer((req, res) => {
+    const q = new URL(req.url ?? '/', 'http://x').searchParams;
+    if (q.get('LogicalResourceId') === 'gone') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      return void res.end(
+        '{"ErrorResponse": {"Error": {"Type": "Sender", "Code": "ResourceNotFound", "Message": "The Resource (gone) could not be found."}}}',
+      );
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(
+      `{"DescribeStackResourceResponse": {"DescribeStackResourceResult": {"StackResourceDetail": {"Metadata": {"asked": ${JSON.stringify(q.get('ContentType'))}, "n": 1.0}}}}}`,
+    );
+  });
+  t.teardown(() => server.close());
+  const base = {
+    endpoint: `${server.url}/v1/`,
+    stack: 's',
+    credentials: { accessKey: 'a', secretKey: 'b' },
+    timeoutSeconds: 5,
+  };
+  t.same(await describeResourceMetadata(http, { ...base, resource: 'web' }), { asked: 'JSON', n: 1 });
+  await t.rejects(
+    describeResourceMetadata(http, { ...base, resource: 'gone' }),
+    /answered 404: ResourceNotFound: The Resource \(gone\) could not be found\. for resource gone of stack s/,
+  );
 });
 
 t.test('an endpoint that refuses connections or hangs is a failure in bounded time', async (t) => {

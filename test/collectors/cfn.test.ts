@@ -188,18 +188,18 @@ t.test(
       t.type(err, SourceUnavailableError, what);
       t.match(err, { code: 'ERR_SOURCE_INVALID_DATA', message }, what);
     };
-    server.rawXml =
+    server.rawBody =
       '<DescribeStackResourceResponse><DescribeStackResourceResult><StackResourceDetail><Other>1</Other></StackResourceDetail></DescribeStackResourceResult></DescribeStackResourceResponse>';
     await expectInvalid('field missing', /path server\.Metadata does not exist/);
-    server.rawXml = xmlFor('not json at all');
+    server.rawBody = xmlFor('not json at all');
     await expectInvalid('not JSON', /not valid JSON/);
-    server.rawXml = xmlFor('[1, 2]');
+    server.rawBody = xmlFor('[1, 2]');
     await expectInvalid('a list', /not a JSON object/);
-    server.rawXml = '<DescribeStackResourceResponse><DescribeStackResourceResult>';
+    server.rawBody = '<DescribeStackResourceResponse><DescribeStackResourceResult>';
     await expectInvalid('truncated XML', /malformed XML/);
-    server.rawXml = '<a></b>';
+    server.rawBody = '<a></b>';
     await expectInvalid('mismatched tags', /malformed XML/);
-    server.rawXml = undefined;
+    server.rawBody = undefined;
     const sub = await collectorContext('cfn', {
       root: t.testdir(),
       cli: {

@@ -19,8 +19,8 @@ export interface CfnServer extends TestServer {
   /** Signatures the server accepted and refused, in order. */
   readonly verdicts: boolean[];
   fault: Fault | undefined;
-  /** Raw XML to send instead of the normal answer (malformed-XML tests). */
-  rawXml: string | undefined;
+  /** A body to send instead of the normal answer, as it is (malformed-answer tests). */
+  rawBody: string | undefined;
 }
 
 export async function startCfnServer(
@@ -40,7 +40,7 @@ export async function startCfnServer(
     resources: new Map<string, string>(),
     verdicts: [] as boolean[],
     fault: undefined as Fault | undefined,
-    rawXml: undefined as string | undefined,
+    rawBody: undefined as string | undefined,
   };
   const server = await startTestServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
@@ -79,9 +79,9 @@ export async function startCfnServer(
       res.writeHead(400, { 'content-type': 'application/xml' });
       return void res.end('<ErrorResponse><Error><Code>ValidationError</Code></Error></ErrorResponse>');
     }
-    if (state.rawXml !== undefined) {
+    if (state.rawBody !== undefined) {
       res.writeHead(200, { 'content-type': 'application/xml' });
-      return void res.end(state.rawXml);
+      return void res.end(state.rawBody);
     }
     const md = options.resourceText
       ? options.resourceText(q.LogicalResourceId ?? '')
@@ -129,11 +129,11 @@ export async function startCfnServer(
     set fault(v) {
       state.fault = v;
     },
-    get rawXml() {
-      return state.rawXml;
+    get rawBody() {
+      return state.rawBody;
     },
-    set rawXml(v) {
-      state.rawXml = v;
+    set rawBody(v) {
+      state.rawBody = v;
     },
   };
 }

@@ -317,6 +317,14 @@ export async function startOrchestrator(options: OrchestratorOptions): Promise<O
         return send(res, route, 403, '<ErrorResponse><Error><Code>AccessDenied</Code></Error></ErrorResponse>');
       if (q.StackName !== stackName || q.LogicalResourceId !== SERVER_RESOURCE)
         return send(res, route, 400, 'no such resource');
+      // With ContentType=JSON (heat-cfntools' and the agent's cfn commands) heat-api-cfn answers JSON.
+      if (q.ContentType === 'JSON') {
+        const detail = { StackId: stackId, Metadata: metadata(), LogicalResourceId: SERVER_RESOURCE };
+        const json = JSON.stringify({
+          DescribeStackResourceResponse: { DescribeStackResourceResult: { StackResourceDetail: detail } },
+        });
+        return send(res, route, 200, json, { 'content-type': 'application/json' });
+      }
       const xml = `<DescribeStackResourceResponse><DescribeStackResourceResult><StackResourceDetail><StackId>${stackId}</StackId><Metadata>${escapeXml(JSON.stringify(metadata()))}</Metadata><LogicalResourceId>${SERVER_RESOURCE}</LogicalResourceId></StackResourceDetail></DescribeStackResourceResult></DescribeStackResourceResponse>`;
       return send(res, route, 200, xml, { 'content-type': 'application/xml' });
     }
