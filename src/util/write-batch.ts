@@ -18,9 +18,9 @@ import {
 import path from 'node:path';
 import { fsyncPathNow, tempPathFor } from './atomic-write.js';
 
-// Many files replaced as one step (the rendered templates of an apply run). Every new body goes to a temp file beside
-// its target, and nothing is renamed until all of them are written, so a failure part-way (full disk, permission)
-// leaves every target as it was. Durability is paid once per batch, not once per file: the temp files' data is made
+// Many files replaced as one step (the rendered templates of an apply run, a cfn-init config's files and links). Every
+// new body goes to a temp file beside its target, and nothing is renamed until all of them are written, so a failure
+// part-way (full disk, permission) leaves every target as it was. Durability is paid once per batch, not once per file: the temp files' data is made
 // durable before the first rename (when the batch is large, by one syncfs(2) per filesystem, coreutils `sync -f`,
 // instead of an fsync per file, each of which costs a journal commit; docs/performance.md has the figures), and the
 // renames afterwards by an fsync of each directory that holds one (the first commits the journal; on a journalling
