@@ -209,7 +209,7 @@ try {
       commands: COMMANDS,
       runs: RUNS,
       scratch: SCRATCH,
-      node: spawnSync(process.env.BENCH_NODE ?? process.execPath, ['--version'], { encoding: 'utf8' }).stdout.trim(),
+      node: spawnSync(process.env.BENCH_NODE || process.execPath, ['--version'], { encoding: 'utf8' }).stdout.trim(),
       cfnInit: compare(0),
       cfnHupNoChange: compare(1),
       // The runtimes alone on cfn-init's work (ours: Node; theirs: Python): ourFloorOfTheirs is the share of
