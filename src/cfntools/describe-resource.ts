@@ -10,7 +10,8 @@ import type { CfnCredentials } from './credentials.js';
 
 // One resource's metadata from heat-api-cfn: DescribeStackResource signed with the resource's keys (signature v2, as
 // the cfn collector signs; heat-api-cfn checks v2 and v4 alike through Keystone), asked for as JSON (ContentType=JSON,
-// as heat-cfntools' boto asks; the collector reads the XML answer, as os-collect-config did), its Metadata taken. Every failure names the endpoint (without its signed query), the stack and the resource.
+// as heat-cfntools' boto asks; the collector reads the XML answer, as os-collect-config did), its Metadata taken.
+// Every failure names the endpoint (without its signed query), the stack and the resource.
 
 export interface DescribeRequest {
   readonly endpoint: string;

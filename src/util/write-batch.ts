@@ -20,11 +20,11 @@ import { fsyncPathNow, tempPathFor } from './atomic-write.js';
 
 // Many files replaced as one step (the rendered templates of an apply run, a cfn-init config's files and links). Every
 // new body goes to a temp file beside its target, and nothing is renamed until all of them are written, so a failure
-// part-way (full disk, permission) leaves every target as it was. Durability is paid once per batch, not once per file: the temp files' data is made
-// durable before the first rename (when the batch is large, by one syncfs(2) per filesystem, coreutils `sync -f`,
-// instead of an fsync per file, each of which costs a journal commit; docs/performance.md has the figures), and the
-// renames afterwards by an fsync of each directory that holds one (the first commits the journal; on a journalling
-// filesystem the others then find nothing left to do).
+// part-way (full disk, permission) leaves every target as it was. Durability is paid once per batch, not once per
+// file: the temp files' data is made durable before the first rename (when the batch is large, by one syncfs(2) per
+// filesystem, coreutils `sync -f`, instead of an fsync per file, each of which costs a journal commit;
+// docs/performance.md has the figures), and the renames afterwards by an fsync of each directory that holds one (the
+// first commits the journal; on a journalling filesystem the others then find nothing left to do).
 
 /** At or above this many files a batch's data is flushed with syncfs instead of fsync calls. */
 export const SYNCFS_MIN_FILES = 16;
@@ -48,7 +48,7 @@ export interface CommitReport {
 export type SyncfsRunner = (paths: readonly string[]) => Promise<boolean>;
 
 export class WriteBatch {
-  /** Temp files and links in the order staged; a link has no data of its own to flush (its directory's fsync keeps it). */
+  /** Temp files and links in the order staged; a link has no data to flush (its directory's fsync keeps it). */
   private readonly staged: Array<{ temp: string; target: string; link?: true }> = [];
   private readonly removals: string[] = [];
   /** Directories this batch made, parents before children (abort removes them, commit makes their entries durable). */
@@ -77,7 +77,8 @@ export class WriteBatch {
     const temp = tempPathFor(target);
     const chown = options.uid !== undefined || options.gid !== undefined;
     if (!chown && this.openKeepsMode.get(options.mode) === true) {
-      // Registered first, so abort() removes the temp file whatever fails part-way (unlinking a name never made is harmless).
+      // Registered first, so abort() removes the temp file whatever fails part-way (unlinking a name never made is
+      // harmless).
       this.staged.push({ temp, target });
       // The encoding must be named: Node takes its native one-call path only for strings it is told are UTF-8.
       writeFileSync(temp, data, { encoding: 'utf8', flag: 'wx', mode: options.mode });
@@ -97,8 +98,8 @@ export class WriteBatch {
   }
 
   /**
-   * A symbolic link to `linkTarget` at a temp name beside `target`, with the owner given (lchown: the link itself, never
-   * what it points to), renamed over `target` at commit like a staged file.
+   * A symbolic link to `linkTarget` at a temp name beside `target`, with the owner given (lchown: the link itself,
+   * never what it points to), renamed over `target` at commit like a staged file.
    */
   stageLink(target: string, linkTarget: string, owner: Omit<StageOptions, 'mode'> = {}): void {
     this.assertOpen();

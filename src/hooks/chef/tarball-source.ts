@@ -14,7 +14,8 @@ import type { TarballSourceSpec } from './source-options.js';
 // A tarball source: downloaded with the agent's HTTP client onto the disk as it arrives (bounded in size and time,
 // retried after network errors and 5xx; never held in memory, since built-in hooks run inside the daemon), checked
 // against its SHA-256 when one is given, and unpacked by GNU tar (which reads any compression it knows and refuses
-// members that climb out with "..") into a directory of its own that replaces the last one only once it is complete. With a checksum, an unpacked copy of that same archive is used again without a download.
+// members that climb out with "..") into a directory of its own that replaces the last one only once it is complete.
+// With a checksum, an unpacked copy of that same archive is used again without a download.
 
 /** Archives larger than this are refused. */
 export const MAX_TARBALL_BYTES = 256 * 1024 * 1024;
