@@ -1,5 +1,5 @@
 import { errorMessage } from '../../errors.js';
-import type { HttpRequest } from '../../http/types.js';
+import type { DownloadingHttpClient, HttpRequest } from '../../http/types.js';
 import { redactUrl } from '../../log/redact.js';
 import { HookFailure } from '../contract.js';
 import type { InitRun } from './run-state.js';
@@ -15,27 +15,31 @@ export const MAX_DOWNLOAD_BYTES = 256 * 1024 * 1024;
 
 /** A file's body. */
 export async function download(run: InitRun, url: string, resource: string): Promise<Buffer> {
-  const req = fetchRequest(run, url, resource);
-  let res;
-  try {
-    res = await (await run.http()).request(req);
-  } catch (err) {
-    throw notFetched(resource, url, errorMessage(err));
-  }
-  checkStatus(res.statusCode, resource, url);
-  return res.body;
+  return (await fetched(run, url, resource, (http, req) => http.request(req))).body;
 }
 
 /** An archive, written to `file` (a new name in a private directory) as it arrives. */
 export async function downloadToFile(run: InitRun, url: string, resource: string, file: string): Promise<void> {
+  await fetched(run, url, resource, (http, req) => http.download(req, file));
+}
+
+/** One fetch by `send`: a transport failure or an answer other than 2xx stops the run, naming the resource. */
+async function fetched<T extends { statusCode: number }>(
+  run: InitRun,
+  url: string,
+  resource: string,
+  send: (http: DownloadingHttpClient, req: HttpRequest) => Promise<T>,
+): Promise<T> {
   const req = fetchRequest(run, url, resource);
-  let res;
+  let res: T;
   try {
-    res = await (await run.http()).download(req, file);
+    res = await send(await run.http(), req);
   } catch (err) {
     throw notFetched(resource, url, errorMessage(err));
   }
-  checkStatus(res.statusCode, resource, url);
+  if (res.statusCode < 200 || res.statusCode > 299)
+    throw notFetched(resource, url, `the server answered HTTP ${res.statusCode}`);
+  return res;
 }
 
 function fetchRequest(run: InitRun, url: string, resource: string): HttpRequest {
@@ -60,8 +64,4 @@ function fetchRequest(run: InitRun, url: string, resource: string): HttpRequest 
 
 function notFetched(resource: string, url: string, why: string): HookFailure {
   return new HookFailure(`cfn-init: ${resource}: could not download ${redactUrl(url)}: ${why}`);
-}
-
-function checkStatus(statusCode: number, resource: string, url: string): void {
-  if (statusCode < 200 || statusCode > 299) throw notFetched(resource, url, `the server answered HTTP ${statusCode}`);
 }
