@@ -123,6 +123,9 @@ export async function killTree(d: Daemon): Promise<void> {
     await d.exit;
     return;
   }
+  // kill() returns once the signal is queued; until the daemon has stopped it may still start a hook, which the list
+  // below would miss and which would run on as an orphan (and finish before the next life ran it again).
+  await stopped(d.pid);
   const all = [d.pid, ...descendants(d.pid)];
   for (const pid of all) {
     for (const target of [-pid, pid]) {
@@ -134,6 +137,21 @@ export async function killTree(d: Daemon): Promise<void> {
     }
   }
   await d.exit;
+}
+
+/** Resolves once `pid` is stopped (state T in /proc) or gone; bounded, so a kernel that never reports it cannot hang. */
+async function stopped(pid: number): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    let state: string | undefined;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    } catch {
+      return;
+    }
+    if (state === 'T' || state === 't' || state === 'Z' || state === 'X') return;
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
 }
 
 function descendants(pid: number): number[] {
