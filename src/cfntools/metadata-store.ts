@@ -1,8 +1,8 @@
 import { pythonJsonDumps } from '../util/python-json.js';
 import { parsePythonJson } from '../util/python-json-parse.js';
-import { mkdir } from 'node:fs/promises';
+import { lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from '../util/atomic-write.js';
+import { syncDirectory, writeFileAtomic } from '../util/atomic-write.js';
 import { readCappedFile } from '../util/read-json-file.js';
 import type { PathMapper } from '../util/rooted-path.js';
 import { isSafeFileName } from '../util/safe-name.js';
@@ -49,14 +49,30 @@ export async function readBaseline(paths: PathMapper, resource: string): Promise
   return undefined;
 }
 
-/** Saves the metadata as last_metadata and, for a resource, last_metadata_<resource> too. */
+/**
+ * Saves the metadata as last_metadata and, for a resource, last_metadata_<resource> too. A copy that already holds
+ * exactly this text, as a 0600 file, is left as it is: a cfn-hup check that found no change writes nothing.
+ */
 export async function saveMetadata(paths: PathMapper, metadata: unknown, resource?: string): Promise<void> {
   const shared = cfnPath(paths, 'lastMetadata');
   await mkdir(path.dirname(shared), { recursive: true, mode: 0o700 });
   // As heat-cfntools writes it (json.dumps): exact numbers, NaN and Infinity kept.
   const text = pythonJsonDumps(metadata);
-  await writeFileAtomic(shared, text, { mode: 0o600 });
-  if (resource !== undefined) await writeFileAtomic(ownCopy(paths, resource), text, { mode: 0o600 });
+  let written = false;
+  for (const file of [shared, ...(resource !== undefined ? [ownCopy(paths, resource)] : [])]) {
+    if (await holds(file, text)) continue;
+    await writeFileAtomic(file, text, { mode: 0o600, syncDirectory: false });
+    written = true;
+  }
+  // Both copies are in one directory: one fsync of it keeps both renames.
+  if (written) await syncDirectory(path.dirname(shared));
+}
+
+/** `file` is a 0600 regular file whose content is `text`. */
+async function holds(file: string, text: string): Promise<boolean> {
+  const found = await lstat(file).catch(() => undefined);
+  if (!found?.isFile() || (found.mode & 0o777) !== 0o600 || found.size !== Buffer.byteLength(text)) return false;
+  return (await readSmall(file)) === text;
 }
 
 function localCopies(paths: PathMapper, resource: string | undefined): string[] {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { readBaseline, readLocalMetadata, saveMetadata } from '../../src/cfntools/metadata-store.js';
@@ -43,3 +43,29 @@ t.test('a copy that is a FIFO or a link to a device counts as no copy, and is no
   t.same(found, { text: '{"boot": true}', file: '/var/lib/heat-cfntools/cfn-init-data' }, 'the boot data instead');
   t.equal(await readBaseline(paths, 'web'), undefined, 'no baseline: a change is judged against nothing');
 });
+
+t.test(
+  'a copy that already holds the metadata is not written again; one that differs, or is not 0600, is',
+  async (t) => {
+    const { paths, at } = setup(t);
+    const own = at('var/cache/heat-cfntools/last_metadata_web');
+    const shared = at('var/cache/heat-cfntools/last_metadata');
+    await saveMetadata(paths, { a: 1 }, 'web');
+    const before = { own: statSync(own).ino, shared: statSync(shared).ino };
+    await saveMetadata(paths, { a: 1 }, 'web');
+    t.same(
+      { own: statSync(own).ino, shared: statSync(shared).ino },
+      before,
+      'the same files: nothing was renamed over',
+    );
+    chmodSync(shared, 0o644);
+    await saveMetadata(paths, { a: 1 }, 'web');
+    t.equal(statSync(own).ino, before.own, 'the copy that held it stays');
+    t.not(statSync(shared).ino, before.shared, 'the one with another mode is written again');
+    t.equal(statSync(shared).mode & 0o777, 0o600);
+    await saveMetadata(paths, { a: 2 }, 'web');
+    t.not(statSync(own).ino, before.own, 'a change is written');
+    t.same(await readBaseline(paths, 'web'), { a: 2 });
+    t.equal(readFileSync(shared, 'utf8'), '{"a": 2}');
+  },
+);
