@@ -21,8 +21,8 @@ const minify = process.env.OCA_BUILD_MINIFY !== '0';
 // On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici: megabytes
 // more in every process that makes a request, and in the daemon, whose V8 runs in lite mode without WebAssembly, an
 // uncaught error that ends the process. Our own code requires node:http (eslint.config.js says so); a dependency
-// that imports it (got) is given Node's module through require() instead: the same object, without the ES module
-// view.
+// that imports it is given Node's module through require() instead: the same object, without the ES module view
+// (today's dependencies all require it; this keeps a new one from bringing the view back).
 const httpThroughRequire = {
   name: 'http-through-require',
   setup(b) {
@@ -37,29 +37,9 @@ const httpThroughRequire = {
     }));
   },
 };
-// Package stand-ins, which buy correctness: the proxy agents trace through `debug`, whose output (to stderr when DEBUG
-// is set, outside the agent's log scrubbing) includes proxy credentials (scripts/debug-off.cjs); got's HTTP/2 support
-// is never used, and loading http2-wrapper builds a TLS socket that parses the system's CA store in every process
-// that makes a request (scripts/http2-off.cjs), while a request that did ask for HTTP/2 fails
-// loudly instead of quietly using it.
-const PACKAGE_STAND_INS = { debug: './scripts/debug-off.cjs', 'http2-wrapper': './scripts/http2-off.cjs' };
-// got's type checks (@sindresorhus/is) make two Intl.ListFormat objects when they load, for the wording of a failed
-// assertion: that loads ICU's locale data, ~15 ms of CPU in every process that makes a request (a quarter of got's
-// whole load). They are made on first use instead. Two must be found: a release that words them otherwise fails the
-// build here rather than quietly bringing the cost back.
-const lazyListFormat = {
-  name: 'lazy-list-format',
-  setup(b) {
-    b.onLoad({ filter: /[\\/]@sindresorhus[\\/]is[\\/]distribution[\\/]index\.js$/ }, async (args) => {
-      const text = await readFile(args.path, 'utf8');
-      const made = text.match(/new Intl\.ListFormat\(/g)?.length ?? 0;
-      if (made !== 2) throw new Error(`${args.path}: expected 2 Intl.ListFormat objects, found ${made}`);
-      const lazy =
-        'const __ocaLazyListFormat = (...args) => { let made; return { format: (list) => (made ??= new Intl.ListFormat(...args)).format(list) }; };\n';
-      return { contents: lazy + text.replace(/new Intl\.ListFormat\(/g, '__ocaLazyListFormat('), loader: 'js' };
-    });
-  },
-};
+// A package stand-in, which buys correctness: the proxy agents trace through `debug`, whose output (to stderr when
+// DEBUG is set, outside the agent's log scrubbing) includes proxy credentials (scripts/debug-off.cjs).
+const PACKAGE_STAND_INS = { debug: './scripts/debug-off.cjs' };
 const common = {
   bundle: true,
   platform: 'node',
@@ -69,7 +49,6 @@ const common = {
   legalComments: 'none',
   logLevel: 'warning',
   alias: PACKAGE_STAND_INS,
-  plugins: [lazyListFormat],
 };
 
 // heat-cfntools' commands run from a file of their own (src/cli/cfn-main.ts says why), built below: the entry's bundle
@@ -121,7 +100,7 @@ const entryBuild = await build({
   format: 'esm',
   minify,
   banner: ESM_REQUIRE,
-  plugins: [...common.plugins, httpThroughRequire, cfnCommandsApart],
+  plugins: [httpThroughRequire, cfnCommandsApart],
   metafile: true,
 });
 metafiles.push(entryBuild.metafile);
@@ -132,7 +111,7 @@ const cfnBuild = await build({
   format: 'esm',
   minify,
   banner: ESM_REQUIRE,
-  plugins: [...common.plugins, httpThroughRequire],
+  plugins: [httpThroughRequire],
   metafile: true,
 });
 metafiles.push(cfnBuild.metafile);
@@ -208,7 +187,7 @@ await build({
   outfile: reference,
   format: 'esm',
   banner: ESM_REQUIRE,
-  plugins: [...common.plugins, httpThroughRequire],
+  plugins: [httpThroughRequire],
 });
 const changelog = await readFile('CHANGELOG.md', 'utf8').catch(() => '');
 const released = new RegExp(`^## \\[?${version.replace(/\./g, '\\.')}\\]? - (\\d{4}-\\d{2}-\\d{2})`, 'm').exec(

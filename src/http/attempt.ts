@@ -1,18 +1,18 @@
-import type { Got } from 'got';
 import type { CaFiles } from './ca-files.js';
 import type { HttpClientOptions } from './client.js';
+import { exchange, type Exchange } from './exchange.js';
 import type { ProxyRouting, RequestRoute } from './proxy-routing.js';
 import type { HttpRequest } from './types.js';
 import { zonedAgents } from './zoned-agents.js';
 import type { splitZone } from './zoned-url.js';
 
-// What one request or download carries from attempt to attempt: the client's parts, the request's limits and
-// deadline, and got's options for each attempt (everything but the retries, which request() leaves to got and a
-// download makes itself).
+// What one request or download carries from attempt to attempt (the client's parts, the request's limits and
+// deadline), and one attempt's exchange: sent on the agent its route gives each hop, ended by its own timeout or by
+// the whole request's signal.
 
 export interface ClientParts {
   readonly options: HttpClientOptions;
-  readonly base: Got;
+  readonly userAgent: string;
   readonly caFiles: CaFiles;
   readonly proxies: ProxyRouting | undefined;
 }
@@ -23,6 +23,7 @@ export interface Attempts {
   readonly ca: string | undefined;
   readonly maxBytes: number;
   readonly timeoutMs: number;
+  /** Aborts when the caller's signal does or the whole request's time is up. */
   readonly signal: AbortSignal;
   /** performance.now() at which the request's time is up. */
   readonly deadlineAt: number;
@@ -30,34 +31,71 @@ export interface Attempts {
   readonly timedOut: () => boolean;
 }
 
-/** got's options for one attempt of `req` (a request or a download), but for retries. */
-export function attemptOptions(req: HttpRequest, a: Attempts, route: RequestRoute | undefined) {
-  const { zoned, ca, timeoutMs } = a;
-  return {
-    method: req.method ?? 'GET',
-    headers: req.headers ?? {},
-    ...(req.body !== undefined ? { body: typeof req.body === 'string' ? req.body : Buffer.from(req.body) } : {}),
-    timeout: {
-      lookup: timeoutMs,
-      connect: timeoutMs,
-      secureConnect: timeoutMs,
-      socket: timeoutMs,
-      response: timeoutMs,
-      send: timeoutMs,
-      // The whole attempt, body included: the per-read timeouts above never fire on a body that trickles.
-      request: timeoutMs,
-    },
-    https: { ...(ca !== undefined ? { certificateAuthority: ca } : {}), rejectUnauthorized: !req.insecure },
-    signal: a.signal,
-    ...(zoned.zone !== undefined && zoned.address !== undefined
-      ? { agent: zonedAgents(zoned.address, zoned.zone), followRedirect: false }
-      : {}),
-    ...route?.gotOptions,
-  };
+/** One attempt under way: its exchange's answer, its signal (for reading the body), and its end. */
+export interface AttemptRun {
+  readonly signal: AbortSignal;
+  readonly answer: Promise<Exchange>;
+  /** Stops the attempt's timer; call when its body has been read or it failed. */
+  readonly end: () => void;
 }
 
-/** The request's time ran out, retries included: got's own timeout error, so it reads as any other timeout. */
-export function wholeRequestTimeout(cause: unknown): Error {
+/**
+ * Starts one attempt of `req`. Its signal aborts after the request's timeout (each attempt has the whole of it, as
+ * upstream's `timeout` options mean: connect, TLS, headers and the body) or when the whole request's signal does; its
+ * reason is the error the attempt fails with.
+ */
+export function startAttempt(
+  client: ClientParts,
+  req: HttpRequest,
+  a: Attempts,
+  route: RequestRoute | undefined,
+): AttemptRun {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(attemptTimeout()), a.timeoutMs);
+  const onAbort = () => controller.abort(a.timedOut() ? wholeRequestTimeout() : aborted());
+  if (a.signal.aborted) onAbort();
+  else a.signal.addEventListener('abort', onAbort, { once: true });
+  const end = () => {
+    clearTimeout(timer);
+    a.signal.removeEventListener('abort', onAbort);
+  };
+  const { zoned } = a;
+  const zonedPair =
+    zoned.zone !== undefined && zoned.address !== undefined ? zonedAgents(zoned.address, zoned.zone) : undefined;
+  const answer = exchange({
+    url: zoned.url,
+    method: req.method ?? 'GET',
+    // Which agent and release asked: what a service's operator looks for in its access log.
+    headers: { 'user-agent': client.userAgent, ...req.headers },
+    body: req.body === undefined ? undefined : Buffer.from(req.body),
+    ca: a.ca,
+    rejectUnauthorized: !req.insecure,
+    // A zoned socket is not followed elsewhere: a redirect would reach another host through it.
+    followRedirects: zonedPair === undefined,
+    agentFor: (url) =>
+      zonedPair ? (url.startsWith('https:') ? zonedPair.https : zonedPair.http) : route?.agentFor(url),
+    signal: controller.signal,
+  });
+  answer.catch(end);
+  return { signal: controller.signal, answer, end };
+}
+
+/** One attempt's time ran out: a timeout of the whole response, body included. */
+function attemptTimeout(): Error {
+  return Object.assign(new Error('the request timed out'), {
+    name: 'TimeoutError',
+    code: 'ETIMEDOUT',
+    event: 'request',
+  });
+}
+
+/** The caller's signal ended the request (shutting down). */
+function aborted(): Error {
+  return Object.assign(new Error('the request was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
+}
+
+/** The request's time ran out, retries included: said as any other timeout of the whole response. */
+export function wholeRequestTimeout(cause?: unknown): Error {
   return Object.assign(new Error('the request timed out', { cause }), {
     name: 'TimeoutError',
     code: 'ETIMEDOUT',

@@ -1,28 +1,28 @@
-import type { ClientRequest } from 'node:http';
-import got, { type CancelableRequest, type Got, type Response } from 'got';
 import { VERSION } from '../version.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
+import { startAttempt, type Attempts, type ClientParts } from './attempt.js';
 import { CaFiles } from './ca-files.js';
+import { downloadWithin } from './download-to-file.js';
+import { readBody } from './exchange.js';
 import { HttpError } from './http-error.js';
 import type { ProxyInputs } from './proxy-env.js';
-import { ProxyRouting, type RequestRoute } from './proxy-routing.js';
-import { proxyRefusal, requestFailure, tooLargeError } from './request-failure.js';
-import { retryOptions } from './retry-policy.js';
-import { attemptOptions, wholeRequestTimeout, type Attempts, type ClientParts } from './attempt.js';
-import { downloadWithin } from './download-to-file.js';
+import { ProxyRouting } from './proxy-routing.js';
+import { proxyRefusal, tooLargeError } from './request-failure.js';
+import { withRetries } from './retry-loop.js';
 import type { DownloadingHttpClient, HttpRequest, HttpResponse } from './types.js';
 import { splitZone } from './zoned-url.js';
 
 /** The User-Agent of every request: the project and its version. */
 export const USER_AGENT = `os-config-agent/${VERSION}`;
 
-// The agent's one HTTP client (got underneath, promise API so got's own retry machinery runs): a deadline on the
-// whole request (connect, TLS handshake, headers and body: a server trickling its body a byte at a time still ends
-// within the timeout; every retry and the waits between them too: a request never outlasts its timeout, however
-// often it is retried), connect/response/idle timeouts inside it, bounded retries with jitter after network errors and 5xx only, a response size cap
-// (the download is cancelled as soon as it crosses the cap), CA bundles, and an AbortSignal for prompt shutdown.
-// Errors carry redacted URLs only.
+// The agent's one HTTP client, on Node's own http and https (exchange.ts): a deadline on each attempt as a whole
+// (connect, TLS handshake, headers and body: a server trickling its body a byte at a time still ends within the
+// timeout) and on the request as the caller sees it (every retry and the waits between them too: a request never
+// outlasts its timeout, however often it is retried), bounded retries with jitter after network errors and 5xx only
+// (retry-loop.ts), a response size cap (the download is stopped as soon as it crosses the cap), redirects, proxies,
+// CA bundles, and an AbortSignal for prompt shutdown. Bodies are never decompressed: a small compressed answer could
+// otherwise expand past the cap. Errors carry redacted URLs only.
 
 export interface HttpClientOptions {
   readonly defaultMaxBytes: number;
@@ -37,19 +37,9 @@ export interface HttpClientOptions {
 }
 
 export function createHttpClient(options: HttpClientOptions): DownloadingHttpClient {
-  const base: Got = got.extend({
-    throwHttpErrors: false,
-    followRedirect: true,
-    maxRedirects: 5,
-    // Metadata is small; accepting compression would let a small download expand past the size cap.
-    decompress: false,
-    responseType: 'buffer',
-    // Which agent and release asked: what a service's operator looks for in its access log.
-    headers: { 'user-agent': options.userAgent ?? USER_AGENT },
-  });
   const client: ClientParts = {
     options,
-    base,
+    userAgent: options.userAgent ?? USER_AGENT,
     caFiles: new CaFiles(),
     proxies: options.proxy ? new ProxyRouting(options.proxy, options.log) : undefined,
   };
@@ -70,8 +60,8 @@ async function withinDeadline<T>(
   const shown = redactUrl(req.url);
   const ca = req.caFile ? client.caFiles.text(req.caFile, shown) : undefined;
   if (req.signal?.aborted) throw new HttpError(`request to ${shown} not sent: shutting down`, shown);
-  // A link-local URL's zone id ("%25eth0") is out of got's sight: it goes to the socket through an agent, and
-  // redirects are not followed (they would reach another host through that same zoned socket). Link-local addresses
+  // A link-local URL's zone id ("%25eth0") is out of the URL parser's sight: it goes to the socket through an agent,
+  // and redirects are not followed (they would reach another host through that same zoned socket). Link-local addresses
   // never go through a proxy.
   const zoned = splitZone(req.url);
   // One deadline for the request as the caller sees it, retries included, timed by a timer (monotonic).
@@ -88,61 +78,30 @@ async function withinDeadline<T>(
 }
 
 async function requestWithin(client: ClientParts, req: HttpRequest, a: Attempts): Promise<HttpResponse> {
-  const { zoned, shown, maxBytes, timeoutMs } = a;
-  const route = zoned.zone === undefined ? await client.proxies?.begin(req.url, shown, timeoutMs) : undefined;
-  let current: ClientRequest | undefined;
-  const pending = client.base(zoned.url, {
-    ...attemptOptions(req, a, route),
-    retry: retryOptions({
-      limit: req.retries ?? client.options.defaultRetries,
-      baseMs: client.options.retryBaseMs ?? 500,
-      random: client.options.random ?? Math.random,
-      shown,
-      log: client.options.log,
-      current: () => current,
-      closedOnReuse: route?.closedOnReuse,
-      remainingMs: () => a.deadlineAt - performance.now(),
-    }),
-  });
-  pending.on('request', (request: ClientRequest) => {
-    current = request;
-  });
-  const res = await received(pending, { maxBytes, shown, timeoutMs, route }).catch((err: unknown) => {
-    // Cut short by the whole request's deadline (an attempt or the wait before one): said as the timeout it is.
-    throw a.timedOut() ? requestFailure(wholeRequestTimeout(err), shown, timeoutMs, route) : err;
-  });
-  const refused = proxyRefusal(res.statusCode, shown, route);
-  if (refused) throw refused;
-  return {
-    statusCode: res.statusCode,
-    headers: res.headers,
-    body: res.rawBody,
-    redactedUrl: redactUrl(zoned.zone !== undefined ? req.url : res.url || req.url),
-  };
-}
-
-/** The whole response, or the error that says why there is none; the download stops as soon as it is too large. */
-async function received(
-  pending: CancelableRequest,
-  limits: { maxBytes: number; shown: string; timeoutMs: number; route: RequestRoute | undefined },
-): Promise<Response<Buffer>> {
-  let tooLarge: number | undefined;
-  pending.on('downloadProgress', (progress: { transferred: number; total?: number }) => {
-    if (tooLarge !== undefined) return;
-    const declared = progress.total ?? 0;
-    if (declared > limits.maxBytes || progress.transferred > limits.maxBytes) {
-      tooLarge = Math.max(declared, progress.transferred);
-      pending.cancel();
+  const { zoned, shown, maxBytes } = a;
+  return withRetries(client, req, a, async (route) => {
+    const run = startAttempt(client, req, a, route);
+    try {
+      const { response, url } = await run.answer;
+      // A HEAD's Content-Length is the size of a body it does not carry.
+      const declared = req.method === 'HEAD' ? 0 : Number(response.headers['content-length'] ?? 0);
+      if (declared > maxBytes) {
+        response.destroy();
+        throw tooLargeError(shown, maxBytes, `at least ${declared}`);
+      }
+      const overCap = (size: number) => tooLargeError(shown, maxBytes, `at least ${size}`);
+      const body = await readBody(response, run.signal, overCap, maxBytes);
+      const statusCode = response.statusCode ?? 0;
+      const refused = proxyRefusal(statusCode, shown, route);
+      if (refused) throw refused;
+      return {
+        statusCode,
+        headers: response.headers,
+        body,
+        redactedUrl: redactUrl(zoned.zone !== undefined ? req.url : url),
+      };
+    } finally {
+      run.end();
     }
   });
-  let res: Response<Buffer>;
-  try {
-    res = (await pending) as unknown as Response<Buffer>;
-  } catch (err) {
-    if (tooLarge !== undefined) throw tooLargeError(limits.shown, limits.maxBytes, `at least ${tooLarge}`);
-    throw requestFailure(err, limits.shown, limits.timeoutMs, limits.route);
-  }
-  // A body that arrived whole but is over the cap (no progress event crossed it) is refused the same way.
-  if (res.rawBody.length > limits.maxBytes) throw tooLargeError(limits.shown, limits.maxBytes, `${res.rawBody.length}`);
-  return res;
 }

@@ -1,6 +1,6 @@
 import { AgentError } from '../errors.js';
 
-// Kept apart from client.ts so that code which only checks for this error does not load got at start-up.
+// Kept apart from client.ts so that code which only checks for this error does not load the client at start-up.
 
 /**
  * An HTTP request failed: transport error, timeout, a body over the size cap, or a proxy that refused the agent's

@@ -2,8 +2,8 @@ import type { HttpClient, HttpRequest } from './types.js';
 import { setSecrets, urlCredentialSecrets } from '../log/redact.js';
 import type { HttpClientOptions } from './client.js';
 
-// got and its dependencies cost a noticeable share of start-up; one-shot commands that only read local sources
-// never need them. This client loads the real one on its first request.
+// The client's code and Node's http module cost a share of start-up that one-shot commands which only read local
+// sources never need. This client loads the real one on its first request.
 export function createLazyHttpClient(options: HttpClientOptions): HttpClient {
   // Proxy passwords are scrubbed from log lines from the start, not only once the first request loads the client.
   if (options.proxy) {

@@ -24,7 +24,7 @@ interface WithConnectOpts {
 
 /**
  * Runs one connect of a proxy agent with a deadline. The agents hand a request its socket only once the proxy has
- * accepted the connection (and answered CONNECT), and got's timeouts start with the socket: without this, a proxy
+ * accepted the connection (and answered CONNECT): without this, a proxy
  * that accepts and never answers, or never accepts, holds the request forever. The socket is created synchronously
  * at the start of connect(), so the per-call signal is in the agent's options only for that moment.
  */
@@ -43,15 +43,15 @@ async function withDeadline<T>(agent: WithConnectOpts, setupMs: number, connect:
     return await pending;
   } catch (err) {
     if (!controller.signal.aborted) throw err;
-    // ETIMEDOUT: got retries it like any connect timeout, and the client names the proxy.
+    // ETIMEDOUT: retried like any connect timeout, and the client names the proxy.
     throw Object.assign(new Error(`no answer from the proxy within ${setupMs} ms`), { code: 'ETIMEDOUT', cause: err });
   } finally {
     clearTimeout(timer);
   }
 }
 
-// Each pool serves one scheme (agentsFor), so it says which without agent-base's fallback: got's requests carry no
-// `protocol` option, and the fallback reads a stack trace on every request (a fifth of a proxied poll's CPU).
+// Each pool serves one scheme (agentsFor), so it says which itself: agent-base's fallback reads a stack trace on every
+// request whose options do not settle it (a fifth of a proxied poll's CPU).
 class ForwardAgent extends HttpProxyAgent<string> {
   constructor(
     url: URL,
@@ -91,7 +91,7 @@ const forwarders = new Map<string, Agent>();
 // it serves https: URLs where Node expects an https.Agent.
 const tunnels = new Map<string, HttpsAgent>();
 
-/** The agents got should use for a URL of `protocol` through `proxy`, giving up on the proxy after `setupMs`. */
+/** The agents for a URL of `protocol` through `proxy`, giving up on the proxy after `setupMs`. */
 export function agentsFor(proxy: ProxyServer, protocol: string, setupMs: number): ProxyAgents {
   const key = `${setupMs} ${proxy.url.href}`;
   if (protocol === 'https:') {

@@ -1,7 +1,7 @@
+import type { Agent } from 'node:http';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
 import { HttpError } from './http-error.js';
-import type { ProxyAgents } from './proxy-agent.js';
 import {
   anyProxy,
   DIRECT,
@@ -14,7 +14,7 @@ import {
   type ProxySettings,
 } from './proxy-env.js';
 
-// The client's side of proxies: per request, which agents got uses (again after every redirect, since the next hop
+// The client's side of proxies: per request, which agent each hop uses (again after every redirect, since the next hop
 // may be a host that no_proxy names or a metadata address), and what an error says when a proxy was in the way.
 
 type AgentsModule = typeof import('./proxy-agent.js');
@@ -22,16 +22,10 @@ type AgentsModule = typeof import('./proxy-agent.js');
 /** One request's route, kept current across redirects. */
 export interface RequestRoute {
   readonly route: ProxyRoute;
-  /** Options for got: the agents for the first hop and a hook that picks them again for each redirect. */
   /** A kept-alive connection of `agent` was found closed on reuse (see stopKeepAliveAfterClosedReuse). */
   closedOnReuse(agent: unknown): void;
-  readonly gotOptions: { agent: ProxyAgents; hooks: { beforeRedirect: ((options: RedirectOptions) => void)[] } };
-}
-
-/** The part of got's options a redirect hook changes (got's own types would import got here). */
-interface RedirectOptions {
-  url?: URL | string | undefined;
-  agent: { http?: import('node:http').Agent | false; https?: import('node:https').Agent | false };
+  /** The agent for a hop to `url` (the first, then each redirect's): a proxy's pool, or undefined to go direct. */
+  agentFor(url: string): Agent | undefined;
 }
 
 export class ProxyRouting {
@@ -57,21 +51,23 @@ export class ProxyRouting {
 
   /**
    * The route of a request to `url`; throws when it would need a proxy setting that is unusable. `setupMs` bounds the
-   * wait for the proxy's connection (and its CONNECT answer), which got's own timeouts do not cover.
+   * wait for the proxy's connection (and its CONNECT answer) in the proxy's agent, so that it fails naming the proxy.
    */
-  async begin(url: string, shown: string, setupMs: number): Promise<RequestRoute | undefined> {
+  async begin(url: string, setupMs: number): Promise<RequestRoute | undefined> {
     if (!this.needsAgents) return undefined;
     const module = await (this.agents ??= import('./proxy-agent.js'));
     const state: { route: ProxyRoute } = { route: DIRECT };
-    const agentsOf = (target: string | undefined, targetShown: string): ProxyAgents => {
-      const route = target === undefined ? DIRECT : routeFor(this.settings, target);
-      if (route.kind === 'invalid') throw invalid(route.problem.problem, targetShown);
+    const agentFor = (target: string): Agent | undefined => {
+      const route = routeFor(this.settings, target);
+      if (route.kind === 'invalid') throw invalid(route.problem.problem, redactUrl(target));
       state.route = route;
-      return route.kind === 'proxy' && target !== undefined
-        ? module.agentsFor(route.proxy, new URL(target).protocol, setupMs)
-        : {};
+      if (route.kind !== 'proxy') return undefined;
+      const { protocol } = new URL(target);
+      const agents = module.agentsFor(route.proxy, protocol, setupMs);
+      return protocol === 'https:' ? agents.https : agents.http;
     };
-    const agent = agentsOf(url, shown);
+    // The first hop's route now: a setting that makes it unusable fails the request before anything is sent.
+    agentFor(url);
     return {
       get route() {
         return state.route;
@@ -84,17 +80,7 @@ export class ProxyRouting {
           );
         }
       },
-      gotOptions: {
-        agent,
-        hooks: {
-          beforeRedirect: [
-            (options) => {
-              const next = options.url === undefined ? undefined : String(options.url);
-              options.agent = agentsOf(next, redactUrl(next ?? ''));
-            },
-          ],
-        },
-      },
+      agentFor,
     };
   }
 }

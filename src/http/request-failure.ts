@@ -31,7 +31,7 @@ export function proxyRefusal(statusCode: number, shown: string, route?: RequestR
   return new HttpError(`request to ${shown} failed: ${reason}`, shown, 'ERR_HTTP', { reason, statusCode: 407 });
 }
 
-/** got error -> short operator text (never the URL: callers add the redacted one). */
+/** A failed attempt's error -> short operator text (never the URL: callers add the redacted one). */
 function describeError(err: unknown, timeoutMs: number): string {
   const e = err as { name?: string; code?: string; message?: string };
   if (e.name === 'AbortError') return 'aborted (shutting down)';
@@ -39,12 +39,12 @@ function describeError(err: unknown, timeoutMs: number): string {
     return `no answer within ${timeoutMs / 1000} s (ETIMEDOUT; the timeout covers the whole response, body included)`;
   if (e.name === 'TimeoutError') return `no answer within ${timeoutMs / 1000} s (${e.code ?? 'ETIMEDOUT'})`;
   if (e.code === 'ECONNREFUSED') return 'connection refused';
-  if (e.code === 'ECONNRESET' || e.name === 'ReadError')
-    return `connection closed before the whole response arrived (${e.code ?? 'ReadError'})`;
+  if (e.code === 'ECONNRESET') return `connection closed before the whole response arrived (${e.code})`;
   // Node's HTTP parser refused the answer: headers past its size limit, bytes beyond the declared length, bad framing.
   if (e.code === 'HPE_HEADER_OVERFLOW') return `the response headers are over the size limit (${e.code})`;
   if (e.code?.startsWith('HPE_') === true) return `the response is not well-formed HTTP (${e.code})`;
-  if (e.name === 'MaxRedirectsError') return `redirected too many times (a loop?) (${e.code ?? e.name})`;
+  if (e.name === 'MaxRedirectsError') return `redirected too many times (a loop?) (${e.message})`;
+  if (e.name === 'RedirectProtocolError') return `${e.message}, not followed`;
   if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return `host name not resolvable (${e.code})`;
   if (typeof e.code === 'string' && /CERT|SSL|TLS|SELF_SIGNED|VERIFY|ISSUER|ALTNAME/i.test(e.code))
     return `TLS verification failed (${e.code}); check the CA certificate option`;

@@ -1,5 +1,5 @@
-// The one HTTP client shape every collector and signal transport uses. Only src/http/ imports got; everything else
-// depends on this interface, so tests and callers never see the library.
+// The one HTTP client shape every collector and signal transport uses. Only src/http/ makes requests; everything else
+// depends on this interface, so tests and callers never see Node's http.
 
 export interface HttpRequest {
   url: string;

@@ -1,12 +1,12 @@
 import { isIPv6 } from 'node:net';
 
 // IPv6 link-local URLs need a zone id ("http://[fe80::a9fe:a9fe%25eth0]/", RFC 6874; users also write "%eth0"), and
-// the WHATWG URL parser got relies on refuses it. So the zone is taken out of the URL before got sees it, and put
+// the WHATWG URL parser refuses it. So the zone is taken out of the URL before the client parses it, and put
 // back where it matters: in the address the socket connects to (zoned-agents.ts). The Host header keeps the
 // bracketed address without the zone, as RFC 6874 says.
 
 export interface ZoneSplit {
-  /** The URL got can parse: the zone removed. */
+  /** The URL the parser accepts: the zone removed. */
   readonly url: string;
   /** The bracketed IPv6 address and its zone (an interface name), when the URL had one. */
   readonly address?: string;
@@ -25,7 +25,7 @@ export function splitZone(url: string): ZoneSplit {
   // with "25" must then be written "%2525…").
   const zone = rawZone.startsWith('25') ? rawZone.slice(2) : rawZone;
   if (!ZONE_NAME.test(zone) || !isIPv6(address)) return { url };
-  // The address as the URL parser writes it (lower case, zeros compressed), so withZone() finds it in got's URLs.
+  // The address as the URL parser writes it (lower case, zeros compressed), so withZone() finds it in URLs.
   const canonical = new URL(`http://[${address}]/`).hostname.slice(1, -1);
   return { url: `${scheme}[${canonical}]${url.slice(whole.length)}`, address: canonical, zone };
 }

@@ -281,8 +281,8 @@ t.test('cfn-get-metadata starts without the logger: no node:worker_threads', asy
   t.notOk(loaded.includes('NativeModule worker_threads'), 'not the logger');
 });
 
-// got's type checks made two Intl.ListFormat objects as they loaded, which loads ICU's locale data: ~15 ms of CPU in
-// every process that makes a request. The build makes them on first use (scripts/build.mjs).
+// The first Intl.ListFormat loads ICU's locale data: ~15 ms of CPU. The HTTP library the client was once built on made
+// two as it loaded, in every process that made a request; none may come back with another dependency.
 t.test('cfn-get-metadata makes its request without making an Intl.ListFormat', async (t) => {
   const { root, keys } = instance(t);
   const report = path.join(root, 'list-formats');

@@ -1,6 +1,6 @@
 // Loaded into the agent with `node --import` by tests that check a command never makes an Intl.ListFormat, whose
-// first one loads ICU's locale data (~15 ms of CPU; scripts/build.mjs makes got's two lazy): every one made is counted,
-// and the count is written at exit to the file named by OCA_LIST_FORMAT_REPORT.
+// first one loads ICU's locale data (~15 ms of CPU): every one made is counted, and the count is written at exit to
+// the file named by OCA_LIST_FORMAT_REPORT.
 import { writeFileSync } from 'node:fs';
 
 const file = process.env.OCA_LIST_FORMAT_REPORT;

@@ -190,6 +190,54 @@ t.test('redirects are followed and the final URL is reported redacted', async (t
   t.equal(res.redactedUrl, `${server.url}/final?temp_url_sig=[REDACTED]&temp_url_expires=9`);
 });
 
+t.test('a redirect to another origin does not carry credentials on; one to the same origin does', async (t) => {
+  const other = await startTestServer((_req, res) => void res.end('other'));
+  t.teardown(() => other.close());
+  const server = await startTestServer((req, res) => {
+    if (req.url === '/away') return void res.writeHead(302, { location: `${other.url}/there` }).end();
+    if (req.url === '/near') return void res.writeHead(301, { location: '/here' }).end();
+    res.end('here');
+  });
+  t.teardown(() => server.close());
+  const headers = {
+    authorization: 'Basic c2VjcmV0',
+    cookie: 'session=1',
+    'x-auth-token': 'gAAAAtoken',
+    'x-keep': 'kept',
+  };
+  await client().request({ url: `${server.url}/away`, headers });
+  t.match(other.requests[0]?.headers, { 'x-keep': 'kept' });
+  for (const name of ['authorization', 'cookie', 'x-auth-token'])
+    t.equal(other.requests[0]?.headers[name], undefined, `${name} is not sent to another origin`);
+  await client().request({ url: `${server.url}/near`, headers });
+  t.match(server.requests.at(-1)?.headers, headers, 'the same origin gets them all');
+});
+
+t.test('a 303 is followed with a GET and no body; a 307 repeats the method and body', async (t) => {
+  const server = await startTestServer((req, res) => {
+    if (req.url === '/see-other') return void res.writeHead(303, { location: '/result' }).end();
+    if (req.url === '/temporary') return void res.writeHead(307, { location: '/result' }).end();
+    res.end(req.method);
+  });
+  t.teardown(() => server.close());
+  const seeOther = await client().request({ url: `${server.url}/see-other`, method: 'POST', body: 'data' });
+  t.equal(seeOther.body.toString(), 'GET');
+  t.equal(server.requests[1]?.body, '');
+  const temporary = await client().request({ url: `${server.url}/temporary`, method: 'POST', body: 'data' });
+  t.equal(temporary.body.toString(), 'POST');
+  t.equal(server.requests[3]?.body, 'data');
+});
+
+t.test('a redirect to a scheme other than http and https is an error, not followed', async (t) => {
+  const server = await startTestServer(
+    (_req, res) => void res.writeHead(302, { location: 'file:///etc/passwd' }).end(),
+  );
+  t.teardown(() => server.close());
+  const err = await rejection(client().request({ url: server.url }));
+  t.match(err, { code: 'ERR_HTTP', reason: 'a redirect to a file: URL, not followed' });
+  t.equal(server.requests.length, 1, 'not retried');
+});
+
 let openssl = true;
 try {
   execFileSync('openssl', ['version'], { stdio: 'ignore' });

@@ -155,7 +155,7 @@ t.test(
     );
     t.match(
       readFileSync(path.join(tree, 'usr/share/doc/os-config-agent/THIRD-PARTY-LICENSES'), 'utf8'),
-      /^Package: got \S+\nLicense: MIT\n/m,
+      /^Package: commander \S+\nLicense: MIT\n/m,
       'with their notices beside it',
     );
     const unit = readFileSync(path.join(tree, 'lib/systemd/system/os-config-agent.service'), 'utf8');

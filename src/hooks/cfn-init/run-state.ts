@@ -30,7 +30,7 @@ export function createInitRun(ctx: HookContext, root: string, fetchTimeoutSecond
     ctx,
     root,
     fetchTimeoutSeconds,
-    // got is most of the interpreter's code: a run without URLs never loads it.
+    // The HTTP client and Node's http: a run without URLs never loads them.
     http: () =>
       (client ??= import('../../http/client.js').then((m) =>
         m.createHttpClient({

@@ -3,7 +3,6 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream';
-import { createGunzip } from 'node:zlib';
 import { writeFileAtomic } from '../../util/atomic-write.js';
 import { HookFailure } from '../contract.js';
 import { downloadToFile } from './download.js';
@@ -73,7 +72,9 @@ async function applySource(run: InitRun, source: SourceEntry, resource: string):
  * The decompressed bytes of a gzip file, read as they are needed. An error of the read or of the data ends them with
  * that error, and a reader that stops early (a full disk) ends the read too: pipeline() closes the file either way.
  */
-function gunzipped(file: string): AsyncIterable<Uint8Array> {
+async function gunzipped(file: string): Promise<AsyncIterable<Uint8Array>> {
+  // Loaded here: every cfn command carries this module, and only a .gz source needs zlib (~2 ms to load).
+  const { createGunzip } = await import('node:zlib');
   // The error reaches the reader through the stream it iterates; the callback has nothing left to do.
   return pipeline(createReadStream(file), createGunzip(), () => undefined);
 }
@@ -103,7 +104,7 @@ async function unpack(run: InitRun, resource: string, type: ArchiveType, archive
     case 'gz':
       // Streamed to the file: a few megabytes of gzip can expand to gigabytes, which in memory would take the agent
       // down with the deployment; on disk the limit is the disk's, as for tar (docs/hooks.md#cfn-init).
-      await writeFileAtomic(single, gunzipped(archive), { mode: 0o644 });
+      await writeFileAtomic(single, await gunzipped(archive), { mode: 0o644 });
       return;
     case 'bz2':
       await mustRun(

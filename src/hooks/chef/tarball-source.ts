@@ -77,7 +77,7 @@ async function download(ctx: HookContext, source: TarballSourceSpec, archive: st
   const shown = redactUrl(source.url);
   const timeout = Number(ctx.env.HEAT_CHEF_FETCH_TIMEOUT);
   ctx.log.info('downloading tarball', { source: source.label, url: shown });
-  // Loaded only by a run that downloads something: got is most of the hook's code.
+  // Loaded only by a run that downloads something.
   const { createHttpClient } = await import('../../http/client.js');
   const client = createHttpClient({
     defaultMaxBytes: MAX_TARBALL_BYTES,
