@@ -62,7 +62,8 @@ export async function exchange(spec: ExchangeSpec): Promise<Exchange> {
     const location = response.headers.location;
     if (!spec.followRedirects || !REDIRECTS.has(response.statusCode ?? 0) || location === undefined)
       return { response, url };
-    response.resume();
+    // A redirect's body is not read: a server could make it endless. Its connection goes with it.
+    response.destroy();
     if (hops === MAX_REDIRECTS)
       throw Object.assign(new Error(`more than ${MAX_REDIRECTS} redirects`), { name: 'MaxRedirectsError' });
     const next = new URL(location, url);
@@ -93,14 +94,14 @@ function sendOnce(
   body: Buffer | undefined,
 ): Promise<Http.IncomingMessage> {
   const target = new URL(url);
-  const module = target.protocol === 'https:' ? (https ??= nodeRequire('node:https') as typeof Https) : http;
+  const transport = target.protocol === 'https:' ? (https ??= nodeRequire('node:https') as typeof Https) : http;
   return new Promise((resolve, reject) => {
     if (spec.signal.aborted) {
       reject(spec.signal.reason);
       return;
     }
     let response: Http.IncomingMessage | undefined;
-    const request = module.request(target, {
+    const request = transport.request(target, {
       method,
       headers: body === undefined ? headers : { ...headers, 'content-length': String(body.length) },
       agent: spec.agentFor(url),
