@@ -1,4 +1,5 @@
 import {
+  constants as fsConstants,
   closeSync,
   fchmodSync,
   fchownSync,
@@ -107,6 +108,36 @@ export class WriteBatch {
     this.staged.push({ temp, target, link: true });
     symlinkSync(linkTarget, temp);
     if (owner.uid !== undefined || owner.gid !== undefined) lchownSync(temp, owner.uid ?? -1, owner.gid ?? -1);
+  }
+
+  /**
+   * A temp file beside `target` written by `write`, which creates it itself, exclusively (the HTTP client's download
+   * does), for a body too large to hold in memory; then given the final mode and owner through a descriptor opened
+   * without following a link. Resolves with the temp file's name.
+   */
+  async stageFrom(target: string, write: (temp: string) => Promise<void>, options: StageOptions): Promise<string> {
+    this.assertOpen();
+    const temp = tempPathFor(target);
+    // Registered first, so abort() removes whatever `write` left when it fails part-way.
+    this.staged.push({ temp, target });
+    await write(temp);
+    const fd = openSync(temp, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    try {
+      // chown before chmod: chown clears the setuid and setgid bits.
+      if (options.uid !== undefined || options.gid !== undefined) fchownSync(fd, options.uid ?? -1, options.gid ?? -1);
+      fchmodSync(fd, options.mode);
+    } finally {
+      closeSync(fd);
+    }
+    return temp;
+  }
+
+  /** Takes back what was staged for `target`: its temp file is removed, and nothing is renamed over `target`. */
+  unstage(target: string): void {
+    this.assertOpen();
+    const at = this.staged.findIndex((s) => s.target === target);
+    const [entry] = at < 0 ? [] : this.staged.splice(at, 1);
+    if (entry) rmSync(entry.temp, { force: true });
   }
 
   /** True when `fd`, just created with `mode`, has exactly that mode; asked of the first file of each mode only. */

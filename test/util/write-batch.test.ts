@@ -8,6 +8,7 @@ import {
   readlinkSync,
   statSync,
   unlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
@@ -121,6 +122,42 @@ t.test('links: staged beside their target, renamed over it at commit, removed by
   aborted.stageLink(path.join(dir, 'gone'), 'old');
   aborted.abort();
   t.same(allNames(dir), ['new', 'old'], 'abort removes the staged link');
+});
+
+t.test('stageFrom: a body its writer made beside the target, given its mode; unstage takes it back', async (t) => {
+  const dir = t.testdir({ big: 'old big', same: 'same' });
+  const batch = new WriteBatch(recordingSyncfs(true).run);
+  const temp = await batch.stageFrom(
+    path.join(dir, 'big'),
+    async (to) => writeFileSync(to, 'new big', { flag: 'wx', mode: 0o600 }),
+    {
+      mode: 0o4755,
+    },
+  );
+  t.equal(path.dirname(temp), dir, 'beside its target');
+  t.equal(modeOf(temp), 0o4755, 'the mode set on the written file, setuid included');
+  await batch.stageFrom(path.join(dir, 'same'), async (to) => writeFileSync(to, 'same', { flag: 'wx' }), {
+    mode: 0o644,
+  });
+  batch.unstage(path.join(dir, 'same'));
+  t.equal(readFileSync(path.join(dir, 'big'), 'utf8'), 'old big', 'nothing replaced before commit');
+  await batch.commit();
+  t.equal(readFileSync(path.join(dir, 'big'), 'utf8'), 'new big');
+  t.equal(modeOf(path.join(dir, 'big')), 0o4755);
+  t.same(allNames(dir), ['big', 'same'], 'the unstaged temp file is gone, the file it was for untouched');
+
+  const failing = new WriteBatch();
+  const written = failing.stageFrom(
+    path.join(dir, 'big'),
+    async (to) => {
+      writeFileSync(to, 'half', { flag: 'wx' });
+      throw new Error('the download failed');
+    },
+    { mode: 0o644 },
+  );
+  await t.rejects(written, /the download failed/);
+  failing.abort();
+  t.same(allNames(dir), ['big', 'same'], 'abort removes what the failed writer left');
 });
 
 t.test("a link's owner is set on the link itself", { skip: process.getuid?.() !== 0 && 'needs root' }, async (t) => {

@@ -6,19 +6,13 @@ import type { InitRun } from './run-state.js';
 
 // A file's "source" or an archive of "sources", fetched with the agent's HTTP client: bounded in time (each read) and
 // size, retried after network errors and 5xx, and any failure stops the run naming the resource (heat-cfntools ran
-// curl and carried on, writing an error page where the file should be). A file's body comes back in memory (it is
-// compared with the file in place, and staged with the config's other files); an archive is written to a temp file
-// as it arrives, so what the agent holds does not grow with it.
+// curl and carried on, writing an error page where the file should be). The body is written to a file as it arrives
+// (a file's beside its target, an archive's in a private directory), so what the agent holds does not grow with it.
 
 /** Archives and files larger than this are refused. */
 export const MAX_DOWNLOAD_BYTES = 256 * 1024 * 1024;
 
-/** A file's body. */
-export async function download(run: InitRun, url: string, resource: string): Promise<Buffer> {
-  return (await fetched(run, url, resource, (http, req) => http.request(req))).body;
-}
-
-/** An archive, written to `file` (a new name in a private directory) as it arrives. */
+/** A file's source or an archive, written to `file` (a new name, made exclusively) as it arrives. */
 export async function downloadToFile(run: InitRun, url: string, resource: string, file: string): Promise<void> {
   await fetched(run, url, resource, (http, req) => http.download(req, file));
 }

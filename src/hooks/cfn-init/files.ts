@@ -1,9 +1,10 @@
-import { lstatSync, readFileSync, readlinkSync } from 'node:fs';
+import { lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { WriteBatch } from '../../util/write-batch.js';
+import { WriteBatch, type StageOptions } from '../../util/write-batch.js';
 import { HookFailure } from '../contract.js';
 import { accountId } from './accounts.js';
-import { download } from './download.js';
+import { downloadToFile } from './download.js';
 import { hostPath } from './host-path.js';
 import { SYMLINK_TYPE, type FileEntry } from './model.js';
 import { forResource, type InitRun } from './run-state.js';
@@ -19,6 +20,8 @@ import { forResource, type InitRun } from './run-state.js';
 // leaves every file of the config as it was; heat-cfntools left those before the failing one written.
 
 const NEW_FILE_MODE = 0o644;
+/** Bytes read at a time when a downloaded source is compared with the file in place. */
+const COMPARE_BLOCK = 1024 * 1024;
 
 export async function applyFiles(run: InitRun, config: string, files: readonly FileEntry[]): Promise<void> {
   const batch = new WriteBatch();
@@ -51,8 +54,20 @@ async function stageFile(run: InitRun, batch: WriteBatch, file: FileEntry, resou
     batch.stageLink(dest, target, { uid, gid });
     return true;
   }
-  const data = file.content ?? (await download(run, file.source ?? '', resource));
-  return stageRegular(batch, dest, data, file.mode, uid, gid, resource);
+  const plan = regularPlan(dest, file.mode, uid, gid, resource);
+  batch.ensureDirectory(path.dirname(dest));
+  if (file.content !== undefined) {
+    if (plan.keeps(file.content.length) && readFileSync(dest).equals(file.content)) return false;
+    batch.stage(dest, file.content, plan.options);
+    return true;
+  }
+  // A source is downloaded beside the file, never into memory (the hook runs inside the daemon), then compared.
+  const temp = await batch.stageFrom(dest, (to) => downloadToFile(run, file.source ?? '', resource, to), plan.options);
+  if (plan.keeps(statSync(temp).size) && (await sameBytes(temp, dest))) {
+    batch.unstage(dest);
+    return false;
+  }
+  return true;
 }
 
 async function idFor(run: InitRun, kind: 'passwd' | 'group', name: string, resource: string): Promise<number> {
@@ -68,15 +83,14 @@ function existing(dest: string) {
   return lstatSync(dest, { throwIfNoEntry: false });
 }
 
-function stageRegular(
-  batch: WriteBatch,
+/** How a regular file at `dest` is to be staged, and whether one already there with `size` bytes may be as asked. */
+function regularPlan(
   dest: string,
-  data: Buffer,
   mode: number | undefined,
   uid: number | undefined,
   gid: number | undefined,
   resource: string,
-): boolean {
+): { options: StageOptions; keeps: (size: number) => boolean } {
   const before = existing(dest);
   if (before?.isDirectory()) throw new HookFailure(`cfn-init: ${resource}: ${dest} is a directory`);
   const regular = before?.isFile() ? before : undefined;
@@ -86,21 +100,35 @@ function stageRegular(
     uid: uid ?? regular?.uid ?? process.getuid?.() ?? 0,
     gid: gid ?? regular?.gid ?? process.getgid?.() ?? 0,
   };
-  if (
-    regular &&
-    (regular.mode & 0o7777) === want.mode &&
-    regular.uid === want.uid &&
-    regular.gid === want.gid &&
-    regular.size === data.length &&
-    readFileSync(dest).equals(data)
-  )
-    return false;
   // chown only when the owner differs from the writer's: an unprivileged run (tests, the demo) cannot chown at all.
   const chown =
     want.uid !== process.getuid?.() || want.gid !== process.getgid?.() ? { uid: want.uid, gid: want.gid } : {};
-  batch.ensureDirectory(path.dirname(dest));
-  batch.stage(dest, data, { mode: want.mode, ...chown });
-  return true;
+  return {
+    options: { mode: want.mode, ...chown },
+    keeps: (size) =>
+      regular !== undefined &&
+      (regular.mode & 0o7777) === want.mode &&
+      regular.uid === want.uid &&
+      regular.gid === want.gid &&
+      regular.size === size,
+  };
+}
+
+/** Whether two regular files hold the same bytes, read a block at a time (a source may be large). */
+async function sameBytes(a: string, b: string): Promise<boolean> {
+  const [one, two] = await Promise.all([open(a, 'r'), open(b, 'r')]);
+  try {
+    const left = Buffer.alloc(COMPARE_BLOCK);
+    const right = Buffer.alloc(COMPARE_BLOCK);
+    for (;;) {
+      const [x, y] = await Promise.all([one.read(left, 0, COMPARE_BLOCK), two.read(right, 0, COMPARE_BLOCK)]);
+      if (x.bytesRead !== y.bytesRead || !left.subarray(0, x.bytesRead).equals(right.subarray(0, y.bytesRead)))
+        return false;
+      if (x.bytesRead === 0) return true;
+    }
+  } finally {
+    await Promise.all([one.close(), two.close()]);
+  }
 }
 
 function linkIsAsAsked(dest: string, target: string, uid: number | undefined, gid: number | undefined): boolean {

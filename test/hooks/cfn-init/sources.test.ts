@@ -1,4 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -7,7 +8,8 @@ import { startTestServer, type TapTest } from '../../helpers/http-test-server.js
 import { HOOK_MODES, SYSTEM_PATH, modeOf, runHook } from '../hook-process.js';
 
 // cfn-init's `sources` of a lone .gz or .bz2 file (src/hooks/cfn-init/sources.ts): one file, unpacked as a stream onto
-// the disk. The archives of other kinds go to tar and unzip, whose own tests are in ../groups/cfn-init.test.ts.
+// the disk. The archives of other kinds go to tar and unzip, whose own tests are in ../groups/cfn-init.test.ts. And a
+// file's `source` (src/hooks/cfn-init/files.ts), downloaded beside the file rather than into memory.
 
 const MIB = 1024 * 1024;
 /** 256 MiB of zeros as 256 gzip members of 1 MiB each (a gzip file may hold several): ~260 KB on the wire. */
@@ -24,7 +26,21 @@ const served: Record<string, Buffer> = {
 const TAR_MIB = 192;
 const tarDir = t.testdir({});
 execFileSync('truncate', ['-s', `${TAR_MIB}M`, path.join(tarDir, 'big')]);
-const server = await startTestServer((req, res) => {
+/** A file's source: 192 MiB of zeros, sent a MiB at a time. */
+const SOURCE_MIB = 192;
+let motd = 'welcome\n';
+const server = await startTestServer(async (req, res) => {
+  if (req.url === '/big.bin') {
+    res.writeHead(200, { 'content-length': SOURCE_MIB * MIB });
+    const block = Buffer.alloc(MIB);
+    for (let i = 0; i < SOURCE_MIB; i++) if (!res.write(block)) await once(res, 'drain');
+    res.end();
+    return;
+  }
+  if (req.url === '/motd') {
+    res.end(motd);
+    return;
+  }
   if (req.url === '/big.tar') {
     res.writeHead(200);
     spawn('tar', ['-c', '-f', '-', '-C', tarDir, 'big'], { stdio: ['ignore', 'pipe', 'inherit'] }).stdout.pipe(res);
@@ -39,14 +55,15 @@ const server = await startTestServer((req, res) => {
 });
 t.teardown(() => server.close());
 
-const deployment = (sources: Record<string, string>) => ({
+const deployment = (sources: Record<string, string>) => withConfig({ sources });
+const withConfig = (config: object) => ({
   id: 'dep-gz-1',
   name: 'init',
   group: 'cfn-init',
   options: {},
   inputs: [],
   outputs: [],
-  config: { config: { sources } },
+  config: { config },
 });
 
 function setup(t: TapTest) {
@@ -104,8 +121,8 @@ function isDirectory(p: string): boolean {
   return statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
 }
 
-/** The hook as the executable the agent would start, run on `sources`; its peak resident memory in MiB. */
-async function peakOfRun(t: TapTest, sources: Record<string, string>) {
+/** The hook as the executable the agent would start, run on `config`; its peak resident memory in MiB. */
+async function peakOfRun(t: TapTest, config: object) {
   const { dir, env, at } = setup(t);
   const peakFile = path.join(dir, 'peak-rss-kb');
   const preload = path.join(dir, 'peak.cjs');
@@ -113,7 +130,7 @@ async function peakOfRun(t: TapTest, sources: Record<string, string>) {
     preload,
     `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(peakFile)}, String(process.resourceUsage().maxRSS)));\n`,
   );
-  const res = await runHook('cfn-init', deployment(sources), {
+  const res = await runHook('cfn-init', withConfig(config), {
     env: { ...env, NODE_OPTIONS: `--require ${preload}` },
     timeoutMs: 120_000,
   });
@@ -122,7 +139,7 @@ async function peakOfRun(t: TapTest, sources: Record<string, string>) {
 }
 
 t.test('an archive is written to disk as it arrives, not held in memory', async (t) => {
-  const { at, peakMib } = await peakOfRun(t, { '/srv/big': `${server.url}/big.tar` });
+  const { at, peakMib } = await peakOfRun(t, { sources: { '/srv/big': `${server.url}/big.tar` } });
   t.equal(statSync(at('/srv/big/big')).size, TAR_MIB * MIB, `all ${TAR_MIB} MiB are unpacked`);
   // Held in memory, the download took the hook to ~480 MiB (the body, its chunks and the copy written out); streamed,
   // ~125 MiB: the hook's own start needs ~60 MiB, and buffers read and written wait for the garbage collector.
@@ -130,11 +147,41 @@ t.test('an archive is written to disk as it arrives, not held in memory', async 
 });
 
 t.test('a .gz that expands far beyond its size is written without being held in memory', async (t) => {
-  const { at, peakMib } = await peakOfRun(t, { '/srv/data': `${server.url}/zeros.gz` });
+  const { at, peakMib } = await peakOfRun(t, { sources: { '/srv/data': `${server.url}/zeros.gz` } });
   t.equal(statSync(at('/srv/data/zeros')).size, BOMB_MIB * MIB, `all ${BOMB_MIB} MiB are on disk`);
   // Held in memory, the content alone would be 256 MiB; the hook's own start needs ~60 MiB.
   t.ok(
     peakMib < 160,
     `the hook's peak resident memory (${peakMib.toFixed(0)} MiB) stays far below the ${BOMB_MIB} MiB`,
   );
+});
+
+t.test("a file's source is downloaded beside the file, not held in memory", async (t) => {
+  const { at, peakMib } = await peakOfRun(t, { files: { '/srv/big.bin': { source: `${server.url}/big.bin` } } });
+  t.equal(statSync(at('/srv/big.bin')).size, SOURCE_MIB * MIB, `all ${SOURCE_MIB} MiB are in the file`);
+  t.equal(modeOf(at('/srv/big.bin')), '644');
+  t.same(readdirSync(at('/srv')), ['big.bin'], 'no temp file is left beside it');
+  // Held in memory, the body, its chunks and the copy compared took the hook past 400 MiB.
+  t.ok(peakMib < 160, `the hook's peak resident memory (${peakMib.toFixed(0)} MiB) stays below ${SOURCE_MIB} MiB`);
+});
+
+t.test('a file whose source has not changed is not rewritten; a changed source is', async (t) => {
+  const { env, at } = setup(t);
+  const config = { files: { '/etc/motd': { source: `${server.url}/motd`, mode: '000644' } } };
+  const first = await runHook('cfn-init', withConfig(config), { env });
+  t.equal(first.result.deploy_status_code, 0, 'written', { result: first.result, stderr: first.stderr });
+  const inode = statSync(at('/etc/motd')).ino;
+  const again = await runHook('cfn-init', withConfig(config), { env });
+  t.equal(again.result.deploy_status_code, 0);
+  t.match(again.stderr, /file unchanged/);
+  t.equal(statSync(at('/etc/motd')).ino, inode, 'the same file: not replaced');
+  t.same(readdirSync(at('/etc')), ['motd'], 'and the download compared with it is gone');
+  motd = 'changed\n';
+  t.teardown(() => {
+    motd = 'welcome\n';
+  });
+  const changed = await runHook('cfn-init', withConfig(config), { env });
+  t.equal(changed.result.deploy_status_code, 0);
+  t.equal(readFileSync(at('/etc/motd'), 'utf8'), 'changed\n');
+  t.not(statSync(at('/etc/motd')).ino, inode, 'replaced');
 });
