@@ -12,11 +12,6 @@ import type { ProxyServer } from './proxy-env.js';
 // origin and checked against its name and the request's CA. One pool per proxy URL, kind and setup bound for the
 // life of the process, kept alive, so polls reuse their connections (also across configuration reloads).
 
-export interface ProxyAgents {
-  readonly http?: Agent;
-  readonly https?: HttpsAgent;
-}
-
 /** The agents' socket options (the libraries keep them per agent and pass them to net.connect / tls.connect). */
 interface WithConnectOpts {
   connectOpts: object;
@@ -24,8 +19,8 @@ interface WithConnectOpts {
 
 /**
  * Runs one connect of a proxy agent with a deadline. The agents hand a request its socket only once the proxy has
- * accepted the connection (and answered CONNECT): without this, a proxy
- * that accepts and never answers, or never accepts, holds the request forever. The socket is created synchronously
+ * accepted the connection (and answered CONNECT): the connection to a proxy that accepts and never answers, or never
+ * accepts, is closed at the deadline, not left open behind an abandoned request. The socket is created synchronously
  * at the start of connect(), so the per-call signal is in the agent's options only for that moment.
  */
 async function withDeadline<T>(agent: WithConnectOpts, setupMs: number, connect: () => Promise<T>): Promise<T> {
@@ -91,17 +86,17 @@ const forwarders = new Map<string, Agent>();
 // it serves https: URLs where Node expects an https.Agent.
 const tunnels = new Map<string, HttpsAgent>();
 
-/** The agents for a URL of `protocol` through `proxy`, giving up on the proxy after `setupMs`. */
-export function agentsFor(proxy: ProxyServer, protocol: string, setupMs: number): ProxyAgents {
+/** The agent for a URL of `protocol` through `proxy`, giving up on the proxy after `setupMs`. */
+export function proxyAgentFor(proxy: ProxyServer, protocol: string, setupMs: number): Agent {
   const key = `${setupMs} ${proxy.url.href}`;
   if (protocol === 'https:') {
     let agent = tunnels.get(key);
     if (!agent) tunnels.set(key, (agent = new TunnelAgent(proxy.url, setupMs) as unknown as HttpsAgent));
-    return { https: agent };
+    return agent;
   }
   let agent = forwarders.get(key);
   if (!agent) forwarders.set(key, (agent = new ForwardAgent(proxy.url, setupMs)));
-  return { http: agent };
+  return agent;
 }
 
 /**

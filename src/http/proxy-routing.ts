@@ -62,9 +62,7 @@ export class ProxyRouting {
       if (route.kind === 'invalid') throw invalid(route.problem.problem, redactUrl(target));
       state.route = route;
       if (route.kind !== 'proxy') return undefined;
-      const { protocol } = new URL(target);
-      const agents = module.agentsFor(route.proxy, protocol, setupMs);
-      return protocol === 'https:' ? agents.https : agents.http;
+      return module.proxyAgentFor(route.proxy, new URL(target).protocol, setupMs);
     };
     // The first hop's route now: a setting that makes it unusable fails the request before anything is sent.
     agentFor(url);
