@@ -1,9 +1,11 @@
+import { redactUrl } from '../log/redact.js';
 import type { CaFiles } from './ca-files.js';
 import type { HttpClientOptions } from './client.js';
 import { exchange, type Exchange } from './exchange.js';
 import type { ProxyRouting, RequestRoute } from './proxy-routing.js';
+import { proxyRefusal, tooLargeError } from './request-failure.js';
 import type { HttpRequest } from './types.js';
-import { zonedAgents } from './zoned-agents.js';
+import { zonedAgent } from './zoned-agents.js';
 import type { splitZone } from './zoned-url.js';
 
 // What one request or download carries from attempt to attempt (the client's parts, the request's limits and
@@ -60,8 +62,9 @@ export function startAttempt(
     a.signal.removeEventListener('abort', onAbort);
   };
   const { zoned } = a;
-  const zonedPair =
-    zoned.zone !== undefined && zoned.address !== undefined ? zonedAgents(zoned.address, zoned.zone) : undefined;
+  const { address, zone } = zoned;
+  // A zoned URL's socket is not followed elsewhere: a redirect would reach another host through it.
+  const zonedTo = zone !== undefined && address !== undefined ? { address, zone } : undefined;
   const answer = exchange({
     url: zoned.url,
     method: req.method ?? 'GET',
@@ -70,14 +73,36 @@ export function startAttempt(
     body: req.body === undefined ? undefined : Buffer.from(req.body),
     ca: a.ca,
     rejectUnauthorized: !req.insecure,
-    // A zoned socket is not followed elsewhere: a redirect would reach another host through it.
-    followRedirects: zonedPair === undefined,
+    followRedirects: zonedTo === undefined,
     agentFor: (url) =>
-      zonedPair ? (url.startsWith('https:') ? zonedPair.https : zonedPair.http) : route?.agentFor(url),
+      zonedTo ? zonedAgent(zonedTo.address, zonedTo.zone, new URL(url).protocol) : route?.agentFor(url),
     signal: controller.signal,
   });
   answer.catch(end);
   return { signal: controller.signal, answer, end };
+}
+
+/**
+ * An answer's status and redacted final URL, once its head is acceptable: a 407 from the proxy, and a declared body
+ * over the size cap, fail the attempt here, before any of the body is read (its connection is closed).
+ */
+export function acceptedHead(
+  req: HttpRequest,
+  a: Attempts,
+  route: RequestRoute | undefined,
+  { response, url }: Exchange,
+): { statusCode: number; redactedUrl: string } {
+  const statusCode = response.statusCode ?? 0;
+  // A HEAD's Content-Length is the size of a body it does not carry.
+  const declared = req.method === 'HEAD' ? 0 : Number(response.headers['content-length'] ?? 0);
+  const refused =
+    proxyRefusal(statusCode, a.shown, route) ??
+    (declared > a.maxBytes ? tooLargeError(a.shown, a.maxBytes, `at least ${declared}`) : undefined);
+  if (refused) {
+    response.destroy();
+    throw refused;
+  }
+  return { statusCode, redactedUrl: redactUrl(a.zoned.zone !== undefined ? req.url : url) };
 }
 
 /** One attempt's time ran out: a timeout of the whole response, body included. */

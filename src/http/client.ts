@@ -1,14 +1,14 @@
 import { VERSION } from '../version.js';
 import type { Logger } from '../log/logger.js';
 import { redactUrl } from '../log/redact.js';
-import { startAttempt, type Attempts, type ClientParts } from './attempt.js';
+import { acceptedHead, startAttempt, type Attempts, type ClientParts } from './attempt.js';
 import { CaFiles } from './ca-files.js';
 import { downloadWithin } from './download-to-file.js';
 import { readBody } from './exchange.js';
 import { HttpError } from './http-error.js';
 import type { ProxyInputs } from './proxy-env.js';
 import { ProxyRouting } from './proxy-routing.js';
-import { proxyRefusal, tooLargeError } from './request-failure.js';
+import { tooLargeError } from './request-failure.js';
 import { withRetries } from './retry-loop.js';
 import type { DownloadingHttpClient, HttpRequest, HttpResponse } from './types.js';
 import { splitZone } from './zoned-url.js';
@@ -78,28 +78,15 @@ async function withinDeadline<T>(
 }
 
 async function requestWithin(client: ClientParts, req: HttpRequest, a: Attempts): Promise<HttpResponse> {
-  const { zoned, shown, maxBytes } = a;
+  const { shown, maxBytes } = a;
   return withRetries(client, req, a, async (route) => {
     const run = startAttempt(client, req, a, route);
     try {
-      const { response, url } = await run.answer;
-      // A HEAD's Content-Length is the size of a body it does not carry.
-      const declared = req.method === 'HEAD' ? 0 : Number(response.headers['content-length'] ?? 0);
-      if (declared > maxBytes) {
-        response.destroy();
-        throw tooLargeError(shown, maxBytes, `at least ${declared}`);
-      }
+      const answer = await run.answer;
+      const { statusCode, redactedUrl } = acceptedHead(req, a, route, answer);
       const overCap = (size: number) => tooLargeError(shown, maxBytes, `at least ${size}`);
-      const body = await readBody(response, run.signal, overCap, maxBytes);
-      const statusCode = response.statusCode ?? 0;
-      const refused = proxyRefusal(statusCode, shown, route);
-      if (refused) throw refused;
-      return {
-        statusCode,
-        headers: response.headers,
-        body,
-        redactedUrl: redactUrl(zoned.zone !== undefined ? req.url : url),
-      };
+      const body = await readBody(answer.response, run.signal, overCap, maxBytes);
+      return { statusCode, headers: answer.response.headers, body, redactedUrl };
     } finally {
       run.end();
     }

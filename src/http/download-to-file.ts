@@ -1,7 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
-import { redactUrl } from '../log/redact.js';
-import { startAttempt, type Attempts, type ClientParts } from './attempt.js';
-import { proxyRefusal, tooLargeError } from './request-failure.js';
+import { acceptedHead, startAttempt, type Attempts, type ClientParts } from './attempt.js';
+import { tooLargeError } from './request-failure.js';
 import { NotTheRequest, withRetries } from './retry-loop.js';
 import type { HttpDownload, HttpRequest } from './types.js';
 
@@ -24,25 +23,10 @@ export async function downloadWithin(
       });
       const run = startAttempt(client, req, a, route);
       try {
-        const { response, url } = await run.answer;
-        const statusCode = response.statusCode ?? 0;
-        const refused = proxyRefusal(statusCode, a.shown, route);
-        if (refused) {
-          response.destroy();
-          throw refused;
-        }
-        const declared = req.method === 'HEAD' ? 0 : Number(response.headers['content-length'] ?? 0);
-        if (declared > a.maxBytes) {
-          response.destroy();
-          throw tooLargeError(a.shown, a.maxBytes, String(declared));
-        }
-        const bytes = await bodyInto(out, response, run.signal, a);
-        return {
-          statusCode,
-          headers: response.headers,
-          bytes,
-          redactedUrl: redactUrl(a.zoned.zone !== undefined ? req.url : url),
-        };
+        const answer = await run.answer;
+        const { statusCode, redactedUrl } = acceptedHead(req, a, route, answer);
+        const bytes = await bodyInto(out, answer.response, run.signal, a);
+        return { statusCode, headers: answer.response.headers, bytes, redactedUrl };
       } finally {
         run.end();
       }
