@@ -1,5 +1,5 @@
 import { errorMessage } from '../../errors.js';
-import type { DownloadingHttpClient, HttpRequest } from '../../http/types.js';
+import type { HttpDownload, HttpRequest } from '../../http/types.js';
 import { redactUrl } from '../../log/redact.js';
 import { HookFailure } from '../contract.js';
 import type { InitRun } from './run-state.js';
@@ -12,28 +12,20 @@ import type { InitRun } from './run-state.js';
 /** Archives and files larger than this are refused. */
 export const MAX_DOWNLOAD_BYTES = 256 * 1024 * 1024;
 
-/** A file's source or an archive, written to `file` (a new name, made exclusively) as it arrives. */
+/**
+ * A file's source or an archive, written to `file` (a new name, made exclusively) as it arrives. A transport failure
+ * or an answer other than 2xx stops the run, naming the resource.
+ */
 export async function downloadToFile(run: InitRun, url: string, resource: string, file: string): Promise<void> {
-  await fetched(run, url, resource, (http, req) => http.download(req, file));
-}
-
-/** One fetch by `send`: a transport failure or an answer other than 2xx stops the run, naming the resource. */
-async function fetched<T extends { statusCode: number }>(
-  run: InitRun,
-  url: string,
-  resource: string,
-  send: (http: DownloadingHttpClient, req: HttpRequest) => Promise<T>,
-): Promise<T> {
   const req = fetchRequest(run, url, resource);
-  let res: T;
+  let res: HttpDownload;
   try {
-    res = await send(await run.http(), req);
+    res = await (await run.http()).download(req, file);
   } catch (err) {
     throw notFetched(resource, url, errorMessage(err));
   }
   if (res.statusCode < 200 || res.statusCode > 299)
     throw notFetched(resource, url, `the server answered HTTP ${res.statusCode}`);
-  return res;
 }
 
 function fetchRequest(run: InitRun, url: string, resource: string): HttpRequest {
