@@ -65,6 +65,7 @@ export const LAYERS = {
   cli: ['*'],
   launch: ['*'],
   'bin.ts': ['*'],
+  'cfn-bin.ts': ['*'],
 };
 
 /** Folder -> folders it may import only as types (a static value import there would load them at start). */

@@ -51,19 +51,31 @@ const common = {
   alias: PACKAGE_STAND_INS,
 };
 
-// heat-cfntools' commands run from a file of their own (src/cli/cfn-main.ts says why), built below: the entry's bundle
-// leaves src/cli/cfn-main.ts out and imports that file instead, from the entry and from the chunk of src/cli/main.ts.
-const CFN_BUNDLE = 'chunks/cfn-commands.mjs';
+// heat-cfntools' commands but cfn-signal run from files of their own, CommonJS (src/cfn-bin.ts says why): the entry
+// dist/cfn-commands.cjs that their launchers and links start, and the commands' code in one file it requires,
+// dist/chunks/cfn-main.cjs (src/cli/cfn-main.ts and all it loads). The agent's entry and its chunk of src/cli/main.ts
+// import that same file for `os-config-agent cfn-init ...` and a link to the agent's entry named after a command.
+const CFN_ENTRY = 'cfn-commands.cjs';
+const CFN_BUNDLE = 'chunks/cfn-main.cjs';
 const cfnCommandsApart = {
   name: 'cfn-commands-apart',
   setup(b) {
-    b.onResolve({ filter: /^\.\/(cli\/)?cfn-main\.js$/ }, (args) => {
+    b.onResolve({ filter: /^\.\/(cli\/)?cfn-main\.js$|^\.\/bin\.js$/ }, (args) => {
       const from = path.relative(process.cwd(), args.importer);
-      if (from === 'src/bin.ts') return { path: `./${CFN_BUNDLE}`, external: true };
+      if (from === 'src/bin.ts' && args.path === './cli/cfn-main.js')
+        return { path: `./${CFN_BUNDLE}`, external: true };
       if (from === 'src/cli/main.ts') return { path: `./${path.basename(CFN_BUNDLE)}`, external: true };
-      throw new Error(`${from}: only src/bin.ts and src/cli/main.ts load src/cli/cfn-main.ts (scripts/build.mjs)`);
+      if (from === 'src/cfn-bin.ts' && args.path === './bin.js')
+        return { path: `./${AGENT_COMMAND}.mjs`, external: true };
+      throw new Error(`${from}: ${args.path} is imported only by the entries and src/cli/main.ts (scripts/build.mjs)`);
     });
   },
+};
+// CommonJS has no import.meta: the file URL that src/http/ builds its require() from, and src/cfn-bin.ts its own. The
+// banner comes before esbuild's "use strict", so it says it first: the code was written as (strict) ES modules.
+const CJS_FILE_URL = {
+  define: { 'import.meta.url': '__ocaFileUrl' },
+  banner: { js: "'use strict';\nconst __ocaFileUrl = require('node:url').pathToFileURL(__filename).href;" },
 };
 
 // Some bundled CommonJS dependencies call require(); the ES module bundles give them one.
@@ -85,7 +97,9 @@ const hooksLeftOut = {
 };
 
 // The one list of command names, read from its module (src/cli/command-names.ts).
-const { AGENT_COMMAND, COMPAT_COMMANDS, COMMAND_NAMES } = await importSource('src/cli/command-names.ts');
+const { AGENT_COMMAND, COMPAT_COMMANDS, COMMAND_NAMES, isCfnTool } = await importSource('src/cli/command-names.ts');
+/** The file of dist/ that command `name` starts: heat-cfntools' commands' entry, or the agent's. */
+const entryOf = (name) => (isCfnTool(name) ? CFN_ENTRY : `${AGENT_COMMAND}.mjs`);
 
 await rm('dist', { recursive: true, force: true });
 // What each shipped bundle read, for the list of the npm packages it carries (dist/THIRD-PARTY-LICENSES).
@@ -108,32 +122,54 @@ const cfnBuild = await build({
   ...common,
   entryPoints: ['src/cli/cfn-main.ts'],
   outfile: `dist/${CFN_BUNDLE}`,
-  format: 'esm',
+  format: 'cjs',
   minify,
-  banner: ESM_REQUIRE,
-  plugins: [httpThroughRequire],
+  ...CJS_FILE_URL,
   metafile: true,
 });
 metafiles.push(cfnBuild.metafile);
-// The entry is run directly (`./os-config-agent.mjs`): it alone gets the #! line.
-await writeFile(out, `${SHEBANG}\n${await readFile(out, 'utf8')}`);
-await chmod(out, 0o755);
+const cfnEntryBuild = await build({
+  ...common,
+  entryPoints: ['src/cfn-bin.ts'],
+  outfile: `dist/${CFN_ENTRY}`,
+  format: 'cjs',
+  minify,
+  ...CJS_FILE_URL,
+  plugins: [cfnCommandsApart],
+  metafile: true,
+});
+metafiles.push(cfnEntryBuild.metafile);
+// The entries are run directly (`./os-config-agent.mjs`): they alone get the #! line.
+for (const entry of [out, `dist/${CFN_ENTRY}`]) {
+  await writeFile(entry, `${SHEBANG}\n${await readFile(entry, 'utf8')}`);
+  await chmod(entry, 0o755);
+}
 
-// One launcher per compatibility name: it gives its own path as the one it runs as (the bundle chooses the command by
-// its name, as it does for a link named after the command; cfn-create-aws-symlinks finds its siblings by its
-// directory), then loads the entry. A file, not a link: npm leaves links out of a package.
+// One launcher per compatibility name: it gives its own path as the one it runs as (the entries choose the command by
+// its name, as they do for a link named after the command; cfn-create-aws-symlinks finds its siblings by its
+// directory), then loads its entry. A file, not a link: npm leaves links out of a package. CommonJS, which every
+// Node.js >= 20 loads from a file without an extension (dist/bin/package.json), and which requires the CommonJS entry
+// of heat-cfntools' commands without starting the ES module loader.
 await mkdir('dist/bin', { recursive: true });
+await writeFile('dist/bin/package.json', '{ "type": "commonjs" }\n');
 for (const name of COMPAT_COMMANDS) {
+  const entry = entryOf(name);
+  const load = entry.endsWith('.cjs') ? `require('../${entry}');` : `void import('../${entry}');`;
   await writeFile(
     `dist/bin/${name}`,
-    `${SHEBANG}\n// ${name}: os-config-agent's ${name} command (scripts/build.mjs).\nprocess.argv[1] = decodeURIComponent(new URL(import.meta.url).pathname);\nawait import('../${AGENT_COMMAND}.mjs');\n`,
+    `${SHEBANG}\n// ${name}: os-config-agent's ${name} command (scripts/build.mjs).\nprocess.argv[1] = __filename;\n${load}\n`,
   );
   await chmod(`dist/bin/${name}`, 0o755);
 }
-// The list for what installs the launchers: the image element (a shell script: one name per line, the agent's first)
-// and the Debian package.
+// The list for what installs the launchers: the image element (shell: one name per line, the agent's first, and the
+// file each name starts, "NAME FILE" per line) and the Debian package.
 await writeFile('dist/command-names', `${COMMAND_NAMES.join('\n')}\n`);
-await writeFile('dist/command-names.json', `${JSON.stringify({ agent: AGENT_COMMAND, compat: COMPAT_COMMANDS })}\n`);
+await writeFile('dist/command-entries', COMMAND_NAMES.map((name) => `${name} ${entryOf(name)}\n`).join(''));
+const entries = Object.fromEntries(COMMAND_NAMES.map((name) => [name, entryOf(name)]));
+await writeFile(
+  'dist/command-names.json',
+  `${JSON.stringify({ agent: AGENT_COMMAND, compat: COMPAT_COMMANDS, entries })}\n`,
+);
 
 // The built-in hooks: one self-contained executable per group of the registry (src/hooks/registry.ts; the module of
 // each is src/hooks/groups/<group>.ts), dist/hooks/<group>,
@@ -158,10 +194,8 @@ for (const group of groups) {
     },
     format: 'cjs',
     write: false,
-    // A hook that downloads (cfn-init) carries the HTTP client, with the package stand-ins above, and the file URL that
-    // src/http/zoned-agents.ts builds its require() from, which CommonJS has no import.meta for.
-    define: { 'import.meta.url': '__ocaHookFileUrl' },
-    banner: { js: "const __ocaHookFileUrl = require('node:url').pathToFileURL(__filename).href;" },
+    // A hook that downloads (cfn-init) carries the HTTP client, with the package stand-ins above and its file URL.
+    ...CJS_FILE_URL,
     metafile: true,
   });
   metafiles.push(built.metafile);

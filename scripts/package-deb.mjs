@@ -205,15 +205,17 @@ function main() {
       chmodSync(at(p), mode);
     };
 
-    // The bundle, as the image element lays it out under /opt/os-config-agent: the entry and its chunks, and one link
-    // per compatibility name (the bundle takes its command from the name it was started by). The names are the
-    // build's list (src/cli/command-names.ts).
-    const { agent, compat } = JSON.parse(readFileSync(path.join(dist, 'command-names.json'), 'utf8'));
+    // The bundle, as the image element lays it out under /opt/os-config-agent: the entries and their chunks, and one
+    // link per compatibility name to the entry it starts (which takes its command from the name it was started by).
+    // The names and their entries are the build's list (src/cli/command-names.ts, scripts/build.mjs).
+    const { agent, compat, entries } = JSON.parse(readFileSync(path.join(dist, 'command-names.json'), 'utf8'));
+    if (!entries)
+      fail(`${dist}/command-names.json names no entries: it was made by an older build; build the agent again`);
     dir(`${PREFIX}/lib`);
-    cpSync(path.join(dist, `${agent}.mjs`), at(`${PREFIX}/lib/${agent}.mjs`));
+    for (const entry of new Set(Object.values(entries))) cpSync(path.join(dist, entry), at(`${PREFIX}/lib/${entry}`));
     if (existsSync(path.join(dist, 'chunks')))
       cpSync(path.join(dist, 'chunks'), at(`${PREFIX}/lib/chunks`), { recursive: true });
-    for (const name of compat) symlinkSync(`${agent}.mjs`, at(`${PREFIX}/lib/${name}`));
+    for (const name of compat) symlinkSync(entries[name], at(`${PREFIX}/lib/${name}`));
     dir(`${PREFIX}/bin`);
     file(`${PREFIX}/bin/${agent}`, launcher(`${agent}.mjs`, true), 0o755);
     for (const name of compat) file(`${PREFIX}/bin/${name}`, launcher(name, false), 0o755);

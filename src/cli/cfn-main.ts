@@ -5,11 +5,11 @@ import { newProgram, parseProgram } from './program.js';
 
 // heat-cfntools' commands that fetch and apply metadata, started by their own names (cfn-init, cfn-hup, ...).
 // Templates run cfn-init on every boot and cfn-hup from cron every few minutes, so their start-up is what users wait
-// for. The build makes this module and all it loads one file of its own (dist/chunks/cfn-commands.mjs,
-// scripts/build.mjs), which the entry loads for these names: Node resolves, reads and links each ES module file on its
-// own, and through the shared chunks of the agent's bundle cfn-hup loaded 46 of them, ~35 ms of CPU more than the same
-// code in one file (docs/performance.md). cfn-signal, the agent's signal queue with its transports and logger, stays
-// in the agent's bundle: in this file its code would be compiled by every cfn-hup run.
+// for. The build makes this module and all it loads one CommonJS file of its own (dist/chunks/cfn-main.cjs), which
+// their entry (src/cfn-bin.ts) requires, and the agent's entry imports for these names: Node resolves, reads and links
+// each ES module file on its own, and through the shared chunks of the agent's bundle cfn-hup loaded 46 of them, ~35 ms
+// of CPU more than the same code in one file (docs/performance.md). cfn-signal, the agent's signal queue with its
+// transports and logger, stays in the agent's bundle: in this file its code would be compiled by every cfn-hup run.
 
 /** Define `name`'s options and action on `program` (also for the manual pages and the completion). */
 export async function defineCfnProgram(program: Command, name: CfnToolName, ctx: CommandContext): Promise<void> {

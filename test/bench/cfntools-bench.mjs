@@ -58,9 +58,11 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'cfntools-bench-'));
 const share = path.join(dir, 'share');
 const oca = path.join(share, 'oca');
 mkdirSync(oca, { recursive: true });
-cpSync(BUNDLE, path.join(oca, 'os-config-agent.mjs'));
+// Laid out as the image element lays it out: the entries, their chunks, a link per name to the entry it starts.
+const { entries } = JSON.parse(readFileSync(path.join(REPO, 'dist/command-names.json'), 'utf8'));
+for (const entry of new Set(Object.values(entries))) cpSync(path.join(REPO, 'dist', entry), path.join(oca, entry));
 cpSync(path.join(REPO, 'dist/chunks'), path.join(oca, 'chunks'), { recursive: true });
-for (const name of ['cfn-init', 'cfn-hup']) symlinkSync('os-config-agent.mjs', path.join(oca, name));
+for (const name of ['cfn-init', 'cfn-hup']) symlinkSync(entries[name], path.join(oca, name));
 // BENCH_NODE: another Node.js to run ours with (the image and the package run Node 24; this process's by default),
 // copied into the share, which the scratch root sees. Its compile cache is kept there too, as the launchers keep it
 // in /var/cache/os-config-agent (Node >= 22.1; the warm-up turn fills it).

@@ -1,8 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { REPO } from '../helpers/bundle.js';
+import { installBundle, REPO } from '../helpers/bundle.js';
 import { startCfnServer } from '../helpers/cfn-server.js';
 import { startTestServer } from '../helpers/http-test-server.js';
 import { SCRATCH_ROOT_MOUNTS, SCRATCH_ROOT_RUN } from '../helpers/scratch-root.js';
@@ -147,12 +147,7 @@ t.test(
     const served = path.join(share, 'served');
     mkdirSync(served, { recursive: true });
     // Our bundle, with one link per command name as the image element lays it out.
-    const oca = path.join(share, 'oca');
-    mkdirSync(oca);
-    cpSync(path.join(REPO, 'dist/os-config-agent.mjs'), path.join(oca, 'os-config-agent.mjs'));
-    cpSync(path.join(REPO, 'dist/chunks'), path.join(oca, 'chunks'), { recursive: true });
-    for (const name of ['cfn-init', 'cfn-get-metadata', 'cfn-hup'])
-      symlinkSync('os-config-agent.mjs', path.join(oca, name));
+    installBundle(path.join(share, 'oca'), ['cfn-init', 'cfn-get-metadata', 'cfn-hup']);
     writeFileSync(path.join(share, 'steps.sh'), STEPS);
     writeFileSync(path.join(share, 'cfn-hup.conf'), HUP_CONF);
     writeFileSync(path.join(share, 'hooks.conf'), HOOKS_CONF);

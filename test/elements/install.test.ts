@@ -16,7 +16,7 @@ import t from 'tap';
 import pkg from '../../package.json' with { type: 'json' };
 import { REPO, requireBundle } from '../helpers/bundle.js';
 import type { TapTest } from '../helpers/http-test-server.js';
-import { COMMAND_NAMES, COMPAT_COMMANDS } from '../../src/cli/command-names.js';
+import { COMMAND_NAMES, COMPAT_COMMANDS, isCfnTool } from '../../src/cli/command-names.js';
 import {
   ALL_ELEMENTS,
   ELEMENTS_DIR,
@@ -79,16 +79,22 @@ t.test('all elements into a directory root, Node.js from a release tarball', asy
   const chunks = readdirSync(path.join(path.dirname(requireBundle()), 'chunks')).sort();
   t.same(readdirSync(at('opt/os-config-agent/lib/chunks')).sort(), chunks, 'with every chunk it loads on demand');
   for (const c of chunks) t.equal(mode(at(`opt/os-config-agent/lib/chunks/${c}`)), 0o644);
+  // heat-cfntools' commands but cfn-signal start their own CommonJS entry (src/cfn-bin.ts); the others the agent's.
+  t.same(
+    readFileSync(at('opt/os-config-agent/lib/cfn-commands.cjs')),
+    readFileSync(path.join(path.dirname(requireBundle()), 'cfn-commands.cjs')),
+    "heat-cfntools' commands' entry as built",
+  );
   for (const name of COMPAT_COMMANDS)
     t.equal(
       readlinkSync(at(`opt/os-config-agent/lib/${name}`)),
-      'os-config-agent.mjs',
-      `${name} runs the bundle under its own name`,
+      isCfnTool(name) ? 'cfn-commands.cjs' : 'os-config-agent.mjs',
+      `${name} runs its entry under its own name`,
     );
   t.same(
     readdirSync(at('opt/os-config-agent/lib')).filter((f) => f.endsWith('.cjs') || f.endsWith('.cache')),
-    [],
-    'no other bundle format, no code cache file',
+    ['cfn-commands.cjs'],
+    'no other CommonJS file, no code cache file',
   );
   t.equal(mode(at('var/cache/os-config-agent')), 0o755, "the compile cache directory, root's");
   // The launchers give node the flags the build's #! lines give it.

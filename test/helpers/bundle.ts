@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -44,6 +44,30 @@ export function runProcess(
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** The file of dist/ that each command name starts, as the build lists it (dist/command-names.json). */
+export function commandEntries(): Record<string, string> {
+  const list = JSON.parse(readFileSync(path.join(REPO, 'dist/command-names.json'), 'utf8')) as {
+    entries: Record<string, string>;
+  };
+  return list.entries;
+}
+
+/**
+ * The built bundle laid out in `dir` as the image element and the Debian package lay it out: the entries and their
+ * chunks, and a link named after each of `names` to the entry it starts.
+ */
+export function installBundle(dir: string, names: readonly string[]): void {
+  const entries = commandEntries();
+  mkdirSync(dir, { recursive: true });
+  for (const entry of new Set(Object.values(entries))) cpSync(path.join(REPO, 'dist', entry), path.join(dir, entry));
+  cpSync(path.join(REPO, 'dist/chunks'), path.join(dir, 'chunks'), { recursive: true });
+  for (const name of names) {
+    const entry = entries[name];
+    if (entry === undefined) throw new Error(`${name} is not a command name of the build`);
+    symlinkSync(entry, path.join(dir, name));
+  }
 }
 
 /** Runs the bundle with `args` as runProcess does; `entry`: another launcher of the same build (dist/bin/<compat name>). */

@@ -3,7 +3,7 @@ import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import pkg from '../../package.json' with { type: 'json' };
-import { AGENT_COMMAND, COMMAND_NAMES, COMPAT_COMMANDS } from '../../src/cli/command-names.js';
+import { AGENT_COMMAND, COMMAND_NAMES, COMPAT_COMMANDS, isCfnTool } from '../../src/cli/command-names.js';
 import { programNameFrom } from '../../src/cli/command-names.js';
 import { REPO, requireBundle } from '../helpers/bundle.js';
 
@@ -44,15 +44,26 @@ t.test('the build writes the list for the element and the Debian package', async
     `${COMMAND_NAMES.join('\n')}\n`,
     'one per line, the agent first',
   );
+  // The entry each name starts: heat-cfntools' commands but cfn-signal their own (src/cfn-bin.ts), the rest the agent's.
+  const entryOf = (name: string) => (isCfnTool(name) ? 'cfn-commands.cjs' : `${AGENT_COMMAND}.mjs`);
   t.same(JSON.parse(readFileSync(path.join(dist(), 'command-names.json'), 'utf8')), {
     agent: AGENT_COMMAND,
     compat: COMPAT_COMMANDS,
+    entries: Object.fromEntries(COMMAND_NAMES.map((name) => [name, entryOf(name)])),
   });
+  t.equal(
+    readFileSync(path.join(dist(), 'command-entries'), 'utf8'),
+    COMMAND_NAMES.map((name) => `${name} ${entryOf(name)}\n`).join(''),
+    'NAME FILE per line, for the element',
+  );
+  t.equal(entryOf('cfn-init'), 'cfn-commands.cjs');
+  t.equal(entryOf('cfn-signal'), `${AGENT_COMMAND}.mjs`, "cfn-signal is the agent's signal queue's");
   const element = readFileSync(
     path.join(REPO, 'elements/os-config-agent/install.d/20-os-config-agent-install'),
     'utf8',
   );
   t.match(element, 'mapfile -t commands < "${stage}/dist/command-names"');
+  t.match(element, 'done < "${stage}/dist/command-entries"');
   const deb = readFileSync(path.join(REPO, 'scripts/package-deb.mjs'), 'utf8');
   t.match(deb, "readFileSync(path.join(dist, 'command-names.json')");
   for (const [file, text] of [
@@ -70,7 +81,12 @@ t.test('the build writes the list for the element and the Debian package', async
 
 t.test('each compatibility launcher is a small file that runs the one bundle under its name', async (t) => {
   const entryShebang = readFileSync(requireBundle(), 'utf8').split('\n')[0];
-  t.same(readdirSync(path.join(dist(), 'bin')).sort(), [...COMPAT_COMMANDS].sort(), 'one per name, nothing else');
+  t.same(
+    readdirSync(path.join(dist(), 'bin')).sort(),
+    [...COMPAT_COMMANDS, 'package.json'].sort(),
+    'one per name, and the package.json that makes them CommonJS for every Node.js 20',
+  );
+  t.same(JSON.parse(readFileSync(path.join(dist(), 'bin/package.json'), 'utf8')), { type: 'commonjs' });
   for (const name of COMPAT_COMMANDS) {
     const file = path.join(dist(), 'bin', name);
     t.ok(lstatSync(file).isFile(), `${name}: a file (npm leaves links out of a package)`);
@@ -91,15 +107,16 @@ t.test('each compatibility launcher is a small file that runs the one bundle und
   }
 });
 
-t.test('one bundle format: ES modules only, no code cache files, no V8 flags or stand-ins at run time', async (t) => {
+t.test('two bundle formats, no code cache files, no V8 flags or stand-ins at run time', async (t) => {
   const files = readdirSync(dist(), { recursive: true, encoding: 'utf8' }).filter((f) => !f.startsWith('hooks'));
+  // ES modules for the agent; CommonJS for heat-cfntools' commands but cfn-signal (src/cfn-bin.ts says why).
   t.same(
-    files.filter((f) => /\.(cjs|cache)$/.test(f)),
-    [],
-    'no CommonJS bundle, no code cache beside one',
+    files.filter((f) => /\.(cjs|cache)$/.test(f)).sort(),
+    ['cfn-commands.cjs', 'chunks/cfn-main.cjs'],
+    "CommonJS for heat-cfntools' commands only, no code cache beside it",
   );
   const code = files
-    .filter((f) => f.endsWith('.mjs'))
+    .filter((f) => /\.[mc]js$/.test(f))
     .map((f) => readFileSync(path.join(dist(), f), 'utf8'))
     .join('\n');
   t.notMatch(code, /setFlagsFromString/, 'V8 flags come from the command line');

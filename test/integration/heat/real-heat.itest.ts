@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
+import { commandEntries } from '../../helpers/bundle.js';
 import { startTinyproxy, tinyproxyMissing } from '../../helpers/tinyproxy.js';
 import { chainedTemplate, chainValue } from './chain-template.js';
 import { startCountingProxy } from './counting-proxy.js';
@@ -768,7 +769,10 @@ t.test(
     );
     const bin = path.join(dir, 'bin');
     mkdirSync(bin, { recursive: true });
-    for (const name of ['cfn-init', 'cfn-signal']) symlinkSync(BUNDLE, path.join(bin, name));
+    // Each name linked to the entry it starts, beside the bundle under test, as the image element links them.
+    const entries = commandEntries();
+    for (const name of ['cfn-init', 'cfn-signal'])
+      symlinkSync(path.join(path.dirname(BUNDLE), entries[name] ?? ''), path.join(bin, name));
     const tool = (name: string, args: string[]) =>
       run(process.execPath, [path.join(bin, name), '--root', root, ...args], { timeout: 60_000 }).then(
         (r) => ({ code: 0, ...r }),
