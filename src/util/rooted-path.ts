@@ -35,7 +35,14 @@ export function createPathMapper(root: string | undefined): PathMapper {
 
 /** True when `child` is `parent` or lies inside it, after resolving `..` segments (no symlink resolution). */
 export function isInside(parent: string, child: string): boolean {
-  const rel = path.relative(path.resolve(parent), path.resolve(child));
+  // Every absolute path is inside "/", the root of an instance: the usual case, and cfn-init asks it for every
+  // component of every file it writes.
+  if (parent === path.sep && path.isAbsolute(child)) return true;
+  return staysInside(path.relative(path.resolve(parent), path.resolve(child)));
+}
+
+/** True when `rel`, a path.relative() from a parent, is the parent itself or lies inside it. */
+export function staysInside(rel: string): boolean {
   // Only a leading ".." segment leaves the parent; a child named "..data" stays inside.
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }

@@ -1,7 +1,7 @@
 import { lstatSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { errorMessage, type ErrorCode } from '../errors.js';
-import { isInside } from './rooted-path.js';
+import { isInside, staysInside } from './rooted-path.js';
 
 // The one rule for writing a file a deployment names (json-file's files, hiera's configuration and data, kubelet's
 // manifests, docker-compose's env files, cfn-init's files, sources and working directories): the name is walked from
@@ -56,14 +56,15 @@ const MAX_LINKS = 40;
 export function resolveWriteTarget(file: string, options: TargetOptions): WriteTarget {
   const root = path.resolve(options.root);
   const last = options.last ?? 'file';
-  if (!isInside(root, file)) throw new TargetRefused(`is outside ${root}`);
+  const name = path.relative(root, path.resolve(file));
+  if (!staysInside(name)) throw new TargetRefused(`is outside ${root}`);
   let realRoot: string;
   try {
     realRoot = realpathSync(root);
   } catch (err) {
     throw new TargetRefused(`${root} cannot be resolved (${errorMessage(err)})`);
   }
-  const walk = new Walk(realRoot, path.relative(root, path.resolve(file)).split('/'), last);
+  const walk = new Walk(realRoot, name.split('/'), last);
   return walk.run();
 }
 
@@ -90,7 +91,8 @@ class Walk {
         this.dir = path.dirname(this.dir);
         continue;
       }
-      const next = path.join(this.dir, name);
+      // A single component (the split name has no "/", and "" "." ".." are taken above) under a resolved directory.
+      const next = this.dir === '/' ? `/${name}` : `${this.dir}/${name}`;
       const atEnd = this.pending.every((p) => p === '' || p === '.');
       const st = lstatOrNull(next);
       if (st === null) return this.missing(next);
@@ -166,9 +168,10 @@ export function linkOwnerProblem(link: string, st: Stats): string | undefined {
 
 function lstatOrNull(p: string): Stats | null {
   try {
-    return lstatSync(p);
+    // Without an error for a name that is not there (the last component of every new file): building one costs
+    // more than the lstat.
+    return lstatSync(p, { throwIfNoEntry: false }) ?? null;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw new TargetRefused(`${p} cannot be examined (${errorMessage(err)})`);
   }
 }

@@ -1,3 +1,5 @@
+import path from 'node:path';
+import fc from 'fast-check';
 import t from 'tap';
 import { createPathMapper, isInside } from '../../src/util/rooted-path.js';
 
@@ -56,4 +58,20 @@ t.test('isInside', async (t) => {
   t.notOk(isInside('/a/b', '/a/b/../c'));
   t.notOk(isInside('/a/b', '/a/b/../../etc'));
   t.notOk(isInside('/a/b', '/etc'));
+  t.ok(isInside('/', '/a/../../etc'), 'every absolute path is inside /');
+});
+
+t.test('isInside: the shortcut for "/" agrees with resolving both paths', async (t) => {
+  const segment = fc.constantFrom('a', 'b', '..', '.', '..data', '');
+  const name = fc
+    .tuple(fc.boolean(), fc.array(segment, { maxLength: 6 }))
+    .map(([abs, s]) => (abs ? '/' : '') + s.join('/'));
+  fc.assert(
+    fc.property(fc.constantFrom('/', '/a', '/a/', 'a', '.'), name, (parent, child) => {
+      const rel = path.relative(path.resolve(parent), path.resolve(child));
+      const resolved = rel === '' || (rel !== '..' && !rel.startsWith('../') && !path.isAbsolute(rel));
+      return isInside(parent, child) === resolved;
+    }),
+  );
+  t.pass('agrees');
 });
