@@ -125,6 +125,9 @@ const cfnBuild = await build({
   format: 'cjs',
   minify,
   ...CJS_FILE_URL,
+  // Its lazy loads of Node's builtins (`await import('node:child_process')`, written so for the agent's ES module
+  // bundle) become require() calls: an import() would start the ES module loader that this file is built to do without.
+  supported: { 'dynamic-import': false },
   metafile: true,
 });
 metafiles.push(cfnBuild.metafile);

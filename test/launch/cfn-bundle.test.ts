@@ -71,6 +71,7 @@ t.test('chunks/cfn-main.cjs requires no other file of the bundle', async (t) => 
   const loads = (pattern: RegExp) => [...text.matchAll(pattern)].map((m) => m[1]);
   t.ok(loads(/\brequire\(\s*["'](node:[^"']+)["']\s*\)/g).length > 0, "its requires of Node's builtins are seen");
   t.same(loads(/(?:\brequire\(\s*|\bimport\s*\(\s*|\bfrom\s*)["'](\.{1,2}\/[^"']*)["']/g), [], 'no relative load');
+  t.same(loads(/\bimport\s*\(\s*["']([^"']*)["']/g), [], 'no import() at all, which would start the ES module loader');
 });
 
 t.test('cfn-signal stays in the agent bundle, with its signal queue', async (t) => {
