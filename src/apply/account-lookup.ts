@@ -1,4 +1,5 @@
 import { promises as fs } from 'node:fs';
+import { startBornNeutral } from '../util/oom-score.js';
 
 // User and group lookups for `.oac` owner/group, through the system's name service (getent: files, LDAP, sssd), as
 // Python's pwd/grp modules do. Without getent, /etc/passwd and /etc/group are read. Results are cached per process.
@@ -26,17 +27,19 @@ async function getent(db: AccountDb, key: string): Promise<string[][]> {
   // child_process is loaded on the first lookup: most template trees name no owner or group.
   const { execFile } = await import('node:child_process');
   return new Promise((resolve, reject) => {
-    execFile('getent', [db, key], { timeout: GETENT_TIMEOUT_MS, encoding: 'utf8' }, (err, stdout) => {
-      if (!err) {
-        resolve(parseLines(stdout));
-        return;
-      }
-      const code = (err as NodeJS.ErrnoException).code;
-      // Exit status 2: no such entry.
-      if ((err as { code?: unknown }).code === 2) resolve([]);
-      else if (code === 'ENOENT') readDbFile(db).then(resolve, reject);
-      else reject(new Error(`getent ${db} failed: ${err.message}`));
-    });
+    startBornNeutral(() =>
+      execFile('getent', [db, key], { timeout: GETENT_TIMEOUT_MS, encoding: 'utf8' }, (err, stdout) => {
+        if (!err) {
+          resolve(parseLines(stdout));
+          return;
+        }
+        const code = (err as NodeJS.ErrnoException).code;
+        // Exit status 2: no such entry.
+        if ((err as { code?: unknown }).code === 2) resolve([]);
+        else if (code === 'ENOENT') readDbFile(db).then(resolve, reject);
+        else reject(new Error(`getent ${db} failed: ${err.message}`));
+      }),
+    );
   });
 }
 

@@ -1,3 +1,4 @@
+import { startBornNeutral } from '../util/oom-score.js';
 import { pythonJsonDumps } from '../util/python-json.js';
 import { TemplateError } from './apply-errors.js';
 
@@ -17,7 +18,7 @@ export async function runExecutableTemplate(
   const { spawn } = await import('node:child_process');
   return new Promise((resolve, reject) => {
     // Own process group, so a timeout kills the script's children too (they would otherwise hold the pipes open).
-    const child = spawn(file, [], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const child = startBornNeutral(() => spawn(file, [], { stdio: ['pipe', 'pipe', 'pipe'], detached: true }));
     const killGroup = () => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import { CommandFailedError } from '../errors.js';
+import { startBornNeutral } from '../util/oom-score.js';
 import type { Pipeline, PipelineContext } from './pipeline.js';
 
 // Upstream behaviour: the configured `command` runs through /bin/sh -c (existing configs use shell syntax such as
@@ -18,12 +19,16 @@ async function runCommand(command: string, ctx: PipelineContext, stdio: 'inherit
   const env = { ...process.env, OS_CONFIG_FILES: ctx.configFiles.join(':') };
   ctx.log.info({ command, files: ctx.configFiles.length }, 'running command');
   const started = Date.now();
-  const child = spawn('/bin/sh', ['-c', command], {
-    env,
-    // The agent logs JSON on stdout; the command's own output goes to stderr when stdout carries data.
-    stdio: stdio === 'inherit' ? ['ignore', 'inherit', 'inherit'] : 'ignore',
-    detached: true,
-  });
+  // Born with the neutral oom_score_adj, not the agent's -500: everything the command runs (os-refresh-config, its
+  // phase scripts, the hooks) inherits it (docs/systemd.md).
+  const child = startBornNeutral(() =>
+    spawn('/bin/sh', ['-c', command], {
+      env,
+      // The agent logs JSON on stdout; the command's own output goes to stderr when stdout carries data.
+      stdio: stdio === 'inherit' ? ['ignore', 'inherit', 'inherit'] : 'ignore',
+      detached: true,
+    }),
+  );
   const onAbort = () => {
     if (child.pid !== undefined) {
       try {

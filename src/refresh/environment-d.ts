@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { startBornNeutral } from '../util/oom-score.js';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { isRegularFile } from '../util/path-kind.js';
@@ -79,11 +80,13 @@ export async function sourceEnvironment(
   options: SourceEnvironmentOptions = {},
 ): Promise<Record<string, string>> {
   if (files.length === 0) return { ...env };
-  const child = spawn('bash', ['-c', SOURCE_SCRIPT, 'environment.d', ...files], {
-    env: { ...env },
-    stdio: ['ignore', options.stderr ?? 2, options.stderr ?? 2, 'pipe'],
-    signal: options.signal,
-  });
+  const child = startBornNeutral(() =>
+    spawn('bash', ['-c', SOURCE_SCRIPT, 'environment.d', ...files], {
+      env: { ...env },
+      stdio: ['ignore', options.stderr ?? 2, options.stderr ?? 2, 'pipe'],
+      signal: options.signal,
+    }),
+  );
   const chunks: Buffer[] = [];
   const out = child.stdio[3] as NodeJS.ReadableStream;
   out.on('data', (c: Buffer) => chunks.push(c));

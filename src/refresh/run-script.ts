@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, type StdioOptions } from 'node:child_process';
+import { startBornNeutral } from '../util/oom-score.js';
 
 // Starts one phase script as dib-run-parts does (exec of DIR/name, no arguments, inherited stdin) but with its output
 // on the agent's stderr, and in its own process group so a timeout or shutdown kills everything it started, not just
@@ -32,11 +33,9 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptResult
   const started = process.hrtime.bigint();
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
   const output = options.output ?? 2;
-  const child = spawn(options.file, [], {
-    env: { ...options.env },
-    stdio: ['inherit', output, output],
-    detached: true,
-  });
+  const stdio: StdioOptions = ['inherit', output, output];
+  // Born with the neutral oom_score_adj, not the agent's -500 (docs/systemd.md).
+  const child = startBornNeutral(() => spawn(options.file, [], { env: { ...options.env }, stdio, detached: true }));
   let timedOut = false;
   let aborted = false;
   const timers: NodeJS.Timeout[] = [];

@@ -77,3 +77,16 @@ export function raiseOomScoreAdj(
   // The process may already be gone; it then needs no adjustment.
   return writeOomScoreAdj(pid, target);
 }
+
+/**
+ * Starts a process with `start` (a synchronous spawn) so that it is born with the neutral oom_score_adj, or raised to it
+ * at once where the agent cannot lower its own value back: what every place that starts a process uses.
+ */
+export function startBornNeutral<T extends { readonly pid?: number | undefined }>(
+  start: () => T,
+  target: number = CHILD_OOM_SCORE_ADJ,
+): T {
+  const { value, raiseAfter } = spawnWithOomScoreAdj(start, target);
+  if (raiseAfter && value.pid !== undefined) raiseOomScoreAdj(value.pid, target);
+  return value;
+}

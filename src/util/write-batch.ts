@@ -18,6 +18,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { fsyncPathNow, tempPathFor } from './atomic-write.js';
+import { startBornNeutral } from './oom-score.js';
 
 // Many files replaced as one step (the rendered templates of an apply run, a cfn-init config's files and links). Every
 // new body goes to a temp file beside its target, and nothing is renamed until all of them are written, so a failure
@@ -266,7 +267,9 @@ async function runSyncfs(paths: readonly string[]): Promise<boolean> {
   // would cost streams and sockets in this process.
   const { spawn } = await import('node:child_process');
   return new Promise((resolve) => {
-    const child = spawn('sync', ['-f', '--', ...paths], { stdio: 'ignore', timeout: SYNC_TIMEOUT_MS });
+    const child = startBornNeutral(() =>
+      spawn('sync', ['-f', '--', ...paths], { stdio: 'ignore', timeout: SYNC_TIMEOUT_MS }),
+    );
     child.once('error', () => resolve(false));
     child.once('exit', (code) => resolve(code === 0));
   });
