@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { raiseOomScoreAdj, spawnWithOomScoreAdj } from './oom-score.js';
+import { startBornNeutral } from './oom-score.js';
 import { scopeCommand } from './systemd-scope.js';
 import { TailBuffer } from './tail-buffer.js';
 
@@ -124,13 +124,12 @@ class ProcessRun {
 
   start(): void {
     const options = this.options;
-    let raiseAfter: boolean;
     try {
       const command =
         options.scopeProperties && options.scopeProperties.length > 0
           ? scopeCommand(options.file, options.args ?? [], options.scopeProperties)
           : { file: options.file, args: options.args ?? [] };
-      const spawned = spawnWithOomScoreAdj(
+      this.child = startBornNeutral(
         () =>
           spawn(command.file, command.args, {
             cwd: options.cwd,
@@ -142,8 +141,6 @@ class ProcessRun {
           }),
         options.oomScoreAdj,
       );
-      this.child = spawned.value;
-      raiseAfter = spawned.raiseAfter;
     } catch (e) {
       // Synchronous failures: a bad argument (a NUL in the environment, a cwd that is not a string).
       const error = e as NodeJS.ErrnoException;
@@ -157,7 +154,6 @@ class ProcessRun {
       if (proc.pid === undefined) this.finish(null, null, { code: e.code ?? 'ESPAWN', message: e.message });
     });
     if (proc.pid === undefined) return;
-    if (raiseAfter) raiseOomScoreAdj(proc.pid, options.oomScoreAdj);
     this.watch(proc, proc.pid);
   }
 
