@@ -71,9 +71,11 @@ const cfnCommandsApart = {
     });
   },
 };
-// CommonJS has no import.meta: the file URL that src/http/ builds its require() from, and src/cfn-bin.ts its own. The
-// banner comes before esbuild's "use strict", so it says it first: the code was written as (strict) ES modules.
-const CJS_FILE_URL = {
+// What every CommonJS build shares (heat-cfntools' commands, the hooks). CommonJS has no import.meta: the file URL that
+// src/http/ builds its require() from, and src/cfn-bin.ts its own. The banner comes before esbuild's "use strict", so
+// it says it first: the code was written as (strict) ES modules.
+const CJS = {
+  format: 'cjs',
   define: { 'import.meta.url': '__ocaFileUrl' },
   banner: { js: "'use strict';\nconst __ocaFileUrl = require('node:url').pathToFileURL(__filename).href;" },
 };
@@ -120,11 +122,10 @@ const entryBuild = await build({
 metafiles.push(entryBuild.metafile);
 const cfnBuild = await build({
   ...common,
+  ...CJS,
   entryPoints: ['src/cli/cfn-main.ts'],
   outfile: `dist/${CFN_BUNDLE}`,
-  format: 'cjs',
   minify,
-  ...CJS_FILE_URL,
   // Its lazy loads of Node's builtins (`await import('node:child_process')`, written so for the agent's ES module
   // bundle) become require() calls: an import() would start the ES module loader that this file is built to do without.
   supported: { 'dynamic-import': false },
@@ -133,11 +134,10 @@ const cfnBuild = await build({
 metafiles.push(cfnBuild.metafile);
 const cfnEntryBuild = await build({
   ...common,
+  ...CJS,
   entryPoints: ['src/cfn-bin.ts'],
   outfile: `dist/${CFN_ENTRY}`,
-  format: 'cjs',
   minify,
-  ...CJS_FILE_URL,
   plugins: [cfnCommandsApart],
   metafile: true,
 });
@@ -195,10 +195,9 @@ for (const group of groups) {
       sourcefile: `hooks/${group}`,
       loader: 'ts',
     },
-    format: 'cjs',
+    ...CJS,
     write: false,
     // A hook that downloads (cfn-init) carries the HTTP client, with the package stand-ins above and its file URL.
-    ...CJS_FILE_URL,
     metafile: true,
   });
   metafiles.push(built.metafile);

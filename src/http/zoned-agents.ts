@@ -9,8 +9,8 @@ import type * as Tls from 'node:tls';
 //
 // A module of its own, imported by the HTTP client alone, and each kind of agent made at the first zoned URL of its
 // scheme: node:https loads node:tls, whose OpenSSL set-up and builtin JavaScript are a large share of the idle
-// daemon's memory (docs/performance.md). Modules every daemon loads, whether or not it makes requests (the collectors' URL checks use
-// zoned-url.ts), must not pull these in.
+// daemon's memory (docs/performance.md). Modules every daemon loads, whether or not it makes requests (the
+// collectors' URL checks use zoned-url.ts), must not pull these in.
 //
 // Required, not imported: the ES module view of node:http reads every export, and on Node.js 22 its lazy WebSocket
 // export loads undici, which compiles WebAssembly: a fatal V8 error in the lite-mode daemon (docs/build.md).

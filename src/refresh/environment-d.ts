@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { startBornNeutral } from '../util/oom-score.js';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { startBornNeutral } from '../util/oom-score.js';
 import { isRegularFile } from '../util/path-kind.js';
 import { compareBytes, ENV_FILE_PATTERN } from './run-parts-selection.js';
 

@@ -79,8 +79,8 @@ export function raiseOomScoreAdj(
 }
 
 /**
- * Starts a process with `start` (a synchronous spawn) so that it is born with the neutral oom_score_adj, or raised to it
- * at once where the agent cannot lower its own value back: what every place that starts a process uses.
+ * Starts a process with `start` (a synchronous spawn) so that it is born with the neutral oom_score_adj, or raised to
+ * it at once where the agent cannot lower its own value back: what every place that starts a process uses.
  */
 export function startBornNeutral<T extends { readonly pid?: number | undefined }>(
   start: () => T,
