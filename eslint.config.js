@@ -3,6 +3,15 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { layerRule } from './eslint.layers.js';
 
+const PROCESS_STARTER = 'src/util/process-group.ts';
+const CHILD_PROCESS_MESSAGE = `start processes with runProcess (${PROCESS_STARTER}), the one place that starts them`;
+const HTTP_BY_REQUIRE = ['node:http', 'node:https', 'http', 'https'].map((name) => ({
+  name,
+  allowTypeImports: true,
+  message: 'require() it (createRequire): its ES module view loads undici on Node 22, which ends the lite-mode daemon',
+}));
+const CHILD_PROCESS = ['node:child_process', 'child_process'].map((name) => ({ name, message: CHILD_PROCESS_MESSAGE }));
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', '.tap/**', 'test/fixtures/**'] },
   js.configs.recommended,
@@ -29,25 +38,27 @@ export default tseslint.config(
       eqeqeq: ['error', 'always'],
     },
   },
+  // On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici:
+  // megabytes more in the process, and in the daemon, whose V8 runs in lite mode without WebAssembly (docs/build.md), an
+  // uncaught error that ends it. require() gives the same module without that view (scripts/build.mjs does the
+  // same for dependencies). node:https's view does not load undici; it is kept here with http for simplicity.
+  // Processes start in one place, src/util/process-group.ts (runProcess): there each one is born at the neutral
+  // oom_score_adj, in a process group a timeout or shutdown kills whole, with its output capped, and told to the
+  // daemon's watchdog. Nothing else in src/ loads child_process, statically or with import().
   {
-    // On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici:
-    // megabytes more in the process, and in the daemon, whose V8 runs in lite mode without WebAssembly (docs/build.md), an
-    // uncaught error that ends it. require() gives the same module without that view (scripts/build.mjs does the
-    // same for dependencies). node:https's view does not load undici; it is kept here with http for simplicity.
     files: ['src/**'],
+    ignores: [PROCESS_STARTER],
     rules: {
-      'no-restricted-imports': [
+      'no-restricted-imports': ['error', { paths: [...HTTP_BY_REQUIRE, ...CHILD_PROCESS] }],
+      'no-restricted-syntax': [
         'error',
-        {
-          paths: ['node:http', 'node:https', 'http', 'https'].map((name) => ({
-            name,
-            allowTypeImports: true,
-            message:
-              'require() it (createRequire): its ES module view loads undici on Node 22, which ends the lite-mode daemon',
-          })),
-        },
+        { selector: 'ImportExpression[source.value=/^(node:)?child_process$/]', message: CHILD_PROCESS_MESSAGE },
       ],
     },
+  },
+  {
+    files: [PROCESS_STARTER],
+    rules: { 'no-restricted-imports': ['error', { paths: HTTP_BY_REQUIRE }] },
   },
   // Layers, as a graph (eslint.layers.js): each folder of src/ names the folders it may import. Type-only imports count
   // too (a type is still a dependency); import() is not checked. docs/architecture.md draws the same graph, and

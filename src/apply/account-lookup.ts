@@ -1,5 +1,4 @@
 import { promises as fs } from 'node:fs';
-import { startBornNeutral } from '../util/oom-score.js';
 
 // User and group lookups for `.oac` owner/group, through the system's name service (getent: files, LDAP, sssd), as
 // Python's pwd/grp modules do. Without getent, /etc/passwd and /etc/group are read. Results are cached per process.
@@ -24,23 +23,21 @@ export async function lookupId(db: AccountDb, key: string | number): Promise<num
 }
 
 async function getent(db: AccountDb, key: string): Promise<string[][]> {
-  // child_process is loaded on the first lookup: most template trees name no owner or group.
-  const { execFile } = await import('node:child_process');
-  return new Promise((resolve, reject) => {
-    startBornNeutral(() =>
-      execFile('getent', [db, key], { timeout: GETENT_TIMEOUT_MS, encoding: 'utf8' }, (err, stdout) => {
-        if (!err) {
-          resolve(parseLines(stdout));
-          return;
-        }
-        const code = (err as NodeJS.ErrnoException).code;
-        // Exit status 2: no such entry.
-        if ((err as { code?: unknown }).code === 2) resolve([]);
-        else if (code === 'ENOENT') readDbFile(db).then(resolve, reject);
-        else reject(new Error(`getent ${db} failed: ${err.message}`));
-      }),
-    );
-  });
+  // Loaded on the first lookup, with child_process: most template trees name no owner or group.
+  const { runProcess } = await import('../util/process-group.js');
+  const result = await runProcess({ file: 'getent', args: [db, key], timeoutMs: GETENT_TIMEOUT_MS });
+  if (result.spawnError?.code === 'ENOENT') return readDbFile(db);
+  if (result.exitCode === 0) return parseLines(result.stdout);
+  // Exit status 2: no such entry.
+  if (result.exitCode === 2) return [];
+  const why =
+    result.spawnError?.message ??
+    (result.timedOut
+      ? `no answer within ${GETENT_TIMEOUT_MS / 1000} s`
+      : result.signal !== null
+        ? `killed by ${result.signal}`
+        : `exit status ${result.exitCode}`);
+  throw new Error(`getent ${db} failed: ${why}`);
 }
 
 async function readDbFile(db: AccountDb): Promise<string[][]> {

@@ -1,15 +1,18 @@
-import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { startBornNeutral } from '../util/oom-score.js';
 import { isRegularFile } from '../util/path-kind.js';
+import { runProcess } from '../util/process-group.js';
 import { compareBytes, ENV_FILE_PATTERN } from './run-parts-selection.js';
 
 // environment.d, as dib-run-parts reads it: every regular file (or symlink to one) directly in `<base>/environment.d`
 // whose name is made of [0-9A-Za-z_.-] is *sourced* by bash (it need not be executable), in byte order of its path,
 // with `set -eu -o pipefail` in force and xtrace on. Only exported variables reach the scripts. To give scripts and
 // in-process steps exactly that environment, bash sources the files and then prints its environment with `env -0`
-// on a separate descriptor; anything the files themselves print goes to stderr (stdout carries the agent's logs).
+// on its stdout, which it keeps aside as descriptor 3 from its first line: anything the files themselves print goes
+// to stderr (the agent's stdout carries its logs).
+
+/** Bytes of `env -0` output accepted: far above what exec(2) passes on to a script (ARG_MAX). */
+const MAX_ENVIRONMENT_BYTES = 16 * 1024 * 1024;
 
 /** The files to source from `envDir`, in order (full paths). None when the directory is missing. */
 export async function environmentFiles(envDir: string): Promise<string[]> {
@@ -41,6 +44,7 @@ export class EnvironmentSourceError extends Error {
 
 // $0 is "environment.d"; the files are the positional arguments. The announcement mirrors dib-run-parts' own.
 const SOURCE_SCRIPT = [
+  'exec 3>&1 >&2',
   'set -eu -o pipefail',
   'for __oca_env_file in "$@"; do',
   '  echo "Sourcing environment file $__oca_env_file" >&2',
@@ -53,9 +57,9 @@ const SOURCE_SCRIPT = [
 ].join('\n');
 
 /** Parse `env -0` output. Bash-exported functions (BASH_FUNC_x%%=...) are kept: children of bash expect them. */
-export function parseEnvZero(buffer: Buffer): Record<string, string> {
+export function parseEnvZero(output: string | Buffer): Record<string, string> {
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
-  for (const entry of buffer.toString('utf8').split('\0')) {
+  for (const entry of output.toString().split('\0')) {
     if (entry === '') continue;
     const eq = entry.indexOf('=');
     if (eq <= 0) continue;
@@ -80,22 +84,28 @@ export async function sourceEnvironment(
   options: SourceEnvironmentOptions = {},
 ): Promise<Record<string, string>> {
   if (files.length === 0) return { ...env };
-  const child = startBornNeutral(() =>
-    spawn('bash', ['-c', SOURCE_SCRIPT, 'environment.d', ...files], {
-      env: { ...env },
-      stdio: ['ignore', options.stderr ?? 2, options.stderr ?? 2, 'pipe'],
-      signal: options.signal,
-    }),
-  );
-  const chunks: Buffer[] = [];
-  const out = child.stdio[3] as NodeJS.ReadableStream;
-  out.on('data', (c: Buffer) => chunks.push(c));
-  const [code, signal] = await new Promise<[number | null, string | null]>((resolve, reject) => {
-    child.once('error', (err) =>
-      reject(new EnvironmentSourceError(`cannot run bash to source environment.d: ${err.message}`, null, null)),
-    );
-    child.once('close', (c, s) => resolve([c, s]));
+  const result = await runProcess({
+    file: 'bash',
+    args: ['-c', SOURCE_SCRIPT, 'environment.d', ...files],
+    env: { ...env },
+    stderr: options.stderr ?? 2,
+    maxBufferBytes: MAX_ENVIRONMENT_BYTES,
+    overflow: 'kill',
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
   });
+  if (result.spawnError !== undefined)
+    throw new EnvironmentSourceError(
+      `cannot run bash to source environment.d: ${result.spawnError.message}`,
+      null,
+      null,
+    );
+  const { exitCode: code, signal } = result;
+  if (result.overflowed)
+    throw new EnvironmentSourceError(
+      `sourcing environment.d printed more than ${MAX_ENVIRONMENT_BYTES} bytes of environment`,
+      code,
+      signal,
+    );
   if (code !== 0) {
     throw new EnvironmentSourceError(
       `sourcing environment.d failed (${code !== null ? `exit status ${code}` : `signal ${signal ?? 'unknown'}`}); the xtrace above shows the failing line`,
@@ -103,5 +113,5 @@ export async function sourceEnvironment(
       signal,
     );
   }
-  return parseEnvZero(Buffer.concat(chunks));
+  return parseEnvZero(result.stdout);
 }

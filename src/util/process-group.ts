@@ -5,15 +5,17 @@ import { TailBuffer } from './tail-buffer.js';
 
 // The one place the agent's collectors and deployments start a process: a hook executable, the tool a built-in hook
 // drives (bash, puppet, ansible-playbook, chef-client, salt-call, git, hostname), a system tool a collector needs
-// (blkid, mount, bsdtar, mcopy). Never through a shell: a file and an argument list. Node's own child_process, so that
-// a built-in hook bundled as a single file carries nothing more.
+// (blkid, mount, bsdtar, mcopy), a phase script, environment.d's bash, an executable template, the `command`
+// pipeline's shell, getent, sync. A shell only where the caller names one: a file and an argument list. Node's own
+// child_process, so that a built-in hook bundled as a single file carries nothing more. Lint refuses child_process
+// anywhere else in src/.
 //
 // A process the agent starts runs in its own process group (`detached`), so a timeout or a shutdown kills everything
 // it started, not just itself; SIGTERM first, SIGKILL after a grace period. Output is captured without ever killing
 // the process for talking too much: past the cap only the tail is kept, which is what a signal keeps anyway. Once
 // the process exits, processes it left in the background get a short grace to close its output pipes and are then
 // no longer waited for (upstream waited for them forever). Each child is born with a neutral oom_score_adj
-// (oom-score.ts).
+// (oom-score.ts), and every start and end is told to the daemon's watchdog (unless `unobserved`).
 
 export const OUTPUT_CAP_BYTES = 16 * 1024 * 1024;
 const DEFAULT_KILL_GRACE_MS = 5000;
@@ -33,6 +35,12 @@ export function observeProcesses(observer: ProcessObserver): () => void {
   return () => observers.delete(observer);
 }
 
+/**
+ * Where stdout or stderr goes: 'capture' (default), kept in the result; 'inherit', the agent's own; 'ignore',
+ * /dev/null; or a descriptor of the agent (2: a phase script's output on the agent's stderr).
+ */
+export type OutputTarget = 'capture' | 'inherit' | 'ignore' | number;
+
 export interface ProcessOptions {
   readonly file: string;
   readonly args?: readonly string[];
@@ -41,10 +49,21 @@ export interface ProcessOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** Written to stdin; stdin is closed at once when absent. */
   readonly input?: string;
+  /** Without `input`: 'inherit' gives the process the agent's stdin (a phase script's, as dib-run-parts did). */
+  readonly stdin?: 'inherit';
+  readonly stdout?: OutputTarget;
+  readonly stderr?: OutputTarget;
   /** Milliseconds before the process is terminated (0: no limit). */
   readonly timeoutMs?: number;
   /** Bytes of stdout and of stderr kept (the tail past this). */
   readonly maxBufferBytes?: number;
+  /**
+   * What captured output past maxBufferBytes does: 'keep-tail' (default) keeps the tail and lets the process run;
+   * 'kill' kills its group at once and marks the result `overflowed` (output that is worthless cut short: a file's body).
+   */
+  readonly overflow?: 'keep-tail' | 'kill';
+  /** What the timeout sends: SIGTERM, then SIGKILL after killGraceMs (default); or SIGKILL at once. */
+  readonly timeoutSignal?: 'SIGTERM' | 'SIGKILL';
   /** Milliseconds between SIGTERM and SIGKILL. */
   readonly killGraceMs?: number;
   /** Milliseconds to wait, after the process exits, for leftover processes to close its output. */
@@ -82,6 +101,8 @@ export interface ProcessResult {
   readonly signal: string | null;
   readonly timedOut: boolean;
   readonly aborted: boolean;
+  /** Killed because its captured output passed maxBufferBytes (overflow 'kill'). */
+  readonly overflowed: boolean;
   /** The process could not be started at all (ENOENT, EACCES, ENOEXEC). */
   readonly spawnError?: { readonly code: string; readonly message: string };
   readonly stdout: string;
@@ -99,13 +120,15 @@ type SpawnFailure = { code: string; message: string };
 
 /** One run of one process, from its start to its result. */
 class ProcessRun {
-  private readonly startedAt = Date.now();
+  // Monotonic: a step of the wall clock must not make a run look long or negative.
+  private readonly startedAt = performance.now();
   private readonly ownGroup: boolean;
   private readonly out: TailBuffer;
   private readonly err: TailBuffer;
   private readonly timers: NodeJS.Timeout[] = [];
   private timedOut = false;
   private aborted = false;
+  private overflowed = false;
   private child: ChildProcess | undefined;
   private readonly onAbort = () => {
     this.aborted = true;
@@ -135,7 +158,7 @@ class ProcessRun {
             cwd: options.cwd,
             env: options.env ?? process.env,
             detached: this.ownGroup,
-            stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.passFds ?? [])],
+            stdio: [stdinOf(options), outputOf(options.stdout), outputOf(options.stderr), ...(options.passFds ?? [])],
             ...(options.uid !== undefined ? { uid: options.uid } : {}),
             ...(options.gid !== undefined ? { gid: options.gid } : {}),
           }),
@@ -167,8 +190,8 @@ class ProcessRun {
         for (const o of observers) o.ended(pid);
       });
     }
-    proc.stdout!.on('data', (c: Buffer) => this.out.push(c));
-    proc.stderr!.on('data', (c: Buffer) => this.err.push(c));
+    proc.stdout?.on('data', (c: Buffer) => this.keep(this.out, c));
+    proc.stderr?.on('data', (c: Buffer) => this.keep(this.err, c));
     if (proc.stdin) {
       // A process that never reads its stdin is not a failure: EPIPE is expected then.
       proc.stdin.on('error', () => undefined);
@@ -178,7 +201,8 @@ class ProcessRun {
       this.timers.push(
         setTimeout(() => {
           this.timedOut = true;
-          this.terminate();
+          if (options.timeoutSignal === 'SIGKILL') this.kill('SIGKILL');
+          else this.terminate();
         }, options.timeoutMs),
       );
     }
@@ -195,22 +219,31 @@ class ProcessRun {
     proc.once('close', (code, signal) => this.finish(code, signal));
   }
 
+  private keep(into: TailBuffer, chunk: Buffer): void {
+    into.push(chunk);
+    if (into.truncated && this.options.overflow === 'kill' && !this.overflowed) {
+      this.overflowed = true;
+      this.kill('SIGKILL');
+    }
+  }
+
   private finish(exitCode: number | null, signal: string | null, spawnError?: SpawnFailure): void {
     for (const t of this.timers) clearTimeout(t);
     this.options.signal?.removeEventListener('abort', this.onAbort);
     // Whatever survived a timeout or shutdown in the group goes now.
-    if ((this.timedOut || this.aborted) && this.ownGroup) this.kill('SIGKILL');
+    if ((this.timedOut || this.aborted || this.overflowed) && this.ownGroup) this.kill('SIGKILL');
     this.resolve({
       exitCode,
       signal,
       timedOut: this.timedOut,
       aborted: this.aborted,
+      overflowed: this.overflowed,
       ...(spawnError ? { spawnError } : {}),
       stdout: this.out.text(),
       stderr: this.err.text(),
       stdoutTruncated: this.out.truncated,
       stderrTruncated: this.err.truncated,
-      durationMs: Date.now() - this.startedAt,
+      durationMs: Math.round(performance.now() - this.startedAt),
     });
   }
 
@@ -229,4 +262,13 @@ class ProcessRun {
     this.kill('SIGTERM');
     this.timers.push(setTimeout(() => this.kill('SIGKILL'), this.options.killGraceMs ?? DEFAULT_KILL_GRACE_MS));
   }
+}
+
+function stdinOf(options: ProcessOptions): 'pipe' | 'inherit' | 'ignore' {
+  if (options.input !== undefined) return 'pipe';
+  return options.stdin ?? 'ignore';
+}
+
+function outputOf(target: OutputTarget = 'capture'): 'pipe' | 'inherit' | 'ignore' | number {
+  return target === 'capture' ? 'pipe' : target;
 }

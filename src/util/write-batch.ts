@@ -18,7 +18,6 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { fsyncPathNow, tempPathFor } from './atomic-write.js';
-import { startBornNeutral } from './oom-score.js';
 
 // Many files replaced as one step (the rendered templates of an apply run, a cfn-init config's files and links). Every
 // new body goes to a temp file beside its target, and nothing is renamed until all of them are written, so a failure
@@ -263,14 +262,15 @@ export function onePerFilesystem(dirs: readonly string[]): string[] {
 
 async function runSyncfs(paths: readonly string[]): Promise<boolean> {
   if (paths.length === 0) return true;
-  // Loaded here: small batches never need child_process. No pipes: `sync` prints nothing worth reading, and pipes
-  // would cost streams and sockets in this process.
-  const { spawn } = await import('node:child_process');
-  return new Promise((resolve) => {
-    const child = startBornNeutral(() =>
-      spawn('sync', ['-f', '--', ...paths], { stdio: 'ignore', timeout: SYNC_TIMEOUT_MS }),
-    );
-    child.once('error', () => resolve(false));
-    child.once('exit', (code) => resolve(code === 0));
+  // Loaded here, with child_process: small batches never need it. No pipes: `sync` prints nothing worth reading, and
+  // pipes would cost streams and sockets in this process.
+  const { runProcess } = await import('./process-group.js');
+  const result = await runProcess({
+    file: 'sync',
+    args: ['-f', '--', ...paths],
+    stdout: 'ignore',
+    stderr: 'ignore',
+    timeoutMs: SYNC_TIMEOUT_MS,
   });
+  return result.exitCode === 0;
 }

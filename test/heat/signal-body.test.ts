@@ -20,6 +20,7 @@ function result(over: Partial<HookResult> = {}): HookResult {
     signal: null,
     timedOut: false,
     aborted: false,
+    overflowed: false,
     stdout: '',
     stderr: '',
     stdoutTruncated: false,

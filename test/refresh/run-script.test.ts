@@ -76,3 +76,26 @@ t.test('abort sends SIGTERM to the group', async (t) => {
   t.equal(r.aborted, true);
   t.equal(r.exitCode, 42, 'the script got SIGTERM first and could clean up');
 });
+
+t.test("a phase script is told to the daemon's watchdog: its start with the time left, and its end", async (t) => {
+  // A script that runs longer than [agent] watchdog_stall is progress while it is within the refresh timeout (or
+  // for as long as it runs without one), as every process the agent starts (docs/systemd.md).
+  const { observeProcesses } = await import('../../src/util/process-group.js');
+  const seen: Array<[string, number, number?]> = [];
+  const stop = observeProcesses({
+    started: (pid, timeoutMs) => seen.push(['start', pid, timeoutMs]),
+    ended: (pid) => seen.push(['end', pid]),
+  });
+  t.teardown(stop);
+  const dir = t.testdir({});
+  writeScript(path.join(dir, 's'), '#!/bin/sh\nexit 0\n');
+  await runScript({ file: path.join(dir, 's'), env: ENV, output: 'ignore', deadline: performance.now() + 60_000 });
+  await runScript({ file: path.join(dir, 's'), env: ENV, output: 'ignore' });
+  t.equal(seen.length, 4);
+  const [first, firstEnd, second, secondEnd] = seen;
+  t.equal(first?.[0], 'start');
+  t.ok(first![2]! > 55_000 && first![2]! <= 60_000, `the time left to the deadline (${first![2]} ms)`);
+  t.same(firstEnd, ['end', first![1]]);
+  t.same(second, ['start', second![1], 0], 'no deadline: no limit');
+  t.same(secondEnd, ['end', second![1]]);
+});

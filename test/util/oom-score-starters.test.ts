@@ -2,23 +2,25 @@ import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import * as oomScore from '../../src/util/oom-score.js';
+import * as processGroup from '../../src/util/process-group.js';
 import type { PipelineContext } from '../../src/daemon/pipeline.js';
 
 // The agent runs at oom_score_adj -500 (its unit); what it starts must be born at the kernel's neutral 0
-// (docs/systemd.md). process-group.ts has its own test (process-group-oom-scope.test.ts); these are the other places
-// that start processes: a phase script, environment.d's bash, an executable template, the `command` pipeline.
+// (docs/systemd.md). process-group.ts's runProcess, the one place that starts processes (lint refuses child_process
+// elsewhere), has its own test (process-group-oom-scope.test.ts); these are the modules that start processes through
+// it with options of their own: a phase script, environment.d's bash, an executable template, the `command` pipeline.
 // Lowering this process's own value needs CAP_SYS_RESOURCE, which the test machine does not give root, so each module
-// is loaded with oom-score.ts's startBornNeutral aimed at a value above this process's own (raising needs no
-// privilege): the processes they start, real ones, must report that value.
+// is loaded with runProcess aimed at a value above this process's own (raising needs no privilege): the processes
+// they start, real ones, must report that value.
 
 const OWN_FILE = '/proc/self/oom_score_adj';
 const own = Number.parseInt(readFileSync(OWN_FILE, 'utf8'), 10);
 const target = Math.min(1000, own + 300);
 const aimed = {
-  ...oomScore,
-  startBornNeutral: <T extends { pid?: number }>(start: () => T) => oomScore.startBornNeutral(start, target),
+  ...processGroup,
+  runProcess: (options: processGroup.ProcessOptions) => processGroup.runProcess({ ...options, oomScoreAdj: target }),
 };
-const MOCKS = { '../../src/util/oom-score.js': aimed };
+const MOCKS = { '../../src/util/process-group.js': aimed };
 
 t.test('startBornNeutral: the process is born with the target value, the agent keeps its own', async (t) => {
   const { spawnSync } = await import('node:child_process');
@@ -28,7 +30,7 @@ t.test('startBornNeutral: the process is born with the target value, the agent k
   t.equal(Number.parseInt(readFileSync(OWN_FILE, 'utf8'), 10), own);
 });
 
-t.test('every other place that starts a process starts it through startBornNeutral (aimed higher here)', async (t) => {
+t.test('the modules that start processes start them through runProcess (aimed higher here)', async (t) => {
   const dir = t.testdir({});
   const seenBy = (name: string) => path.join(dir, `${name}.seen`);
   const script = (name: string, body: string) => {

@@ -73,6 +73,7 @@ export async function runInProcess(o: InProcessOptions): Promise<HookResult> {
     const base = {
       timedOut,
       aborted,
+      overflowed: false,
       stderr: log.text(),
       stdoutTruncated: false,
       stderrTruncated: false,
