@@ -91,7 +91,7 @@ export async function sourceEnvironment(
     stderr: options.stderr ?? 2,
     maxBufferBytes: MAX_ENVIRONMENT_BYTES,
     overflow: 'kill',
-    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    signal: options.signal,
   });
   if (result.spawnError !== undefined)
     throw new EnvironmentSourceError(

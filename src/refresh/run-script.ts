@@ -5,8 +5,6 @@ import { runProcess } from '../util/process-group.js';
 // the script (upstream's SIGALRM walked the process tree instead). The timeout is a SIGKILL, as upstream's; shutdown
 // sends SIGTERM first, so a script can clean up.
 
-const DEFAULT_KILL_GRACE_MS = 5000;
-
 export interface ScriptResult {
   readonly exitCode: number | null;
   readonly signal: string | null;
@@ -22,7 +20,7 @@ export interface RunScriptOptions {
   readonly env: Readonly<Record<string, string>>;
   /** On the monotonic clock (performance.now()): the time after which the group is SIGKILLed (as upstream's timeout); undefined: no limit. */
   readonly deadline?: number;
-  /** Shutdown: SIGTERM to the group, SIGKILL after killGraceMs. */
+  /** Shutdown: SIGTERM to the group, SIGKILL after killGraceMs (default 5 s). */
   readonly signal?: AbortSignal;
   readonly killGraceMs?: number;
   /** Where the script's stdout and stderr go (default: the agent's stderr). */
@@ -41,8 +39,8 @@ export async function runScript(options: RunScriptOptions): Promise<ScriptResult
     ...(options.deadline !== undefined
       ? { timeoutMs: Math.max(1, options.deadline - performance.now()), timeoutSignal: 'SIGKILL' as const }
       : {}),
-    ...(options.signal !== undefined ? { signal: options.signal } : {}),
-    killGraceMs: options.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
+    signal: options.signal,
+    killGraceMs: options.killGraceMs,
   });
   return {
     exitCode: result.exitCode,
