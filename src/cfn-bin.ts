@@ -10,16 +10,22 @@
 import { createRequire } from 'node:module';
 import { isCfnTool, programNameFrom } from './cli/command-names.js';
 import { keepStdioBlocking } from './cli/stdio-blocking.js';
-import { enableCompileCache } from './launch/compile-cache.js';
+import { requireWithCodeCache } from './launch/code-cache.js';
+import { codeCacheDirectory, enableCompileCache } from './launch/compile-cache.js';
 
 const name = programNameFrom(process.argv[1]);
 if (isCfnTool(name)) {
-  // Before the commands' code is loaded, so that Node.js >= 22.1 caches its compiled form.
+  // Before the commands' code is loaded, so that Node.js >= 22.1 caches its compiled form; Node.js 20 has V8's code
+  // cache of the file kept by code-cache.ts instead.
   enableCompileCache();
+  const codeCache = codeCacheDirectory();
   keepStdioBlocking();
   // require(), where import() would start the ES module loader that this file is built to do without.
   const requireBeside = createRequire(import.meta.url);
-  const { cfnMain } = requireBeside('./chunks/cfn-main.cjs') as typeof import('./cli/cfn-main.js');
+  const file = requireBeside.resolve('./chunks/cfn-main.cjs');
+  const { cfnMain } = (
+    codeCache === undefined ? requireBeside(file) : requireWithCodeCache(file, codeCache)
+  ) as typeof import('./cli/cfn-main.js');
   void cfnMain(process.argv.slice(2), name).then((code) => {
     process.exitCode = code;
   });

@@ -5,7 +5,8 @@ import path from 'node:path';
 // Node's own compile cache (module.enableCompileCache, Node.js >= 22.1): the bundle's chunks are compiled once and
 // the compiled code is read back by later runs of any command, as Python keeps .pyc files. Node keys the cache by
 // its version, architecture and V8 flags and checks each entry against the source it was made from. Node.js 20 has
-// no such cache: it compiles every run, which costs a few milliseconds of start-up (docs/build.md).
+// no such cache: it compiles every run, which costs a few milliseconds of start-up (docs/build.md); there heat-cfntools'
+// commands keep V8's code cache of their one file themselves (code-cache.ts).
 //
 // The directory: OS_CONFIG_AGENT_COMPILE_CACHE (empty: no cache; the image's and the Debian package's launchers
 // default it to /var/cache/os-config-agent), else $XDG_CACHE_HOME/os-config-agent, else none. A cache is an
@@ -61,4 +62,16 @@ export function enableCompileCache(env: NodeJS.ProcessEnv = process.env): string
     // Defensive: a cache must never stop a command.
     return undefined;
   }
+}
+
+/**
+ * Where the commands' CommonJS file may keep V8's code cache (code-cache.ts) when this Node.js has no compile cache of
+ * its own (before 22.1), with the same directory and checks; undefined where Node's own cache is there, or no
+ * directory is usable.
+ */
+export function codeCacheDirectory(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (typeof (module as unknown as { enableCompileCache?: unknown }).enableCompileCache === 'function')
+    return undefined;
+  const directory = compileCacheDirectory(env);
+  return directory !== undefined && usableCacheDirectory(directory) ? directory : undefined;
 }
