@@ -11,14 +11,12 @@ import { createRequire } from 'node:module';
 import { isCfnTool, programNameFrom } from './cli/command-names.js';
 import { keepStdioBlocking } from './cli/stdio-blocking.js';
 import { requireWithCodeCache } from './launch/code-cache.js';
-import { codeCacheDirectory, enableCompileCache } from './launch/compile-cache.js';
+import { cacheDirectory } from './launch/compile-cache.js';
 
 const name = programNameFrom(process.argv[1]);
 if (isCfnTool(name)) {
-  // Before the commands' code is loaded, so that Node.js >= 22.1 caches its compiled form; Node.js 20 has V8's code
-  // cache of the file kept by code-cache.ts instead.
-  enableCompileCache();
-  const codeCache = codeCacheDirectory();
+  // V8's code cache of the commands' file, on every Node.js (code-cache.ts says why not Node's own compile cache).
+  const codeCache = cacheDirectory();
   keepStdioBlocking();
   // require(), where import() would start the ES module loader that this file is built to do without.
   const requireBeside = createRequire(import.meta.url);

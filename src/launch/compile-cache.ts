@@ -5,8 +5,9 @@ import path from 'node:path';
 // Node's own compile cache (module.enableCompileCache, Node.js >= 22.1): the bundle's chunks are compiled once and
 // the compiled code is read back by later runs of any command, as Python keeps .pyc files. Node keys the cache by
 // its version, architecture and V8 flags and checks each entry against the source it was made from. Node.js 20 has
-// no such cache: it compiles every run, which costs a few milliseconds of start-up (docs/build.md); there heat-cfntools'
-// commands keep V8's code cache of their one file themselves (code-cache.ts).
+// no such cache: it compiles every run, which costs a few milliseconds of start-up (docs/build.md). heat-cfntools'
+// commands keep V8's code cache of their one file themselves instead, on every Node.js (code-cache.ts), in the same
+// directory.
 //
 // The directory: OS_CONFIG_AGENT_COMPILE_CACHE (empty: no cache; the image's and the Debian package's launchers
 // default it to /var/cache/os-config-agent), else $XDG_CACHE_HOME/os-config-agent, else none. A cache is an
@@ -21,6 +22,16 @@ export function compileCacheDirectory(env: NodeJS.ProcessEnv): string | undefine
   if (chosen !== undefined) return path.isAbsolute(chosen) ? chosen : undefined;
   const xdg = env.XDG_CACHE_HOME;
   return xdg !== undefined && path.isAbsolute(xdg) ? path.join(xdg, 'os-config-agent') : undefined;
+}
+
+/**
+ * The directory to cache in for this environment when it is usable (below), else undefined; undefined too under
+ * NODE_DISABLE_COMPILE_CACHE=1, Node's own switch, which then turns off the cache of code-cache.ts as well.
+ */
+export function cacheDirectory(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (env.NODE_DISABLE_COMPILE_CACHE === '1') return undefined;
+  const directory = compileCacheDirectory(env);
+  return directory !== undefined && usableCacheDirectory(directory) ? directory : undefined;
 }
 
 /**
@@ -52,8 +63,8 @@ export function usableCacheDirectory(directory: string): boolean {
 export function enableCompileCache(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const enable = (module as unknown as { enableCompileCache?: EnableCompileCache }).enableCompileCache;
   if (typeof enable !== 'function') return undefined;
-  const directory = compileCacheDirectory(env);
-  if (directory === undefined || !usableCacheDirectory(directory)) return undefined;
+  const directory = cacheDirectory(env);
+  if (directory === undefined) return undefined;
   try {
     // A directory it cannot write is reported in its result, not thrown: the command then runs without a cache.
     enable(directory);
@@ -62,16 +73,4 @@ export function enableCompileCache(env: NodeJS.ProcessEnv = process.env): string
     // Defensive: a cache must never stop a command.
     return undefined;
   }
-}
-
-/**
- * Where the commands' CommonJS file may keep V8's code cache (code-cache.ts) when this Node.js has no compile cache of
- * its own (before 22.1), with the same directory and checks; undefined where Node's own cache is there, or no
- * directory is usable.
- */
-export function codeCacheDirectory(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  if (typeof (module as unknown as { enableCompileCache?: unknown }).enableCompileCache === 'function')
-    return undefined;
-  const directory = compileCacheDirectory(env);
-  return directory !== undefined && usableCacheDirectory(directory) ? directory : undefined;
 }

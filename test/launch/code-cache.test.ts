@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import module from 'node:module';
 import path from 'node:path';
 import t from 'tap';
 import { REPO } from '../helpers/bundle.js';
@@ -76,35 +75,35 @@ t.test('a damaged cache file is rejected by V8 and replaced; a cache that cannot
   });
 });
 
-const hasNodeCache = typeof (module as unknown as { enableCompileCache?: unknown }).enableCompileCache === 'function';
-
-t.test(
-  "heat-cfntools' built commands keep their file's code cache where Node.js has no compile cache",
-  { skip: hasNodeCache ? `Node.js ${process.version} has its own compile cache (compile-cache.test.ts)` : false },
-  async (t) => {
-    const dir = t.testdir({ cache: {} });
-    const cache = path.join(dir, 'cache');
-    // tap's loader hooks (NODE_OPTIONS) cannot load the extensionless launchers: started through env(1) without them.
-    const command = () =>
-      spawnSync(
-        '/usr/bin/env',
-        [
-          '-u',
-          'NODE_OPTIONS',
-          `OS_CONFIG_AGENT_COMPILE_CACHE=${cache}`,
-          process.execPath,
-          path.join(REPO, 'dist/bin/cfn-get-metadata'),
-          '--help',
-        ],
-        { encoding: 'utf8', timeout: 60_000 },
-      );
-    const first = command();
-    t.equal(first.status, 0, first.stderr);
-    t.match(first.stdout, /cfn-get-metadata/);
-    const files = readdirSync(cache);
-    t.equal(files.length, 1, 'the commands file cached');
-    t.match(files[0], /^code-.*\.bin$/);
-    const second = command();
-    t.same([second.status, second.stdout, second.stderr], [first.status, first.stdout, first.stderr]);
-  },
-);
+t.test("heat-cfntools' built commands keep their file's code cache, on every Node.js", async (t) => {
+  const dir = t.testdir({ cache: {}, off: {} });
+  // tap's loader hooks (NODE_OPTIONS) cannot load the extensionless launchers: started through env(1) without them.
+  const command = (cache: string, ...env: string[]) =>
+    spawnSync(
+      '/usr/bin/env',
+      [
+        '-u',
+        'NODE_OPTIONS',
+        '-u',
+        'NODE_DISABLE_COMPILE_CACHE',
+        `OS_CONFIG_AGENT_COMPILE_CACHE=${cache}`,
+        ...env,
+        process.execPath,
+        path.join(REPO, 'dist/bin/cfn-get-metadata'),
+        '--help',
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+  const cache = path.join(dir, 'cache');
+  const first = command(cache);
+  t.equal(first.status, 0, first.stderr);
+  t.match(first.stdout, /cfn-get-metadata/);
+  const files = readdirSync(cache);
+  t.equal(files.length, 1, "the commands' file cached, and nothing of Node's own cache");
+  t.match(files[0], /^code-.*\.bin$/);
+  const second = command(cache);
+  t.same([second.status, second.stdout, second.stderr], [first.status, first.stdout, first.stderr]);
+  const off = command(path.join(dir, 'off'), 'NODE_DISABLE_COMPILE_CACHE=1');
+  t.same([off.status, off.stdout], [first.status, first.stdout]);
+  t.same(readdirSync(path.join(dir, 'off')), [], "NODE_DISABLE_COMPILE_CACHE=1, Node's switch, turns it off too");
+});
