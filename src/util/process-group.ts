@@ -11,11 +11,12 @@ import { TailBuffer } from './tail-buffer.js';
 // anywhere else in src/.
 //
 // A process the agent starts runs in its own process group (`detached`), so a timeout or a shutdown kills everything
-// it started, not just itself; SIGTERM first, SIGKILL after a grace period. Output is captured without ever killing
-// the process for talking too much: past the cap only the tail is kept, which is what a signal keeps anyway. Once
-// the process exits, processes it left in the background get a short grace to close its output pipes and are then
-// no longer waited for (upstream waited for them forever). Each child is born with a neutral oom_score_adj
-// (oom-score.ts), and every start and end is told to the daemon's watchdog (unless `unobserved`).
+// it started, not just itself; SIGTERM first, SIGKILL after a grace period (or at once, where the caller's upstream
+// did so). Output is captured without killing the process for talking too much: past the cap only the tail is kept,
+// which is what a signal keeps anyway (a caller whose output is worthless cut short, a file's body, asks for a kill at
+// the cap). Once the process exits, processes it left in the background get a short grace to close its output pipes
+// and are then no longer waited for (upstream waited for them forever). Each child is born with a neutral
+// oom_score_adj (oom-score.ts), and every start and end is told to the daemon's watchdog (unless `unobserved`).
 
 export const OUTPUT_CAP_BYTES = 16 * 1024 * 1024;
 const DEFAULT_KILL_GRACE_MS = 5000;
