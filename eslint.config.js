@@ -39,9 +39,10 @@ export default tseslint.config(
     },
   },
   // On Node.js 22 the ES module view of node:http reads every export, and its WebSocket export loads undici:
-  // megabytes more in the process, and in the daemon, whose V8 runs in lite mode without WebAssembly (docs/build.md), an
-  // uncaught error that ends it. require() gives the same module without that view (scripts/build.mjs does the
-  // same for dependencies). node:https's view does not load undici; it is kept here with http for simplicity.
+  // megabytes more in the process, and in the daemon, whose V8 runs in lite mode without WebAssembly
+  // (docs/build.md), an uncaught error that ends it. require() gives the same module without that view
+  // (scripts/build.mjs does the same for dependencies). node:https's view does not load undici; it is kept here with
+  // http for simplicity.
   // Processes start in one place, src/util/process-group.ts (runProcess): there each one is born at the neutral
   // oom_score_adj, in a process group a timeout or shutdown kills whole, with its output capped, and told to the
   // daemon's watchdog. Nothing else in src/ loads child_process, statically or with import().

@@ -60,7 +60,8 @@ export interface ProcessOptions {
   readonly maxBufferBytes?: number;
   /**
    * What captured output past maxBufferBytes does: 'keep-tail' (default) keeps the tail and lets the process run;
-   * 'kill' kills its group at once and marks the result `overflowed` (output that is worthless cut short: a file's body).
+   * 'kill' kills its group at once and marks the result `overflowed` (for output that is worthless cut short: a
+   * file's body).
    */
   readonly overflow?: 'keep-tail' | 'kill';
   /** What the timeout sends: SIGTERM, then SIGKILL after killGraceMs (default); or SIGKILL at once. */
