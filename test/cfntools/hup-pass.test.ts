@@ -9,6 +9,7 @@ import { HookLog } from '../../src/hooks/kit/hook-log.js';
 import { createHttpClient } from '../../src/http/client.js';
 import { createPathMapper } from '../../src/util/rooted-path.js';
 import { startCfnServer, type CfnServer } from '../helpers/cfn-server.js';
+import { pidGone } from '../helpers/fault-daemon.js';
 import { holdFlock } from '../helpers/flock-holder.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 
@@ -140,16 +141,7 @@ t.test(
     t.equal(r.read('fired'), 'works\n/root root\n', 'the others ran, with the runas user in HOME and USER');
     const child = Number(r.read('child'));
     t.ok(child > 0, 'the hanging action started a child');
-    let alive = true;
-    for (let i = 0; i < 50 && alive; i++) {
-      try {
-        process.kill(child, 0);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      } catch {
-        alive = false;
-      }
-    }
-    t.notOk(alive, "the hanging action's whole process group was killed");
+    t.ok(await pidGone(child, 5000), "the hanging action's whole process group was killed");
     const log = r.lines.join('');
     t.match(
       log,

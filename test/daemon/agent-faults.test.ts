@@ -4,6 +4,7 @@ import t from 'tap';
 import { Agent } from '../../src/daemon/agent.js';
 import { agentStatusPath, type AgentFacts } from '../../src/status/agent-facts.js';
 import { agentDeps, makeAgentRoot, recordingCommand } from '../helpers/agent-root.js';
+import { pidAlive, until } from '../helpers/fault-daemon.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { scrubText } from '../../src/log/redact.js';
 
@@ -16,13 +17,8 @@ function runs(file: string): string[] {
   return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
 }
 
-async function waitFor(what: string, cond: () => boolean, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`not in time: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** `until` with this file's 15 s default. */
+const waitFor = (what: string, cond: () => boolean, ms = 15_000) => until(what, cond, ms);
 
 function setup(t: { testdir(): string }, config: (command: string, dir: string) => string) {
   const dir = t.testdir();
@@ -136,18 +132,10 @@ t.test('shutdown while the command runs: its whole process group is stopped and 
     () => existsSync(pids) && readFileSync(pids, 'utf8').includes(' '),
   );
   const [shell, sleeper] = readFileSync(pids, 'utf8').trim().split(' ').map(Number) as [number, number];
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  t.ok(alive(sleeper), 'the grandchild runs');
+  t.ok(pidAlive(sleeper), 'the grandchild runs');
   controller.abort();
   t.equal(await running, 0, 'the daemon stops cleanly');
-  await waitFor('the process group is gone', () => !alive(shell) && !alive(sleeper), 10_000);
+  await waitFor('the process group is gone', () => !pidAlive(shell) && !pidAlive(sleeper), 10_000);
   t.pass('the command and its grandchild were stopped');
   t.match(logged('pipeline failed; new data not committed')[0], {
     code: 'ERR_COMMAND_FAILED',

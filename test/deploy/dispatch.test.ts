@@ -6,6 +6,7 @@ import { flushDue } from '../../src/signals/outbox.js';
 import { deployLockFile, storeFor, type DeploymentRecord } from '../../src/state/store.js';
 import { scrubText, secrets } from '../../src/log/redact.js';
 import { counterLines, deployHarness, deployment, installHooks } from '../helpers/deploy-fixtures.js';
+import { pidGone } from '../helpers/fault-daemon.js';
 import type { TapTest } from '../helpers/http-test-server.js';
 import { startSignalSink, type SinkTransport } from '../helpers/signal-sink.js';
 import { holdFlock } from '../helpers/flock-holder.js';
@@ -194,16 +195,7 @@ t.test('a hanging hook is killed at its timeout (per-deployment override) with i
   t.equal(body.deploy_status_code, 124);
   t.match(body.deploy_stderr, 'did not finish within 3 s; its process group was killed');
   const pid = Number(readFileSync(pidFile, 'utf8'));
-  let alive = true;
-  for (let i = 0; i < 100 && alive; i++) {
-    try {
-      process.kill(pid, 0);
-      await new Promise((r) => setTimeout(r, 20));
-    } catch {
-      alive = false;
-    }
-  }
-  t.notOk(alive, 'the grandchild was killed too');
+  t.ok(await pidGone(pid, 2000), 'the grandchild was killed too');
 });
 
 t.test(

@@ -392,6 +392,16 @@ export function pidAlive(pid: number): boolean {
   }
 }
 
+/** Whether process `pid` is gone within `ms` (looked at every 20 ms): a killed group's background child, say. */
+export async function pidGone(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (pidAlive(pid)) {
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+  return true;
+}
+
 const LEVELS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
 
 /** A log line's level as a number (the agent logs pino's labels; numbers are accepted too). */

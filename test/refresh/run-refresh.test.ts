@@ -5,6 +5,7 @@ import t from 'tap';
 import { PhaseFailedError, RefreshLockedError } from '../../src/refresh/refresh-errors.js';
 import { runRefresh, type RunRefreshOptions } from '../../src/refresh/run-refresh.js';
 import type { TapTest } from '../helpers/http-test-server.js';
+import { pidGone } from '../helpers/fault-daemon.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { readTrace, traceScript, writeScript } from './phase-fixtures.js';
 
@@ -149,16 +150,7 @@ t.test('timeout kills the running script with its background child, then error.d
   t.same(readTrace(trace), ['configure.d/10-hang', 'error.d/10-handler']);
   t.ok(existsSync(pidFile));
   const bg = Number(readFileSync(pidFile, 'utf8'));
-  let gone = false;
-  for (let i = 0; i < 100 && !gone; i++) {
-    try {
-      process.kill(bg, 0);
-      await new Promise((r) => setTimeout(r, 50));
-    } catch {
-      gone = true;
-    }
-  }
-  t.ok(gone, 'the background child died with the group');
+  t.ok(await pidGone(bg, 5000), 'the background child died with the group');
   t.ok(captured.lines.some((l) => l.msg === 'refresh timeout reached' && l.timeoutSeconds === 1));
 });
 

@@ -2,26 +2,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { runScript } from '../../src/refresh/run-script.js';
+import { pidGone } from '../helpers/fault-daemon.js';
 import { writeScript } from './phase-fixtures.js';
 
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitGone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 100; i++) {
-    if (!alive(pid)) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return false;
-}
 
 t.test('exit status, environment and no arguments', async (t) => {
   const dir = t.testdir({});
@@ -58,7 +42,7 @@ t.test('the deadline kills the whole process group, background children included
   t.equal(r.signal, 'SIGKILL');
   t.ok(existsSync(pidFile));
   const bg = Number(readFileSync(pidFile, 'utf8'));
-  t.ok(await waitGone(bg), 'the background sleep died with the group');
+  t.ok(await pidGone(bg, 5000), 'the background sleep died with the group');
 });
 
 t.test('abort sends SIGTERM to the group', async (t) => {

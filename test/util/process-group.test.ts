@@ -3,13 +3,10 @@ import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { observeProcesses, runProcess } from '../../src/util/process-group.js';
+import { pidGone, until } from '../helpers/fault-daemon.js';
 
 // The process starter's choices of where output goes, what a timeout sends and what too much output does, with real
 // processes. Its oom_score_adj, systemd scope and watchdog events: process-group-oom-scope.test.ts.
-
-async function waitFor(file: string): Promise<void> {
-  for (let i = 0; i < 200 && !existsSync(file); i++) await new Promise((r) => setTimeout(r, 25));
-}
 
 t.test('stdout and stderr are captured by default, or go where they are sent', async (t) => {
   const both = 'echo out; echo err >&2';
@@ -84,18 +81,9 @@ t.test("overflow 'kill': output past the cap kills the group and says so; the de
   t.equal(killed.timedOut, false);
   t.equal(killed.signal, 'SIGKILL');
   t.equal(killed.stdoutTruncated, true);
-  await waitFor(pidFile);
+  await until('the background pid', () => existsSync(pidFile), 5000);
   const bg = Number(readFileSync(pidFile, 'utf8'));
-  let alive = true;
-  for (let i = 0; i < 100 && alive; i++) {
-    try {
-      process.kill(bg, 0);
-      await new Promise((r) => setTimeout(r, 50));
-    } catch {
-      alive = false;
-    }
-  }
-  t.equal(alive, false, 'what it left in the background died with the group');
+  t.ok(await pidGone(bg, 5000), 'what it left in the background died with the group');
 
   const kept = await runProcess({
     file: '/bin/sh',

@@ -3,6 +3,7 @@ import path from 'node:path';
 import t from 'tap';
 import { runHook } from '../../../src/hooks/host/external.js';
 import { FIXTURE_HOOKS } from '../../helpers/deploy-fixtures.js';
+import { pidAlive, pidGone } from '../../helpers/fault-daemon.js';
 
 // The hook runner against real processes: stdin, output capture, exit codes, signals, timeouts that kill the whole
 // process group, shutdown, spawn failures.
@@ -10,20 +11,6 @@ import { FIXTURE_HOOKS } from '../../helpers/deploy-fixtures.js';
 const fake = path.join(FIXTURE_HOOKS, 'fake');
 const input = (config: unknown, id = 'dep-1') =>
   JSON.stringify({ id, config, inputs: [{ name: 'deploy_action', value: 'CREATE' }] });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitGone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 20));
-  return !alive(pid);
-}
 
 t.test('the deployment goes in on stdin and the answer comes back from stdout', async (t) => {
   const res = await runHook({ file: fake, input: input({ echo: true, stderr: 'log line' }), timeoutMs: 10_000 });
@@ -79,7 +66,7 @@ t.test('timeout kills the whole process group, grandchildren included', async (t
   t.equal(res.signal, 'SIGTERM');
   t.ok(existsSync(pidFile), 'the grandchild was started');
   const pid = Number(readFileSync(pidFile, 'utf8'));
-  t.ok(await waitGone(pid), 'the grandchild is gone too');
+  t.ok(await pidGone(pid, 2000), 'the grandchild is gone too');
 });
 
 t.test('a hook that ignores SIGTERM is killed after the grace period', async (t) => {
@@ -126,7 +113,7 @@ t.test('background processes holding the output pipes are not waited for after t
   t.equal(res.stdout, 'started\n');
   t.ok(Date.now() - started < 20_000, 'returned long before the background job ends');
   const [pid, group] = readFileSync(`${file}.pid`, 'utf8').trim().split(' ').map(Number) as [number, number];
-  t.ok(alive(pid), 'the background job itself is left running (the hook meant to start it)');
+  t.ok(pidAlive(pid), 'the background job itself is left running (the hook meant to start it)');
   process.kill(-group, 'SIGKILL');
 });
 
