@@ -126,8 +126,9 @@ const cfnBuild = await build({
   entryPoints: ['src/cli/cfn-main.ts'],
   outfile: `dist/${CFN_BUNDLE}`,
   minify,
-  // Its lazy loads of Node's builtins (`await import('node:child_process')`, written so for the agent's ES module
-  // bundle) become require() calls: an import() would start the ES module loader that this file is built to do without.
+  // Its lazy loads (`await import(...)` of the process starter and of what only some runs need, written so for the
+  // agent's ES module bundle) become require() calls: an import() would start the ES module loader that this file is
+  // built to do without.
   supported: { 'dynamic-import': false },
   metafile: true,
 });

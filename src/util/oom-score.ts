@@ -80,7 +80,8 @@ export function raiseOomScoreAdj(
 
 /**
  * Starts a process with `start` (a synchronous spawn) so that it is born with the neutral oom_score_adj, or raised to
- * it at once where the agent cannot lower its own value back: what every place that starts a process uses.
+ * it at once where the agent cannot lower its own value back: how process-group.ts, the one place that starts
+ * processes, starts each.
  */
 export function startBornNeutral<T extends { readonly pid?: number | undefined }>(
   start: () => T,
